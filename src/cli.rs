@@ -1,0 +1,258 @@
+//! The command line: global shape, shared option groups, one Args struct per subcommand.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::core::record::FieldPath;
+use crate::core::time::TimeFormat;
+use crate::io::dead_letter::OnError;
+
+const ABOUT: &str = "A command-line stream toolkit: consume, window, dedupe, profile lateness and check lag \
+over NDJSON, Kafka and Kinesis";
+
+const LONG_ABOUT: &str = "\
+weir reads NDJSON (stdin, files, .gz) or a Kafka/Kinesis source, keeps bounded state, and writes \
+to stdout or a sink. Its subcommands compose into shell pipelines. Data goes to stdout, \
+diagnostics and the run summary to stderr.";
+
+const AFTER_HELP: &str = "\
+Examples:
+  weir consume fixtures/checkouts.ndjson --time occurred_at --from 2026-11-28T12:00:00Z -n 5
+  weir consume kafka://localhost:9092/checkouts --from -1h -e \\
+    | weir dedupe --id event_id --horizon 1h \\
+    | weir window --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count
+
+Exit codes:
+  0 success (also when stdout is closed early, as by `| head`)
+  1 a check tripped (lag --max-lag)
+  2 usage or configuration error
+  3 bad input data (with --on-error fail)
+  4 a source or sink is unreachable or refused us
+  130 interrupted (SIGINT/SIGTERM); output so far is flushed";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "weir",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP,
+    propagate_version = true,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Consume(ConsumeArgs),
+    Window(PlannedArgs),
+    #[command(name = "watermark-profile")]
+    WatermarkProfile(PlannedArgs),
+    Dedupe(PlannedArgs),
+    Replay(PlannedArgs),
+    Lag(PlannedArgs),
+    /// Writes man pages and shell completions (for the project's own build).
+    #[command(hide = true)]
+    Generate(GenerateArgs),
+}
+
+impl Command {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Consume(_) => "consume",
+            Command::Window(_) => "window",
+            Command::WatermarkProfile(_) => "watermark-profile",
+            Command::Dedupe(_) => "dedupe",
+            Command::Replay(_) => "replay",
+            Command::Lag(_) => "lag",
+            Command::Generate(_) => "generate",
+        }
+    }
+}
+
+/// Where records come from, and what happens to records that cannot be used.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// NDJSON files (`-` for stdin, gzip detected), kafka://HOST:PORT[,HOST:PORT]/TOPIC or
+    /// kinesis://STREAM. Default: stdin.
+    #[arg(value_name = "SOURCE")]
+    pub sources: Vec<String>,
+
+    /// What to do with a bad record (not JSON, missing field, unparsable time). Default:
+    /// fail, or skip when --dead-letter is given.
+    #[arg(long, value_enum, value_name = "POLICY", help_heading = "Bad input")]
+    pub on_error: Option<OnError>,
+
+    /// Write each bad record to PATH as JSON with its position and the reason.
+    #[arg(long, value_name = "PATH", help_heading = "Bad input")]
+    pub dead_letter: Option<PathBuf>,
+
+    /// Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024).
+    #[arg(long, value_name = "BYTES", default_value = "16M", value_parser = parse_bytes, help_heading = "Bad input")]
+    pub max_line_bytes: usize,
+}
+
+/// How event time is read.
+#[derive(Debug, Args)]
+pub struct TimeArgs {
+    /// Event-time field, as a dotted path (`occurred_at`, `value.ts`).
+    #[arg(long, value_name = "FIELD")]
+    pub time: Option<FieldPath>,
+
+    /// How --time values are written: auto (RFC 3339, or epoch numbers told apart by size),
+    /// rfc3339, s, ms, us, ns, or a strftime pattern such as '%Y-%m-%d %H:%M:%S'.
+    #[arg(long, value_name = "FORMAT", default_value = "auto")]
+    pub time_format: TimeFormat,
+}
+
+/// The run summary.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Also write the run summary as JSON to PATH.
+    #[arg(long, value_name = "PATH", help_heading = "Reporting")]
+    pub stats: Option<PathBuf>,
+
+    /// No summary on stderr (errors are still reported).
+    #[arg(short, long, help_heading = "Reporting")]
+    pub quiet: bool,
+}
+
+const CONSUME_AFTER_HELP: &str = "\
+Examples:
+  # Records with event time in a range, to a file:
+  weir consume fixtures/checkouts.ndjson --time occurred_at \\
+    --from 2026-11-28T12:00:00Z --to 2026-11-28T12:05:00Z -o recent.ndjson
+
+  # The first 3 valid records; bad lines counted and kept aside:
+  weir consume fixtures/bad.ndjson -n 3 --dead-letter bad-lines.ndjson
+
+  # Validate a compressed file, keep the summary as JSON:
+  weir consume events.ndjson.gz --stats stats.json > /dev/null";
+
+/// Read records from a source and write them to a sink, unchanged.
+///
+/// Every line is checked to be JSON; the original bytes are written, so key order and number
+/// formatting survive. With --time, --from/--to keep records whose event time lies in
+/// [from, to); on NDJSON input event time may be out of order, so the range filters rather
+/// than stops.
+#[derive(Debug, Args)]
+#[command(after_help = CONSUME_AFTER_HELP)]
+pub struct ConsumeArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub time: TimeArgs,
+
+    /// First position to read: an RFC 3339 time or a relative time (-1h, needs --time), or
+    /// beginning. Kafka/Kinesis positions (offsets, -N, stored) come with their sources.
+    #[arg(long, value_name = "POS", allow_hyphen_values = true)]
+    pub from: Option<String>,
+
+    /// Stop position, exclusive, in the same forms as --from.
+    #[arg(long, value_name = "POS", allow_hyphen_values = true)]
+    pub to: Option<String>,
+
+    /// Stop after writing N records.
+    #[arg(short = 'n', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+
+    /// Sink: - (stdout) or a file path.
+    #[arg(short, long, value_name = "SINK", default_value = "-")]
+    pub output: String,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// A subcommand whose issue is still open: it parses nothing and says so when run.
+#[derive(Debug, Args)]
+pub struct PlannedArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Folder that receives man/ and completions/.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub out_dir: PathBuf,
+}
+
+/// Help text of the subcommands still being built; shown by `--help` and the man pages.
+pub fn planned_command_docs() -> [(&'static str, &'static str, &'static str); 5] {
+    [
+        (
+            "window",
+            "Count and aggregate events per key per event-time window, with watermarks [not built yet: issue #3]",
+            "Examples (planned):\n  weir window events.ndjson --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count\n  weir window --time ts --hop 10m --slide 5m --sum amount --late-output late.ndjson\n  weir window --time ts --key user --session 30m --count --format csv",
+        ),
+        (
+            "watermark-profile",
+            "Measure event lateness and recommend a watermark delay [not built yet: issue #5]",
+            "Examples (planned):\n  weir watermark-profile events.ndjson --time occurred_at --arrival arrived_at\n  weir watermark-profile --time occurred_at --arrival arrived_at --by client --format json",
+        ),
+        (
+            "dedupe",
+            "Drop repeated events within a bounded horizon [not built yet: issue #4]",
+            "Examples (planned):\n  weir dedupe events.ndjson --id event_id --horizon 1h --time occurred_at\n  weir dedupe --id order_id --id line --horizon 10m --horizon-by arrival --duplicates dups.ndjson",
+        ),
+        (
+            "replay",
+            "Re-read a range of records into a sink, at a controlled rate [not built yet: issue #6]",
+            "Examples (planned):\n  weir replay envelope.ndjson -o kafka://localhost:9092/checkouts --rate 5000/s\n  weir replay kafka://localhost:9092/checkouts --from -1h -o kafka://localhost:9092/copy --speed 10x",
+        ),
+        (
+            "lag",
+            "Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]",
+            "Examples (planned):\n  weir lag kafka://localhost:9092 --group billing --max-lag 5m\n  weir lag kafka://localhost:9092/checkouts --all-groups --format prometheus",
+        ),
+    ]
+}
+
+/// The full clap command, with the planned subcommands' docs filled in.
+pub fn command() -> clap::Command {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    for (name, about, examples) in planned_command_docs() {
+        cmd = cmd.mut_subcommand(name, |sub| sub.about(about).after_help(examples));
+    }
+    cmd
+}
+
+/// `16M` → 16 MiB; plain numbers are bytes.
+pub fn parse_bytes(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'K' | b'k') => (&s[..s.len() - 1], 10),
+        Some(b'M' | b'm') => (&s[..s.len() - 1], 20),
+        Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    let n: usize = digits.parse().map_err(|_| format!("invalid size '{s}': use a number of bytes, or K, M, G"))?;
+    n.checked_shl(shift)
+        .filter(|v| *v >> shift == n && *v > 0)
+        .ok_or_else(|| format!("invalid size '{s}': must be above 0 and fit in memory"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_bytes("100"), Ok(100));
+        assert_eq!(parse_bytes("16M"), Ok(16 << 20));
+        assert_eq!(parse_bytes("2k"), Ok(2048));
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("x").is_err());
+    }
+}

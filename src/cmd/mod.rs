@@ -1,0 +1,87 @@
+//! One module per subcommand; this file holds what every command's run shares.
+
+pub mod consume;
+pub mod generate;
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::cli::{Command, ReportArgs};
+use crate::error::{Error, Result};
+use crate::io::spec::Input;
+use crate::stats::Stats;
+
+/// Set by SIGINT/SIGTERM; commands check it between records and stop cleanly.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Runs one parsed command line.
+pub fn run(command: Command) -> Result<()> {
+    install_signal_handler();
+    match command {
+        Command::Consume(args) => consume::run(args, &STOP),
+        Command::Generate(args) => generate::run(&args.out_dir),
+        planned => {
+            let issue = match planned.name() {
+                "window" => 3,
+                "dedupe" => 4,
+                "watermark-profile" => 5,
+                "replay" => 6,
+                _ => 7,
+            };
+            Err(Error::Usage(format!(
+                "weir {} is not built yet (issue #{issue}); see `weir {} --help` for what is planned",
+                planned.name(),
+                planned.name()
+            )))
+        }
+    }
+}
+
+/// The first signal asks for a clean stop (flush, summary, exit 130); a second one exits now.
+fn install_signal_handler() {
+    let _ = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(crate::error::exit::INTERRUPTED as i32);
+        }
+    });
+}
+
+/// Ends a run: the stderr summary (unless quiet, or stdout was closed under us) and the
+/// `--stats` JSON, then the run's own result.
+pub fn finish(stats: &Stats, report: &ReportArgs, result: Result<()>) -> Result<()> {
+    let broken_pipe = matches!(result, Err(Error::BrokenPipe));
+    if !report.quiet && !broken_pipe {
+        eprintln!("{}", stats.summary_line());
+    }
+    if let Some(path) = &report.stats {
+        let (code, message) = match &result {
+            Ok(()) => (0, None),
+            Err(e) => (e.exit_code(), (!broken_pipe).then(|| e.to_string())),
+        };
+        stats.write_json(path, code, message)?;
+    }
+    result
+}
+
+/// A byte-progress bar on stderr, only when stderr is a terminal and every input is a file
+/// (the work is bounded and its size known).
+pub fn progress_for(inputs: &[Input]) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let mut total = 0;
+    for input in inputs {
+        match input {
+            Input::File(path) => total += std::fs::metadata(path).ok()?.len(),
+            Input::Stdin => return None,
+        }
+    }
+    let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    pb.set_style(
+        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}")
+            .expect("valid template"),
+    );
+    Some(pb)
+}

@@ -1,0 +1,600 @@
+//! Records: one JSON object per line, dotted field paths, and record positions.
+//!
+//! The extractor validates a whole line as JSON in one pass and hands back, borrowed from the
+//! line, only the raw text of the fields a command asked for. Nothing else is materialised.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use super::time::{parse_time_number, parse_time_str, Millis, TimeError, TimeFormat};
+
+/// Where a record came from, for error messages and dead letters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// Line `line` (1-based) of a file, or of stdin when `source` is `<stdin>`.
+    Line { source: Arc<str>, line: u64 },
+    Kafka { topic: Arc<str>, partition: i32, offset: i64 },
+    Kinesis { stream: Arc<str>, shard: Arc<str>, sequence: String },
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Position::Line { source, line } => write!(f, "{source}:{line}"),
+            Position::Kafka { topic, partition, offset } => {
+                write!(f, "{topic} partition {partition} offset {offset}")
+            }
+            Position::Kinesis { stream, shard, sequence } => {
+                write!(f, "{stream} shard {shard} sequence {sequence}")
+            }
+        }
+    }
+}
+
+/// A dotted path into a record: `value.occurred_at`, `user.id`. A segment may contain a
+/// literal dot when escaped as `\.`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldPath {
+    text: String,
+    segments: Vec<String>,
+}
+
+impl FieldPath {
+    pub fn parse(text: &str) -> Result<FieldPath, String> {
+        let mut segments = vec![String::new()];
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some(next) => segments.last_mut().unwrap().push(next),
+                    None => segments.last_mut().unwrap().push('\\'),
+                },
+                '.' => segments.push(String::new()),
+                c => segments.last_mut().unwrap().push(c),
+            }
+        }
+        if segments.iter().any(String::is_empty) {
+            return Err(format!(
+                "invalid field path '{text}': use dotted names such as value.occurred_at"
+            ));
+        }
+        Ok(FieldPath { text: text.to_string(), segments })
+    }
+
+    pub fn segments(&self) -> &[String] {
+        &self.segments
+    }
+
+    /// The path as the user wrote it.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// A column-safe name: dots become underscores (`value.amount` → `value_amount`).
+    pub fn column_name(&self) -> String {
+        self.segments.join("_")
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::str::FromStr for FieldPath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        FieldPath::parse(s)
+    }
+}
+
+/// Why a line is not a usable record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordError {
+    NotUtf8 { valid_up_to: usize },
+    NotJson(String),
+    NotObject,
+    MissingField { path: String, suggestion: Option<String> },
+    BadTime { path: String, error: TimeError },
+    NotATime { path: String, found: &'static str },
+    LineTooLong { len: u64, max: u64 },
+}
+
+impl fmt::Display for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordError::NotUtf8 { valid_up_to } => {
+                write!(f, "invalid UTF-8 at byte {}", valid_up_to + 1)
+            }
+            RecordError::NotJson(why) => write!(f, "not valid JSON: {why}"),
+            RecordError::NotObject => write!(f, "not a JSON object"),
+            RecordError::MissingField { path, suggestion: Some(s) } => {
+                write!(f, "missing field '{path}' (did you mean '{s}'?)")
+            }
+            RecordError::MissingField { path, suggestion: None } => {
+                write!(f, "missing field '{path}'")
+            }
+            RecordError::BadTime { path, error } => write!(f, "field '{path}': {error}"),
+            RecordError::NotATime { path, found } => {
+                write!(f, "field '{path}' is {found}, not a time")
+            }
+            RecordError::LineTooLong { len, max } => write!(
+                f,
+                "line of {len} bytes is longer than --max-line-bytes {max}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {}
+
+/// Makes serde_json's message read well for a one-line record ("... at column 7").
+fn json_reason(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(i) => format!("{} at column {}", &text[..i], e.column()),
+        None => text,
+    }
+}
+
+/// Checks that bytes are UTF-8 and valid JSON (any value); the cheapest full validation.
+pub fn validate_json(line: &[u8]) -> Result<&str, RecordError> {
+    let text = as_utf8(line)?;
+    serde_json::from_str::<IgnoredAny>(text).map_err(|e| RecordError::NotJson(json_reason(&e)))?;
+    Ok(text)
+}
+
+pub fn as_utf8(line: &[u8]) -> Result<&str, RecordError> {
+    std::str::from_utf8(line).map_err(|e| RecordError::NotUtf8 { valid_up_to: e.valid_up_to() })
+}
+
+/// A trie of the requested paths, walked while the line is parsed.
+#[derive(Debug, Default)]
+struct Node {
+    children: Vec<(String, Node)>,
+    /// Indices of the paths that end at this node.
+    leaves: Vec<usize>,
+}
+
+/// Pulls a fixed set of fields out of each line, validating the whole line as it goes.
+#[derive(Debug)]
+pub struct Extractor {
+    paths: Vec<FieldPath>,
+    root: Node,
+}
+
+/// The raw JSON text of each requested field, in the order the paths were given.
+pub type Fields<'a> = Vec<Option<&'a RawValue>>;
+
+/// Empties a `Fields` buffer so it can borrow from the next line; the allocation is reused
+/// (an in-place collect), so the hot loop allocates nothing.
+pub fn recycle_fields<'b>(mut fields: Fields<'_>) -> Fields<'b> {
+    fields.clear();
+    fields.into_iter().map(|_| None).collect()
+}
+
+impl Extractor {
+    pub fn new(paths: Vec<FieldPath>) -> Extractor {
+        let mut root = Node::default();
+        for (i, path) in paths.iter().enumerate() {
+            let mut node = &mut root;
+            for seg in path.segments() {
+                let at = match node.children.iter().position(|(name, _)| name == seg) {
+                    Some(at) => at,
+                    None => {
+                        node.children.push((seg.clone(), Node::default()));
+                        node.children.len() - 1
+                    }
+                };
+                node = &mut node.children[at].1;
+            }
+            node.leaves.push(i);
+        }
+        Extractor { paths, root }
+    }
+
+    pub fn paths(&self) -> &[FieldPath] {
+        &self.paths
+    }
+
+    /// Validates `line` as one JSON object and fills `out` (cleared first) with the fields.
+    /// Duplicate keys: the last one wins, as in jq and serde_json.
+    pub fn extract<'a>(&self, line: &'a str, out: &mut Fields<'a>) -> Result<(), RecordError> {
+        out.clear();
+        out.resize(self.paths.len(), None);
+        let mut de = serde_json::Deserializer::from_str(line);
+        let found_object = NodeSeed { node: &self.root, out }
+            .deserialize(&mut de)
+            .and_then(|found| de.end().map(|_| found))
+            .map_err(|e| RecordError::NotJson(json_reason(&e)))?;
+        if found_object {
+            Ok(())
+        } else {
+            Err(RecordError::NotObject)
+        }
+    }
+
+    /// The error for a path that `extract` did not find, with a suggestion from the line.
+    pub fn missing(&self, index: usize, line: &str) -> RecordError {
+        let path = &self.paths[index];
+        RecordError::MissingField {
+            path: path.to_string(),
+            suggestion: suggest_path(line, path),
+        }
+    }
+}
+
+/// Walks one value; when it is an object, descends into the children the trie names.
+/// Returns whether the value was an object.
+struct NodeSeed<'n, 'o, 'a> {
+    node: &'n Node,
+    out: &'o mut Fields<'a>,
+}
+
+impl<'de, 'n, 'o> DeserializeSeed<'de> for NodeSeed<'n, 'o, 'de> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, 'n, 'o> Visitor<'de> for NodeSeed<'n, 'o, 'de> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        while let Some(child) = map.next_key_seed(KeySeed { node: self.node })? {
+            let Some(child) = child else {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            let node = &self.node.children[child].1;
+            if node.leaves.is_empty() {
+                map.next_value_seed(NodeSeed { node, out: &mut *self.out })?;
+                continue;
+            }
+            let raw: &'de RawValue = map.next_value()?;
+            for &leaf in &node.leaves {
+                self.out[leaf] = Some(raw);
+            }
+            if !node.children.is_empty() {
+                // A path ends here and another goes deeper: walk the raw text again.
+                let mut de = serde_json::Deserializer::from_str(raw.get());
+                NodeSeed { node, out: &mut *self.out }
+                    .deserialize(&mut de)
+                    .map_err(de::Error::custom)?;
+            }
+        }
+        Ok(true)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+}
+
+/// Matches a key against the node's children without allocating, even for escaped keys.
+struct KeySeed<'n> {
+    node: &'n Node,
+}
+
+impl<'de, 'n> DeserializeSeed<'de> for KeySeed<'n> {
+    type Value = Option<usize>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de, 'n> Visitor<'de> for KeySeed<'n> {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_str<E>(self, key: &str) -> Result<Option<usize>, E> {
+        Ok(self.node.children.iter().position(|(name, _)| name == key))
+    }
+}
+
+/// A field's JSON value, interpreted just enough for the core.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scalar<'a> {
+    Str(Cow<'a, str>),
+    /// A number's literal text, so integers stay exact.
+    Number(&'a str),
+    Bool(bool),
+    Null,
+    Array,
+    Object,
+}
+
+impl<'a> Scalar<'a> {
+    pub fn from_raw(raw: &'a RawValue) -> Scalar<'a> {
+        let text = raw.get();
+        match text.as_bytes().first() {
+            Some(b'"') => Scalar::Str(
+                serde_json::from_str::<StrOrCow>(text)
+                    .map(|s| s.0)
+                    .unwrap_or(Cow::Borrowed("")),
+            ),
+            Some(b't') => Scalar::Bool(true),
+            Some(b'f') => Scalar::Bool(false),
+            Some(b'n') => Scalar::Null,
+            Some(b'[') => Scalar::Array,
+            Some(b'{') => Scalar::Object,
+            _ => Scalar::Number(text),
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Scalar::Str(_) => "a string",
+            Scalar::Number(_) => "a number",
+            Scalar::Bool(_) => "a boolean",
+            Scalar::Null => "null",
+            Scalar::Array => "an array",
+            Scalar::Object => "an object",
+        }
+    }
+}
+
+/// Borrows a JSON string when it has no escapes; allocates only when it must unescape.
+struct StrOrCow<'a>(Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for StrOrCow<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StrOrCow<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(StrOrCow(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(StrOrCow(Cow::Owned(s.to_string())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// Reads an event time from a field's raw JSON.
+pub fn time_of(raw: &RawValue, path: &FieldPath, format: &TimeFormat) -> Result<Millis, RecordError> {
+    let bad = |error| RecordError::BadTime { path: path.to_string(), error };
+    match Scalar::from_raw(raw) {
+        Scalar::Str(s) => parse_time_str(&s, format).map_err(bad),
+        Scalar::Number(n) => parse_time_number(n, format).map_err(bad),
+        other => Err(RecordError::NotATime { path: path.to_string(), found: other.kind() }),
+    }
+}
+
+/// Suggests the path the user probably meant when `missing` is not in the record: a path
+/// ending in the same name (shortest first), else the closest spelling.
+pub fn suggest_path(line: &str, missing: &FieldPath) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    let mut all = Vec::new();
+    collect_paths(&value, String::new(), 0, &mut all);
+    let want_last = missing.segments().last()?;
+    if let Some(best) = all
+        .iter()
+        .filter(|(_, last)| last == want_last)
+        .min_by_key(|(p, _)| p.len())
+    {
+        return Some(best.0.clone());
+    }
+    all.iter()
+        .map(|(p, _)| (strsim::jaro_winkler(p, missing.as_str()), p))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, p)| p.clone())
+}
+
+fn collect_paths(value: &serde_json::Value, prefix: String, depth: usize, out: &mut Vec<(String, String)>) {
+    const MAX_DEPTH: usize = 6;
+    const MAX_PATHS: usize = 2000;
+    let serde_json::Value::Object(map) = value else { return };
+    for (key, child) in map {
+        if out.len() >= MAX_PATHS {
+            return;
+        }
+        let escaped = key.replace('.', "\\.");
+        let path = if prefix.is_empty() { escaped } else { format!("{prefix}.{escaped}") };
+        out.push((path.clone(), key.clone()));
+        if depth < MAX_DEPTH {
+            collect_paths(child, path, depth + 1, out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn paths(ps: &[&str]) -> Extractor {
+        Extractor::new(ps.iter().map(|p| FieldPath::parse(p).unwrap()).collect())
+    }
+
+    fn get<'a>(x: &Extractor, line: &'a str) -> Result<Vec<Option<&'a str>>, RecordError> {
+        let mut out = Vec::new();
+        x.extract(line, &mut out)?;
+        Ok(out.iter().map(|r| r.map(|r| r.get())).collect())
+    }
+
+    #[test]
+    fn field_path_parsing() {
+        let p = FieldPath::parse("value.occurred_at").unwrap();
+        assert_eq!(p.segments(), ["value", "occurred_at"]);
+        assert_eq!(p.column_name(), "value_occurred_at");
+        let p = FieldPath::parse(r"a\.b.c").unwrap();
+        assert_eq!(p.segments(), ["a.b", "c"]);
+        assert!(FieldPath::parse("").is_err());
+        assert!(FieldPath::parse("a..b").is_err());
+        assert!(FieldPath::parse(".a").is_err());
+        assert!(FieldPath::parse("a.").is_err());
+    }
+
+    #[test]
+    fn extracts_top_level_and_nested_fields() {
+        let x = paths(&["t", "value.user.id", "value.n", "absent"]);
+        let line = r#"{"t":"2026-01-01T00:00:00Z","value":{"n":5,"user":{"id":"u-1","x":[1,{"y":2}]}},"z":null}"#;
+        assert_eq!(
+            get(&x, line).unwrap(),
+            vec![Some("\"2026-01-01T00:00:00Z\""), Some("\"u-1\""), Some("5"), None]
+        );
+    }
+
+    #[test]
+    fn a_path_and_its_prefix_together() {
+        let x = paths(&["value", "value.id"]);
+        let line = r#"{"value":{"id":7}}"#;
+        assert_eq!(get(&x, line).unwrap(), vec![Some(r#"{"id":7}"#), Some("7")]);
+    }
+
+    #[test]
+    fn nested_path_through_a_non_object_is_missing() {
+        let x = paths(&["value.id"]);
+        assert_eq!(get(&x, r#"{"value":"plain"}"#).unwrap(), vec![None]);
+        assert_eq!(get(&x, r#"{"value":[{"id":1}]}"#).unwrap(), vec![None]);
+    }
+
+    #[test]
+    fn escaped_keys_match_and_last_duplicate_wins() {
+        let x = paths(&["a b"]);
+        assert_eq!(get(&x, r#"{"a\u0020b":1,"a b":2}"#).unwrap(), vec![Some("2")]);
+    }
+
+    #[test]
+    fn rejects_invalid_lines_anywhere() {
+        let x = paths(&["t"]);
+        assert!(matches!(get(&x, "not json"), Err(RecordError::NotJson(_))));
+        assert!(matches!(get(&x, r#"{"t":1} x"#), Err(RecordError::NotJson(_))));
+        // The error is found in a field we never asked for.
+        assert!(matches!(get(&x, r#"{"t":1,"other":[1,2,}"#), Err(RecordError::NotJson(_))));
+        assert!(matches!(get(&x, r#"{"t":1,"u":"\x"}"#), Err(RecordError::NotJson(_))));
+        assert_eq!(get(&x, "[1,2]"), Err(RecordError::NotObject));
+        assert_eq!(get(&x, "42"), Err(RecordError::NotObject));
+        let e = get(&x, r#"{"t":1,"#).unwrap_err().to_string();
+        assert!(e.contains("column"), "{e}");
+    }
+
+    #[test]
+    fn validate_rejects_invalid_utf8() {
+        assert_eq!(
+            validate_json(b"{\"a\":\"\xff\"}"),
+            Err(RecordError::NotUtf8 { valid_up_to: 6 })
+        );
+        assert!(validate_json(b"{\"a\":1}").is_ok());
+        assert!(validate_json(b"{\"a\":1}}").is_err());
+    }
+
+    #[test]
+    fn scalars() {
+        let raw = |s: &str| -> Box<RawValue> { RawValue::from_string(s.to_string()).unwrap() };
+        assert_eq!(Scalar::from_raw(&raw("\"a\\nb\"")), Scalar::Str(Cow::Owned("a\nb".into())));
+        assert_eq!(Scalar::from_raw(&raw("\"ab\"")), Scalar::Str(Cow::Borrowed("ab")));
+        assert_eq!(Scalar::from_raw(&raw("-1.5e3")), Scalar::Number("-1.5e3"));
+        assert_eq!(Scalar::from_raw(&raw("null")), Scalar::Null);
+        let t = FieldPath::parse("t").unwrap();
+        assert_eq!(time_of(&raw("1767225600"), &t, &TimeFormat::Auto), Ok(1_767_225_600_000));
+        assert!(matches!(
+            time_of(&raw("true"), &t, &TimeFormat::Auto),
+            Err(RecordError::NotATime { .. })
+        ));
+    }
+
+    #[test]
+    fn suggestions() {
+        let line = r#"{"topic":"t","value":{"occurred_at":"x","merchant":{"id":1}}}"#;
+        let p = |s| FieldPath::parse(s).unwrap();
+        assert_eq!(suggest_path(line, &p("occurred_at")).as_deref(), Some("value.occurred_at"));
+        assert_eq!(suggest_path(line, &p("value.ocurred_at")).as_deref(), Some("value.occurred_at"));
+        assert_eq!(suggest_path(line, &p("merchant.id")).as_deref(), Some("value.merchant.id"));
+        assert_eq!(suggest_path(line, &p("zzzzzz")), None);
+        let x = paths(&["occurred_at"]);
+        assert_eq!(
+            x.missing(0, line).to_string(),
+            "missing field 'occurred_at' (did you mean 'value.occurred_at'?)"
+        );
+    }
+
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            "[a-z\\\\\"\\n é]{0,6}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                prop::collection::btree_map("[a-c.]{1,2}", inner, 0..4)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn lookup<'v>(v: &'v serde_json::Value, segs: &[String]) -> Option<&'v serde_json::Value> {
+        segs.iter().try_fold(v, |v, s| v.as_object()?.get(s))
+    }
+
+    proptest! {
+        /// The streaming extractor agrees with a full parse into serde_json::Value.
+        #[test]
+        fn extractor_matches_full_parse(
+            obj in prop::collection::btree_map("[a-c.]{1,2}", json_value(), 0..5),
+            wanted in prop::collection::vec("[a-c]{1,2}(\\.[a-c]{1,2}){0,2}", 1..4),
+        ) {
+            let value = serde_json::Value::Object(obj.into_iter().collect());
+            let line = value.to_string();
+            let fps: Vec<FieldPath> = wanted.iter().map(|w| FieldPath::parse(w).unwrap()).collect();
+            let x = Extractor::new(fps.clone());
+            let mut out = Vec::new();
+            x.extract(&line, &mut out).unwrap();
+            for (fp, got) in fps.iter().zip(&out) {
+                let expected = lookup(&value, fp.segments());
+                let got: Option<serde_json::Value> = got.map(|r| serde_json::from_str(r.get()).unwrap());
+                prop_assert_eq!(got.as_ref(), expected);
+            }
+        }
+
+        /// Corrupting a valid line is caught exactly when serde_json rejects it.
+        #[test]
+        fn validation_matches_serde_json(line in "\\{\"[a-c]\":[0-9\"a-z\\[\\]{},:]{0,12}\\}") {
+            let x = paths(&["a"]);
+            let mut out = Vec::new();
+            let ours = x.extract(&line, &mut out).is_ok();
+            let theirs = serde_json::from_str::<serde_json::Value>(&line).is_ok();
+            prop_assert_eq!(ours, theirs);
+        }
+    }
+}

@@ -1,0 +1,465 @@
+//! Event time: parsing timestamps and durations, formatting output times.
+//!
+//! Internally every instant is `i64` milliseconds since the Unix epoch (UTC), as in Flink.
+//! Sub-millisecond input is floored, so an instant always falls in the window that contains it.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+
+/// Milliseconds since 1970-01-01T00:00:00Z.
+pub type Millis = i64;
+
+/// 0000-01-01T00:00:00Z: the earliest instant an RFC 3339 output can show.
+pub const MIN_MILLIS: Millis = -62_167_219_200_000;
+/// 9999-12-31T23:59:59.999Z: the latest instant an RFC 3339 output can show.
+pub const MAX_MILLIS: Millis = 253_402_300_799_999;
+
+/// How `--time` values are read.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum TimeFormat {
+    /// RFC 3339 strings, or epoch numbers whose unit follows from their magnitude.
+    #[default]
+    Auto,
+    Rfc3339,
+    EpochSeconds,
+    EpochMillis,
+    EpochMicros,
+    EpochNanos,
+    /// A chrono `strftime` pattern; without an offset in it the time is taken as UTC.
+    Pattern(String),
+}
+
+impl FromStr for TimeFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "auto" => TimeFormat::Auto,
+            "rfc3339" | "iso8601" => TimeFormat::Rfc3339,
+            "s" | "epoch" | "epoch-s" => TimeFormat::EpochSeconds,
+            "ms" | "epoch-ms" => TimeFormat::EpochMillis,
+            "us" | "epoch-us" => TimeFormat::EpochMicros,
+            "ns" | "epoch-ns" => TimeFormat::EpochNanos,
+            p if p.contains('%') => TimeFormat::Pattern(p.to_string()),
+            other => {
+                return Err(format!(
+                    "unknown time format '{other}': use auto, rfc3339, s, ms, us, ns or a strftime pattern such as '%Y-%m-%d %H:%M:%S'"
+                ))
+            }
+        })
+    }
+}
+
+/// Why a value is not a usable event time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TimeError {
+    Unparsable(String),
+    Ambiguous(String),
+    OutOfRange(String),
+}
+
+impl fmt::Display for TimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TimeError::Unparsable(v) => write!(f, "unparsable time {v}"),
+            TimeError::Ambiguous(v) => write!(
+                f,
+                "ambiguous epoch time {v}: its unit cannot be told from its size; pass --time-format s|ms|us|ns"
+            ),
+            TimeError::OutOfRange(v) => {
+                write!(f, "time {v} is out of range (years 0000 to 9999)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TimeError {}
+
+fn in_range(ms: i128, shown: &str) -> Result<Millis, TimeError> {
+    if (MIN_MILLIS as i128..=MAX_MILLIS as i128).contains(&ms) {
+        Ok(ms as Millis)
+    } else {
+        Err(TimeError::OutOfRange(shown.to_string()))
+    }
+}
+
+/// Parses a time that arrived as a JSON string (already unescaped).
+pub fn parse_time_str(s: &str, format: &TimeFormat) -> Result<Millis, TimeError> {
+    let shown = || format!("\"{}\"", truncate_for_message(s));
+    match format {
+        TimeFormat::Auto => {
+            if looks_numeric(s) {
+                parse_epoch(s, None).map_err(|e| relabel(e, shown()))
+            } else {
+                parse_rfc3339(s).ok_or_else(|| TimeError::Unparsable(shown()))?
+            }
+        }
+        TimeFormat::Rfc3339 => parse_rfc3339(s).ok_or_else(|| TimeError::Unparsable(shown()))?,
+        TimeFormat::Pattern(p) => parse_pattern(s, p).ok_or_else(|| TimeError::Unparsable(shown()))?,
+        unit => parse_epoch(s.trim(), Some(unit)).map_err(|e| relabel(e, shown())),
+    }
+}
+
+/// Parses a time that arrived as a JSON number, given as its literal text (`1700000000123`,
+/// `1.7e9`, `1700000000.5`).
+pub fn parse_time_number(literal: &str, format: &TimeFormat) -> Result<Millis, TimeError> {
+    match format {
+        TimeFormat::Rfc3339 | TimeFormat::Pattern(_) => Err(TimeError::Unparsable(format!(
+            "{literal} (a number, but --time-format expects a string)"
+        ))),
+        TimeFormat::Auto => parse_epoch(literal, None),
+        unit => parse_epoch(literal, Some(unit)),
+    }
+}
+
+fn relabel(e: TimeError, shown: String) -> TimeError {
+    match e {
+        TimeError::Unparsable(_) => TimeError::Unparsable(shown),
+        TimeError::Ambiguous(_) => TimeError::Ambiguous(shown),
+        TimeError::OutOfRange(_) => TimeError::OutOfRange(shown),
+    }
+}
+
+fn looks_numeric(s: &str) -> bool {
+    let s = s.trim();
+    let s = s.strip_prefix('-').unwrap_or(s);
+    s.starts_with(|c: char| c.is_ascii_digit()) && s.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'e' || b == b'E' || b == b'+' || b == b'-')
+}
+
+fn parse_rfc3339(s: &str) -> Option<Result<Millis, TimeError>> {
+    let dt = DateTime::parse_from_rfc3339(s).ok()?;
+    Some(in_range(dt.timestamp_millis() as i128, s))
+}
+
+fn parse_pattern(s: &str, pattern: &str) -> Option<Result<Millis, TimeError>> {
+    if let Ok(dt) = DateTime::parse_from_str(s, pattern) {
+        return Some(in_range(dt.timestamp_millis() as i128, s));
+    }
+    let naive = NaiveDateTime::parse_from_str(s, pattern).ok()?;
+    Some(in_range(naive.and_utc().timestamp_millis() as i128, s))
+}
+
+/// Epoch units, and the magnitude bounds auto-detection uses. A value is read in the unit
+/// whose range it falls in; ranges are chosen so that every instant from 1973-03-03 to
+/// 5138-11-16 has exactly one reading. Smaller magnitudes (and negatives) are ambiguous.
+const AUTO_SECONDS_FROM: f64 = 1e8;
+const AUTO_MILLIS_FROM: f64 = 1e11;
+const AUTO_MICROS_FROM: f64 = 1e14;
+const AUTO_NANOS_FROM: f64 = 1e17;
+
+fn unit_divisor(unit: &TimeFormat) -> (i128, i128) {
+    // (multiplier to ms, divisor to ms)
+    match unit {
+        TimeFormat::EpochSeconds => (1000, 1),
+        TimeFormat::EpochMillis => (1, 1),
+        TimeFormat::EpochMicros => (1, 1000),
+        TimeFormat::EpochNanos => (1, 1_000_000),
+        _ => unreachable!("not an epoch unit"),
+    }
+}
+
+fn auto_unit(magnitude: f64) -> Option<TimeFormat> {
+    if magnitude < AUTO_SECONDS_FROM || !magnitude.is_finite() {
+        None
+    } else if magnitude < AUTO_MILLIS_FROM {
+        Some(TimeFormat::EpochSeconds)
+    } else if magnitude < AUTO_MICROS_FROM {
+        Some(TimeFormat::EpochMillis)
+    } else if magnitude < AUTO_NANOS_FROM {
+        Some(TimeFormat::EpochMicros)
+    } else {
+        Some(TimeFormat::EpochNanos)
+    }
+}
+
+fn parse_epoch(literal: &str, unit: Option<&TimeFormat>) -> Result<Millis, TimeError> {
+    let unparsable = || TimeError::Unparsable(literal.to_string());
+    if let Ok(int) = literal.parse::<i128>() {
+        let unit = match unit {
+            Some(u) => u.clone(),
+            None if int < 0 => return Err(TimeError::Ambiguous(literal.to_string())),
+            None => auto_unit(int as f64).ok_or_else(|| TimeError::Ambiguous(literal.to_string()))?,
+        };
+        let (mul, div) = unit_divisor(&unit);
+        let ms = int
+            .checked_mul(mul)
+            .ok_or_else(|| TimeError::OutOfRange(literal.to_string()))?
+            .div_euclid(div);
+        return in_range(ms, literal);
+    }
+    let value: f64 = literal.parse().map_err(|_| unparsable())?;
+    if !value.is_finite() {
+        return Err(unparsable());
+    }
+    let unit = match unit {
+        Some(u) => u.clone(),
+        None if value < 0.0 => return Err(TimeError::Ambiguous(literal.to_string())),
+        None => auto_unit(value).ok_or_else(|| TimeError::Ambiguous(literal.to_string()))?,
+    };
+    let (mul, div) = unit_divisor(&unit);
+    let ms = (value * mul as f64 / div as f64).floor();
+    if ms.abs() > 1e18 {
+        return Err(TimeError::OutOfRange(literal.to_string()));
+    }
+    in_range(ms as i128, literal)
+}
+
+/// RFC 3339 UTC with milliseconds: `2026-11-28T12:00:01.234Z`.
+pub fn format_millis(ms: Millis) -> String {
+    match DateTime::<Utc>::from_timestamp_millis(ms) {
+        Some(dt) => dt.to_rfc3339_opts(SecondsFormat::Millis, true),
+        None => ms.to_string(),
+    }
+}
+
+pub fn now_millis() -> Millis {
+    Utc::now().timestamp_millis()
+}
+
+/// Parses `500ms`, `10s`, `5m`, `1h30m`, `2d` (humantime's grammar). Zero is allowed.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let trimmed = s.trim();
+    if trimmed.is_empty() {
+        return Err("empty duration".into());
+    }
+    if trimmed == "0" {
+        return Ok(Duration::ZERO);
+    }
+    humantime::parse_duration(trimmed)
+        .map_err(|e| format!("invalid duration '{s}': {e} (examples: 500ms, 10s, 5m, 1h30m, 2d)"))
+}
+
+/// A duration as whole milliseconds, for the event-time core.
+pub fn duration_millis(d: Duration) -> Millis {
+    d.as_millis().min(i64::MAX as u128) as Millis
+}
+
+/// A read position for `--from` / `--to`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Position {
+    Beginning,
+    End,
+    /// The consumer group's committed position (Kafka).
+    Stored,
+    /// An absolute offset or sequence number.
+    Offset(i64),
+    /// N records before the end (`-N`, as in kcat).
+    FromEnd(u64),
+    /// An instant, from an RFC 3339 timestamp or a relative time (`-1h`) resolved at start.
+    Time(Millis),
+}
+
+impl Position {
+    /// Parses a position; relative times are resolved against `now`.
+    pub fn parse(s: &str, now: Millis) -> Result<Position, String> {
+        let s = s.trim();
+        match s {
+            "beginning" | "earliest" | "start" => return Ok(Position::Beginning),
+            "end" | "latest" => return Ok(Position::End),
+            "stored" => return Ok(Position::Stored),
+            _ => {}
+        }
+        if let Ok(offset) = s.parse::<i64>() {
+            return Ok(if offset < 0 {
+                Position::FromEnd(offset.unsigned_abs())
+            } else {
+                Position::Offset(offset)
+            });
+        }
+        if let Some(rel) = s.strip_prefix('-') {
+            let d = parse_duration(rel)?;
+            return Ok(Position::Time(now.saturating_sub(duration_millis(d))));
+        }
+        if let Some(Ok(ms)) = parse_rfc3339(s) {
+            return Ok(Position::Time(ms));
+        }
+        Err(format!(
+            "invalid position '{s}': use beginning, end, stored, an offset, -N, an RFC 3339 time or a relative time such as -1h"
+        ))
+    }
+}
+
+pub(crate) fn truncate_for_message(s: &str) -> &str {
+    match s.char_indices().nth(64) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn auto(s: &str) -> Result<Millis, TimeError> {
+        parse_time_str(s, &TimeFormat::Auto)
+    }
+
+    #[test]
+    fn rfc3339_with_offsets() {
+        assert_eq!(auto("1970-01-01T00:00:00Z"), Ok(0));
+        assert_eq!(auto("1970-01-01T00:00:01.5Z"), Ok(1500));
+        // 02:00 at +02:00 is midnight UTC.
+        assert_eq!(auto("1970-01-01T02:00:00+02:00"), Ok(0));
+        assert_eq!(auto("1969-12-31T19:00:00-05:00"), Ok(0));
+        assert_eq!(auto("2026-01-01T00:00:00.123456789Z"), Ok(1_767_225_600_123));
+        // Lower-case t/z and a space are RFC 3339 too.
+        assert_eq!(auto("2026-01-01 00:00:00z"), Ok(1_767_225_600_000));
+    }
+
+    #[test]
+    fn sub_millisecond_floors_even_before_epoch() {
+        // -0.5 ms must fall in the millisecond before the epoch, not round to 0.
+        assert_eq!(parse_time_number("-0.5", &TimeFormat::EpochMillis), Ok(-1));
+        assert_eq!(parse_time_number("-1", &TimeFormat::EpochMicros), Ok(-1));
+        assert_eq!(auto("1969-12-31T23:59:59.9995Z"), Ok(-1));
+    }
+
+    #[test]
+    fn leap_days() {
+        assert_eq!(auto("2024-02-29T12:00:00Z"), Ok(1_709_208_000_000));
+        assert_eq!(auto("2000-02-29T00:00:00Z"), Ok(951_782_400_000));
+        assert!(matches!(auto("2023-02-29T00:00:00Z"), Err(TimeError::Unparsable(_))));
+        assert!(matches!(auto("1900-02-29T00:00:00Z"), Err(TimeError::Unparsable(_))));
+    }
+
+    #[test]
+    fn epoch_units_explicit() {
+        let t = 1_767_225_600_123;
+        assert_eq!(parse_time_number("1767225600", &TimeFormat::EpochSeconds), Ok(t - 123));
+        assert_eq!(parse_time_number("1767225600.123", &TimeFormat::EpochSeconds), Ok(t));
+        assert_eq!(parse_time_number("1767225600123", &TimeFormat::EpochMillis), Ok(t));
+        assert_eq!(parse_time_number("1767225600123456", &TimeFormat::EpochMicros), Ok(t));
+        assert_eq!(parse_time_number("1767225600123456789", &TimeFormat::EpochNanos), Ok(t));
+        // Small values are fine when the unit is given.
+        assert_eq!(parse_time_number("10", &TimeFormat::EpochSeconds), Ok(10_000));
+        // Numeric strings too.
+        assert_eq!(parse_time_str("1767225600123", &TimeFormat::EpochMillis), Ok(t));
+    }
+
+    #[test]
+    fn epoch_auto_detection() {
+        let t = 1_767_225_600_000;
+        assert_eq!(parse_time_number("1767225600", &TimeFormat::Auto), Ok(t));
+        assert_eq!(parse_time_number("1767225600000", &TimeFormat::Auto), Ok(t));
+        assert_eq!(parse_time_number("1767225600000000", &TimeFormat::Auto), Ok(t));
+        assert_eq!(parse_time_number("1767225600000000000", &TimeFormat::Auto), Ok(t));
+        assert_eq!(parse_time_number("1.7672256e9", &TimeFormat::Auto), Ok(t));
+        assert_eq!(auto("1767225600"), Ok(t));
+        assert!(matches!(parse_time_number("12345", &TimeFormat::Auto), Err(TimeError::Ambiguous(_))));
+        assert!(matches!(parse_time_number("-5", &TimeFormat::Auto), Err(TimeError::Ambiguous(_))));
+    }
+
+    #[test]
+    fn out_of_range_and_garbage() {
+        assert!(matches!(
+            parse_time_number("99999999999999999999999", &TimeFormat::EpochSeconds),
+            Err(TimeError::OutOfRange(_))
+        ));
+        assert!(matches!(
+            parse_time_number("1e300", &TimeFormat::EpochSeconds),
+            Err(TimeError::OutOfRange(_))
+        ));
+        assert!(matches!(
+            parse_time_number("300000000000", &TimeFormat::EpochSeconds),
+            Err(TimeError::OutOfRange(_))
+        ));
+        assert!(matches!(auto("yesterday"), Err(TimeError::Unparsable(_))));
+        assert!(matches!(auto(""), Err(TimeError::Unparsable(_))));
+        assert!(matches!(auto("2026-13-01T00:00:00Z"), Err(TimeError::Unparsable(_))));
+        assert!(matches!(
+            parse_time_number("1767225600", &TimeFormat::Rfc3339),
+            Err(TimeError::Unparsable(_))
+        ));
+        // The largest i64 in nanoseconds is 2262: in range.
+        assert!(parse_time_number(&i64::MAX.to_string(), &TimeFormat::EpochNanos).is_ok());
+    }
+
+    #[test]
+    fn strftime_patterns() {
+        let f: TimeFormat = "%d/%m/%Y %H:%M:%S".parse().unwrap();
+        assert_eq!(parse_time_str("01/01/1970 00:00:01", &f), Ok(1000));
+        let f: TimeFormat = "%Y-%m-%d %H:%M:%S %z".parse().unwrap();
+        assert_eq!(parse_time_str("1970-01-01 01:00:00 +0100", &f), Ok(0));
+        assert!("bogus".parse::<TimeFormat>().is_err());
+    }
+
+    #[test]
+    fn formats_with_milliseconds() {
+        assert_eq!(format_millis(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_millis(1_709_208_000_123), "2024-02-29T12:00:00.123Z");
+        assert_eq!(format_millis(-1), "1969-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(172_800)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("10").is_err());
+        assert!(parse_duration("-5s").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn positions() {
+        let now = 1_000_000_000;
+        assert_eq!(Position::parse("beginning", now), Ok(Position::Beginning));
+        assert_eq!(Position::parse("end", now), Ok(Position::End));
+        assert_eq!(Position::parse("stored", now), Ok(Position::Stored));
+        assert_eq!(Position::parse("1042", now), Ok(Position::Offset(1042)));
+        assert_eq!(Position::parse("-10", now), Ok(Position::FromEnd(10)));
+        assert_eq!(Position::parse("-1h", now), Ok(Position::Time(now - 3_600_000)));
+        assert_eq!(
+            Position::parse("1970-01-01T00:00:01Z", now),
+            Ok(Position::Time(1000))
+        );
+        assert!(Position::parse("soon", now).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn rfc3339_round_trips(ms in MIN_MILLIS..=MAX_MILLIS) {
+            prop_assert_eq!(auto(&format_millis(ms)), Ok(ms));
+        }
+
+        #[test]
+        fn any_offset_names_the_same_instant(ms in 0i64..=200_000_000_000_000, off_min in -1439i32..=1439) {
+            let offset = chrono::FixedOffset::east_opt(off_min * 60).unwrap();
+            let dt = DateTime::<Utc>::from_timestamp_millis(ms).unwrap().with_timezone(&offset);
+            let text = dt.to_rfc3339_opts(SecondsFormat::Millis, false);
+            prop_assert_eq!(auto(&text), Ok(ms));
+        }
+
+        #[test]
+        fn epoch_units_agree(ms in 100_000_000_000i64..=9_000_000_000_000) {
+            // Auto-detection reads each unit's rendering of the same instant alike.
+            let s = ms.div_euclid(1000);
+            prop_assert_eq!(parse_time_number(&s.to_string(), &TimeFormat::Auto), Ok(s * 1000));
+            prop_assert_eq!(parse_time_number(&ms.to_string(), &TimeFormat::Auto), Ok(ms));
+            prop_assert_eq!(parse_time_number(&(ms as i128 * 1000).to_string(), &TimeFormat::Auto), Ok(ms));
+            prop_assert_eq!(parse_time_number(&(ms as i128 * 1_000_000 + 999_999).to_string(), &TimeFormat::Auto), Ok(ms));
+        }
+
+        #[test]
+        fn durations_round_trip(ms in 0u64..10_000_000_000) {
+            let d = Duration::from_millis(ms);
+            let text = humantime::format_duration(d).to_string().replace(' ', "");
+            prop_assert_eq!(parse_duration(&text), Ok(d));
+        }
+
+        #[test]
+        fn never_panics_on_garbage(s in "\\PC{0,40}") {
+            let _ = auto(&s);
+            let _ = parse_time_number(&s, &TimeFormat::Auto);
+            let _ = parse_duration(&s);
+            let _ = Position::parse(&s, 0);
+        }
+    }
+}

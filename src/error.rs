@@ -1,0 +1,64 @@
+//! The one error type, and the exit codes it maps to (DESIGN §3).
+
+use std::io;
+
+/// Exit codes, as documented in the README and man pages.
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const CHECK_FAILED: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const BAD_INPUT: u8 = 3;
+    pub const UNREACHABLE: u8 = 4;
+    pub const INTERRUPTED: u8 = 130;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad flags or configuration.
+    #[error("{0}")]
+    Usage(String),
+    /// A record that cannot be used, under `--on-error fail`.
+    #[error("bad input at {position}: {reason}")]
+    BadInput { position: String, reason: String },
+    /// A source or sink that cannot be reached, opened or written.
+    #[error("{0}")]
+    Unreachable(String),
+    /// A check tripped (`lag --max-lag`).
+    #[error("{0}")]
+    CheckFailed(String),
+    #[error("interrupted")]
+    Interrupted,
+    /// The reader of stdout went away (`weir ... | head`): a quiet success.
+    #[error("broken pipe")]
+    BrokenPipe,
+}
+
+impl Error {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) => exit::USAGE,
+            Error::BadInput { .. } => exit::BAD_INPUT,
+            Error::Unreachable(_) => exit::UNREACHABLE,
+            Error::CheckFailed(_) => exit::CHECK_FAILED,
+            Error::Interrupted => exit::INTERRUPTED,
+            Error::BrokenPipe => exit::OK,
+        }
+    }
+
+    /// A failed write to a sink named `what`.
+    pub fn write(what: &str, e: io::Error) -> Error {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            Error::BrokenPipe
+        } else {
+            Error::Unreachable(format!("cannot write to {what}: {e}"))
+        }
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Error {
+        Error::write("output", e)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

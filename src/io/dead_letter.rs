@@ -1,0 +1,149 @@
+//! The error policy: `--on-error fail|skip` and `--dead-letter PATH`.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use serde_json::{json, Map, Value};
+
+use crate::core::record::{Position, RecordError};
+use crate::error::{Error, Result};
+use crate::stats::Counters;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnError {
+    /// Stop at the first bad record, exit 3.
+    Fail,
+    /// Count the bad record (and dead-letter it) and go on.
+    Skip,
+}
+
+/// How much of an over-long line a dead letter keeps.
+const DEAD_LETTER_PREFIX: usize = 4096;
+
+pub struct ErrorPolicy {
+    on_error: OnError,
+    dead_letter: Option<(PathBuf, BufWriter<File>)>,
+}
+
+impl ErrorPolicy {
+    /// `--dead-letter` without `--on-error` means skip: the record is kept there, not lost.
+    pub fn new(on_error: Option<OnError>, dead_letter: Option<&Path>) -> Result<ErrorPolicy> {
+        let on_error = on_error.unwrap_or(if dead_letter.is_some() { OnError::Skip } else { OnError::Fail });
+        let dead_letter = match dead_letter {
+            Some(path) => {
+                let file = File::create(path).map_err(|e| {
+                    Error::Unreachable(format!("cannot create dead-letter file {}: {e}", path.display()))
+                })?;
+                Some((path.to_path_buf(), BufWriter::new(file)))
+            }
+            None => None,
+        };
+        Ok(ErrorPolicy { on_error, dead_letter })
+    }
+
+    /// Handles one bad record: counts it, dead-letters it, and fails or lets the run go on.
+    pub fn handle(
+        &mut self,
+        position: &Position,
+        record: &[u8],
+        error: &RecordError,
+        counters: &mut Counters,
+    ) -> Result<()> {
+        counters.bad += 1;
+        if let Some((path, out)) = &mut self.dead_letter {
+            let entry = dead_letter_entry(position, record, error);
+            let written = serde_json::to_writer(&mut *out, &entry)
+                .map_err(std::io::Error::from)
+                .and_then(|_| out.write_all(b"\n"));
+            written.map_err(|e| Error::write(&path.display().to_string(), e))?;
+        }
+        match self.on_error {
+            OnError::Fail => Err(Error::BadInput {
+                position: position.to_string(),
+                reason: error.to_string(),
+            }),
+            OnError::Skip => Ok(()),
+        }
+    }
+
+    pub fn flush(&mut self) -> Result<()> {
+        if let Some((path, out)) = &mut self.dead_letter {
+            out.flush().map_err(|e| Error::write(&path.display().to_string(), e))?;
+        }
+        Ok(())
+    }
+}
+
+/// `{"position":"in.ndjson:2","source":"in.ndjson","line":2,"reason":"...","record":"..."}`;
+/// a record that is not UTF-8 is kept as `record_base64`.
+pub fn dead_letter_entry(position: &Position, record: &[u8], error: &RecordError) -> Value {
+    let mut entry = Map::new();
+    entry.insert("position".into(), json!(position.to_string()));
+    match position {
+        Position::Line { source, line } => {
+            entry.insert("source".into(), json!(source.as_ref()));
+            entry.insert("line".into(), json!(line));
+        }
+        Position::Kafka { topic, partition, offset } => {
+            entry.insert("topic".into(), json!(topic.as_ref()));
+            entry.insert("partition".into(), json!(partition));
+            entry.insert("offset".into(), json!(offset));
+        }
+        Position::Kinesis { stream, shard, sequence } => {
+            entry.insert("stream".into(), json!(stream.as_ref()));
+            entry.insert("shard".into(), json!(shard.as_ref()));
+            entry.insert("sequence".into(), json!(sequence));
+        }
+    }
+    entry.insert("reason".into(), json!(error.to_string()));
+    let (record, truncated) = if matches!(error, RecordError::LineTooLong { .. }) && record.len() > DEAD_LETTER_PREFIX {
+        (&record[..DEAD_LETTER_PREFIX], true)
+    } else {
+        (record, false)
+    };
+    match std::str::from_utf8(record) {
+        Ok(text) => entry.insert("record".into(), json!(text)),
+        Err(_) => entry.insert(
+            "record_base64".into(),
+            json!(base64::engine::general_purpose::STANDARD.encode(record)),
+        ),
+    };
+    if truncated {
+        entry.insert("truncated".into(), json!(true));
+    }
+    Value::Object(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn pos() -> Position {
+        Position::Line { source: Arc::from("<stdin>"), line: 2 }
+    }
+
+    #[test]
+    fn entries_keep_position_reason_and_record() {
+        let e = dead_letter_entry(&pos(), b"not json", &RecordError::NotObject);
+        assert_eq!(
+            e,
+            json!({"position":"<stdin>:2","source":"<stdin>","line":2,"reason":"not a JSON object","record":"not json"})
+        );
+        let e = dead_letter_entry(&pos(), b"\xff", &RecordError::NotUtf8 { valid_up_to: 0 });
+        assert_eq!(e["record_base64"], json!("/w=="));
+    }
+
+    #[test]
+    fn fail_stops_skip_counts() {
+        let mut c = Counters::default();
+        let mut fail = ErrorPolicy::new(None, None).unwrap();
+        let err = fail.handle(&pos(), b"x", &RecordError::NotObject, &mut c).unwrap_err();
+        assert_eq!(err.to_string(), "bad input at <stdin>:2: not a JSON object");
+        let mut skip = ErrorPolicy::new(Some(OnError::Skip), None).unwrap();
+        skip.handle(&pos(), b"x", &RecordError::NotObject, &mut c).unwrap();
+        assert_eq!(c.bad, 2);
+    }
+}

@@ -1,0 +1,129 @@
+//! Counters every command keeps, the stderr summary and the `--stats` JSON.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Counters {
+    /// Records read (blank lines are not records).
+    pub read: u64,
+    pub written: u64,
+    /// Outside `--from`/`--to`.
+    pub filtered: u64,
+    pub late: u64,
+    pub duplicates: u64,
+    /// Records that failed the error policy (skipped or dead-lettered).
+    pub bad: u64,
+    /// State entries dropped to keep state bounded.
+    pub evicted: u64,
+    /// Empty or whitespace-only lines, which are not records.
+    pub blank_lines: u64,
+    pub bytes_read: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report<'a> {
+    pub command: &'a str,
+    #[serde(flatten)]
+    pub counters: &'a Counters,
+    pub elapsed_s: f64,
+    pub records_per_s: f64,
+    pub exit_code: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+pub struct Stats {
+    pub command: &'static str,
+    pub counters: Counters,
+    started: Instant,
+}
+
+impl Stats {
+    pub fn new(command: &'static str) -> Stats {
+        Stats { command, counters: Counters::default(), started: Instant::now() }
+    }
+
+    fn elapsed_s(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// One line for stderr: `weir consume: read 3, written 2, bad 1 in 0.01 s (300 records/s)`.
+    pub fn summary_line(&self) -> String {
+        let c = &self.counters;
+        let mut parts = vec![format!("read {}", c.read), format!("written {}", c.written)];
+        for (name, n) in [
+            ("filtered", c.filtered),
+            ("late", c.late),
+            ("duplicates", c.duplicates),
+            ("bad", c.bad),
+            ("evicted", c.evicted),
+            ("blank lines", c.blank_lines),
+        ] {
+            if n > 0 {
+                parts.push(format!("{name} {n}"));
+            }
+        }
+        let secs = self.elapsed_s();
+        let rate = if secs > 0.0 { c.read as f64 / secs } else { 0.0 };
+        format!(
+            "weir {}: {} in {:.3} s ({} records/s)",
+            self.command,
+            parts.join(", "),
+            secs,
+            human_rate(rate)
+        )
+    }
+
+    pub fn write_json(&self, path: &Path, exit_code: u8, error: Option<String>) -> Result<()> {
+        let secs = self.elapsed_s();
+        let report = Report {
+            command: self.command,
+            counters: &self.counters,
+            elapsed_s: secs,
+            records_per_s: if secs > 0.0 { self.counters.read as f64 / secs } else { 0.0 },
+            exit_code,
+            error,
+        };
+        let mut text = serde_json::to_string_pretty(&report).expect("stats serialise");
+        text.push('\n');
+        std::fs::write(path, text).map_err(|e| Error::write(&path.display().to_string(), e))
+    }
+}
+
+fn human_rate(rate: f64) -> String {
+    if rate >= 1e6 {
+        format!("{:.2}M", rate / 1e6)
+    } else if rate >= 1e3 {
+        format!("{:.1}k", rate / 1e3)
+    } else {
+        format!("{rate:.0}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_names_only_what_happened() {
+        let mut s = Stats::new("consume");
+        s.counters.read = 3;
+        s.counters.written = 2;
+        s.counters.bad = 1;
+        let line = s.summary_line();
+        assert!(line.starts_with("weir consume: read 3, written 2, bad 1 in "), "{line}");
+        assert!(!line.contains("late"));
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(human_rate(2_500_000.0), "2.50M");
+        assert_eq!(human_rate(1500.0), "1.5k");
+        assert_eq!(human_rate(12.0), "12");
+    }
+}
