@@ -8,7 +8,8 @@ use crate::core::record::FieldPath;
 use crate::core::time::TimeFormat;
 use crate::io::dead_letter::OnError;
 
-const ABOUT: &str = "A command-line stream toolkit: consume, window, dedupe, profile lateness and check lag \
+const ABOUT: &str =
+    "A command-line stream toolkit: consume, window, dedupe, profile lateness and check lag \
 over NDJSON, Kafka and Kinesis";
 
 const LONG_ABOUT: &str = "\
@@ -39,13 +40,16 @@ Exit codes:
     long_about = LONG_ABOUT,
     after_help = AFTER_HELP,
     propagate_version = true,
-    arg_required_else_help = true
+    arg_required_else_help = true,
+    disable_help_subcommand = true
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
+// Parsed once per run: the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Consume(ConsumeArgs),
@@ -232,7 +236,9 @@ pub fn parse_bytes(s: &str) -> Result<usize, String> {
         Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
         _ => (s, 0),
     };
-    let n: usize = digits.parse().map_err(|_| format!("invalid size '{s}': use a number of bytes, or K, M, G"))?;
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("invalid size '{s}': use a number of bytes, or K, M, G"))?;
     n.checked_shl(shift)
         .filter(|v| *v >> shift == n && *v > 0)
         .ok_or_else(|| format!("invalid size '{s}': must be above 0 and fit in memory"))

@@ -147,13 +147,21 @@ impl Generator {
         let ms = if r < 0.001 {
             -self.rng.random_range(1.0..2000.0) // a client clock running ahead
         } else if r < short_share {
-            Exp::<f64>::new(1.0 / short_mean).unwrap().sample(&mut self.rng).min(1999.0)
+            Exp::<f64>::new(1.0 / short_mean)
+                .unwrap()
+                .sample(&mut self.rng)
+                .min(1999.0)
         } else if r < short_share + medium_share {
             // median 10 s, most between 2 s and a minute
-            LogNormal::new((10_000f64).ln(), 0.8).unwrap().sample(&mut self.rng)
+            LogNormal::new((10_000f64).ln(), 0.8)
+                .unwrap()
+                .sample(&mut self.rng)
         } else {
             // the tail: from a minute up to 6 hours
-            Pareto::<f64>::new(60_000.0, 1.1).unwrap().sample(&mut self.rng).min(6.0 * 3_600_000.0)
+            Pareto::<f64>::new(60_000.0, 1.1)
+                .unwrap()
+                .sample(&mut self.rng)
+                .min(6.0 * 3_600_000.0)
         };
         ms.round() as Millis
     }
@@ -197,7 +205,10 @@ impl Iterator for Generator {
                 return Some(redelivery);
             }
         }
-        if self.rng.random_bool(self.cfg.duplicate_share.clamp(0.0, 1.0)) {
+        if self
+            .rng
+            .random_bool(self.cfg.duplicate_share.clamp(0.0, 1.0))
+        {
             let delay = Exp::new(1.0 / 20_000.0).unwrap().sample(&mut self.rng) as Millis + 1;
             let mut again = candidate.clone();
             again.arrived_at += delay;
@@ -213,7 +224,12 @@ mod tests {
     use super::*;
 
     fn events(n: u64, seed: u64) -> Vec<Event> {
-        Generator::new(GenConfig { events: n, seed, ..GenConfig::default() }).collect()
+        Generator::new(GenConfig {
+            events: n,
+            seed,
+            ..GenConfig::default()
+        })
+        .collect()
     }
 
     #[test]
@@ -227,14 +243,21 @@ mod tests {
     fn arrival_ordered_event_time_unordered_with_duplicates_and_tail() {
         let evs = events(50_000, 1);
         assert!(evs.windows(2).all(|w| w[0].arrived_at <= w[1].arrived_at));
-        let out_of_order = evs.windows(2).filter(|w| w[1].occurred_at < w[0].occurred_at).count();
+        let out_of_order = evs
+            .windows(2)
+            .filter(|w| w[1].occurred_at < w[0].occurred_at)
+            .count();
         assert!(out_of_order > 1000, "{out_of_order}");
         let dups = evs.iter().filter(|e| e.redelivery).count();
         assert!((500..1500).contains(&dups), "{dups}");
         let late: Vec<Millis> = evs.iter().map(|e| e.arrived_at - e.occurred_at).collect();
-        let under_2s = late.iter().filter(|l| (0..2000).contains(*l)).count() as f64 / late.len() as f64;
+        let under_2s =
+            late.iter().filter(|l| (0..2000).contains(*l)).count() as f64 / late.len() as f64;
         assert!(under_2s > 0.8, "{under_2s}");
-        assert!(late.iter().any(|l| *l > 3_600_000 / 2), "some lateness above 30 minutes");
+        assert!(
+            late.iter().any(|l| *l > 3_600_000 / 2),
+            "some lateness above 30 minutes"
+        );
         assert!(late.iter().any(|l| *l < 0), "some clock skew");
         // Ids are unique except for redeliveries.
         let mut ids: Vec<u64> = evs.iter().filter(|e| !e.redelivery).map(|e| e.id).collect();

@@ -45,7 +45,11 @@ pub struct Stats {
 
 impl Stats {
     pub fn new(command: &'static str) -> Stats {
-        Stats { command, counters: Counters::default(), started: Instant::now() }
+        Stats {
+            command,
+            counters: Counters::default(),
+            started: Instant::now(),
+        }
     }
 
     fn elapsed_s(&self) -> f64 {
@@ -69,7 +73,11 @@ impl Stats {
             }
         }
         let secs = self.elapsed_s();
-        let rate = if secs > 0.0 { c.read as f64 / secs } else { 0.0 };
+        let rate = if secs > 0.0 {
+            c.read as f64 / secs
+        } else {
+            0.0
+        };
         format!(
             "weir {}: {} in {:.3} s ({} records/s)",
             self.command,
@@ -85,7 +93,11 @@ impl Stats {
             command: self.command,
             counters: &self.counters,
             elapsed_s: secs,
-            records_per_s: if secs > 0.0 { self.counters.read as f64 / secs } else { 0.0 },
+            records_per_s: if secs > 0.0 {
+                self.counters.read as f64 / secs
+            } else {
+                0.0
+            },
             exit_code,
             error,
         };
@@ -116,7 +128,10 @@ mod tests {
         s.counters.written = 2;
         s.counters.bad = 1;
         let line = s.summary_line();
-        assert!(line.starts_with("weir consume: read 3, written 2, bad 1 in "), "{line}");
+        assert!(
+            line.starts_with("weir consume: read 3, written 2, bad 1 in "),
+            "{line}"
+        );
         assert!(!line.contains("late"));
     }
 

@@ -54,9 +54,13 @@ fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
     let inputs = match source {
         SourceSpec::Ndjson(inputs) => inputs,
         SourceSpec::Kafka(_) => {
-            return Err(Error::Usage("Kafka sources are not built yet (issue #6: weir and Kafka)".into()))
+            return Err(Error::Usage(
+                "Kafka sources are not built yet (issue #6: weir and Kafka)".into(),
+            ))
         }
-        SourceSpec::Kinesis(_) => return Err(Error::Usage("Kinesis sources are not built yet".into())),
+        SourceSpec::Kinesis(_) => {
+            return Err(Error::Usage("Kinesis sources are not built yet".into()))
+        }
     };
     let now = now_millis();
     let range = TimeRange {
@@ -64,7 +68,9 @@ fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
         to: ndjson_bound("--to", args.to.as_deref(), now)?,
     };
     if !range.is_open() && args.time.time.is_none() {
-        return Err(Error::Usage("--from/--to with a time need --time FIELD on NDJSON input".into()));
+        return Err(Error::Usage(
+            "--from/--to with a time need --time FIELD on NDJSON input".into(),
+        ));
     }
     let mut policy = ErrorPolicy::new(args.input.on_error, args.input.dead_letter.as_deref())?;
     let sink = LineSink::open(&sink_spec)?;
@@ -81,7 +87,10 @@ fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
     } else {
         let reader = NdjsonReader::spawn(
             inputs.clone(),
-            ReadOptions { max_line_bytes: args.input.max_line_bytes, progress: super::progress_for(&inputs) },
+            ReadOptions {
+                max_line_bytes: args.input.max_line_bytes,
+                progress: super::progress_for(&inputs),
+            },
         );
         let d = Drive {
             counters: &mut stats.counters,
@@ -146,8 +155,14 @@ mod tests {
     #[test]
     fn bounds_on_ndjson() {
         let now = 10_000_000;
-        assert_eq!(ndjson_bound("--from", Some("-1s"), now).unwrap(), Some(now - 1000));
-        assert_eq!(ndjson_bound("--from", Some("beginning"), now).unwrap(), None);
+        assert_eq!(
+            ndjson_bound("--from", Some("-1s"), now).unwrap(),
+            Some(now - 1000)
+        );
+        assert_eq!(
+            ndjson_bound("--from", Some("beginning"), now).unwrap(),
+            None
+        );
         assert_eq!(ndjson_bound("--to", Some("end"), now).unwrap(), None);
         assert!(ndjson_bound("--from", Some("42"), now).is_err());
         assert!(ndjson_bound("--from", Some("stored"), now).is_err());
@@ -156,7 +171,10 @@ mod tests {
 
     #[test]
     fn range_is_half_open() {
-        let r = TimeRange { from: Some(10), to: Some(20) };
+        let r = TimeRange {
+            from: Some(10),
+            to: Some(20),
+        };
         assert!(!r.contains(9));
         assert!(r.contains(10));
         assert!(r.contains(19));

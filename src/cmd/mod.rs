@@ -80,8 +80,10 @@ pub fn progress_for(inputs: &[Input]) -> Option<ProgressBar> {
     }
     let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     pb.set_style(
-        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}")
-            .expect("valid template"),
+        ProgressStyle::with_template(
+            "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+        )
+        .expect("valid template"),
     );
     Some(pb)
 }

@@ -17,18 +17,34 @@ use super::time::{parse_time_number, parse_time_str, Millis, TimeError, TimeForm
 pub enum Position {
     /// Line `line` (1-based) of a file, or of stdin when `source` is `<stdin>`.
     Line { source: Arc<str>, line: u64 },
-    Kafka { topic: Arc<str>, partition: i32, offset: i64 },
-    Kinesis { stream: Arc<str>, shard: Arc<str>, sequence: String },
+    Kafka {
+        topic: Arc<str>,
+        partition: i32,
+        offset: i64,
+    },
+    Kinesis {
+        stream: Arc<str>,
+        shard: Arc<str>,
+        sequence: String,
+    },
 }
 
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Position::Line { source, line } => write!(f, "{source}:{line}"),
-            Position::Kafka { topic, partition, offset } => {
+            Position::Kafka {
+                topic,
+                partition,
+                offset,
+            } => {
                 write!(f, "{topic} partition {partition} offset {offset}")
             }
-            Position::Kinesis { stream, shard, sequence } => {
+            Position::Kinesis {
+                stream,
+                shard,
+                sequence,
+            } => {
                 write!(f, "{stream} shard {shard} sequence {sequence}")
             }
         }
@@ -62,7 +78,10 @@ impl FieldPath {
                 "invalid field path '{text}': use dotted names such as value.occurred_at"
             ));
         }
-        Ok(FieldPath { text: text.to_string(), segments })
+        Ok(FieldPath {
+            text: text.to_string(),
+            segments,
+        })
     }
 
     pub fn segments(&self) -> &[String] {
@@ -96,13 +115,27 @@ impl std::str::FromStr for FieldPath {
 /// Why a line is not a usable record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RecordError {
-    NotUtf8 { valid_up_to: usize },
+    NotUtf8 {
+        valid_up_to: usize,
+    },
     NotJson(String),
     NotObject,
-    MissingField { path: String, suggestion: Option<String> },
-    BadTime { path: String, error: TimeError },
-    NotATime { path: String, found: &'static str },
-    LineTooLong { len: u64, max: u64 },
+    MissingField {
+        path: String,
+        suggestion: Option<String>,
+    },
+    BadTime {
+        path: String,
+        error: TimeError,
+    },
+    NotATime {
+        path: String,
+        found: &'static str,
+    },
+    LineTooLong {
+        len: u64,
+        max: u64,
+    },
 }
 
 impl fmt::Display for RecordError {
@@ -113,10 +146,16 @@ impl fmt::Display for RecordError {
             }
             RecordError::NotJson(why) => write!(f, "not valid JSON: {why}"),
             RecordError::NotObject => write!(f, "not a JSON object"),
-            RecordError::MissingField { path, suggestion: Some(s) } => {
+            RecordError::MissingField {
+                path,
+                suggestion: Some(s),
+            } => {
                 write!(f, "missing field '{path}' (did you mean '{s}'?)")
             }
-            RecordError::MissingField { path, suggestion: None } => {
+            RecordError::MissingField {
+                path,
+                suggestion: None,
+            } => {
                 write!(f, "missing field '{path}'")
             }
             RecordError::BadTime { path, error } => write!(f, "field '{path}': {error}"),
@@ -150,7 +189,9 @@ pub fn validate_json(line: &[u8]) -> Result<&str, RecordError> {
 }
 
 pub fn as_utf8(line: &[u8]) -> Result<&str, RecordError> {
-    std::str::from_utf8(line).map_err(|e| RecordError::NotUtf8 { valid_up_to: e.valid_up_to() })
+    std::str::from_utf8(line).map_err(|e| RecordError::NotUtf8 {
+        valid_up_to: e.valid_up_to(),
+    })
 }
 
 /// A trie of the requested paths, walked while the line is parsed.
@@ -208,10 +249,13 @@ impl Extractor {
         out.clear();
         out.resize(self.paths.len(), None);
         let mut de = serde_json::Deserializer::from_str(line);
-        let found_object = NodeSeed { node: &self.root, out }
-            .deserialize(&mut de)
-            .and_then(|found| de.end().map(|_| found))
-            .map_err(|e| RecordError::NotJson(json_reason(&e)))?;
+        let found_object = NodeSeed {
+            node: &self.root,
+            out,
+        }
+        .deserialize(&mut de)
+        .and_then(|found| de.end().map(|_| found))
+        .map_err(|e| RecordError::NotJson(json_reason(&e)))?;
         if found_object {
             Ok(())
         } else {
@@ -258,7 +302,10 @@ impl<'de, 'n, 'o> Visitor<'de> for NodeSeed<'n, 'o, 'de> {
             };
             let node = &self.node.children[child].1;
             if node.leaves.is_empty() {
-                map.next_value_seed(NodeSeed { node, out: &mut *self.out })?;
+                map.next_value_seed(NodeSeed {
+                    node,
+                    out: &mut *self.out,
+                })?;
                 continue;
             }
             let raw: &'de RawValue = map.next_value()?;
@@ -268,9 +315,12 @@ impl<'de, 'n, 'o> Visitor<'de> for NodeSeed<'n, 'o, 'de> {
             if !node.children.is_empty() {
                 // A path ends here and another goes deeper: walk the raw text again.
                 let mut de = serde_json::Deserializer::from_str(raw.get());
-                NodeSeed { node, out: &mut *self.out }
-                    .deserialize(&mut de)
-                    .map_err(de::Error::custom)?;
+                NodeSeed {
+                    node,
+                    out: &mut *self.out,
+                }
+                .deserialize(&mut de)
+                .map_err(de::Error::custom)?;
             }
         }
         Ok(true)
@@ -388,12 +438,22 @@ impl<'de> serde::Deserialize<'de> for StrOrCow<'de> {
 }
 
 /// Reads an event time from a field's raw JSON.
-pub fn time_of(raw: &RawValue, path: &FieldPath, format: &TimeFormat) -> Result<Millis, RecordError> {
-    let bad = |error| RecordError::BadTime { path: path.to_string(), error };
+pub fn time_of(
+    raw: &RawValue,
+    path: &FieldPath,
+    format: &TimeFormat,
+) -> Result<Millis, RecordError> {
+    let bad = |error| RecordError::BadTime {
+        path: path.to_string(),
+        error,
+    };
     match Scalar::from_raw(raw) {
         Scalar::Str(s) => parse_time_str(&s, format).map_err(bad),
         Scalar::Number(n) => parse_time_number(n, format).map_err(bad),
-        other => Err(RecordError::NotATime { path: path.to_string(), found: other.kind() }),
+        other => Err(RecordError::NotATime {
+            path: path.to_string(),
+            found: other.kind(),
+        }),
     }
 }
 
@@ -418,16 +478,27 @@ pub fn suggest_path(line: &str, missing: &FieldPath) -> Option<String> {
         .map(|(_, p)| p.clone())
 }
 
-fn collect_paths(value: &serde_json::Value, prefix: String, depth: usize, out: &mut Vec<(String, String)>) {
+fn collect_paths(
+    value: &serde_json::Value,
+    prefix: String,
+    depth: usize,
+    out: &mut Vec<(String, String)>,
+) {
     const MAX_DEPTH: usize = 6;
     const MAX_PATHS: usize = 2000;
-    let serde_json::Value::Object(map) = value else { return };
+    let serde_json::Value::Object(map) = value else {
+        return;
+    };
     for (key, child) in map {
         if out.len() >= MAX_PATHS {
             return;
         }
         let escaped = key.replace('.', "\\.");
-        let path = if prefix.is_empty() { escaped } else { format!("{prefix}.{escaped}") };
+        let path = if prefix.is_empty() {
+            escaped
+        } else {
+            format!("{prefix}.{escaped}")
+        };
         out.push((path.clone(), key.clone()));
         if depth < MAX_DEPTH {
             collect_paths(child, path, depth + 1, out);
@@ -469,7 +540,12 @@ mod tests {
         let line = r#"{"t":"2026-01-01T00:00:00Z","value":{"n":5,"user":{"id":"u-1","x":[1,{"y":2}]}},"z":null}"#;
         assert_eq!(
             get(&x, line).unwrap(),
-            vec![Some("\"2026-01-01T00:00:00Z\""), Some("\"u-1\""), Some("5"), None]
+            vec![
+                Some("\"2026-01-01T00:00:00Z\""),
+                Some("\"u-1\""),
+                Some("5"),
+                None
+            ]
         );
     }
 
@@ -490,17 +566,29 @@ mod tests {
     #[test]
     fn escaped_keys_match_and_last_duplicate_wins() {
         let x = paths(&["a b"]);
-        assert_eq!(get(&x, r#"{"a\u0020b":1,"a b":2}"#).unwrap(), vec![Some("2")]);
+        assert_eq!(
+            get(&x, r#"{"a\u0020b":1,"a b":2}"#).unwrap(),
+            vec![Some("2")]
+        );
     }
 
     #[test]
     fn rejects_invalid_lines_anywhere() {
         let x = paths(&["t"]);
         assert!(matches!(get(&x, "not json"), Err(RecordError::NotJson(_))));
-        assert!(matches!(get(&x, r#"{"t":1} x"#), Err(RecordError::NotJson(_))));
+        assert!(matches!(
+            get(&x, r#"{"t":1} x"#),
+            Err(RecordError::NotJson(_))
+        ));
         // The error is found in a field we never asked for.
-        assert!(matches!(get(&x, r#"{"t":1,"other":[1,2,}"#), Err(RecordError::NotJson(_))));
-        assert!(matches!(get(&x, r#"{"t":1,"u":"\x"}"#), Err(RecordError::NotJson(_))));
+        assert!(matches!(
+            get(&x, r#"{"t":1,"other":[1,2,}"#),
+            Err(RecordError::NotJson(_))
+        ));
+        assert!(matches!(
+            get(&x, r#"{"t":1,"u":"\x"}"#),
+            Err(RecordError::NotJson(_))
+        ));
         assert_eq!(get(&x, "[1,2]"), Err(RecordError::NotObject));
         assert_eq!(get(&x, "42"), Err(RecordError::NotObject));
         let e = get(&x, r#"{"t":1,"#).unwrap_err().to_string();
@@ -520,12 +608,21 @@ mod tests {
     #[test]
     fn scalars() {
         let raw = |s: &str| -> Box<RawValue> { RawValue::from_string(s.to_string()).unwrap() };
-        assert_eq!(Scalar::from_raw(&raw("\"a\\nb\"")), Scalar::Str(Cow::Owned("a\nb".into())));
-        assert_eq!(Scalar::from_raw(&raw("\"ab\"")), Scalar::Str(Cow::Borrowed("ab")));
+        assert_eq!(
+            Scalar::from_raw(&raw("\"a\\nb\"")),
+            Scalar::Str(Cow::Owned("a\nb".into()))
+        );
+        assert_eq!(
+            Scalar::from_raw(&raw("\"ab\"")),
+            Scalar::Str(Cow::Borrowed("ab"))
+        );
         assert_eq!(Scalar::from_raw(&raw("-1.5e3")), Scalar::Number("-1.5e3"));
         assert_eq!(Scalar::from_raw(&raw("null")), Scalar::Null);
         let t = FieldPath::parse("t").unwrap();
-        assert_eq!(time_of(&raw("1767225600"), &t, &TimeFormat::Auto), Ok(1_767_225_600_000));
+        assert_eq!(
+            time_of(&raw("1767225600"), &t, &TimeFormat::Auto),
+            Ok(1_767_225_600_000)
+        );
         assert!(matches!(
             time_of(&raw("true"), &t, &TimeFormat::Auto),
             Err(RecordError::NotATime { .. })
@@ -536,9 +633,18 @@ mod tests {
     fn suggestions() {
         let line = r#"{"topic":"t","value":{"occurred_at":"x","merchant":{"id":1}}}"#;
         let p = |s| FieldPath::parse(s).unwrap();
-        assert_eq!(suggest_path(line, &p("occurred_at")).as_deref(), Some("value.occurred_at"));
-        assert_eq!(suggest_path(line, &p("value.ocurred_at")).as_deref(), Some("value.occurred_at"));
-        assert_eq!(suggest_path(line, &p("merchant.id")).as_deref(), Some("value.merchant.id"));
+        assert_eq!(
+            suggest_path(line, &p("occurred_at")).as_deref(),
+            Some("value.occurred_at")
+        );
+        assert_eq!(
+            suggest_path(line, &p("value.ocurred_at")).as_deref(),
+            Some("value.occurred_at")
+        );
+        assert_eq!(
+            suggest_path(line, &p("merchant.id")).as_deref(),
+            Some("value.merchant.id")
+        );
         assert_eq!(suggest_path(line, &p("zzzzzz")), None);
         let x = paths(&["occurred_at"]);
         assert_eq!(

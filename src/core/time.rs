@@ -97,7 +97,9 @@ pub fn parse_time_str(s: &str, format: &TimeFormat) -> Result<Millis, TimeError>
             }
         }
         TimeFormat::Rfc3339 => parse_rfc3339(s).ok_or_else(|| TimeError::Unparsable(shown()))?,
-        TimeFormat::Pattern(p) => parse_pattern(s, p).ok_or_else(|| TimeError::Unparsable(shown()))?,
+        TimeFormat::Pattern(p) => {
+            parse_pattern(s, p).ok_or_else(|| TimeError::Unparsable(shown()))?
+        }
         unit => parse_epoch(s.trim(), Some(unit)).map_err(|e| relabel(e, shown())),
     }
 }
@@ -125,7 +127,10 @@ fn relabel(e: TimeError, shown: String) -> TimeError {
 fn looks_numeric(s: &str) -> bool {
     let s = s.trim();
     let s = s.strip_prefix('-').unwrap_or(s);
-    s.starts_with(|c: char| c.is_ascii_digit()) && s.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'e' || b == b'E' || b == b'+' || b == b'-')
+    s.starts_with(|c: char| c.is_ascii_digit())
+        && s.bytes().all(|b| {
+            b.is_ascii_digit() || b == b'.' || b == b'e' || b == b'E' || b == b'+' || b == b'-'
+        })
 }
 
 fn parse_rfc3339(s: &str) -> Option<Result<Millis, TimeError>> {
@@ -180,7 +185,9 @@ fn parse_epoch(literal: &str, unit: Option<&TimeFormat>) -> Result<Millis, TimeE
         let unit = match unit {
             Some(u) => u.clone(),
             None if int < 0 => return Err(TimeError::Ambiguous(literal.to_string())),
-            None => auto_unit(int as f64).ok_or_else(|| TimeError::Ambiguous(literal.to_string()))?,
+            None => {
+                auto_unit(int as f64).ok_or_else(|| TimeError::Ambiguous(literal.to_string()))?
+            }
         };
         let (mul, div) = unit_divisor(&unit);
         let ms = int
@@ -304,7 +311,10 @@ mod tests {
         // 02:00 at +02:00 is midnight UTC.
         assert_eq!(auto("1970-01-01T02:00:00+02:00"), Ok(0));
         assert_eq!(auto("1969-12-31T19:00:00-05:00"), Ok(0));
-        assert_eq!(auto("2026-01-01T00:00:00.123456789Z"), Ok(1_767_225_600_123));
+        assert_eq!(
+            auto("2026-01-01T00:00:00.123456789Z"),
+            Ok(1_767_225_600_123)
+        );
         // Lower-case t/z and a space are RFC 3339 too.
         assert_eq!(auto("2026-01-01 00:00:00z"), Ok(1_767_225_600_000));
     }
@@ -321,22 +331,49 @@ mod tests {
     fn leap_days() {
         assert_eq!(auto("2024-02-29T12:00:00Z"), Ok(1_709_208_000_000));
         assert_eq!(auto("2000-02-29T00:00:00Z"), Ok(951_782_400_000));
-        assert!(matches!(auto("2023-02-29T00:00:00Z"), Err(TimeError::Unparsable(_))));
-        assert!(matches!(auto("1900-02-29T00:00:00Z"), Err(TimeError::Unparsable(_))));
+        assert!(matches!(
+            auto("2023-02-29T00:00:00Z"),
+            Err(TimeError::Unparsable(_))
+        ));
+        assert!(matches!(
+            auto("1900-02-29T00:00:00Z"),
+            Err(TimeError::Unparsable(_))
+        ));
     }
 
     #[test]
     fn epoch_units_explicit() {
         let t = 1_767_225_600_123;
-        assert_eq!(parse_time_number("1767225600", &TimeFormat::EpochSeconds), Ok(t - 123));
-        assert_eq!(parse_time_number("1767225600.123", &TimeFormat::EpochSeconds), Ok(t));
-        assert_eq!(parse_time_number("1767225600123", &TimeFormat::EpochMillis), Ok(t));
-        assert_eq!(parse_time_number("1767225600123456", &TimeFormat::EpochMicros), Ok(t));
-        assert_eq!(parse_time_number("1767225600123456789", &TimeFormat::EpochNanos), Ok(t));
+        assert_eq!(
+            parse_time_number("1767225600", &TimeFormat::EpochSeconds),
+            Ok(t - 123)
+        );
+        assert_eq!(
+            parse_time_number("1767225600.123", &TimeFormat::EpochSeconds),
+            Ok(t)
+        );
+        assert_eq!(
+            parse_time_number("1767225600123", &TimeFormat::EpochMillis),
+            Ok(t)
+        );
+        assert_eq!(
+            parse_time_number("1767225600123456", &TimeFormat::EpochMicros),
+            Ok(t)
+        );
+        assert_eq!(
+            parse_time_number("1767225600123456789", &TimeFormat::EpochNanos),
+            Ok(t)
+        );
         // Small values are fine when the unit is given.
-        assert_eq!(parse_time_number("10", &TimeFormat::EpochSeconds), Ok(10_000));
+        assert_eq!(
+            parse_time_number("10", &TimeFormat::EpochSeconds),
+            Ok(10_000)
+        );
         // Numeric strings too.
-        assert_eq!(parse_time_str("1767225600123", &TimeFormat::EpochMillis), Ok(t));
+        assert_eq!(
+            parse_time_str("1767225600123", &TimeFormat::EpochMillis),
+            Ok(t)
+        );
     }
 
     #[test]
@@ -344,12 +381,24 @@ mod tests {
         let t = 1_767_225_600_000;
         assert_eq!(parse_time_number("1767225600", &TimeFormat::Auto), Ok(t));
         assert_eq!(parse_time_number("1767225600000", &TimeFormat::Auto), Ok(t));
-        assert_eq!(parse_time_number("1767225600000000", &TimeFormat::Auto), Ok(t));
-        assert_eq!(parse_time_number("1767225600000000000", &TimeFormat::Auto), Ok(t));
+        assert_eq!(
+            parse_time_number("1767225600000000", &TimeFormat::Auto),
+            Ok(t)
+        );
+        assert_eq!(
+            parse_time_number("1767225600000000000", &TimeFormat::Auto),
+            Ok(t)
+        );
         assert_eq!(parse_time_number("1.7672256e9", &TimeFormat::Auto), Ok(t));
         assert_eq!(auto("1767225600"), Ok(t));
-        assert!(matches!(parse_time_number("12345", &TimeFormat::Auto), Err(TimeError::Ambiguous(_))));
-        assert!(matches!(parse_time_number("-5", &TimeFormat::Auto), Err(TimeError::Ambiguous(_))));
+        assert!(matches!(
+            parse_time_number("12345", &TimeFormat::Auto),
+            Err(TimeError::Ambiguous(_))
+        ));
+        assert!(matches!(
+            parse_time_number("-5", &TimeFormat::Auto),
+            Err(TimeError::Ambiguous(_))
+        ));
     }
 
     #[test]
@@ -368,7 +417,10 @@ mod tests {
         ));
         assert!(matches!(auto("yesterday"), Err(TimeError::Unparsable(_))));
         assert!(matches!(auto(""), Err(TimeError::Unparsable(_))));
-        assert!(matches!(auto("2026-13-01T00:00:00Z"), Err(TimeError::Unparsable(_))));
+        assert!(matches!(
+            auto("2026-13-01T00:00:00Z"),
+            Err(TimeError::Unparsable(_))
+        ));
         assert!(matches!(
             parse_time_number("1767225600", &TimeFormat::Rfc3339),
             Err(TimeError::Unparsable(_))
@@ -415,7 +467,10 @@ mod tests {
         assert_eq!(Position::parse("stored", now), Ok(Position::Stored));
         assert_eq!(Position::parse("1042", now), Ok(Position::Offset(1042)));
         assert_eq!(Position::parse("-10", now), Ok(Position::FromEnd(10)));
-        assert_eq!(Position::parse("-1h", now), Ok(Position::Time(now - 3_600_000)));
+        assert_eq!(
+            Position::parse("-1h", now),
+            Ok(Position::Time(now - 3_600_000))
+        );
         assert_eq!(
             Position::parse("1970-01-01T00:00:01Z", now),
             Ok(Position::Time(1000))

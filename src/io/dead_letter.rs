@@ -30,17 +30,27 @@ pub struct ErrorPolicy {
 impl ErrorPolicy {
     /// `--dead-letter` without `--on-error` means skip: the record is kept there, not lost.
     pub fn new(on_error: Option<OnError>, dead_letter: Option<&Path>) -> Result<ErrorPolicy> {
-        let on_error = on_error.unwrap_or(if dead_letter.is_some() { OnError::Skip } else { OnError::Fail });
+        let on_error = on_error.unwrap_or(if dead_letter.is_some() {
+            OnError::Skip
+        } else {
+            OnError::Fail
+        });
         let dead_letter = match dead_letter {
             Some(path) => {
                 let file = File::create(path).map_err(|e| {
-                    Error::Unreachable(format!("cannot create dead-letter file {}: {e}", path.display()))
+                    Error::Unreachable(format!(
+                        "cannot create dead-letter file {}: {e}",
+                        path.display()
+                    ))
                 })?;
                 Some((path.to_path_buf(), BufWriter::new(file)))
             }
             None => None,
         };
-        Ok(ErrorPolicy { on_error, dead_letter })
+        Ok(ErrorPolicy {
+            on_error,
+            dead_letter,
+        })
     }
 
     /// Handles one bad record: counts it, dead-letters it, and fails or lets the run go on.
@@ -70,7 +80,8 @@ impl ErrorPolicy {
 
     pub fn flush(&mut self) -> Result<()> {
         if let Some((path, out)) = &mut self.dead_letter {
-            out.flush().map_err(|e| Error::write(&path.display().to_string(), e))?;
+            out.flush()
+                .map_err(|e| Error::write(&path.display().to_string(), e))?;
         }
         Ok(())
     }
@@ -86,23 +97,32 @@ pub fn dead_letter_entry(position: &Position, record: &[u8], error: &RecordError
             entry.insert("source".into(), json!(source.as_ref()));
             entry.insert("line".into(), json!(line));
         }
-        Position::Kafka { topic, partition, offset } => {
+        Position::Kafka {
+            topic,
+            partition,
+            offset,
+        } => {
             entry.insert("topic".into(), json!(topic.as_ref()));
             entry.insert("partition".into(), json!(partition));
             entry.insert("offset".into(), json!(offset));
         }
-        Position::Kinesis { stream, shard, sequence } => {
+        Position::Kinesis {
+            stream,
+            shard,
+            sequence,
+        } => {
             entry.insert("stream".into(), json!(stream.as_ref()));
             entry.insert("shard".into(), json!(shard.as_ref()));
             entry.insert("sequence".into(), json!(sequence));
         }
     }
     entry.insert("reason".into(), json!(error.to_string()));
-    let (record, truncated) = if matches!(error, RecordError::LineTooLong { .. }) && record.len() > DEAD_LETTER_PREFIX {
-        (&record[..DEAD_LETTER_PREFIX], true)
-    } else {
-        (record, false)
-    };
+    let (record, truncated) =
+        if matches!(error, RecordError::LineTooLong { .. }) && record.len() > DEAD_LETTER_PREFIX {
+            (&record[..DEAD_LETTER_PREFIX], true)
+        } else {
+            (record, false)
+        };
     match std::str::from_utf8(record) {
         Ok(text) => entry.insert("record".into(), json!(text)),
         Err(_) => entry.insert(
@@ -122,7 +142,10 @@ mod tests {
     use std::sync::Arc;
 
     fn pos() -> Position {
-        Position::Line { source: Arc::from("<stdin>"), line: 2 }
+        Position::Line {
+            source: Arc::from("<stdin>"),
+            line: 2,
+        }
     }
 
     #[test]
@@ -140,10 +163,13 @@ mod tests {
     fn fail_stops_skip_counts() {
         let mut c = Counters::default();
         let mut fail = ErrorPolicy::new(None, None).unwrap();
-        let err = fail.handle(&pos(), b"x", &RecordError::NotObject, &mut c).unwrap_err();
+        let err = fail
+            .handle(&pos(), b"x", &RecordError::NotObject, &mut c)
+            .unwrap_err();
         assert_eq!(err.to_string(), "bad input at <stdin>:2: not a JSON object");
         let mut skip = ErrorPolicy::new(Some(OnError::Skip), None).unwrap();
-        skip.handle(&pos(), b"x", &RecordError::NotObject, &mut c).unwrap();
+        skip.handle(&pos(), b"x", &RecordError::NotObject, &mut c)
+            .unwrap();
         assert_eq!(c.bad, 2);
     }
 }

@@ -36,7 +36,12 @@ pub struct Chunk {
 enum Item {
     Lines(Chunk),
     /// A line longer than the limit, dropped by the reader to keep memory bounded.
-    TooLong { origin: Arc<str>, line: u64, len: u64, prefix: Vec<u8> },
+    TooLong {
+        origin: Arc<str>,
+        line: u64,
+        len: u64,
+        prefix: Vec<u8>,
+    },
     Failed(Error),
 }
 
@@ -58,7 +63,11 @@ impl NdjsonReader {
         thread::Builder::new()
             .name("weir-read".into())
             .spawn(move || {
-                let mut reader = ChunkReader { out: item_tx, spare: spare_rx, options };
+                let mut reader = ChunkReader {
+                    out: item_tx,
+                    spare: spare_rx,
+                    options,
+                };
                 for input in inputs {
                     if let Err(e) = reader.read_input(&input) {
                         let _ = reader.out.send(Item::Failed(e));
@@ -88,7 +97,9 @@ struct ChunkReader {
 
 impl ChunkReader {
     fn buffer(&self) -> Vec<u8> {
-        self.spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK_BYTES * 2))
+        self.spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK_BYTES * 2))
     }
 
     fn send(&self, item: Item) -> Result<()> {
@@ -110,16 +121,22 @@ impl ChunkReader {
             }
         };
         let mut buffered = BufReader::with_capacity(64 * 1024, raw);
-        let is_gzip = buffered.fill_buf().map_err(cannot)?.starts_with(&[0x1f, 0x8b]);
+        let is_gzip = buffered
+            .fill_buf()
+            .map_err(cannot)?
+            .starts_with(&[0x1f, 0x8b]);
         let mut source: Box<dyn Read> = if is_gzip {
             Box::new(MultiGzDecoder::new(buffered))
         } else {
             Box::new(buffered)
         };
         let read_error = |e: io::Error, line: u64| match e.kind() {
-            io::ErrorKind::InvalidData | io::ErrorKind::InvalidInput | io::ErrorKind::UnexpectedEof => {
-                Error::BadInput { position: format!("{origin}:{line}"), reason: format!("unreadable input: {e}") }
-            }
+            io::ErrorKind::InvalidData
+            | io::ErrorKind::InvalidInput
+            | io::ErrorKind::UnexpectedEof => Error::BadInput {
+                position: format!("{origin}:{line}"),
+                reason: format!("unreadable input: {e}"),
+            },
             _ => Error::Unreachable(format!("cannot read {origin} at line {line}: {e}")),
         };
 
@@ -141,10 +158,20 @@ impl ChunkReader {
             buf.truncate(start + n);
             if n == 0 {
                 if let Some((line, len, prefix)) = skipping.take() {
-                    self.send(Item::TooLong { origin: origin.clone(), line, len, prefix })?;
+                    self.send(Item::TooLong {
+                        origin: origin.clone(),
+                        line,
+                        len,
+                        prefix,
+                    })?;
                 } else if !buf.is_empty() {
                     buf.push(b'\n'); // a last line without its newline is still a line
-                    let chunk = Chunk { origin: origin.clone(), first_line: next_line, data: buf, added_newline: true };
+                    let chunk = Chunk {
+                        origin: origin.clone(),
+                        first_line: next_line,
+                        data: buf,
+                        added_newline: true,
+                    };
                     self.send(Item::Lines(chunk))?;
                 }
                 return Ok(());
@@ -158,7 +185,12 @@ impl ChunkReader {
                     }
                     Some(nl) => {
                         *len += nl as u64;
-                        let item = Item::TooLong { origin: origin.clone(), line: *line, len: *len, prefix: std::mem::take(prefix) };
+                        let item = Item::TooLong {
+                            origin: origin.clone(),
+                            line: *line,
+                            len: *len,
+                            prefix: std::mem::take(prefix),
+                        };
                         skipping = None;
                         self.send(item)?;
                         next_line += 1;
@@ -182,7 +214,12 @@ impl ChunkReader {
                 rest.extend_from_slice(&buf[last_nl + 1..]);
                 buf.truncate(last_nl + 1);
                 let lines = memchr::memchr_iter(b'\n', &buf).count() as u64;
-                let chunk = Chunk { origin: origin.clone(), first_line: next_line, data: buf, added_newline: false };
+                let chunk = Chunk {
+                    origin: origin.clone(),
+                    first_line: next_line,
+                    data: buf,
+                    added_newline: false,
+                };
                 next_line += lines;
                 self.send(Item::Lines(chunk))?;
                 buf = rest;
@@ -200,7 +237,10 @@ pub struct Line<'a> {
 
 impl Line<'_> {
     pub fn position(&self) -> Position {
-        Position::Line { source: self.origin.clone(), line: self.number }
+        Position::Line {
+            source: self.origin.clone(),
+            line: self.number,
+        }
     }
 }
 
@@ -270,11 +310,22 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
         }
         match item {
             Item::Failed(e) => return Err(e),
-            Item::TooLong { origin, line, len, prefix } => {
+            Item::TooLong {
+                origin,
+                line,
+                len,
+                prefix,
+            } => {
                 d.counters.read += 1;
                 d.counters.bytes_read += len + 1;
-                let error = RecordError::LineTooLong { len, max: d.max_line_bytes as u64 };
-                let position = Position::Line { source: origin, line };
+                let error = RecordError::LineTooLong {
+                    len,
+                    max: d.max_line_bytes as u64,
+                };
+                let position = Position::Line {
+                    source: origin,
+                    line,
+                };
                 d.policy.handle(&position, &prefix, &error, d.counters)?;
             }
             Item::Lines(chunk) => {
@@ -291,9 +342,16 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                         continue;
                     }
                     d.counters.read += 1;
-                    let line = Line { bytes, origin: &chunk.origin, number: chunk.first_line + i as u64 };
+                    let line = Line {
+                        bytes,
+                        origin: &chunk.origin,
+                        number: chunk.first_line + i as u64,
+                    };
                     let result = if bytes.len() > d.max_line_bytes {
-                        Err(Fault::Record(RecordError::LineTooLong { len: bytes.len() as u64, max: d.max_line_bytes as u64 }))
+                        Err(Fault::Record(RecordError::LineTooLong {
+                            len: bytes.len() as u64,
+                            max: d.max_line_bytes as u64,
+                        }))
                     } else {
                         step.record(&line, d.counters)
                     };
@@ -301,7 +359,9 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                         Ok(Flow::Continue) => {}
                         Ok(Flow::Stop) => return Ok(()),
                         Err(Fault::Fatal(e)) => return Err(e),
-                        Err(Fault::Record(e)) => d.policy.handle(&line.position(), bytes, &e, d.counters)?,
+                        Err(Fault::Record(e)) => {
+                            d.policy.handle(&line.position(), bytes, &e, d.counters)?
+                        }
                     }
                 }
                 reader.recycle(chunk.data);
@@ -320,7 +380,10 @@ mod tests {
 
     impl RecordStep for Collect {
         fn record(&mut self, line: &Line<'_>, _: &mut Counters) -> Result<Flow, Fault> {
-            self.0.push((line.number, String::from_utf8_lossy(line.bytes).into_owned()));
+            self.0.push((
+                line.number,
+                String::from_utf8_lossy(line.bytes).into_owned(),
+            ));
             Ok(Flow::Continue)
         }
         fn idle(&mut self) -> Result<()> {
@@ -334,7 +397,10 @@ mod tests {
         file.write_all(content).unwrap();
         let reader = NdjsonReader::spawn(
             vec![Input::File(file.path().to_path_buf())],
-            ReadOptions { max_line_bytes: max_line, progress: None },
+            ReadOptions {
+                max_line_bytes: max_line,
+                progress: None,
+            },
         );
         let mut counters = Counters::default();
         let mut policy = ErrorPolicy::new(Some(OnError::Skip), None).unwrap();
@@ -342,7 +408,12 @@ mod tests {
         let mut seen = Collect(Vec::new());
         drive(
             reader,
-            Drive { counters: &mut counters, policy: &mut policy, stop: &stop, max_line_bytes: max_line },
+            Drive {
+                counters: &mut counters,
+                policy: &mut policy,
+                stop: &stop,
+                max_line_bytes: max_line,
+            },
             &mut seen,
         )
         .unwrap();
@@ -352,14 +423,17 @@ mod tests {
     #[test]
     fn numbers_lines_and_handles_endings() {
         let (seen, c) = lines_of(b"a\r\n\n  \nb\nc", 100);
-        assert_eq!(seen, vec![(1, "a".into()), (4, "b".into()), (5, "c".into())]);
+        assert_eq!(
+            seen,
+            vec![(1, "a".into()), (4, "b".into()), (5, "c".into())]
+        );
         assert_eq!((c.read, c.blank_lines, c.bytes_read), (3, 2, 10));
     }
 
     #[test]
     fn long_lines_are_bad_records_and_memory_stays_bounded() {
         let mut content = b"short\n".to_vec();
-        content.extend(std::iter::repeat(b'x').take(3 * CHUNK_BYTES + 17));
+        content.extend(std::iter::repeat_n(b'x', 3 * CHUNK_BYTES + 17));
         content.extend_from_slice(b"\nafter\n");
         // A limit below the chunk size: the long line is dropped by the reader.
         let (seen, c) = lines_of(&content, 1000);
@@ -384,7 +458,9 @@ mod tests {
         }
         let (seen, c) = lines_of(&content, 1 << 20);
         assert_eq!(c.read, 200_000);
-        assert!(seen.iter().all(|(n, text)| *text == format!("{{\"n\":{n}}}")));
+        assert!(seen
+            .iter()
+            .all(|(n, text)| *text == format!("{{\"n\":{n}}}")));
     }
 
     #[test]

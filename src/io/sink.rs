@@ -55,7 +55,10 @@ impl LineSink {
     /// Writes `line` and a newline.
     #[inline]
     pub fn write_line(&mut self, line: &[u8]) -> Result<()> {
-        let result = self.out.write_all(line).and_then(|_| self.out.write_all(b"\n"));
+        let result = self
+            .out
+            .write_all(line)
+            .and_then(|_| self.out.write_all(b"\n"));
         result.map_err(|e| Error::write(&self.name, e))?;
         if self.line_buffered {
             self.flush()?;
@@ -89,21 +92,39 @@ pub enum TableFormat {
 
 /// Rows of named columns, as NDJSON objects or CSV. The first row fixes the CSV columns.
 pub enum TableWriter {
-    Ndjson { sink: LineSink, scratch: Vec<u8> },
-    Csv { out: csv::Writer<LineSink>, columns: Option<Vec<String>>, name: String, line_buffered: bool },
+    Ndjson {
+        sink: LineSink,
+        scratch: Vec<u8>,
+    },
+    Csv {
+        out: Box<csv::Writer<LineSink>>,
+        columns: Option<Vec<String>>,
+        name: String,
+        line_buffered: bool,
+    },
 }
 
 impl TableWriter {
     pub fn new(sink: LineSink, format: TableFormat) -> TableWriter {
         match format {
-            TableFormat::Ndjson => TableWriter::Ndjson { sink, scratch: Vec::new() },
+            TableFormat::Ndjson => TableWriter::Ndjson {
+                sink,
+                scratch: Vec::new(),
+            },
             TableFormat::Csv => {
                 let name = sink.name.clone();
                 let line_buffered = sink.line_buffered;
-                let out = csv::WriterBuilder::new()
-                    .terminator(csv::Terminator::Any(b'\n'))
-                    .from_writer(sink);
-                TableWriter::Csv { out, columns: None, name, line_buffered }
+                let out = Box::new(
+                    csv::WriterBuilder::new()
+                        .terminator(csv::Terminator::Any(b'\n'))
+                        .from_writer(sink),
+                );
+                TableWriter::Csv {
+                    out,
+                    columns: None,
+                    name,
+                    line_buffered,
+                }
             }
         }
     }
@@ -115,7 +136,12 @@ impl TableWriter {
                 serde_json::to_writer(&mut *scratch, row).expect("a JSON map serialises");
                 sink.write_line(scratch)
             }
-            TableWriter::Csv { out, columns, name, line_buffered } => {
+            TableWriter::Csv {
+                out,
+                columns,
+                name,
+                line_buffered,
+            } => {
                 let csv_err = |e: csv::Error| match e.into_kind() {
                     csv::ErrorKind::Io(e) => Error::write(name, e),
                     other => Error::Unreachable(format!("cannot write CSV to {name}: {other:?}")),

@@ -46,7 +46,11 @@ pub struct KafkaSpec {
 impl KafkaSpec {
     /// `host:port,host:port`, as librdkafka's `bootstrap.servers` wants it.
     pub fn bootstrap_servers(&self) -> String {
-        self.brokers.iter().map(Broker::to_string).collect::<Vec<_>>().join(",")
+        self.brokers
+            .iter()
+            .map(Broker::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -79,7 +83,9 @@ impl SourceSpec {
             if args.is_empty() {
                 return Ok(SourceSpec::Ndjson(vec![Input::Stdin]));
             }
-            return Ok(SourceSpec::Ndjson(args.iter().map(|a| parse_input(a)).collect()));
+            return Ok(SourceSpec::Ndjson(
+                args.iter().map(|a| parse_input(a)).collect(),
+            ));
         }
         if args.len() > 1 {
             return Err(format!(
@@ -146,7 +152,8 @@ fn parse_url(arg: &str, topic_required: bool) -> Result<Brokered, String> {
 }
 
 fn parse_kafka(arg: &str, rest: &str, topic_required: bool) -> Result<KafkaSpec, String> {
-    let usage = || format!("invalid Kafka spec '{arg}': expected kafka://HOST:PORT[,HOST:PORT]/TOPIC");
+    let usage =
+        || format!("invalid Kafka spec '{arg}': expected kafka://HOST:PORT[,HOST:PORT]/TOPIC");
     let (hosts, topic) = match rest.split_once('/') {
         Some((h, t)) => (h, Some(t)),
         None => (rest, None),
@@ -171,30 +178,55 @@ fn parse_kafka(arg: &str, rest: &str, topic_required: bool) -> Result<KafkaSpec,
 
 fn parse_broker(text: &str) -> Result<Broker, String> {
     let (host, port) = if let Some(inner) = text.strip_prefix('[') {
-        let (host, after) = inner.split_once(']').ok_or(format!("unclosed '[' in '{text}'"))?;
-        (host, after.strip_prefix(':').ok_or(format!("'{text}' has no port"))?)
+        let (host, after) = inner
+            .split_once(']')
+            .ok_or(format!("unclosed '[' in '{text}'"))?;
+        (
+            host,
+            after
+                .strip_prefix(':')
+                .ok_or(format!("'{text}' has no port"))?,
+        )
     } else {
-        text.rsplit_once(':').ok_or(format!("broker '{text}' has no port"))?
+        text.rsplit_once(':')
+            .ok_or(format!("broker '{text}' has no port"))?
     };
     let host_ok = !host.is_empty()
-        && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':'));
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':'));
     if !host_ok {
         return Err(format!("invalid broker host '{host}'"));
     }
-    let port: u16 = port.parse().ok().filter(|p| *p != 0).ok_or(format!("invalid port '{port}'"))?;
-    Ok(Broker { host: host.to_string(), port })
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or(format!("invalid port '{port}'"))?;
+    Ok(Broker {
+        host: host.to_string(),
+        port,
+    })
 }
 
 /// Kafka's own rule: 1 to 249 of `[a-zA-Z0-9._-]`, and not `.` or `..`.
 fn validate_topic(topic: &str) -> Result<(), String> {
     if topic.len() > 249 {
-        return Err(format!("topic name is {} characters, more than 249", topic.len()));
+        return Err(format!(
+            "topic name is {} characters, more than 249",
+            topic.len()
+        ));
     }
     if topic == "." || topic == ".." {
         return Err(format!("'{topic}' is not a legal topic name"));
     }
-    match topic.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
-        Some(c) => Err(format!("topic names may hold only a-z A-Z 0-9 . _ - (found {c:?})")),
+    match topic
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        Some(c) => Err(format!(
+            "topic names may hold only a-z A-Z 0-9 . _ - (found {c:?})"
+        )),
         None => Ok(()),
     }
 }
@@ -207,10 +239,17 @@ fn parse_kinesis(arg: &str, stream: &str) -> Result<KinesisSpec, String> {
     if stream.len() > 128 {
         return Err(format!("{usage}: stream names are at most 128 characters"));
     }
-    if let Some(c) = stream.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
-        return Err(format!("{usage}: stream names may hold only a-z A-Z 0-9 . _ - (found {c:?})"));
+    if let Some(c) = stream
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "{usage}: stream names may hold only a-z A-Z 0-9 . _ - (found {c:?})"
+        ));
     }
-    Ok(KinesisSpec { stream: stream.to_string() })
+    Ok(KinesisSpec {
+        stream: stream.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -253,14 +292,24 @@ mod tests {
     fn kafka_errors_say_what_is_wrong() {
         let e = src(&["kafka://localhost:9092"]).unwrap_err();
         assert!(e.contains("topic is missing"), "{e}");
-        assert!(src(&["kafka://localhost/t"]).unwrap_err().contains("no port"));
-        assert!(src(&["kafka://localhost:0/t"]).unwrap_err().contains("invalid port"));
-        assert!(src(&["kafka://localhost:99999/t"]).unwrap_err().contains("invalid port"));
+        assert!(src(&["kafka://localhost/t"])
+            .unwrap_err()
+            .contains("no port"));
+        assert!(src(&["kafka://localhost:0/t"])
+            .unwrap_err()
+            .contains("invalid port"));
+        assert!(src(&["kafka://localhost:99999/t"])
+            .unwrap_err()
+            .contains("invalid port"));
         assert!(src(&["kafka:///t"]).unwrap_err().contains("no broker"));
-        assert!(src(&["kafka://h:1/bad topic"]).unwrap_err().contains("found ' '"));
+        assert!(src(&["kafka://h:1/bad topic"])
+            .unwrap_err()
+            .contains("found ' '"));
         assert!(src(&["kafka://h:1/.."]).is_err());
         assert!(src(&[&format!("kafka://h:1/{}", "t".repeat(250))]).is_err());
-        assert!(src(&["kafka://h:1/t", "file.ndjson"]).unwrap_err().contains("only SOURCE"));
+        assert!(src(&["kafka://h:1/t", "file.ndjson"])
+            .unwrap_err()
+            .contains("only SOURCE"));
         assert!(src(&["http://x/y"]).unwrap_err().contains("unknown scheme"));
     }
 
@@ -268,7 +317,9 @@ mod tests {
     fn kinesis_specs() {
         assert_eq!(
             src(&["kinesis://orders-v2"]),
-            Ok(SourceSpec::Kinesis(KinesisSpec { stream: "orders-v2".into() }))
+            Ok(SourceSpec::Kinesis(KinesisSpec {
+                stream: "orders-v2".into()
+            }))
         );
         assert!(src(&["kinesis://"]).is_err());
         assert!(src(&["kinesis://a/b"]).is_err());
@@ -277,9 +328,18 @@ mod tests {
     #[test]
     fn sinks() {
         assert_eq!(SinkSpec::parse("-"), Ok(SinkSpec::Stdout));
-        assert_eq!(SinkSpec::parse("out.ndjson"), Ok(SinkSpec::File("out.ndjson".into())));
-        assert!(matches!(SinkSpec::parse("kafka://b:9092/out"), Ok(SinkSpec::Kafka(_))));
-        assert!(matches!(SinkSpec::parse("kinesis://s"), Ok(SinkSpec::Kinesis(_))));
+        assert_eq!(
+            SinkSpec::parse("out.ndjson"),
+            Ok(SinkSpec::File("out.ndjson".into()))
+        );
+        assert!(matches!(
+            SinkSpec::parse("kafka://b:9092/out"),
+            Ok(SinkSpec::Kafka(_))
+        ));
+        assert!(matches!(
+            SinkSpec::parse("kinesis://s"),
+            Ok(SinkSpec::Kinesis(_))
+        ));
         assert!(SinkSpec::parse("kafka://b:9092").is_err());
     }
 

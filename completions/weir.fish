@@ -1,0 +1,62 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_weir_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_weir_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_weir_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_weir_using_subcommand
+    set -l cmd (__fish_weir_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c weir -n "__fish_weir_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c weir -n "__fish_weir_needs_command" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_needs_command" -f -a "consume" -d 'Read records from a source and write them to a sink, unchanged'
+complete -c weir -n "__fish_weir_needs_command" -f -a "generate" -d 'Writes man pages and shell completions (for the project\'s own build)'
+complete -c weir -n "__fish_weir_needs_command" -f -a "window" -d 'Count and aggregate events per key per event-time window, with watermarks [not built yet: issue #3]'
+complete -c weir -n "__fish_weir_needs_command" -f -a "watermark-profile" -d 'Measure event lateness and recommend a watermark delay [not built yet: issue #5]'
+complete -c weir -n "__fish_weir_needs_command" -f -a "dedupe" -d 'Drop repeated events within a bounded horizon [not built yet: issue #4]'
+complete -c weir -n "__fish_weir_needs_command" -f -a "replay" -d 'Re-read a range of records into a sink, at a controlled rate [not built yet: issue #6]'
+complete -c weir -n "__fish_weir_needs_command" -f -a "lag" -d 'Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]'
+complete -c weir -n "__fish_weir_using_subcommand consume" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
+skip\t'Count the bad record (and dead-letter it) and go on'"
+complete -c weir -n "__fish_weir_using_subcommand consume" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
+complete -c weir -n "__fish_weir_using_subcommand consume" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position to read: an RFC 3339 time or a relative time (-1h, needs --time), or beginning. Kafka/Kinesis positions (offsets, -N, stored) come with their sources' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l to -d 'Stop position, exclusive, in the same forms as --from' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s n -l count -d 'Stop after writing N records' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s o -l output -d 'Sink: - (stdout) or a file path' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand consume" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
+complete -c weir -n "__fish_weir_using_subcommand consume" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c weir -n "__fish_weir_using_subcommand consume" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand generate" -l out-dir -d 'Folder that receives man/ and completions/' -r -F
+complete -c weir -n "__fish_weir_using_subcommand generate" -s h -l help -d 'Print help'
+complete -c weir -n "__fish_weir_using_subcommand generate" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand window" -s h -l help -d 'Print help'
+complete -c weir -n "__fish_weir_using_subcommand window" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s h -l help -d 'Print help'
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s h -l help -d 'Print help'
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand replay" -s h -l help -d 'Print help'
+complete -c weir -n "__fish_weir_using_subcommand replay" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand lag" -s h -l help -d 'Print help'
+complete -c weir -n "__fish_weir_using_subcommand lag" -s V -l version -d 'Print version'

@@ -1,0 +1,447 @@
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::Stdio;
+
+use predicates::prelude::*;
+use serde_json::Value;
+
+use crate::{fixture, generated, stdout_lines, weir, weir_std};
+
+const TWO_LINES: &str = "{\"t\":\"2026-01-01T00:00:00Z\"}\nnot json\n";
+
+#[test]
+fn bad_line_fails_with_exit_3_naming_line_and_reason() {
+    weir()
+        .args(["consume", "--time", "t"])
+        .write_stdin(TWO_LINES)
+        .assert()
+        .code(3)
+        .stdout("{\"t\":\"2026-01-01T00:00:00Z\"}\n")
+        .stderr(predicate::str::contains(
+            "bad input at <stdin>:2: not valid JSON",
+        ));
+}
+
+#[test]
+fn skip_counts_the_bad_record_in_summary_and_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats.json");
+    weir()
+        .args(["consume", "--time", "t", "--on-error", "skip", "--stats"])
+        .arg(&stats)
+        .write_stdin(TWO_LINES)
+        .assert()
+        .success()
+        .stdout("{\"t\":\"2026-01-01T00:00:00Z\"}\n")
+        .stderr(predicate::str::contains(
+            "weir consume: read 2, written 1, bad 1 in",
+        ));
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(stats).unwrap()).unwrap();
+    assert_eq!(
+        (s["read"].as_u64(), s["written"].as_u64(), s["bad"].as_u64()),
+        (Some(2), Some(1), Some(1))
+    );
+    assert_eq!(s["exit_code"], 0);
+    assert_eq!(s["command"], "consume");
+}
+
+#[test]
+fn dead_letter_keeps_the_bad_line_with_its_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let dead = dir.path().join("bad.ndjson");
+    weir()
+        .args(["consume", "--time", "t", "--dead-letter"])
+        .arg(&dead)
+        .write_stdin(TWO_LINES)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(dead).unwrap();
+    let entries: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["position"], "<stdin>:2");
+    assert_eq!(entries[0]["line"], 2);
+    assert_eq!(entries[0]["record"], "not json");
+    assert!(entries[0]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("not valid JSON"));
+}
+
+#[test]
+fn bad_fixture_known_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("s.json");
+    let dead = dir.path().join("d.ndjson");
+    let out = weir()
+        .args([
+            "consume",
+            "fixtures/bad.ndjson",
+            "--time",
+            "t",
+            "--on-error",
+            "skip",
+            "-q",
+        ])
+        .arg("--stats")
+        .arg(&stats)
+        .arg("--dead-letter")
+        .arg(&dead)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "-q prints nothing: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids: Vec<i64> = stdout_lines(&out)
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(ids, [1, 6, 8, 11]);
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(s["read"], 10);
+    assert_eq!(s["bad"], 6);
+    assert_eq!(s["blank_lines"], 1);
+
+    // Each dead letter names its line and why (checked against fixtures/README.md).
+    let dead: Vec<Value> = std::fs::read_to_string(&dead)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_line: Vec<(u64, String)> = dead
+        .iter()
+        .map(|d| {
+            (
+                d["line"].as_u64().unwrap(),
+                d["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expect = [
+        (2, "not valid JSON"),
+        (3, "missing field 't'"),
+        (4, "field 't': unparsable time \"yesterday\""),
+        (7, "invalid UTF-8 at byte"),
+        (9, "not a JSON object"),
+        (10, "field 't': ambiguous epoch time 12345"),
+    ];
+    assert_eq!(by_line.len(), expect.len(), "{by_line:?}");
+    for ((line, reason), (want_line, want_reason)) in by_line.iter().zip(expect) {
+        assert_eq!(*line, want_line);
+        assert!(reason.starts_with(want_reason), "line {line}: {reason}");
+    }
+    // The invalid UTF-8 record survives byte for byte.
+    assert!(dead[3]["record_base64"].is_string());
+}
+
+#[test]
+fn long_lines_and_json_only_validation() {
+    let out = weir()
+        .args([
+            "consume",
+            "fixtures/bad.ndjson",
+            "--time",
+            "t",
+            "--on-error",
+            "skip",
+            "--max-line-bytes",
+            "1000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(stdout_lines(&out).len(), 3);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad 7"));
+
+    let out = weir()
+        .args(["consume", "fixtures/bad.ndjson", "--on-error", "skip"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout_lines(&out).len(), 8);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("written 8, bad 2"));
+}
+
+#[test]
+fn fail_on_the_fixture_names_the_file_and_line() {
+    weir()
+        .args(["consume", "fixtures/bad.ndjson"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains(
+            "bad input at fixtures/bad.ndjson:2",
+        ));
+}
+
+#[test]
+fn missing_time_field_suggests_the_path() {
+    weir()
+        .args(["consume", "--time", "occurred_at"])
+        .write_stdin("{\"topic\":\"t\",\"value\":{\"occurred_at\":\"2026-01-01T00:00:00Z\"}}\n")
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains(
+            "missing field 'occurred_at' (did you mean 'value.occurred_at'?)",
+        ));
+}
+
+#[test]
+fn time_range_over_every_spelling() {
+    let out = weir()
+        .args(["consume", "fixtures/times.ndjson", "--time", "t"])
+        .args([
+            "--from",
+            "2026-11-28T12:00:00Z",
+            "--to",
+            "2026-11-28T12:02:00Z",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let ids: Vec<String> = stdout_lines(&out)
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids, ["a", "c", "d", "g"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("filtered 3"));
+}
+
+/// The range on the generated fixture, against text comparison of its UTC timestamps.
+#[test]
+fn time_range_on_checkouts_matches_text_order() {
+    let (from, to) = ("2026-11-28T12:02:00.000Z", "2026-11-28T12:05:30.000Z");
+    let text = std::fs::read_to_string(fixture("checkouts.ndjson")).unwrap();
+    let expected: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let t = v["occurred_at"].as_str().unwrap().to_string();
+            t.as_str() >= from && t.as_str() < to
+        })
+        .collect();
+    assert!(
+        expected.len() > 100 && expected.len() < 400,
+        "a range that cuts: {}",
+        expected.len()
+    );
+    let out = weir()
+        .args([
+            "consume",
+            "fixtures/checkouts.ndjson",
+            "--time",
+            "occurred_at",
+            "--from",
+            from,
+            "--to",
+            to,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(stdout_lines(&out), expected);
+}
+
+/// On generated out-of-order data, the output is exactly the events whose true event time
+/// (known to the generator, not parsed) lies in the range, in input order, bytes unchanged.
+#[test]
+fn time_range_on_generated_data_matches_generator_truth() {
+    let (file, events) = generated(20_000, 11);
+    let from = events[5000].occurred_at;
+    let to = events[15000].occurred_at;
+    let fmt = weir::core::time::format_millis;
+    let out = weir()
+        .arg("consume")
+        .arg(file.path())
+        .args([
+            "--time",
+            "occurred_at",
+            "--from",
+            &fmt(from),
+            "--to",
+            &fmt(to),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let expected: Vec<String> = events
+        .iter()
+        .filter(|e| e.occurred_at >= from && e.occurred_at < to)
+        .map(|e| {
+            let mut b = Vec::new();
+            e.write_json(&mut b);
+            String::from_utf8(b).unwrap()
+        })
+        .collect();
+    assert_eq!(stdout_lines(&out), expected);
+}
+
+#[test]
+fn count_stops_after_n_records() {
+    let out = weir()
+        .args(["consume", "fixtures/checkouts.ndjson", "-n", "3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(fixture("checkouts.ndjson")).unwrap();
+    let first3: Vec<&str> = text.lines().take(3).collect();
+    assert_eq!(stdout_lines(&out), first3);
+    let out = weir()
+        .args(["consume", "fixtures/checkouts.ndjson", "-n", "0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success() && out.stdout.is_empty());
+}
+
+#[test]
+fn output_bytes_are_the_input_bytes() {
+    // Key order, spacing and number spelling survive.
+    let input = "{ \"b\" : 1.50, \"a\":1e3 }\n{\"z\":[1, 2],\"y\":\"\\u00e9\"}\n";
+    weir()
+        .arg("consume")
+        .write_stdin(input)
+        .assert()
+        .success()
+        .stdout(input);
+}
+
+#[test]
+fn files_in_order_gzip_and_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let gz = dir.path().join("times.ndjson.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&std::fs::read(fixture("times.ndjson")).unwrap())
+        .unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let out_file = dir.path().join("out.ndjson");
+    weir()
+        .args(["consume", "fixtures/times.ndjson"])
+        .arg(&gz)
+        .arg("-o")
+        .arg(&out_file)
+        .assert()
+        .success()
+        .stdout("");
+    let times = std::fs::read_to_string(fixture("times.ndjson")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(out_file).unwrap(),
+        format!("{times}{times}")
+    );
+    // A bad line in the second file is reported with that file's name and line.
+    let bad = dir.path().join("second.ndjson");
+    std::fs::write(&bad, "{}\n{}\n{\n").unwrap();
+    weir()
+        .args(["consume", "fixtures/times.ndjson"])
+        .arg(&bad)
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains(format!("{}:3", bad.display())));
+}
+
+#[test]
+fn exit_codes_for_usage_and_unreachable() {
+    weir()
+        .args(["consume", "--from", "-1h"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("need --time"));
+    weir()
+        .args(["consume", "--time", "t", "--from", "42"])
+        .assert()
+        .code(2);
+    weir()
+        .args(["consume", "--time-format", "fortnights"])
+        .assert()
+        .code(2);
+    weir()
+        .args(["consume", "kafka://localhost/t"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no port"));
+    weir()
+        .args(["consume", "kafka://localhost:9092/t"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not built yet"));
+    weir()
+        .args(["consume", "no/such/file.ndjson"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("no/such/file.ndjson"));
+    weir()
+        .args(["consume", "-o", "/no/such/dir/out"])
+        .write_stdin("{}\n")
+        .assert()
+        .code(4);
+    weir()
+        .args(["window", "--tumbling", "1m"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("issue #3"));
+}
+
+/// `weir consume big.ndjson | head -1`: exit 0, nothing on stderr.
+#[test]
+fn closed_stdout_is_a_quiet_success() {
+    let (file, _) = generated(100_000, 3);
+    let mut child = weir_std()
+        .arg("consume")
+        .arg(file.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("{\"event_id\""));
+    // Reader dropped: stdout is closed, as `head -1` does.
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{status:?} {err}");
+    assert_eq!(err, "");
+}
+
+/// In a live pipeline a record comes out as soon as it is read, not when a buffer fills.
+#[test]
+fn records_flow_through_a_live_pipe() {
+    let mut child = weir_std()
+        .args(["consume", "-q"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"{\"n\":1}\n").unwrap();
+    stdin.flush().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        tx.send(line).unwrap();
+    });
+    let line = rx
+        .recv_timeout(std::time::Duration::from_secs(5))
+        .expect("record flushed while input stays open");
+    assert_eq!(line, "{\"n\":1}\n");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
