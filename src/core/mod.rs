@@ -1,4 +1,7 @@
 //! The pure, synchronous core: no I/O, no clocks except where passed in.
 
+pub mod aggregate;
 pub mod record;
 pub mod time;
+pub mod watermark;
+pub mod window;

@@ -1,0 +1,506 @@
+//! Window aggregates. Every state can be merged, which session windows need.
+//!
+//! Sums, minima, maxima and averages are exact decimals, so the result does not depend on
+//! the order events arrive in (a float sum would). Null or missing values are ignored, as SQL
+//! aggregates do; the record still counts in `count`.
+
+use std::str::FromStr;
+
+use cardinality_estimator::CardinalityEstimator;
+use hdrhistogram::Histogram;
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+use rustc_hash::FxHashSet;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::record::Scalar;
+use super::time::Millis;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AggKind {
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+    Distinct,
+    /// Percentiles to report, each in (0, 100].
+    Percentile(Vec<f64>),
+    First,
+    Last,
+}
+
+/// One requested aggregate: its kind, the value field it reads (by index into the command's
+/// value fields) and its output name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AggSpec {
+    pub kind: AggKind,
+    pub field: Option<usize>,
+    pub name: String,
+}
+
+/// Distinct values kept exactly per window and key before switching to an estimate.
+pub const DISTINCT_EXACT_LIMIT: usize = 10_000;
+
+#[derive(Clone, Debug)]
+pub enum Distinct {
+    Exact(FxHashSet<Box<str>>),
+    Estimated(Box<CardinalityEstimator<str>>),
+}
+
+#[derive(Clone, Debug)]
+pub enum AggState {
+    Count(u64),
+    /// Sum and average: the exact sum and how many values it holds.
+    Sum {
+        sum: Decimal,
+        n: u64,
+    },
+    Min(Option<Decimal>),
+    Max(Option<Decimal>),
+    Distinct(Distinct),
+    Percentile(Box<Histogram<u64>>),
+    /// First/last by event time: the time and the value's JSON text.
+    ByTime(Option<(Millis, Box<str>)>),
+}
+
+/// Percentile values are recorded in thousandths, as hdrhistogram counts integers.
+const PERCENTILE_SCALE: f64 = 1000.0;
+
+/// Parses a number or numeric string exactly.
+pub fn parse_decimal(scalar: &Scalar<'_>) -> Result<Decimal, String> {
+    let text = match scalar {
+        Scalar::Number(n) => *n,
+        Scalar::Str(s) => s.as_ref(),
+        other => return Err(format!("is {}, not a number", other.kind())),
+    };
+    let parsed = if text.contains(['e', 'E']) {
+        Decimal::from_scientific(text)
+    } else {
+        Decimal::from_str(text)
+    };
+    parsed.map_err(|_| {
+        format!(
+            "value {} is not a number weir can add exactly",
+            crate::core::time::truncate_for_message(text)
+        )
+    })
+}
+
+/// A record's value for one aggregate, parsed once and checked before any state changes.
+#[derive(Clone, Debug)]
+pub enum AggInput<'a> {
+    /// Missing or null: ignored, as SQL aggregates ignore NULL.
+    Missing,
+    Number(Decimal),
+    Json(&'a RawValue),
+}
+
+impl AggKind {
+    fn numeric(&self) -> bool {
+        matches!(
+            self,
+            AggKind::Sum | AggKind::Min | AggKind::Max | AggKind::Avg | AggKind::Percentile(_)
+        )
+    }
+}
+
+/// Parses and checks a record's value for `kind`; an error makes the record bad.
+pub fn prepare<'a>(kind: &AggKind, value: Option<&'a RawValue>) -> Result<AggInput<'a>, String> {
+    let Some(raw) = value else {
+        return Ok(AggInput::Missing);
+    };
+    if *kind == AggKind::Count {
+        return Ok(AggInput::Missing);
+    }
+    let scalar = Scalar::from_raw(raw);
+    if scalar == Scalar::Null {
+        return Ok(AggInput::Missing);
+    }
+    if !kind.numeric() {
+        return Ok(AggInput::Json(raw));
+    }
+    let v = parse_decimal(&scalar)?;
+    if matches!(kind, AggKind::Percentile(_)) && v.is_sign_negative() && !v.is_zero() {
+        return Err(format!("percentiles need non-negative numbers, got {v}"));
+    }
+    Ok(AggInput::Number(v))
+}
+
+impl AggState {
+    pub fn new(kind: &AggKind) -> AggState {
+        match kind {
+            AggKind::Count => AggState::Count(0),
+            AggKind::Sum | AggKind::Avg => AggState::Sum {
+                sum: Decimal::ZERO,
+                n: 0,
+            },
+            AggKind::Min => AggState::Min(None),
+            AggKind::Max => AggState::Max(None),
+            AggKind::Distinct => AggState::Distinct(Distinct::Exact(FxHashSet::default())),
+            AggKind::Percentile(_) => {
+                AggState::Percentile(Box::new(Histogram::new(3).expect("3 significant digits")))
+            }
+            AggKind::First | AggKind::Last => AggState::ByTime(None),
+        }
+    }
+
+    /// Adds one record's prepared value at event time `ts`. Cannot fail: `prepare` checked it.
+    pub fn update(&mut self, kind: &AggKind, input: &AggInput<'_>, ts: Millis) {
+        match (self, input) {
+            (AggState::Count(n), _) => *n += 1,
+            (_, AggInput::Missing) => {}
+            (AggState::Sum { sum, n }, AggInput::Number(v)) => {
+                *sum = sum.checked_add(*v).unwrap_or(if v.is_sign_negative() {
+                    Decimal::MIN
+                } else {
+                    Decimal::MAX
+                });
+                *n += 1;
+            }
+            (AggState::Min(m), AggInput::Number(v)) => *m = Some(m.map_or(*v, |m| m.min(*v))),
+            (AggState::Max(m), AggInput::Number(v)) => *m = Some(m.map_or(*v, |m| m.max(*v))),
+            (AggState::Percentile(h), AggInput::Number(v)) => {
+                let scaled = (v.to_f64().unwrap_or(f64::MAX) * PERCENTILE_SCALE).round();
+                let value = scaled.clamp(0.0, u64::MAX as f64) as u64;
+                // The histogram grows to fit; past its hard limit it saturates.
+                if h.record(value).is_err() {
+                    h.saturating_record(value);
+                }
+            }
+            // By JSON text: the string "1" and the number 1 are different values.
+            (AggState::Distinct(d), AggInput::Json(raw)) => d.insert(raw.get()),
+            (AggState::ByTime(slot), AggInput::Json(raw)) => {
+                let replace = match (kind, &slot) {
+                    (_, None) => true,
+                    // Ties keep the first arrival for `first` and the latest for `last`.
+                    (AggKind::First, Some((t, _))) => ts < *t,
+                    (_, Some((t, _))) => ts >= *t,
+                };
+                if replace {
+                    *slot = Some((ts, raw.get().into()));
+                }
+            }
+            (state, input) => unreachable!("{state:?} given {input:?}"),
+        }
+    }
+
+    /// Folds `other` (the same kind of aggregate, over other records) into `self`.
+    pub fn merge(&mut self, kind: &AggKind, other: AggState) {
+        match (self, other) {
+            (AggState::Count(a), AggState::Count(b)) => *a += b,
+            (AggState::Sum { sum, n }, AggState::Sum { sum: s2, n: n2 }) => {
+                *sum = sum.saturating_add(s2);
+                *n += n2;
+            }
+            (AggState::Min(a), AggState::Min(b)) => *a = min_opt(*a, b, Decimal::min),
+            (AggState::Max(a), AggState::Max(b)) => *a = min_opt(*a, b, Decimal::max),
+            (AggState::Distinct(a), AggState::Distinct(b)) => a.merge(b),
+            (AggState::Percentile(a), AggState::Percentile(b)) => {
+                a.add(&*b).expect("histograms of the same precision merge");
+            }
+            (AggState::ByTime(a), AggState::ByTime(b)) => {
+                if let Some((tb, vb)) = b {
+                    let take = match (&a, kind) {
+                        (None, _) => true,
+                        (Some((ta, _)), AggKind::First) => tb < *ta,
+                        (Some((ta, _)), _) => tb >= *ta,
+                    };
+                    if take {
+                        *a = Some((tb, vb));
+                    }
+                }
+            }
+            _ => unreachable!("merging aggregates of different kinds"),
+        }
+    }
+
+    /// Writes this aggregate's output column(s) into `row`.
+    pub fn output(&self, spec: &AggSpec, row: &mut Map<String, Value>) {
+        let name = &spec.name;
+        match (self, &spec.kind) {
+            (AggState::Count(n), _) => {
+                row.insert(name.clone(), Value::from(*n));
+            }
+            (AggState::Sum { sum, n }, AggKind::Avg) => {
+                let avg = (*n > 0).then(|| decimal_value(&(*sum / Decimal::from(*n)).round_dp(12)));
+                row.insert(name.clone(), avg.unwrap_or(Value::Null));
+            }
+            (AggState::Sum { sum, n }, _) => {
+                row.insert(
+                    name.clone(),
+                    if *n > 0 {
+                        decimal_value(sum)
+                    } else {
+                        Value::Null
+                    },
+                );
+            }
+            (AggState::Min(m) | AggState::Max(m), _) => {
+                row.insert(name.clone(), m.as_ref().map_or(Value::Null, decimal_value));
+            }
+            (AggState::Distinct(d), _) => {
+                row.insert(name.clone(), Value::from(d.count()));
+                if matches!(d, Distinct::Estimated(_)) {
+                    row.insert(format!("{name}_estimated"), Value::Bool(true));
+                }
+            }
+            (AggState::Percentile(h), AggKind::Percentile(ps)) => {
+                for p in ps {
+                    let v = (!h.is_empty()).then(|| percentile_of(h, *p) as f64 / PERCENTILE_SCALE);
+                    row.insert(
+                        percentile_column(name, *p),
+                        v.map_or(Value::Null, Value::from),
+                    );
+                }
+            }
+            (AggState::ByTime(slot), _) => {
+                let v = slot
+                    .as_ref()
+                    .map(|(_, text)| serde_json::from_str(text).expect("stored JSON"));
+                row.insert(name.clone(), v.unwrap_or(Value::Null));
+            }
+            (AggState::Percentile(_), _) => unreachable!("percentile state with another kind"),
+        }
+    }
+}
+
+/// The nearest-rank percentile (rank `ceil(p/100 * n)`, as SQL's `percentile_disc`), reported
+/// as the middle of its histogram bucket. The rank is computed exactly: hdrhistogram's own
+/// float product would turn 0.999 * 1000 into rank 1000.
+pub fn percentile_of(h: &Histogram<u64>, p: f64) -> u64 {
+    let n = h.len();
+    let exact = Decimal::from_f64_retain(p)
+        .unwrap_or(Decimal::ONE_HUNDRED)
+        .round_dp(6)
+        * Decimal::from(n)
+        / Decimal::ONE_HUNDRED;
+    let rank = exact.ceil().to_u64().unwrap_or(n).clamp(1, n);
+    let quantile = (rank as f64 - 0.5) / n as f64;
+    h.median_equivalent(h.value_at_quantile(quantile))
+}
+
+fn min_opt(
+    a: Option<Decimal>,
+    b: Option<Decimal>,
+    pick: fn(Decimal, Decimal) -> Decimal,
+) -> Option<Decimal> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(pick(a, b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A decimal as a JSON number with its exact digits.
+fn decimal_value(d: &Decimal) -> Value {
+    let text = d.normalize().to_string();
+    serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text))
+}
+
+/// `p99` for 99, `p99_9` for 99.9.
+pub fn percentile_column(base: &str, p: f64) -> String {
+    let text = format!("{p}").replace('.', "_");
+    match base.strip_prefix("p_") {
+        Some(field) => format!("p{text}_{field}"),
+        None => format!("{base}_p{text}"),
+    }
+}
+
+impl Distinct {
+    fn insert(&mut self, value: &str) {
+        match self {
+            Distinct::Exact(set) => {
+                if !set.contains(value) {
+                    set.insert(value.into());
+                    if set.len() > DISTINCT_EXACT_LIMIT {
+                        self.estimate();
+                    }
+                }
+            }
+            Distinct::Estimated(e) => e.insert(value),
+        }
+    }
+
+    /// Switches to the estimate, carrying over the values seen so far.
+    fn estimate(&mut self) {
+        if let Distinct::Exact(set) = self {
+            let mut e = CardinalityEstimator::<str>::new();
+            for v in set.iter() {
+                e.insert(v);
+            }
+            *self = Distinct::Estimated(Box::new(e));
+        }
+    }
+
+    fn merge(&mut self, other: Distinct) {
+        match other {
+            Distinct::Exact(set) => {
+                for v in set {
+                    self.insert(&v);
+                }
+            }
+            Distinct::Estimated(e) => {
+                self.estimate();
+                if let Distinct::Estimated(mine) = self {
+                    mine.merge(&e);
+                }
+            }
+        }
+    }
+
+    pub fn count(&self) -> u64 {
+        match self {
+            Distinct::Exact(set) => set.len() as u64,
+            Distinct::Estimated(e) => e.estimate() as u64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_string()).unwrap()
+    }
+
+    fn run(kind: AggKind, values: &[(&str, Millis)]) -> Value {
+        let mut st = AggState::new(&kind);
+        for (v, t) in values {
+            let r = raw(v);
+            st.update(&kind, &prepare(&kind, Some(&r)).unwrap(), *t);
+        }
+        let spec = AggSpec {
+            kind,
+            field: Some(0),
+            name: "x".into(),
+        };
+        let mut row = Map::new();
+        st.output(&spec, &mut row);
+        Value::Object(row)
+    }
+
+    #[test]
+    fn exact_decimal_sums() {
+        // 0.1 + 0.2 is 0.3 here, not 0.30000000000000004.
+        assert_eq!(
+            run(AggKind::Sum, &[("0.1", 0), ("0.2", 0)])["x"].to_string(),
+            "0.3"
+        );
+        assert_eq!(
+            run(AggKind::Sum, &[("1e3", 0), ("\"2.5\"", 0), ("null", 0)])["x"].to_string(),
+            "1002.5"
+        );
+        assert_eq!(
+            run(AggKind::Avg, &[("1", 0), ("2", 0)])["x"].to_string(),
+            "1.5"
+        );
+        assert_eq!(run(AggKind::Sum, &[])["x"], Value::Null);
+        assert_eq!(
+            run(AggKind::Min, &[("3", 0), ("-1.5", 0), ("2", 0)])["x"].to_string(),
+            "-1.5"
+        );
+        assert_eq!(
+            run(AggKind::Max, &[("3", 0), ("-1.5", 0), ("2", 0)])["x"].to_string(),
+            "3"
+        );
+    }
+
+    #[test]
+    fn non_numbers_are_errors() {
+        assert!(prepare(&AggKind::Sum, Some(&raw("\"abc\""))).is_err());
+        assert!(prepare(&AggKind::Max, Some(&raw("true"))).is_err());
+        assert!(prepare(&AggKind::Percentile(vec![50.0]), Some(&raw("-1"))).is_err());
+        assert!(matches!(
+            prepare(&AggKind::Sum, None),
+            Ok(AggInput::Missing)
+        ));
+        assert!(matches!(
+            prepare(&AggKind::Sum, Some(&raw("null"))),
+            Ok(AggInput::Missing)
+        ));
+        assert!(matches!(
+            prepare(&AggKind::Last, Some(&raw("\"abc\""))),
+            Ok(AggInput::Json(_))
+        ));
+    }
+
+    #[test]
+    fn first_and_last_by_event_time_not_arrival() {
+        let vals = [
+            ("\"b\"", 20),
+            ("\"a\"", 10),
+            ("\"c\"", 30),
+            ("\"c2\"", 30),
+            ("\"a2\"", 10),
+        ];
+        assert_eq!(run(AggKind::First, &vals)["x"], "a");
+        assert_eq!(run(AggKind::Last, &vals)["x"], "c2");
+    }
+
+    #[test]
+    fn percentiles_within_precision() {
+        let vals: Vec<(String, Millis)> = (1..=1000).map(|i| (i.to_string(), 0)).collect();
+        let refs: Vec<(&str, Millis)> = vals.iter().map(|(v, t)| (v.as_str(), *t)).collect();
+        let out = run(AggKind::Percentile(vec![50.0, 99.0, 99.9]), &refs);
+        let p = |k: &str| out[k].as_f64().unwrap();
+        // Exact nearest ranks are 500, 990 and 999; 3 significant digits allow 0.1%.
+        for (k, exact) in [("x_p50", 500.0), ("x_p99", 990.0), ("x_p99_9", 999.0)] {
+            assert!((p(k) - exact).abs() <= exact * 0.001, "{k}: {out}");
+        }
+        assert_eq!(percentile_column("p_amount", 99.0), "p99_amount");
+    }
+
+    #[test]
+    fn distinct_exact_then_estimated() {
+        let vals: Vec<(String, Millis)> =
+            (0..100).map(|i| (format!("\"v{}\"", i % 40), 0)).collect();
+        let refs: Vec<(&str, Millis)> = vals.iter().map(|(v, t)| (v.as_str(), *t)).collect();
+        let out = run(AggKind::Distinct, &refs);
+        assert_eq!(out["x"], 40);
+        assert!(out.get("x_estimated").is_none());
+        let many: Vec<(String, Millis)> = (0..30_000).map(|i| (i.to_string(), 0)).collect();
+        let refs: Vec<(&str, Millis)> = many.iter().map(|(v, t)| (v.as_str(), *t)).collect();
+        let out = run(AggKind::Distinct, &refs);
+        let n = out["x"].as_f64().unwrap();
+        assert!((n - 30_000.0).abs() / 30_000.0 < 0.05, "{out}");
+        assert_eq!(out["x_estimated"], true);
+    }
+
+    proptest! {
+        /// Updating in any order, or in two halves merged, gives the same output.
+        #[test]
+        fn order_and_merge_independent(
+            values in prop::collection::vec((-10_000i64..10_000, 0u32..6, 0i64..50), 1..60),
+            split in 0usize..60,
+        ) {
+            let texts: Vec<(String, Millis)> = values
+                .iter()
+                .map(|(m, scale, t)| (Decimal::new(*m, *scale).to_string(), *t))
+                .collect();
+            for kind in [AggKind::Count, AggKind::Sum, AggKind::Min, AggKind::Max, AggKind::Avg, AggKind::Distinct] {
+                let spec = AggSpec { kind: kind.clone(), field: Some(0), name: "x".into() };
+                let out = |st: &AggState| { let mut r = Map::new(); st.output(&spec, &mut r); r };
+                let mut forward = AggState::new(&kind);
+                let mut backward = AggState::new(&kind);
+                let (mut left, mut right) = (AggState::new(&kind), AggState::new(&kind));
+                for (i, (v, t)) in texts.iter().enumerate() {
+                    let r = raw(v);
+                    let input = prepare(&kind, Some(&r)).unwrap();
+                    forward.update(&kind, &input, *t);
+                    let half = if i < split { &mut left } else { &mut right };
+                    half.update(&kind, &input, *t);
+                }
+                for (v, t) in texts.iter().rev() {
+                    let r = raw(v);
+                    backward.update(&kind, &prepare(&kind, Some(&r)).unwrap(), *t);
+                }
+                left.merge(&kind, right);
+                prop_assert_eq!(out(&forward), out(&backward));
+                prop_assert_eq!(out(&forward), out(&left));
+            }
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Watermarks: `W = (max event time seen) - delay`, per partition, combined as the minimum over
+//! active partitions (DESIGN §2).
+//!
+//! Flink-exact: a window `[start, end)` is complete once `W >= end`. A partition that has seen
+//! no record for `idle_timeout` of processing time stops holding `W` back; when every partition
+//! is idle, `W` is the maximum over partitions (as Flink's StatusWatermarkValve does). `W` never
+//! goes back. Pure: processing time is passed in.
+
+use super::time::Millis;
+
+/// The watermark before any record: nothing is complete.
+pub const NO_WATERMARK: Millis = Millis::MIN;
+/// The watermark at the end of a bounded input: everything is complete.
+pub const END_OF_INPUT: Millis = Millis::MAX;
+
+#[derive(Clone, Debug)]
+struct Partition {
+    max_event_time: Millis,
+    last_seen: Millis,
+    idle: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Watermarks {
+    delay: Millis,
+    idle_timeout: Option<Millis>,
+    partitions: Vec<Partition>,
+    current: Millis,
+}
+
+impl Watermarks {
+    pub fn new(delay: Millis, idle_timeout: Option<Millis>) -> Watermarks {
+        Watermarks {
+            delay,
+            idle_timeout,
+            partitions: Vec::new(),
+            current: NO_WATERMARK,
+        }
+    }
+
+    pub fn current(&self) -> Millis {
+        self.current
+    }
+
+    /// Partitions ever seen.
+    pub fn partitions(&self) -> usize {
+        self.partitions.len()
+    }
+
+    /// Declares partitions `0..n` up front (a Kafka source's assignment): a partition that has
+    /// not spoken yet holds the watermark back until it is idle, as in Flink.
+    pub fn with_partitions(mut self, n: usize, now: Millis) -> Watermarks {
+        self.ensure(n, now);
+        self
+    }
+
+    fn ensure(&mut self, n: usize, now: Millis) {
+        if n > self.partitions.len() {
+            self.partitions.resize(
+                n,
+                Partition {
+                    max_event_time: NO_WATERMARK,
+                    last_seen: now,
+                    idle: false,
+                },
+            );
+        }
+    }
+
+    /// Takes in one record's event time on `partition` at processing time `now`; returns the
+    /// new watermark if it advanced. Partitions below `partition` not seen yet are created as
+    /// silent ones.
+    pub fn observe(&mut self, partition: usize, event_time: Millis, now: Millis) -> Option<Millis> {
+        self.ensure(partition + 1, now);
+        let p = &mut self.partitions[partition];
+        p.last_seen = now;
+        let was_idle = std::mem::replace(&mut p.idle, false);
+        if event_time > p.max_event_time {
+            p.max_event_time = event_time;
+        } else if !was_idle {
+            // Neither this partition's max nor the set of active partitions changed.
+            return None;
+        }
+        self.advance()
+    }
+
+    /// Marks partitions idle whose last record is `idle_timeout` old; returns the new watermark
+    /// if that let it advance.
+    pub fn tick(&mut self, now: Millis) -> Option<Millis> {
+        let timeout = self.idle_timeout?;
+        let mut changed = false;
+        for p in &mut self.partitions {
+            if !p.idle && now.saturating_sub(p.last_seen) >= timeout {
+                p.idle = true;
+                changed = true;
+            }
+        }
+        if changed {
+            self.advance()
+        } else {
+            None
+        }
+    }
+
+    /// The end of a bounded input: every window is complete.
+    pub fn end_of_input(&mut self) -> Millis {
+        self.current = END_OF_INPUT;
+        self.current
+    }
+
+    fn advance(&mut self) -> Option<Millis> {
+        let of = |p: &Partition| p.max_event_time.saturating_sub(self.delay);
+        let active_min = self.partitions.iter().filter(|p| !p.idle).map(of).min();
+        let candidate = match active_min {
+            Some(w) => w,
+            None => self.partitions.iter().map(of).max()?,
+        };
+        if candidate > self.current {
+            self.current = candidate;
+            Some(candidate)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn single_partition_is_max_minus_delay() {
+        let mut w = Watermarks::new(10, None);
+        assert_eq!(w.current(), NO_WATERMARK);
+        assert_eq!(w.observe(0, 100, 0), Some(90));
+        assert_eq!(w.observe(0, 50, 0), None, "an older event does not move it");
+        assert_eq!(w.observe(0, 120, 0), Some(110));
+        assert_eq!(w.end_of_input(), END_OF_INPUT);
+    }
+
+    #[test]
+    fn minimum_over_partitions() {
+        let mut w = Watermarks::new(0, None);
+        w.observe(0, 100, 0);
+        assert_eq!(w.current(), 100);
+        // A new partition behind the others cannot pull W back, but holds it from now on.
+        assert_eq!(w.observe(1, 40, 0), None);
+        assert_eq!(w.current(), 100);
+        assert_eq!(w.observe(0, 200, 0), None);
+        assert_eq!(w.observe(1, 150, 0), Some(150));
+        assert_eq!(w.observe(1, 300, 0), Some(200));
+    }
+
+    #[test]
+    fn idle_partition_stops_holding_back() {
+        let mut w = Watermarks::new(0, Some(1000));
+        w.observe(0, 100, 0);
+        w.observe(1, 100, 0);
+        assert_eq!(w.observe(0, 500, 10), None, "partition 1 holds W at 100");
+        assert_eq!(w.tick(999), None);
+        assert_eq!(w.tick(1000), Some(500), "partition 1 idle");
+        // Partition 0 keeps going; partition 1 comes back and holds again from its own max.
+        assert_eq!(
+            w.observe(0, 600, 1500),
+            Some(600),
+            "only partition 1 is idle"
+        );
+        assert_eq!(w.observe(1, 200, 1600), None, "W never goes back");
+        assert_eq!(w.observe(0, 700, 1700), None, "held by partition 1 at 200");
+        assert_eq!(w.observe(1, 800, 1800), Some(700));
+    }
+
+    #[test]
+    fn all_idle_takes_the_maximum() {
+        let mut w = Watermarks::new(5, Some(10));
+        w.observe(0, 100, 0);
+        w.observe(1, 300, 0);
+        assert_eq!(w.current(), 95);
+        assert_eq!(w.tick(10), Some(295));
+    }
+
+    proptest! {
+        /// W is monotonic, never above any active partition's bound, and with one partition
+        /// equals max - delay after every record.
+        #[test]
+        fn monotonic_and_bounded(
+            events in prop::collection::vec((0usize..3, 0i64..10_000, 0i64..50), 1..200),
+            delay in 0i64..500,
+        ) {
+            let mut w = Watermarks::new(delay, Some(1_000_000));
+            let mut single = Watermarks::new(delay, None);
+            let mut max_per = [NO_WATERMARK; 3];
+            let mut max_all = NO_WATERMARK;
+            let mut now = 0;
+            for (p, t, dt) in events {
+                now += dt;
+                let before = w.current();
+                w.observe(p, t, now);
+                max_per[p] = max_per[p].max(t);
+                prop_assert!(w.current() >= before);
+                // No partition is idle (the timeout is never reached): W is the minimum bound,
+                // unless it was already higher.
+                let known = max_per.iter().rposition(|m| *m != NO_WATERMARK).unwrap() + 1;
+                let bound = max_per[..known].iter().min().unwrap().saturating_sub(delay);
+                prop_assert_eq!(w.current(), bound.max(before));
+                single.observe(0, t, now);
+                max_all = max_all.max(t);
+                prop_assert_eq!(single.current(), max_all - delay);
+            }
+        }
+    }
+}

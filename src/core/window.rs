@@ -1,0 +1,816 @@
+//! Event-time windows (DESIGN §2), pure and synchronous.
+//!
+//! Windows are half-open `[start, end)`. A window fires once the watermark `W >= end`; it
+//! stays in state until `W >= end + allowed_lateness`, and a record that reaches it before
+//! then updates it and re-emits it marked as an update. A record is late when every window it
+//! belongs to has `W >= end + allowed_lateness`. Rows of one watermark step come out in
+//! (window_end, key) order.
+
+use std::collections::hash_map::Entry as Entry_;
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap;
+use serde_json::{Map, Value};
+
+use super::aggregate::{AggInput, AggSpec, AggState};
+use super::time::Millis;
+use super::watermark::Watermarks;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowKind {
+    Tumbling {
+        size: Millis,
+        offset: Millis,
+    },
+    Hopping {
+        size: Millis,
+        slide: Millis,
+        offset: Millis,
+    },
+    Session {
+        gap: Millis,
+    },
+}
+
+impl WindowKind {
+    /// Calls `f(start, end)` for every tumbling/hopping window containing `ts`, latest first.
+    pub fn for_each_window(&self, ts: Millis, mut f: impl FnMut(Millis, Millis)) {
+        match *self {
+            WindowKind::Tumbling { size, offset } => {
+                let start = ts - (ts - offset).rem_euclid(size);
+                f(start, start.saturating_add(size));
+            }
+            WindowKind::Hopping {
+                size,
+                slide,
+                offset,
+            } => {
+                let mut start = ts - (ts - offset).rem_euclid(slide);
+                while start > ts - size {
+                    f(start, start.saturating_add(size));
+                    start -= slide;
+                }
+            }
+            WindowKind::Session { gap } => f(ts, ts.saturating_add(gap)),
+        }
+    }
+
+    /// The latest end among the windows containing `ts` (for a session, its own window).
+    pub fn last_end(&self, ts: Millis) -> Millis {
+        let mut last = Millis::MIN;
+        self.for_each_window(ts, |_, end| last = last.max(end));
+        last
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum EmitMode {
+    /// One row per window when it is complete (and an update row per late change).
+    #[default]
+    Final,
+    /// A row on every change, as Kafka Streams without suppress.
+    Updates,
+}
+
+#[derive(Clone, Debug)]
+pub struct WindowConfig {
+    pub kind: WindowKind,
+    pub allowed_lateness: Millis,
+    pub emit: EmitMode,
+    pub aggs: Vec<AggSpec>,
+    /// Bound on (key, window) pairs held; exceeding it is an error.
+    pub max_open_windows: usize,
+}
+
+/// One result row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The key fields' JSON texts joined by `KEY_SEPARATOR`.
+    pub key: Box<str>,
+    pub start: Millis,
+    pub end: Millis,
+    /// This row replaces an earlier row for the same key and window.
+    pub update: bool,
+    pub values: Map<String, Value>,
+}
+
+/// Joins key fields' JSON texts: a raw control character never occurs in JSON text.
+pub const KEY_SEPARATOR: char = '\u{1f}';
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Accepted,
+    Late,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct TooManyWindows(pub usize);
+
+#[derive(Debug)]
+struct Entry {
+    end: Millis,
+    states: Box<[AggState]>,
+    /// Emitted and not changed since.
+    fired: bool,
+    /// Some row for this window has been emitted (so the next one is an update).
+    emitted: bool,
+}
+
+type KeyId = u32;
+
+/// Interned keys with reference counts, so keys of closed windows are forgotten.
+#[derive(Debug, Default)]
+struct Keys {
+    ids: FxHashMap<Box<str>, KeyId>,
+    texts: Vec<Box<str>>,
+    refs: Vec<u32>,
+    free: Vec<KeyId>,
+}
+
+impl Keys {
+    fn id(&mut self, text: &str) -> KeyId {
+        if let Some(id) = self.ids.get(text) {
+            return *id;
+        }
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.texts[id as usize] = text.into();
+                id
+            }
+            None => {
+                self.texts.push(text.into());
+                self.refs.push(0);
+                (self.texts.len() - 1) as KeyId
+            }
+        };
+        self.ids.insert(text.into(), id);
+        id
+    }
+
+    fn retain(&mut self, id: KeyId) {
+        self.refs[id as usize] += 1;
+    }
+
+    fn release(&mut self, id: KeyId) {
+        let r = &mut self.refs[id as usize];
+        *r -= 1;
+        if *r == 0 {
+            let text = std::mem::take(&mut self.texts[id as usize]);
+            self.ids.remove(&text);
+            self.free.push(id);
+        }
+    }
+
+    /// Forgets a key looked up for a record that opened no window (a late one).
+    fn release_if_unused(&mut self, id: KeyId) {
+        if self.refs[id as usize] == 0 {
+            let text = std::mem::take(&mut self.texts[id as usize]);
+            self.ids.remove(&text);
+            self.free.push(id);
+        }
+    }
+
+    fn live(&self) -> usize {
+        self.ids.len()
+    }
+}
+
+/// Peak sizes, for the summary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Peaks {
+    pub open_windows: usize,
+    pub keys: usize,
+}
+
+pub struct WindowOperator {
+    cfg: WindowConfig,
+    watermarks: Watermarks,
+    keys: Keys,
+    windows: FxHashMap<(KeyId, Millis), Entry>,
+    /// Windows waiting to fire: (end, start, key).
+    pending: BTreeSet<(Millis, Millis, KeyId)>,
+    /// Every window in state, by when it may be dropped: (end + lateness, start, key).
+    expiry: BTreeSet<(Millis, Millis, KeyId)>,
+    /// Session starts per key, sorted (sessions of a key never overlap or touch).
+    sessions: FxHashMap<KeyId, Vec<Millis>>,
+    peaks: Peaks,
+}
+
+impl WindowOperator {
+    pub fn new(cfg: WindowConfig, watermarks: Watermarks) -> WindowOperator {
+        WindowOperator {
+            cfg,
+            watermarks,
+            keys: Keys::default(),
+            windows: FxHashMap::default(),
+            pending: BTreeSet::new(),
+            expiry: BTreeSet::new(),
+            sessions: FxHashMap::default(),
+            peaks: Peaks::default(),
+        }
+    }
+
+    pub fn watermark(&self) -> Millis {
+        self.watermarks.current()
+    }
+
+    pub fn peaks(&self) -> Peaks {
+        self.peaks
+    }
+
+    pub fn open_windows(&self) -> usize {
+        self.windows.len()
+    }
+
+    /// Processes one record: its key text, event time, partition and prepared aggregate
+    /// inputs. Result rows are appended to `out`.
+    pub fn process(
+        &mut self,
+        key: &str,
+        ts: Millis,
+        partition: usize,
+        inputs: &[AggInput<'_>],
+        now: Millis,
+        out: &mut Vec<Row>,
+    ) -> Result<Outcome, TooManyWindows> {
+        let w = self.watermarks.current();
+        let key_id = self.keys.id(key);
+        let accepted = match self.cfg.kind {
+            WindowKind::Session { gap } => self.add_to_session(key_id, ts, gap, w, inputs, out),
+            _ => self.add_to_windows(key_id, ts, w, inputs, out),
+        };
+        if !accepted {
+            self.keys.release_if_unused(key_id);
+        }
+        if self.windows.len() > self.cfg.max_open_windows {
+            return Err(TooManyWindows(self.cfg.max_open_windows));
+        }
+        self.peaks.open_windows = self.peaks.open_windows.max(self.windows.len());
+        self.peaks.keys = self.peaks.keys.max(self.keys.live());
+        self.watermarks.observe(partition, ts, now);
+        self.fire(out);
+        Ok(if accepted {
+            Outcome::Accepted
+        } else {
+            Outcome::Late
+        })
+    }
+
+    /// Lets idle partitions stop holding the watermark back; fires what that completes.
+    pub fn tick(&mut self, now: Millis, out: &mut Vec<Row>) {
+        if self.watermarks.tick(now).is_some() {
+            self.fire(out);
+        }
+    }
+
+    /// The end of a bounded input: every open window fires.
+    pub fn finish(&mut self, out: &mut Vec<Row>) {
+        self.watermarks.end_of_input();
+        self.fire(out);
+    }
+
+    fn late(&self, end: Millis, w: Millis) -> bool {
+        w >= end.saturating_add(self.cfg.allowed_lateness)
+    }
+
+    fn add_to_windows(
+        &mut self,
+        key: KeyId,
+        ts: Millis,
+        w: Millis,
+        inputs: &[AggInput<'_>],
+        out: &mut Vec<Row>,
+    ) -> bool {
+        let WindowOperator {
+            cfg,
+            keys,
+            windows,
+            pending,
+            expiry,
+            ..
+        } = self;
+        let mut accepted = false;
+        cfg.kind.for_each_window(ts, |start, end| {
+            if w >= end.saturating_add(cfg.allowed_lateness) {
+                return; // this window is past its lateness; the record may fit another
+            }
+            accepted = true;
+            let entry = match windows.entry((key, start)) {
+                Entry_::Occupied(o) => o.into_mut(),
+                Entry_::Vacant(v) => {
+                    keys.retain(key);
+                    pending.insert((end, start, key));
+                    expiry.insert((end.saturating_add(cfg.allowed_lateness), start, key));
+                    let states = cfg.aggs.iter().map(|a| AggState::new(&a.kind)).collect();
+                    v.insert(Entry {
+                        end,
+                        states,
+                        fired: false,
+                        emitted: false,
+                    })
+                }
+            };
+            for ((state, spec), input) in entry.states.iter_mut().zip(&cfg.aggs).zip(inputs) {
+                state.update(&spec.kind, input, ts);
+            }
+            if entry.fired {
+                // A fired window within the allowed lateness changed: it fires again.
+                entry.fired = false;
+                pending.insert((end, start, key));
+            }
+            if cfg.emit == EmitMode::Updates {
+                out.push(row(&cfg.aggs, &keys.texts[key as usize], start, entry));
+                entry.emitted = true;
+            }
+        });
+        accepted
+    }
+
+    fn add_to_session(
+        &mut self,
+        key: KeyId,
+        ts: Millis,
+        gap: Millis,
+        w: Millis,
+        inputs: &[AggInput<'_>],
+        out: &mut Vec<Row>,
+    ) -> bool {
+        let (mut start, mut end) = (ts, ts.saturating_add(gap));
+        let late_alone = self.late(end, w);
+        let starts = self.sessions.entry(key).or_default();
+        // Sessions of a key are disjoint and sorted, so their ends are sorted too: the ones
+        // that overlap or touch [start, end] are a contiguous run.
+        let windows = &self.windows;
+        let lo = starts.partition_point(|s| windows[&(key, *s)].end < start);
+        let hi = starts.partition_point(|s| *s <= end);
+        if lo >= hi && late_alone {
+            if starts.is_empty() {
+                self.sessions.remove(&key);
+            }
+            return false;
+        }
+        let absorbed: Vec<Millis> = starts.drain(lo..hi.max(lo)).collect();
+        // Hold the key for the merged session before releasing the absorbed ones, so its
+        // count never touches zero in between.
+        self.keys.retain(key);
+        let mut states: Box<[AggState]> = self
+            .cfg
+            .aggs
+            .iter()
+            .map(|a| AggState::new(&a.kind))
+            .collect();
+        let mut emitted = false;
+        for s in absorbed {
+            let old = self.windows.remove(&(key, s)).expect("session in state");
+            self.pending.remove(&(old.end, s, key));
+            self.expiry
+                .remove(&(old.end.saturating_add(self.cfg.allowed_lateness), s, key));
+            self.keys.release(key);
+            start = start.min(s);
+            end = end.max(old.end);
+            emitted |= old.emitted;
+            for ((mine, spec), theirs) in states
+                .iter_mut()
+                .zip(&self.cfg.aggs)
+                .zip(old.states.into_vec())
+            {
+                mine.merge(&spec.kind, theirs);
+            }
+        }
+        for ((state, spec), input) in states.iter_mut().zip(&self.cfg.aggs).zip(inputs) {
+            state.update(&spec.kind, input, ts);
+        }
+        let starts = self.sessions.get_mut(&key).expect("created above");
+        let at = starts.partition_point(|s| *s < start);
+        starts.insert(at, start);
+        self.pending.insert((end, start, key));
+        self.expiry
+            .insert((end.saturating_add(self.cfg.allowed_lateness), start, key));
+        let entry = self.windows.entry((key, start)).or_insert(Entry {
+            end,
+            states,
+            fired: false,
+            emitted,
+        });
+        if self.cfg.emit == EmitMode::Updates {
+            out.push(row(
+                &self.cfg.aggs,
+                &self.keys.texts[key as usize],
+                start,
+                entry,
+            ));
+            entry.emitted = true;
+        }
+        true
+    }
+
+    /// Emits every pending window the watermark completed, then drops windows past their
+    /// allowed lateness.
+    fn fire(&mut self, out: &mut Vec<Row>) {
+        let w = self.watermarks.current();
+        let first_new = out.len();
+        while let Some(&(end, start, key)) = self.pending.first() {
+            if end > w {
+                break;
+            }
+            self.pending.pop_first();
+            let entry = self
+                .windows
+                .get_mut(&(key, start))
+                .expect("pending window in state");
+            entry.fired = true;
+            if self.cfg.emit == EmitMode::Final {
+                out.push(row(
+                    &self.cfg.aggs,
+                    &self.keys.texts[key as usize],
+                    start,
+                    entry,
+                ));
+                entry.emitted = true;
+            }
+        }
+        out[first_new..].sort_by(|a, b| (a.end, &a.key, a.start).cmp(&(b.end, &b.key, b.start)));
+        while let Some(&(expires, start, key)) = self.expiry.first() {
+            if expires > w {
+                break;
+            }
+            self.expiry.pop_first();
+            self.windows.remove(&(key, start));
+            if let WindowKind::Session { .. } = self.cfg.kind {
+                let starts = self.sessions.get_mut(&key).expect("session key");
+                starts.retain(|s| *s != start);
+                if starts.is_empty() {
+                    self.sessions.remove(&key);
+                }
+            }
+            self.keys.release(key);
+        }
+    }
+}
+
+fn row(aggs: &[AggSpec], key: &str, start: Millis, entry: &Entry) -> Row {
+    let mut values = Map::new();
+    for (state, spec) in entry.states.iter().zip(aggs) {
+        state.output(spec, &mut values);
+    }
+    Row {
+        key: key.into(),
+        start,
+        end: entry.end,
+        update: entry.emitted,
+        values,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::aggregate::AggKind;
+    use proptest::prelude::*;
+
+    const MIN: Millis = 60_000;
+
+    fn op(kind: WindowKind, delay: Millis, lateness: Millis, emit: EmitMode) -> WindowOperator {
+        let cfg = WindowConfig {
+            kind,
+            allowed_lateness: lateness,
+            emit,
+            aggs: vec![AggSpec {
+                kind: AggKind::Count,
+                field: None,
+                name: "count".into(),
+            }],
+            max_open_windows: 1_000_000,
+        };
+        WindowOperator::new(cfg, Watermarks::new(delay, None))
+    }
+
+    /// (key, start, end, count, update)
+    fn summary(rows: &[Row]) -> Vec<(String, Millis, Millis, u64, bool)> {
+        rows.iter()
+            .map(|r| {
+                (
+                    r.key.to_string(),
+                    r.start,
+                    r.end,
+                    r.values["count"].as_u64().unwrap(),
+                    r.update,
+                )
+            })
+            .collect()
+    }
+
+    fn feed(op: &mut WindowOperator, key: &str, ts: Millis) -> (Outcome, Vec<Row>) {
+        let mut out = Vec::new();
+        let outcome = op
+            .process(key, ts, 0, &[AggInput::Missing], 0, &mut out)
+            .unwrap();
+        (outcome, out)
+    }
+
+    #[test]
+    fn tumbling_assignment_with_offset_and_negatives() {
+        let mut got = vec![];
+        WindowKind::Tumbling {
+            size: 10,
+            offset: 0,
+        }
+        .for_each_window(-1, |s, e| got.push((s, e)));
+        WindowKind::Tumbling {
+            size: 10,
+            offset: 3,
+        }
+        .for_each_window(12, |s, e| got.push((s, e)));
+        WindowKind::Tumbling {
+            size: 10,
+            offset: 3,
+        }
+        .for_each_window(13, |s, e| got.push((s, e)));
+        assert_eq!(got, vec![(-10, 0), (3, 13), (13, 23)]);
+    }
+
+    #[test]
+    fn hopping_assignment() {
+        let mut got = vec![];
+        WindowKind::Hopping {
+            size: 10,
+            slide: 5,
+            offset: 0,
+        }
+        .for_each_window(12, |s, e| got.push((s, e)));
+        assert_eq!(got, vec![(10, 20), (5, 15)]);
+        got.clear();
+        WindowKind::Hopping {
+            size: 10,
+            slide: 5,
+            offset: 0,
+        }
+        .for_each_window(10, |s, e| got.push((s, e)));
+        assert_eq!(
+            got,
+            vec![(10, 20), (5, 15)],
+            "half-open: 10 is not in [0, 10)"
+        );
+    }
+
+    /// Spark Structured Streaming's worked example: 10-minute windows sliding every 5
+    /// minutes, 10-minute watermark delay. Window 12:00-12:10 is final once the max event
+    /// time reaches 12:20; a 12:04 event arriving after that is late.
+    #[test]
+    fn spark_structured_streaming_example() {
+        let t = |h: i64, m: i64| (h * 60 + m) * MIN;
+        let mut op = op(
+            WindowKind::Hopping {
+                size: 10 * MIN,
+                slide: 5 * MIN,
+                offset: 0,
+            },
+            10 * MIN,
+            0,
+            EmitMode::Final,
+        );
+        let (_, rows) = feed(&mut op, "k", t(12, 7));
+        assert!(rows.is_empty());
+        let (_, rows) = feed(&mut op, "k", t(12, 19));
+        // W = 12:09: 12:07's windows [12:00, 12:10) and [12:05, 12:15) are still open.
+        assert!(rows.is_empty());
+        let (outcome, rows) = feed(&mut op, "k", t(12, 4));
+        // [11:55, 12:05) is past W for it, but [12:00, 12:10) is not: on time.
+        assert_eq!(outcome, Outcome::Accepted);
+        assert!(rows.is_empty());
+        let (_, rows) = feed(&mut op, "k", t(12, 20));
+        // W = 12:10: [12:00, 12:10) holds 12:07 and 12:04.
+        assert_eq!(
+            summary(&rows),
+            vec![("k".into(), t(12, 0), t(12, 10), 2, false)]
+        );
+        let (outcome, rows) = feed(&mut op, "k", t(12, 4));
+        assert_eq!(outcome, Outcome::Late);
+        assert!(rows.is_empty());
+    }
+
+    /// Events 10, 12, 20 with gap 5 give two sessions; a later event at 16 merges them.
+    #[test]
+    fn session_merge_with_allowed_lateness() {
+        let mut op = op(WindowKind::Session { gap: 5 }, 0, 100, EmitMode::Final);
+        feed(&mut op, "k", 10);
+        feed(&mut op, "k", 12);
+        let (_, rows) = feed(&mut op, "k", 20);
+        assert_eq!(
+            summary(&rows),
+            vec![("k".into(), 10, 17, 2, false)],
+            "W = 20 closes [10, 17)"
+        );
+        let (outcome, rows) = feed(&mut op, "k", 16);
+        assert_eq!(outcome, Outcome::Accepted);
+        assert!(
+            rows.is_empty(),
+            "the merged [10, 25) is not complete at W = 20"
+        );
+        let mut rows = vec![];
+        op.finish(&mut rows);
+        assert_eq!(
+            summary(&rows),
+            vec![("k".into(), 10, 25, 4, true)],
+            "an update of the emitted session"
+        );
+    }
+
+    #[test]
+    fn sessions_without_lateness_do_not_merge_after_firing() {
+        let mut op = op(WindowKind::Session { gap: 5 }, 0, 0, EmitMode::Final);
+        feed(&mut op, "k", 10);
+        feed(&mut op, "k", 12);
+        feed(&mut op, "k", 20);
+        let (outcome, _) = feed(&mut op, "k", 11);
+        assert_eq!(
+            outcome,
+            Outcome::Late,
+            "[11, 16) is past W = 20 and [10, 17) is gone"
+        );
+        let (outcome, _) = feed(&mut op, "k", 16);
+        assert_eq!(
+            outcome,
+            Outcome::Accepted,
+            "[16, 21) touches nothing in state but is not late"
+        );
+        let mut rows = vec![];
+        op.finish(&mut rows);
+        assert_eq!(summary(&rows), vec![("k".into(), 16, 25, 2, false)]);
+    }
+
+    #[test]
+    fn allowed_lateness_re_emits_as_update_then_drops() {
+        let mut op = op(
+            WindowKind::Tumbling {
+                size: 10,
+                offset: 0,
+            },
+            0,
+            5,
+            EmitMode::Final,
+        );
+        feed(&mut op, "k", 1);
+        let (_, rows) = feed(&mut op, "k", 10);
+        assert_eq!(summary(&rows), vec![("k".into(), 0, 10, 1, false)]);
+        let (outcome, rows) = feed(&mut op, "k", 2);
+        assert_eq!(outcome, Outcome::Accepted);
+        assert_eq!(summary(&rows), vec![("k".into(), 0, 10, 2, true)]);
+        feed(&mut op, "k", 15); // W = 15 = end + lateness: [0, 10) is dropped
+        let (outcome, _) = feed(&mut op, "k", 3);
+        assert_eq!(outcome, Outcome::Late);
+    }
+
+    #[test]
+    fn emit_updates_gives_a_row_per_change() {
+        let mut op = op(
+            WindowKind::Tumbling {
+                size: 10,
+                offset: 0,
+            },
+            0,
+            0,
+            EmitMode::Updates,
+        );
+        let (_, a) = feed(&mut op, "k", 1);
+        let (_, b) = feed(&mut op, "k", 2);
+        let (_, c) = feed(&mut op, "k", 12);
+        assert_eq!(summary(&a), vec![("k".into(), 0, 10, 1, false)]);
+        assert_eq!(summary(&b), vec![("k".into(), 0, 10, 2, true)]);
+        assert_eq!(
+            summary(&c),
+            vec![("k".into(), 10, 20, 1, false)],
+            "firing adds no row"
+        );
+    }
+
+    #[test]
+    fn rows_of_a_step_are_ordered_by_end_then_key() {
+        let mut op = op(
+            WindowKind::Tumbling {
+                size: 10,
+                offset: 0,
+            },
+            0,
+            0,
+            EmitMode::Final,
+        );
+        for (k, t) in [("b", 15), ("a", 16), ("c", 3), ("a", 4)] {
+            feed(&mut op, k, t);
+        }
+        let mut rows = vec![];
+        op.finish(&mut rows);
+        let order: Vec<(Millis, String)> =
+            rows.iter().map(|r| (r.end, r.key.to_string())).collect();
+        assert_eq!(
+            order,
+            vec![(20, "a".into()), (20, "b".into())],
+            "[0, 10) fired when 15 arrived"
+        );
+    }
+
+    #[test]
+    fn state_is_bounded_and_keys_are_forgotten() {
+        let mut op = op(
+            WindowKind::Tumbling {
+                size: 10,
+                offset: 0,
+            },
+            0,
+            0,
+            EmitMode::Final,
+        );
+        for i in 0..10_000 {
+            feed(&mut op, &format!("k{}", i % 100), i);
+            assert!(op.open_windows() <= 100);
+        }
+        assert!(op.keys.live() <= 100);
+        let mut rows = vec![];
+        op.finish(&mut rows);
+        assert_eq!(op.open_windows(), 0);
+        assert_eq!(op.keys.live(), 0);
+        assert!(op.pending.is_empty() && op.expiry.is_empty() && op.sessions.is_empty());
+
+        let mut small = WindowOperator::new(
+            WindowConfig {
+                max_open_windows: 2,
+                ..op.cfg.clone()
+            },
+            Watermarks::new(1000, None),
+        );
+        let mut out = vec![];
+        small
+            .process("a", 0, 0, &[AggInput::Missing], 0, &mut out)
+            .unwrap();
+        small
+            .process("b", 0, 0, &[AggInput::Missing], 0, &mut out)
+            .unwrap();
+        assert_eq!(
+            small.process("c", 0, 0, &[AggInput::Missing], 0, &mut out),
+            Err(TooManyWindows(2))
+        );
+    }
+
+    fn kinds() -> impl Strategy<Value = WindowKind> {
+        prop_oneof![
+            (1i64..50, 0i64..50).prop_map(|(size, offset)| WindowKind::Tumbling { size, offset }),
+            (1i64..10, 1i64..5, 0i64..20).prop_map(|(n, slide, offset)| WindowKind::Hopping {
+                size: n * slide,
+                slide,
+                offset
+            }),
+        ]
+    }
+
+    proptest! {
+        /// Every window reported contains ts, has the right size, and the count matches the
+        /// windows that truly contain ts (checked by brute force over candidate starts).
+        #[test]
+        fn assignment_is_exact(kind in kinds(), ts in -1000i64..1000) {
+            let mut got = vec![];
+            kind.for_each_window(ts, |s, e| got.push((s, e)));
+            let (size, slide, offset) = match kind {
+                WindowKind::Tumbling { size, offset } => (size, size, offset),
+                WindowKind::Hopping { size, slide, offset } => (size, slide, offset),
+                WindowKind::Session { .. } => unreachable!(),
+            };
+            let mut want: Vec<(Millis, Millis)> = (ts - size - slide..=ts)
+                .filter(|s| (s - offset).rem_euclid(slide) == 0 && *s <= ts && ts < s + size)
+                .map(|s| (s, s + size))
+                .collect();
+            want.sort_by(|a, b| b.cmp(a));
+            prop_assert_eq!(got, want);
+        }
+
+        /// With a delay covering all disorder, tumbling counts equal a batch count, and
+        /// every record is either counted or late.
+        #[test]
+        fn counts_equal_batch_when_delay_covers_disorder(
+            events in prop::collection::vec((0u8..3, 0i64..200), 1..150),
+            size in 1i64..40,
+        ) {
+            let disorder = {
+                let mut max = Millis::MIN;
+                events.iter().map(|(_, t)| { max = max.max(*t); max - t }).max().unwrap()
+            };
+            let mut op = op(WindowKind::Tumbling { size, offset: 0 }, disorder, 0, EmitMode::Final);
+            let mut rows = vec![];
+            for (k, t) in &events {
+                let outcome = op.process(&k.to_string(), *t, 0, &[AggInput::Missing], 0, &mut rows).unwrap();
+                prop_assert_eq!(outcome, Outcome::Accepted);
+            }
+            op.finish(&mut rows);
+            let mut batch = std::collections::BTreeMap::new();
+            for (k, t) in &events {
+                let start = t - t.rem_euclid(size);
+                *batch.entry((k.to_string(), start)).or_insert(0u64) += 1;
+            }
+            let mut got: Vec<((String, Millis), u64)> = rows.iter()
+                .map(|r| ((r.key.to_string(), r.start), r.values["count"].as_u64().unwrap()))
+                .collect();
+            got.sort();
+            prop_assert_eq!(got, batch.into_iter().collect::<Vec<_>>());
+            prop_assert!(rows.iter().all(|r| !r.update));
+        }
+    }
+}
