@@ -5,8 +5,10 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::core::record::FieldPath;
-use crate::core::time::TimeFormat;
+use crate::core::time::{duration_millis, parse_duration, Millis, TimeFormat};
+use crate::core::window::EmitMode;
 use crate::io::dead_letter::OnError;
+use crate::io::sink::TableFormat;
 
 const ABOUT: &str =
     "A command-line stream toolkit: consume, window, dedupe, profile lateness and check lag \
@@ -53,7 +55,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Consume(ConsumeArgs),
-    Window(PlannedArgs),
+    Window(WindowArgs),
     #[command(name = "watermark-profile")]
     WatermarkProfile(PlannedArgs),
     Dedupe(PlannedArgs),
@@ -173,6 +175,162 @@ pub struct ConsumeArgs {
     pub report: ReportArgs,
 }
 
+const WINDOW_AFTER_HELP: &str = "\
+Examples:
+  # Checkouts per merchant per minute, allowing 10 minutes of disorder:
+  weir window fixtures/checkouts.ndjson --time occurred_at --key merchant_id \\
+    --tumbling 1m --delay 10m --count --sum amount
+
+  # Revenue in 10-minute windows every 5 minutes, per Kafka partition watermark, late
+  # records kept aside:
+  weir consume -J kafka://localhost:9092/checkouts | weir window --time value.occurred_at \\
+    --partition-by partition --hop 10m --slide 5m --delay 1m --sum value.amount --late-output late.ndjson
+
+  # User sessions (30 minutes of inactivity ends one), as CSV:
+  weir window events.ndjson --time ts --key user --session 30m --count --first page --last page --format csv
+
+Output rows carry the key fields, window_start and window_end (RFC 3339 UTC), then the
+aggregates: count, sum_F, min_F, max_F, avg_F, distinct_F, pN_F, first_F, last_F (F with
+dots as _, or the name given by --as right after the aggregate). A row that replaces an
+earlier row for the same key and window has \"update\": true. Sums, minima, maxima and averages
+are exact decimals; null or missing values are ignored, as in SQL.";
+
+/// Aggregate events per key per event-time window, with watermarks and a late-data policy.
+///
+/// Windows are half-open [start, end). The watermark is (max event time seen) - --delay, per
+/// partition, and the minimum over active partitions. A window's row comes out once the
+/// watermark reaches its end; at the end of the input every open window is emitted. A record
+/// whose every window is past watermark + --allowed-lateness is late: counted, and written
+/// unchanged to --late-output. A record within the allowed lateness updates its window, which
+/// is emitted again as an update.
+#[derive(Debug, Args)]
+#[command(after_help = WINDOW_AFTER_HELP)]
+#[command(group(clap::ArgGroup::new("kind").required(true).args(["tumbling", "hop", "session"])))]
+pub struct WindowArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub time: TimeArgs,
+
+    /// Group by this field (repeatable for a composite key). Without --key, one global key.
+    #[arg(long = "key", value_name = "FIELD")]
+    pub keys: Vec<FieldPath>,
+
+    /// Tumbling windows of SIZE (1m, 1h).
+    #[arg(long, value_name = "SIZE", value_parser = positive_duration_ms, help_heading = "Windows")]
+    pub tumbling: Option<Millis>,
+
+    /// Hopping (sliding) windows of SIZE, one starting every --slide.
+    #[arg(long, value_name = "SIZE", requires = "slide", value_parser = positive_duration_ms, help_heading = "Windows")]
+    pub hop: Option<Millis>,
+
+    /// The step between hopping windows; SIZE must be a multiple of it.
+    #[arg(long, value_name = "SLIDE", requires = "hop", value_parser = positive_duration_ms, help_heading = "Windows")]
+    pub slide: Option<Millis>,
+
+    /// Session windows: a key's session ends after GAP without events.
+    #[arg(long, value_name = "GAP", value_parser = positive_duration_ms, help_heading = "Windows")]
+    pub session: Option<Millis>,
+
+    /// Shift tumbling/hopping window starts by D from the epoch.
+    #[arg(long, value_name = "D", default_value = "0", value_parser = duration_ms, help_heading = "Windows")]
+    pub offset: Millis,
+
+    /// Watermark delay: how much out-of-orderness to wait for.
+    #[arg(long, value_name = "D", default_value = "0", value_parser = duration_ms, help_heading = "Watermarks")]
+    pub delay: Millis,
+
+    /// Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope).
+    #[arg(long, value_name = "FIELD", help_heading = "Watermarks")]
+    pub partition_by: Option<FieldPath>,
+
+    /// A partition without records for D (processing time) stops holding the watermark back.
+    #[arg(long, value_name = "D", value_parser = positive_duration_ms, help_heading = "Watermarks")]
+    pub idle_timeout: Option<Millis>,
+
+    /// Keep fired windows for L more of event time; records in that span update them.
+    #[arg(long, value_name = "L", default_value = "0", value_parser = duration_ms, help_heading = "Watermarks")]
+    pub allowed_lateness: Millis,
+
+    /// Write late records, unchanged, to PATH.
+    #[arg(long, value_name = "PATH", help_heading = "Watermarks")]
+    pub late_output: Option<PathBuf>,
+
+    /// final: one row per window when complete; updates: a row on every change.
+    #[arg(long, value_enum, default_value = "final", help_heading = "Watermarks")]
+    pub emit: EmitMode,
+
+    /// Number of records.
+    #[arg(long, help_heading = "Aggregates")]
+    pub count: bool,
+
+    /// Exact decimal sum of FIELD.
+    #[arg(long, value_name = "FIELD", help_heading = "Aggregates")]
+    pub sum: Vec<FieldPath>,
+
+    /// Smallest value of FIELD.
+    #[arg(long, value_name = "FIELD", help_heading = "Aggregates")]
+    pub min: Vec<FieldPath>,
+
+    /// Largest value of FIELD.
+    #[arg(long, value_name = "FIELD", help_heading = "Aggregates")]
+    pub max: Vec<FieldPath>,
+
+    /// Mean of FIELD.
+    #[arg(long, value_name = "FIELD", help_heading = "Aggregates")]
+    pub avg: Vec<FieldPath>,
+
+    /// Distinct values of FIELD: exact up to 10,000 per window, then a HyperLogLog++ estimate
+    /// flagged by distinct_F_estimated.
+    #[arg(long, value_name = "FIELD", help_heading = "Aggregates")]
+    pub distinct: Vec<FieldPath>,
+
+    /// Percentiles of FIELD (non-negative numbers), as FIELD:p50,p99,p99.9; 3 significant digits.
+    #[arg(long, value_name = "FIELD:PCTS", help_heading = "Aggregates")]
+    pub percentile: Vec<String>,
+
+    /// Value of FIELD at the earliest event time.
+    #[arg(long, value_name = "FIELD", help_heading = "Aggregates")]
+    pub first: Vec<FieldPath>,
+
+    /// Value of FIELD at the latest event time.
+    #[arg(long, value_name = "FIELD", help_heading = "Aggregates")]
+    pub last: Vec<FieldPath>,
+
+    /// Names the output column of the aggregate just before it.
+    #[arg(long = "as", value_name = "NAME", help_heading = "Aggregates")]
+    pub names: Vec<String>,
+
+    /// Bound on (key, window) pairs held at once; exceeding it stops with exit 3.
+    #[arg(long, value_name = "N", default_value = "5000000")]
+    pub max_open_windows: usize,
+
+    /// Output rows as ndjson or csv.
+    #[arg(long, value_enum, default_value = "ndjson")]
+    pub format: TableFormat,
+
+    /// Sink: - (stdout) or a file path.
+    #[arg(short, long, value_name = "SINK", default_value = "-")]
+    pub output: String,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// A duration as milliseconds (zero allowed).
+pub fn duration_ms(s: &str) -> Result<Millis, String> {
+    parse_duration(s).map(duration_millis)
+}
+
+/// A duration of at least one millisecond.
+pub fn positive_duration_ms(s: &str) -> Result<Millis, String> {
+    match duration_ms(s)? {
+        0 => Err(format!("'{s}' must be at least 1ms")),
+        ms => Ok(ms),
+    }
+}
+
 /// A subcommand whose issue is still open: it parses nothing and says so when run.
 #[derive(Debug, Args)]
 pub struct PlannedArgs {
@@ -188,13 +346,8 @@ pub struct GenerateArgs {
 }
 
 /// Help text of the subcommands still being built; shown by `--help` and the man pages.
-pub fn planned_command_docs() -> [(&'static str, &'static str, &'static str); 5] {
+pub fn planned_command_docs() -> [(&'static str, &'static str, &'static str); 4] {
     [
-        (
-            "window",
-            "Count and aggregate events per key per event-time window, with watermarks [not built yet: issue #3]",
-            "Examples (planned):\n  weir window events.ndjson --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count\n  weir window --time ts --hop 10m --slide 5m --sum amount --late-output late.ndjson\n  weir window --time ts --key user --session 30m --count --format csv",
-        ),
         (
             "watermark-profile",
             "Measure event lateness and recommend a watermark delay [not built yet: issue #5]",

@@ -12,7 +12,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    match weir::cmd::run(cli.command) {
+    let sub_matches = matches
+        .subcommand()
+        .map(|(_, m)| m.clone())
+        .unwrap_or_default();
+    match weir::cmd::run(cli.command, &sub_matches) {
         Ok(()) => ExitCode::SUCCESS,
         // `weir ... | head`: the reader has all it wanted.
         Err(Error::BrokenPipe) => ExitCode::SUCCESS,

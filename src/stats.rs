@@ -23,6 +23,16 @@ pub struct Counters {
     /// Empty or whitespace-only lines, which are not records.
     pub blank_lines: u64,
     pub bytes_read: u64,
+    /// Most (key, window) pairs held at once (window).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub peak_open_windows: u64,
+    /// Most keys held at once (window, dedupe).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub peak_keys: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Serialize)]
@@ -67,6 +77,8 @@ impl Stats {
             ("bad", c.bad),
             ("evicted", c.evicted),
             ("blank lines", c.blank_lines),
+            ("peak open windows", c.peak_open_windows),
+            ("peak keys", c.peak_keys),
         ] {
             if n > 0 {
                 parts.push(format!("{name} {n}"));

@@ -2,6 +2,7 @@
 
 pub mod consume;
 pub mod generate;
+pub mod window;
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,15 +17,15 @@ use crate::stats::Stats;
 /// Set by SIGINT/SIGTERM; commands check it between records and stop cleanly.
 static STOP: AtomicBool = AtomicBool::new(false);
 
-/// Runs one parsed command line.
-pub fn run(command: Command) -> Result<()> {
+/// Runs one parsed command line; `matches` are the subcommand's own (for flag order).
+pub fn run(command: Command, matches: &clap::ArgMatches) -> Result<()> {
     install_signal_handler();
     match command {
         Command::Consume(args) => consume::run(args, &STOP),
+        Command::Window(args) => window::run(args, matches, &STOP),
         Command::Generate(args) => generate::run(&args.out_dir),
         planned => {
             let issue = match planned.name() {
-                "window" => 3,
                 "dedupe" => 4,
                 "watermark-profile" => 5,
                 "replay" => 6,

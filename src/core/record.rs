@@ -120,6 +120,10 @@ pub enum RecordError {
     },
     NotJson(String),
     NotObject,
+    BadValue {
+        path: String,
+        reason: String,
+    },
     MissingField {
         path: String,
         suggestion: Option<String>,
@@ -162,6 +166,7 @@ impl fmt::Display for RecordError {
             RecordError::NotATime { path, found } => {
                 write!(f, "field '{path}' is {found}, not a time")
             }
+            RecordError::BadValue { path, reason } => write!(f, "field '{path}': {reason}"),
             RecordError::LineTooLong { len, max } => write!(
                 f,
                 "line of {len} bytes is longer than --max-line-bytes {max}"

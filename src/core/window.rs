@@ -214,6 +214,10 @@ impl WindowOperator {
         self.watermarks.current()
     }
 
+    pub fn aggs(&self) -> &[AggSpec] {
+        &self.cfg.aggs
+    }
+
     pub fn peaks(&self) -> Peaks {
         self.peaks
     }

@@ -283,6 +283,10 @@ pub trait RecordStep {
     /// Called whenever no input is ready, before waiting for more: flush output here so
     /// records flow promptly through a live pipeline.
     fn idle(&mut self) -> Result<()>;
+    /// Called about every 100 ms while waiting for input (idle partitions, timers).
+    fn tick(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Runs `step` on every record of `reader`.
@@ -299,7 +303,7 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                     }
                     match reader.items.recv_timeout(Duration::from_millis(100)) {
                         Ok(item) => break item,
-                        Err(RecvTimeoutError::Timeout) => continue,
+                        Err(RecvTimeoutError::Timeout) => step.tick()?,
                         Err(RecvTimeoutError::Disconnected) => return Ok(()),
                     }
                 }

@@ -3,6 +3,7 @@
 mod consume;
 mod docs;
 mod signals;
+mod window;
 
 use std::path::PathBuf;
 
@@ -34,13 +35,18 @@ pub fn stdout_lines(out: &std::process::Output) -> Vec<String> {
 
 /// Writes `n` generated events to a temp file; returns the file and the events.
 pub fn generated(n: u64, seed: u64) -> (tempfile::NamedTempFile, Vec<weir::gen::Event>) {
-    use std::io::Write;
-    let events: Vec<_> = weir::gen::Generator::new(weir::gen::GenConfig {
+    generated_with(weir::gen::GenConfig {
         events: n,
         seed,
         ..Default::default()
     })
-    .collect();
+}
+
+pub fn generated_with(
+    cfg: weir::gen::GenConfig,
+) -> (tempfile::NamedTempFile, Vec<weir::gen::Event>) {
+    use std::io::Write;
+    let events: Vec<_> = weir::gen::Generator::new(cfg).collect();
     let mut file = tempfile::NamedTempFile::new().unwrap();
     let mut buf = Vec::new();
     for e in &events {

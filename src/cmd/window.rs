@@ -1,0 +1,468 @@
+//! `weir window`: event-time window aggregates, wiring a source, the window operator and a
+//! table sink.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use clap::ArgMatches;
+use rustc_hash::FxHashMap;
+use serde_json::{Map, Value};
+
+use crate::cli::WindowArgs;
+use crate::core::aggregate::{prepare, AggInput, AggKind, AggSpec};
+use crate::core::record::{
+    as_utf8, recycle_fields, time_of, Extractor, FieldPath, Fields, RecordError,
+};
+use crate::core::time::{format_millis, Millis, TimeFormat};
+use crate::core::watermark::Watermarks;
+use crate::core::window::{Outcome, Row, WindowConfig, WindowKind, WindowOperator, KEY_SEPARATOR};
+use crate::error::{Error, Result};
+use crate::io::dead_letter::ErrorPolicy;
+use crate::io::ndjson::{drive, Drive, Fault, Flow, Line, NdjsonReader, ReadOptions, RecordStep};
+use crate::io::sink::{LineSink, TableWriter};
+use crate::io::spec::{SinkSpec, SourceSpec};
+use crate::stats::{Counters, Stats};
+
+/// Most distinct `--partition-by` values tracked; more means the field is not a partition.
+const MAX_PARTITIONS: usize = 65_536;
+
+pub fn run(args: WindowArgs, matches: &ArgMatches, stop: &AtomicBool) -> Result<()> {
+    let mut stats = Stats::new("window");
+    let result = window(&args, matches, &mut stats, stop);
+    super::finish(&stats, &args.report, result)
+}
+
+fn window(
+    args: &WindowArgs,
+    matches: &ArgMatches,
+    stats: &mut Stats,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let time = args
+        .time
+        .time
+        .clone()
+        .ok_or_else(|| Error::Usage("weir window needs --time FIELD".into()))?;
+    let inputs = match SourceSpec::parse(&args.input.sources).map_err(Error::Usage)? {
+        SourceSpec::Ndjson(inputs) => inputs,
+        _ => {
+            return Err(Error::Usage(
+                "Kafka and Kinesis sources are not built yet (issue #6)".into(),
+            ))
+        }
+    };
+    let kind = window_kind(args)?;
+    let (aggs, value_paths) = aggregate_specs(args, matches)?;
+
+    // One extractor pulls every field the command needs in one pass over the line.
+    let mut paths = vec![time];
+    let partition_at = args.partition_by.clone().map(|p| {
+        paths.push(p);
+        paths.len() - 1
+    });
+    let keys_at = paths.len();
+    paths.extend(args.keys.iter().cloned());
+    let values_at = paths.len();
+    paths.extend(value_paths);
+    let agg_fields: Vec<Option<usize>> = aggs
+        .iter()
+        .map(|a| a.field.map(|f| values_at + f))
+        .collect();
+
+    let cfg = WindowConfig {
+        kind,
+        allowed_lateness: args.allowed_lateness,
+        emit: args.emit,
+        aggs,
+        max_open_windows: args.max_open_windows,
+    };
+    let mut policy = ErrorPolicy::new(args.input.on_error, args.input.dead_letter.as_deref())?;
+    let sink = LineSink::open(&SinkSpec::parse(&args.output).map_err(Error::Usage)?)?;
+    let late = match &args.late_output {
+        Some(path) => Some(LineSink::open(&SinkSpec::File(path.clone()))?),
+        None => None,
+    };
+    let mut step = WindowStep {
+        op: WindowOperator::new(cfg, Watermarks::new(args.delay, args.idle_timeout)),
+        extractor: Extractor::new(paths),
+        time_format: args.time.time_format.clone(),
+        partition_at,
+        keys_at,
+        key_columns: args.keys.iter().map(FieldPath::column_name).collect(),
+        agg_fields,
+        partitions: FxHashMap::default(),
+        table: TableWriter::new(sink, args.format),
+        late,
+        rows: Vec::new(),
+        key: String::new(),
+        fields: Vec::new(),
+        inputs: Vec::new(),
+        started: Instant::now(),
+        written: 0,
+    };
+    let reader = NdjsonReader::spawn(
+        inputs.clone(),
+        ReadOptions {
+            max_line_bytes: args.input.max_line_bytes,
+            progress: super::progress_for(&inputs),
+        },
+    );
+    let d = Drive {
+        counters: &mut stats.counters,
+        policy: &mut policy,
+        stop,
+        max_line_bytes: args.input.max_line_bytes,
+    };
+    let mut result = drive(reader, d, &mut step);
+    if result.is_ok() {
+        // A bounded input ended: the watermark goes to +infinity and every window fires.
+        step.op.finish(&mut step.rows);
+        result = step.write_rows();
+    }
+    let peaks = step.op.peaks();
+    stats.counters.written = step.written;
+    stats.counters.peak_open_windows = peaks.open_windows as u64;
+    stats.counters.peak_keys = peaks.keys as u64;
+    let flushed = step.flush().and(policy.flush());
+    result.and(flushed)
+}
+
+fn window_kind(args: &WindowArgs) -> Result<WindowKind> {
+    if let Some(size) = args.tumbling {
+        return Ok(WindowKind::Tumbling {
+            size,
+            offset: args.offset,
+        });
+    }
+    if let (Some(size), Some(slide)) = (args.hop, args.slide) {
+        if size % slide != 0 {
+            return Err(Error::Usage(format!(
+                "--hop must be a multiple of --slide (got {size} ms and {slide} ms)"
+            )));
+        }
+        return Ok(WindowKind::Hopping {
+            size,
+            slide,
+            offset: args.offset,
+        });
+    }
+    match args.session {
+        Some(gap) if args.offset == 0 => Ok(WindowKind::Session { gap }),
+        Some(_) => Err(Error::Usage(
+            "--offset applies to --tumbling and --hop, not --session".into(),
+        )),
+        None => Err(Error::Usage(
+            "give one of --tumbling SIZE, --hop SIZE --slide S, --session GAP".into(),
+        )),
+    }
+}
+
+/// The aggregates in command-line order, with their output names, and the value fields they
+/// read (deduplicated; `AggSpec::field` indexes into them).
+fn aggregate_specs(
+    args: &WindowArgs,
+    matches: &ArgMatches,
+) -> Result<(Vec<AggSpec>, Vec<FieldPath>)> {
+    let position = |id: &str, n: usize| -> Vec<usize> {
+        let got: Vec<usize> = matches
+            .indices_of(id)
+            .map(Iterator::collect)
+            .unwrap_or_default();
+        // Without parse positions (a library caller), keep the order of the struct.
+        if got.len() == n {
+            got
+        } else {
+            (0..n).collect()
+        }
+    };
+    let mut items: Vec<(usize, AggKind, Option<FieldPath>, String)> = Vec::new();
+    if args.count {
+        items.push((
+            position("count", 1)[0],
+            AggKind::Count,
+            None,
+            "count".into(),
+        ));
+    }
+    let plain = [
+        ("sum", AggKind::Sum, &args.sum),
+        ("min", AggKind::Min, &args.min),
+        ("max", AggKind::Max, &args.max),
+        ("avg", AggKind::Avg, &args.avg),
+        ("distinct", AggKind::Distinct, &args.distinct),
+        ("first", AggKind::First, &args.first),
+        ("last", AggKind::Last, &args.last),
+    ];
+    for (id, kind, fields) in plain {
+        for (at, field) in position(id, fields.len()).into_iter().zip(fields.iter()) {
+            items.push((
+                at,
+                kind.clone(),
+                Some(field.clone()),
+                format!("{id}_{}", field.column_name()),
+            ));
+        }
+    }
+    for (at, text) in position("percentile", args.percentile.len())
+        .into_iter()
+        .zip(&args.percentile)
+    {
+        let (field, pcts) = parse_percentile(text)?;
+        items.push((
+            at,
+            AggKind::Percentile(pcts),
+            Some(field.clone()),
+            format!("p_{}", field.column_name()),
+        ));
+    }
+    if items.is_empty() {
+        return Err(Error::Usage(
+            "give at least one aggregate: --count, --sum F, --min F, --max F, --avg F, --distinct F, --percentile F:p50,p99, --first F, --last F".into(),
+        ));
+    }
+    items.sort_by_key(|(at, ..)| *at);
+    let mut renamed = vec![false; items.len()];
+    for (at, name) in position("names", args.names.len())
+        .into_iter()
+        .zip(&args.names)
+    {
+        let Some(target) = items.iter().rposition(|(i, ..)| *i < at) else {
+            return Err(Error::Usage(format!(
+                "--as {name} must follow the aggregate it names"
+            )));
+        };
+        if std::mem::replace(&mut renamed[target], true) {
+            return Err(Error::Usage(format!(
+                "--as {name}: that aggregate is already named"
+            )));
+        }
+        // A named percentile's columns are NAME_p50, NAME_p99.
+        items[target].3 = name.clone();
+    }
+    let mut value_paths: Vec<FieldPath> = Vec::new();
+    let specs = items
+        .into_iter()
+        .map(|(_, kind, field, name)| {
+            let field = field.map(|f| match value_paths.iter().position(|p| *p == f) {
+                Some(i) => i,
+                None => {
+                    value_paths.push(f);
+                    value_paths.len() - 1
+                }
+            });
+            AggSpec { kind, field, name }
+        })
+        .collect();
+    Ok((specs, value_paths))
+}
+
+/// `amount:p50,p99,99.9` → (amount, [50, 99, 99.9]).
+fn parse_percentile(text: &str) -> Result<(FieldPath, Vec<f64>)> {
+    let usage = || {
+        Error::Usage(format!(
+            "--percentile {text}: expected FIELD:p50,p99 (percentiles in (0, 100])"
+        ))
+    };
+    let (field, list) = text.rsplit_once(':').ok_or_else(usage)?;
+    let field = FieldPath::parse(field).map_err(Error::Usage)?;
+    let pcts = list
+        .split(',')
+        .map(|p| {
+            p.trim()
+                .trim_start_matches('p')
+                .parse::<f64>()
+                .ok()
+                .filter(|p| *p > 0.0 && *p <= 100.0)
+        })
+        .collect::<Option<Vec<f64>>>()
+        .ok_or_else(usage)?;
+    Ok((field, pcts))
+}
+
+struct WindowStep {
+    op: WindowOperator,
+    extractor: Extractor,
+    time_format: TimeFormat,
+    partition_at: Option<usize>,
+    keys_at: usize,
+    key_columns: Vec<String>,
+    agg_fields: Vec<Option<usize>>,
+    partitions: FxHashMap<Box<str>, usize>,
+    table: TableWriter,
+    late: Option<LineSink>,
+    rows: Vec<Row>,
+    key: String,
+    fields: Fields<'static>,
+    inputs: Vec<AggInput<'static>>,
+    started: Instant,
+    written: u64,
+}
+
+fn recycle_inputs<'b>(mut v: Vec<AggInput<'_>>) -> Vec<AggInput<'b>> {
+    v.clear();
+    v.into_iter().map(|_| AggInput::Missing).collect()
+}
+
+impl WindowStep {
+    /// Processing time, for idle partitions.
+    fn now(&self) -> Millis {
+        self.started.elapsed().as_millis() as Millis
+    }
+
+    fn write_rows(&mut self) -> Result<()> {
+        for row in self.rows.drain(..) {
+            let mut out = Map::new();
+            for (column, text) in self.key_columns.iter().zip(row.key.split(KEY_SEPARATOR)) {
+                out.insert(
+                    column.clone(),
+                    serde_json::from_str(text).expect("key text is JSON"),
+                );
+            }
+            out.insert(
+                "window_start".into(),
+                Value::String(format_millis(row.start)),
+            );
+            out.insert("window_end".into(), Value::String(format_millis(row.end)));
+            out.extend(row.values);
+            if row.update {
+                out.insert("update".into(), Value::Bool(true));
+            }
+            self.table.write_row(&out)?;
+            self.written += 1;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.table.flush()?;
+        if let Some(late) = &mut self.late {
+            late.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Reads the record's fields: its event time and partition; its key goes to `self.key`
+    /// and its aggregate inputs to `inputs`.
+    fn parse<'a>(
+        &mut self,
+        text: &'a str,
+        fields: &mut Fields<'a>,
+        inputs: &mut Vec<AggInput<'a>>,
+    ) -> Result<(Millis, usize), RecordError> {
+        let WindowStep {
+            op,
+            extractor: x,
+            partitions,
+            key,
+            keys_at,
+            key_columns,
+            agg_fields,
+            ..
+        } = self;
+        x.extract(text, fields)?;
+        let fields = &*fields;
+        let raw = |i: usize| fields[i].ok_or_else(|| x.missing(i, text));
+        let ts = time_of(raw(0)?, &x.paths()[0], &self.time_format)?;
+        let partition = match self.partition_at {
+            None => 0,
+            Some(i) => {
+                let value = raw(i)?.get();
+                match partitions.get(value) {
+                    Some(p) => *p,
+                    None if partitions.len() < MAX_PARTITIONS => {
+                        let p = partitions.len();
+                        partitions.insert(value.into(), p);
+                        p
+                    }
+                    None => {
+                        return Err(RecordError::BadValue {
+                            path: x.paths()[i].to_string(),
+                            reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
+                        })
+                    }
+                }
+            }
+        };
+        key.clear();
+        for i in *keys_at..*keys_at + key_columns.len() {
+            if i > *keys_at {
+                key.push(KEY_SEPARATOR);
+            }
+            key.push_str(raw(i)?.get());
+        }
+        for (spec, field) in op.aggs().iter().zip(agg_fields.iter()) {
+            let value = field.and_then(|i| fields[i]);
+            let input = prepare(&spec.kind, value).map_err(|reason| RecordError::BadValue {
+                path: field.map(|i| x.paths()[i].to_string()).unwrap_or_default(),
+                reason,
+            })?;
+            inputs.push(input);
+        }
+        Ok((ts, partition))
+    }
+}
+
+impl RecordStep for WindowStep {
+    fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
+        let text = as_utf8(line.bytes)?;
+        let mut fields = recycle_fields(std::mem::take(&mut self.fields));
+        let mut inputs = recycle_inputs(std::mem::take(&mut self.inputs));
+        let parsed = self.parse(text, &mut fields, &mut inputs);
+        let outcome = parsed.map(|(ts, partition)| {
+            let now = self.now();
+            self.op
+                .process(&self.key, ts, partition, &inputs, now, &mut self.rows)
+        });
+        self.fields = recycle_fields(fields);
+        self.inputs = recycle_inputs(inputs);
+        match outcome? {
+            Ok(Outcome::Accepted) => {}
+            Ok(Outcome::Late) => {
+                counters.late += 1;
+                if let Some(late) = &mut self.late {
+                    late.write_line(line.bytes)?;
+                }
+            }
+            Err(too_many) => {
+                return Err(Fault::Fatal(Error::BadInput {
+                    position: line.position().to_string(),
+                    reason: format!(
+                        "more than {} open windows (--max-open-windows); raise it, or lower --delay or --allowed-lateness",
+                        too_many.0
+                    ),
+                }))
+            }
+        }
+        self.write_rows()?;
+        Ok(Flow::Continue)
+    }
+
+    fn idle(&mut self) -> Result<()> {
+        self.flush()
+    }
+
+    fn tick(&mut self) -> Result<()> {
+        let now = self.now();
+        self.op.tick(now, &mut self.rows);
+        if !self.rows.is_empty() {
+            self.write_rows()?;
+            self.flush()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_specs() {
+        let (f, p) = parse_percentile("value.latency:p50,p99.9,99").unwrap();
+        assert_eq!(f.as_str(), "value.latency");
+        assert_eq!(p, vec![50.0, 99.9, 99.0]);
+        assert!(parse_percentile("latency").is_err());
+        assert!(parse_percentile("latency:p0").is_err());
+        assert!(parse_percentile("latency:p101").is_err());
+    }
+}

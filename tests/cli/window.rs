@@ -1,0 +1,500 @@
+//! `weir window` against an independent batch computation over generated data.
+//!
+//! The oracle works from the generator's own event structs (true millisecond times and
+//! integer cents), not from weir's parsing, and groups in plain loops: no code is shared with
+//! the window operator.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::Duration;
+
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+use serde_json::Value;
+use weir::core::time::{format_millis, Millis};
+use weir::gen::{Event, GenConfig};
+
+use crate::{generated_with, stdout_lines, weir, weir_std};
+
+/// (merchant, window_start) → (count, cents)
+type Batch = BTreeMap<(String, Millis), (u64, i64)>;
+
+fn gen(seed: u64) -> (tempfile::NamedTempFile, Vec<Event>) {
+    // 20 events/s over ~25 minutes, 30 skewed keys, 2% redeliveries, lateness up to hours.
+    generated_with(GenConfig {
+        events: 30_000,
+        seed,
+        keys: 30,
+        rate_per_s: 20.0,
+        ..GenConfig::default()
+    })
+}
+
+fn merchant(e: &Event) -> String {
+    format!("m-{:05}", e.merchant)
+}
+
+/// The largest amount any event's time lags the maximum before it (in arrival order).
+fn max_disorder(events: &[Event]) -> Millis {
+    let mut max = Millis::MIN;
+    events
+        .iter()
+        .map(|e| {
+            max = max.max(e.occurred_at);
+            max - e.occurred_at
+        })
+        .max()
+        .unwrap()
+}
+
+/// Runs weir window on the file; returns (rows as (merchant, start) → (count, cents), late
+/// event ids).
+fn run_window(
+    file: &tempfile::NamedTempFile,
+    window: &[&str],
+    delay: Millis,
+) -> (Batch, Vec<String>, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let late = dir.path().join("late.ndjson");
+    let stats = dir.path().join("stats.json");
+    let out = weir()
+        .arg("window")
+        .arg(file.path())
+        .args([
+            "--time",
+            "occurred_at",
+            "--key",
+            "merchant_id",
+            "--count",
+            "--sum",
+            "amount",
+        ])
+        .args(window)
+        .args(["--delay", &format!("{delay}ms"), "--late-output"])
+        .arg(&late)
+        .arg("--stats")
+        .arg(&stats)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut rows = Batch::new();
+    for line in stdout_lines(&out) {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert!(
+            v.get("update").is_none(),
+            "no updates without allowed lateness: {line}"
+        );
+        let start = weir::core::time::parse_time_str(
+            v["window_start"].as_str().unwrap(),
+            &Default::default(),
+        )
+        .unwrap();
+        let cents = v["sum_amount"].to_string().parse::<Decimal>().unwrap() * Decimal::from(100);
+        assert!(cents.fract().is_zero(), "{line}");
+        let key = (v["merchant_id"].as_str().unwrap().to_string(), start);
+        let previous = rows.insert(key, (v["count"].as_u64().unwrap(), cents.to_i64().unwrap()));
+        assert!(previous.is_none(), "one row per key and window: {line}");
+    }
+    let late_ids = std::fs::read_to_string(&late)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["event_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let stats: Value = serde_json::from_str(&std::fs::read_to_string(stats).unwrap()).unwrap();
+    (rows, late_ids, stats)
+}
+
+fn id(e: &Event) -> String {
+    format!("evt-{:012}", e.id)
+}
+
+/// Batch windows of tumbling/hopping kind: every window [start, start+size) containing ts,
+/// with starts on multiples of `slide`. `included(event, end)` says whether the event counts
+/// in the window ending at `end`.
+fn batch_fixed(
+    events: &[Event],
+    size: Millis,
+    slide: Millis,
+    included: impl Fn(usize, Millis) -> bool,
+) -> Batch {
+    let mut batch = Batch::new();
+    for (i, e) in events.iter().enumerate() {
+        let t = e.occurred_at;
+        let mut start = t.div_euclid(slide) * slide;
+        while start + size > t {
+            if included(i, start + size) {
+                let entry = batch.entry((merchant(e), start)).or_default();
+                entry.0 += 1;
+                entry.1 += e.amount_cents as i64;
+            }
+            start -= slide;
+        }
+    }
+    batch
+}
+
+/// The watermark each event meets on arrival: max event time before it, minus the delay.
+fn watermarks_on_arrival(events: &[Event], delay: Millis) -> Vec<Millis> {
+    let mut max = Millis::MIN;
+    events
+        .iter()
+        .map(|e| {
+            let w = max.saturating_sub(delay);
+            max = max.max(e.occurred_at);
+            w
+        })
+        .collect()
+}
+
+#[test]
+fn tumbling_equals_batch_when_delay_covers_disorder() {
+    let (file, events) = gen(101);
+    let delay = max_disorder(&events);
+    assert!(
+        delay > 3_600_000,
+        "the data has an hours-long tail: {delay}"
+    );
+    let (rows, late, stats) = run_window(&file, &["--tumbling", "1m"], delay);
+    assert_eq!(rows, batch_fixed(&events, 60_000, 60_000, |_, _| true));
+    assert!(late.is_empty());
+    assert_eq!(stats["late"], 0);
+}
+
+#[test]
+fn hopping_equals_batch_when_delay_covers_disorder() {
+    let (file, events) = gen(102);
+    let (rows, late, _) = run_window(
+        &file,
+        &["--hop", "3m", "--slide", "1m"],
+        max_disorder(&events),
+    );
+    assert_eq!(rows, batch_fixed(&events, 180_000, 60_000, |_, _| true));
+    assert!(late.is_empty());
+}
+
+#[test]
+fn session_equals_batch_when_delay_covers_disorder() {
+    let (file, events) = gen(103);
+    let gap = 20_000;
+    let (rows, late, _) = run_window(&file, &["--session", "20s"], max_disorder(&events));
+    // Batch sessions: per key, sort by time; a record within the running session's end
+    // (touching included) joins it.
+    let mut by_key: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
+    for e in &events {
+        by_key.entry(merchant(e)).or_default().push(e);
+    }
+    let mut batch = Batch::new();
+    for (key, mut evs) in by_key {
+        evs.sort_by_key(|e| e.occurred_at);
+        let mut current: Option<(Millis, Millis, u64, i64)> = None;
+        for e in evs {
+            current = match current {
+                Some((s, end, n, c)) if e.occurred_at <= end => Some((
+                    s,
+                    end.max(e.occurred_at + gap),
+                    n + 1,
+                    c + e.amount_cents as i64,
+                )),
+                other => {
+                    if let Some((s, _, n, c)) = other {
+                        batch.insert((key.clone(), s), (n, c));
+                    }
+                    Some((e.occurred_at, e.occurred_at + gap, 1, e.amount_cents as i64))
+                }
+            };
+        }
+        let (s, _, n, c) = current.unwrap();
+        batch.insert((key, s), (n, c));
+    }
+    assert_eq!(rows, batch);
+    assert!(late.is_empty());
+}
+
+/// With a delay shorter than the disorder, the late records are exactly those the DESIGN
+/// rule makes late (W on arrival >= end of every window of the record), and the output is the
+/// batch result over the rest, per window.
+#[test]
+fn short_delay_late_records_follow_the_rule_and_all_are_accounted() {
+    for (window, size, slide) in [
+        (&["--tumbling", "1m"][..], 60_000, 60_000),
+        (&["--hop", "2m", "--slide", "30s"][..], 120_000, 30_000),
+    ] {
+        let (file, events) = gen(104);
+        let delay = 5_000;
+        let (rows, late, stats) = run_window(&file, window, delay);
+        let w = watermarks_on_arrival(&events, delay);
+        let expected = batch_fixed(&events, size, slide, |i, end| w[i] < end);
+        assert_eq!(rows, expected, "{window:?}");
+        // Late: every window of the record was complete on arrival.
+        let expected_late: Vec<String> = events
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| {
+                let last_start = e.occurred_at.div_euclid(slide) * slide;
+                w[*i] >= last_start + size
+            })
+            .map(|(_, e)| id(e))
+            .collect();
+        assert!(
+            expected_late.len() > 100,
+            "the delay is short enough to make records late"
+        );
+        assert_eq!(late, expected_late, "{window:?}");
+        assert_eq!(stats["late"], expected_late.len());
+        // Every record is in the output or the late file (tumbling: exactly one of them).
+        if size == slide {
+            let counted: u64 = rows.values().map(|(n, _)| n).sum();
+            assert_eq!(counted + late.len() as u64, events.len() as u64);
+        }
+    }
+}
+
+#[test]
+fn session_short_delay_accounts_for_every_record() {
+    let (file, events) = gen(105);
+    let (rows, late, _) = run_window(&file, &["--session", "20s"], 2_000);
+    let counted: u64 = rows.values().map(|(n, _)| n).sum();
+    assert!(!late.is_empty());
+    assert_eq!(counted + late.len() as u64, events.len() as u64);
+    let late: BTreeSet<String> = late.into_iter().collect();
+    assert!(events.iter().any(|e| late.contains(&id(e))));
+}
+
+#[test]
+fn rows_are_ordered_by_window_end_then_key() {
+    let (file, events) = gen(106);
+    let out = weir()
+        .arg("window")
+        .arg(file.path())
+        .args([
+            "--time",
+            "occurred_at",
+            "--key",
+            "merchant_id",
+            "--tumbling",
+            "1m",
+            "--count",
+            "-q",
+        ])
+        .args(["--delay", &format!("{}ms", max_disorder(&events))])
+        .output()
+        .unwrap();
+    let keys: Vec<(String, String)> = stdout_lines(&out)
+        .iter()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["window_end"].as_str().unwrap().to_string(),
+                v["merchant_id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+}
+
+#[test]
+fn csv_output_and_renamed_aggregates() {
+    let out = weir()
+        .args([
+            "window",
+            "fixtures/times.ndjson",
+            "--time",
+            "t",
+            "--tumbling",
+            "1m",
+            "--delay",
+            "1h",
+        ])
+        .args(["--count", "--as", "n"])
+        .args(["--first", "id", "--last", "id", "--format", "csv", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // Hand-checked from fixtures/README.md: b at 11:30, a and g in 12:00, c and d in 12:01,
+    // e in 12:02, f in 12:03.
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "window_start,window_end,n,first_id,last_id\n\
+         2026-11-28T11:30:00.000Z,2026-11-28T11:31:00.000Z,1,b,b\n\
+         2026-11-28T12:00:00.000Z,2026-11-28T12:01:00.000Z,2,a,g\n\
+         2026-11-28T12:01:00.000Z,2026-11-28T12:02:00.000Z,2,c,d\n\
+         2026-11-28T12:02:00.000Z,2026-11-28T12:03:00.000Z,1,e,e\n\
+         2026-11-28T12:03:00.000Z,2026-11-28T12:04:00.000Z,1,f,f\n"
+    );
+}
+
+#[test]
+fn bad_input_follows_the_error_policy() {
+    let out = weir()
+        .args([
+            "window",
+            "fixtures/bad.ndjson",
+            "--time",
+            "t",
+            "--tumbling",
+            "1m",
+            "--count",
+            "--on-error",
+            "skip",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_str(&stdout_lines(&out)[0]).unwrap();
+    assert_eq!(v["count"], 4, "ids 1, 6, 8, 11 fall in 12:00-12:01");
+    let out = weir()
+        .args([
+            "window",
+            "--time",
+            "occurred_at",
+            "--tumbling",
+            "1m",
+            "--count",
+        ])
+        .write_stdin("{\"value\":{\"occurred_at\":\"2026-01-01T00:00:00Z\"}}\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean 'value.occurred_at'?"));
+    weir()
+        .args(["window", "--time", "t", "--tumbling", "1m", "--sum", "n"])
+        .write_stdin("{\"t\":\"2026-01-01T00:00:00Z\",\"n\":\"lots\"}\n")
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains(
+            "field 'n': value lots is not a number",
+        ));
+}
+
+#[test]
+fn usage_errors() {
+    weir()
+        .args(["window", "--time", "t", "--count"])
+        .assert()
+        .code(2);
+    weir()
+        .args(["window", "--time", "t", "--tumbling", "1m"])
+        .assert()
+        .code(2);
+    weir()
+        .args([
+            "window", "--time", "t", "--hop", "10m", "--slide", "3m", "--count",
+        ])
+        .assert()
+        .code(2);
+    weir()
+        .args(["window", "--time", "t", "--tumbling", "0s", "--count"])
+        .assert()
+        .code(2);
+    weir()
+        .args([
+            "window",
+            "--time",
+            "t",
+            "--tumbling",
+            "1m",
+            "--as",
+            "x",
+            "--count",
+        ])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn too_many_open_windows_is_a_clear_error() {
+    let input: String = (0..10)
+        .map(|i| format!("{{\"t\":\"2026-01-01T00:0{i}:00Z\"}}\n"))
+        .collect();
+    weir()
+        .args([
+            "window",
+            "--time",
+            "t",
+            "--tumbling",
+            "1m",
+            "--count",
+            "--delay",
+            "1h",
+            "--max-open-windows",
+            "5",
+        ])
+        .write_stdin(input)
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains(
+            "<stdin>:6: more than 5 open windows",
+        ));
+}
+
+/// Two partitions, one silent: without an idle timeout the silent one holds the watermark
+/// back; with one, the window fires while the input is still open.
+#[test]
+fn idle_partition_stops_holding_the_watermark() {
+    let lines = [
+        (0, "2026-01-01T00:00:10Z"),
+        (1, "2026-01-01T00:00:20Z"),
+        // Only partition 0 goes on; partition 1 falls silent.
+        (0, "2026-01-01T00:05:00Z"),
+    ];
+    let input: String = lines
+        .iter()
+        .map(|(p, t)| format!("{{\"p\":{p},\"t\":\"{t}\"}}\n"))
+        .collect();
+    let first_row_within = |extra: &[&str], wait: Duration| -> Option<String> {
+        let mut child = weir_std()
+            .args([
+                "window",
+                "--time",
+                "t",
+                "--partition-by",
+                "p",
+                "--tumbling",
+                "1m",
+                "--count",
+                "-q",
+            ])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line).unwrap();
+            let _ = tx.send(line);
+        });
+        let row = rx.recv_timeout(wait).ok();
+        drop(stdin);
+        child.wait().unwrap();
+        row
+    };
+    assert_eq!(
+        first_row_within(&[], Duration::from_millis(1500)),
+        None,
+        "held back by the silent partition"
+    );
+    let row = first_row_within(&["--idle-timeout", "300ms"], Duration::from_secs(10))
+        .expect("fired after idle timeout");
+    let v: Value = serde_json::from_str(&row).unwrap();
+    assert_eq!(v["window_start"], format_millis(1_767_225_600_000));
+    assert_eq!(v["count"], 2);
+}
