@@ -27,8 +27,8 @@ end
 complete -c weir -n "__fish_weir_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_needs_command" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_needs_command" -f -a "consume" -d 'Read records from a source and write them to a sink, unchanged'
+complete -c weir -n "__fish_weir_needs_command" -f -a "window" -d 'Aggregate events per key per event-time window, with watermarks and a late-data policy'
 complete -c weir -n "__fish_weir_needs_command" -f -a "generate" -d 'Writes man pages and shell completions (for the project\'s own build)'
-complete -c weir -n "__fish_weir_needs_command" -f -a "window" -d 'Count and aggregate events per key per event-time window, with watermarks [not built yet: issue #3]'
 complete -c weir -n "__fish_weir_needs_command" -f -a "watermark-profile" -d 'Measure event lateness and recommend a watermark delay [not built yet: issue #5]'
 complete -c weir -n "__fish_weir_needs_command" -f -a "dedupe" -d 'Drop repeated events within a bounded horizon [not built yet: issue #4]'
 complete -c weir -n "__fish_weir_needs_command" -f -a "replay" -d 'Re-read a range of records into a sink, at a controlled rate [not built yet: issue #6]'
@@ -47,11 +47,46 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l stats -d 'Also wri
 complete -c weir -n "__fish_weir_using_subcommand consume" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand window" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
+skip\t'Count the bad record (and dead-letter it) and go on'"
+complete -c weir -n "__fish_weir_using_subcommand window" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l key -d 'Group by this field (repeatable for a composite key). Without --key, one global key' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l tumbling -d 'Tumbling windows of SIZE (1m, 1h)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l hop -d 'Hopping (sliding) windows of SIZE, one starting every --slide' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l slide -d 'The step between hopping windows; SIZE must be a multiple of it' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l session -d 'Session windows: a key\'s session ends after GAP without events' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l offset -d 'Shift tumbling/hopping window starts by D from the epoch' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l delay -d 'Watermark delay: how much out-of-orderness to wait for' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l partition-by -d 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l idle-timeout -d 'A partition without records for D (processing time) stops holding the watermark back' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l allowed-lateness -d 'Keep fired windows for L more of event time; records in that span update them' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l late-output -d 'Write late records, unchanged, to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l emit -d 'final: one row per window when complete; updates: a row on every change' -r -f -a "final\t'One row per window when it is complete (and an update row per late change)'
+updates\t'A row on every change, as Kafka Streams without suppress'"
+complete -c weir -n "__fish_weir_using_subcommand window" -l sum -d 'Exact decimal sum of FIELD' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l min -d 'Smallest value of FIELD' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l max -d 'Largest value of FIELD' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l avg -d 'Mean of FIELD' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l distinct -d 'Distinct values of FIELD: exact up to 10,000 per window, then a HyperLogLog++ estimate flagged by distinct_F_estimated' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l percentile -d 'Percentiles of FIELD (non-negative numbers), as FIELD:p50,p99,p99.9; 3 significant digits' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l first -d 'Value of FIELD at the earliest event time' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l last -d 'Value of FIELD at the latest event time' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l as -d 'Names the output column of the aggregate just before it' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l max-open-windows -d 'Bound on (key, window) pairs held at once; exceeding it stops with exit 3' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l format -d 'Output rows as ndjson or csv' -r -f -a "ndjson\t'One JSON object per row'
+csv\t'A header row, then one row per result (RFC 4180 quoting)'"
+complete -c weir -n "__fish_weir_using_subcommand window" -s o -l output -d 'Sink: - (stdout) or a file path' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l count -d 'Number of records'
+complete -c weir -n "__fish_weir_using_subcommand window" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
+complete -c weir -n "__fish_weir_using_subcommand window" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c weir -n "__fish_weir_using_subcommand window" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand generate" -l out-dir -d 'Folder that receives man/ and completions/' -r -F
 complete -c weir -n "__fish_weir_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c weir -n "__fish_weir_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c weir -n "__fish_weir_using_subcommand window" -s h -l help -d 'Print help'
-complete -c weir -n "__fish_weir_using_subcommand window" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s h -l help -d 'Print help'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s h -l help -d 'Print help'

@@ -3,7 +3,7 @@
 use std::sync::atomic::AtomicBool;
 
 use crate::cli::ConsumeArgs;
-use crate::core::record::{as_utf8, recycle_fields, time_of, validate_json, Extractor, Fields};
+use crate::core::record::{as_utf8, raw, time_of, validate_json, Extractor, Fields};
 use crate::core::time::{now_millis, Millis, Position, TimeFormat};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
@@ -109,7 +109,7 @@ struct ConsumeStep {
     sink: LineSink,
     time: Option<Extractor>,
     time_format: TimeFormat,
-    fields: Fields<'static>,
+    fields: Fields,
     range: TimeRange,
     limit: Option<u64>,
 }
@@ -122,14 +122,12 @@ impl RecordStep for ConsumeStep {
             }
             Some(x) => {
                 let text = as_utf8(line.bytes)?;
-                let mut fields = recycle_fields(std::mem::take(&mut self.fields));
-                let extracted = x.extract(text, &mut fields);
-                let time = extracted.and_then(|_| match fields[0] {
-                    Some(raw) => time_of(raw, &x.paths()[0], &self.time_format),
-                    None => Err(x.missing(0, text)),
-                });
-                self.fields = recycle_fields(fields);
-                if !self.range.contains(time?) {
+                x.extract(text, &mut self.fields)?;
+                let time = match raw(text, self.fields[0]) {
+                    Some(value) => time_of(value, &x.paths()[0], &self.time_format)?,
+                    None => return Err(x.missing(0, text).into()),
+                };
+                if !self.range.contains(time) {
                     counters.filtered += 1;
                     return Ok(Flow::Continue);
                 }

@@ -53,7 +53,9 @@ fn install_signal_handler() {
 /// `--stats` JSON, then the run's own result.
 pub fn finish(stats: &Stats, report: &ReportArgs, result: Result<()>) -> Result<()> {
     let broken_pipe = matches!(result, Err(Error::BrokenPipe));
-    if !report.quiet && !broken_pipe {
+    // A usage error means nothing ran: there is nothing to summarise.
+    let usage = matches!(result, Err(Error::Usage(_)));
+    if !report.quiet && !broken_pipe && !usage {
         eprintln!("{}", stats.summary_line());
     }
     if let Some(path) = &report.stats {

@@ -10,9 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::WindowArgs;
 use crate::core::aggregate::{prepare, AggInput, AggKind, AggSpec};
-use crate::core::record::{
-    as_utf8, recycle_fields, time_of, Extractor, FieldPath, Fields, RecordError,
-};
+use crate::core::record::{as_utf8, raw, time_of, Extractor, FieldPath, Fields, RecordError};
 use crate::core::time::{format_millis, Millis, TimeFormat};
 use crate::core::watermark::Watermarks;
 use crate::core::window::{Outcome, Row, WindowConfig, WindowKind, WindowOperator, KEY_SEPARATOR};
@@ -292,7 +290,7 @@ struct WindowStep {
     late: Option<LineSink>,
     rows: Vec<Row>,
     key: String,
-    fields: Fields<'static>,
+    fields: Fields,
     inputs: Vec<AggInput<'static>>,
     started: Instant,
     written: u64,
@@ -346,7 +344,7 @@ impl WindowStep {
     fn parse<'a>(
         &mut self,
         text: &'a str,
-        fields: &mut Fields<'a>,
+        fields: &mut Fields,
         inputs: &mut Vec<AggInput<'a>>,
     ) -> Result<(Millis, usize), RecordError> {
         let WindowStep {
@@ -361,12 +359,12 @@ impl WindowStep {
         } = self;
         x.extract(text, fields)?;
         let fields = &*fields;
-        let raw = |i: usize| fields[i].ok_or_else(|| x.missing(i, text));
-        let ts = time_of(raw(0)?, &x.paths()[0], &self.time_format)?;
+        let field = |i: usize| raw(text, fields[i]).ok_or_else(|| x.missing(i, text));
+        let ts = time_of(field(0)?, &x.paths()[0], &self.time_format)?;
         let partition = match self.partition_at {
             None => 0,
             Some(i) => {
-                let value = raw(i)?.get();
+                let value = field(i)?;
                 match partitions.get(value) {
                     Some(p) => *p,
                     None if partitions.len() < MAX_PARTITIONS => {
@@ -388,12 +386,14 @@ impl WindowStep {
             if i > *keys_at {
                 key.push(KEY_SEPARATOR);
             }
-            key.push_str(raw(i)?.get());
+            key.push_str(field(i)?);
         }
-        for (spec, field) in op.aggs().iter().zip(agg_fields.iter()) {
-            let value = field.and_then(|i| fields[i]);
+        for (spec, field_at) in op.aggs().iter().zip(agg_fields.iter()) {
+            let value = field_at.and_then(|i| raw(text, fields[i]));
             let input = prepare(&spec.kind, value).map_err(|reason| RecordError::BadValue {
-                path: field.map(|i| x.paths()[i].to_string()).unwrap_or_default(),
+                path: field_at
+                    .map(|i| x.paths()[i].to_string())
+                    .unwrap_or_default(),
                 reason,
             })?;
             inputs.push(input);
@@ -405,7 +405,7 @@ impl WindowStep {
 impl RecordStep for WindowStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         let text = as_utf8(line.bytes)?;
-        let mut fields = recycle_fields(std::mem::take(&mut self.fields));
+        let mut fields = std::mem::take(&mut self.fields);
         let mut inputs = recycle_inputs(std::mem::take(&mut self.inputs));
         let parsed = self.parse(text, &mut fields, &mut inputs);
         let outcome = parsed.map(|(ts, partition)| {
@@ -413,7 +413,7 @@ impl RecordStep for WindowStep {
             self.op
                 .process(&self.key, ts, partition, &inputs, now, &mut self.rows)
         });
-        self.fields = recycle_fields(fields);
+        self.fields = fields;
         self.inputs = recycle_inputs(inputs);
         match outcome? {
             Ok(Outcome::Accepted) => {}

@@ -11,7 +11,6 @@ use hdrhistogram::Histogram;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use rustc_hash::FxHashSet;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::record::Scalar;
@@ -94,7 +93,8 @@ pub enum AggInput<'a> {
     /// Missing or null: ignored, as SQL aggregates ignore NULL.
     Missing,
     Number(Decimal),
-    Json(&'a RawValue),
+    /// The value's raw JSON text.
+    Json(&'a str),
 }
 
 impl AggKind {
@@ -107,7 +107,7 @@ impl AggKind {
 }
 
 /// Parses and checks a record's value for `kind`; an error makes the record bad.
-pub fn prepare<'a>(kind: &AggKind, value: Option<&'a RawValue>) -> Result<AggInput<'a>, String> {
+pub fn prepare<'a>(kind: &AggKind, value: Option<&'a str>) -> Result<AggInput<'a>, String> {
     let Some(raw) = value else {
         return Ok(AggInput::Missing);
     };
@@ -170,7 +170,7 @@ impl AggState {
                 }
             }
             // By JSON text: the string "1" and the number 1 are different values.
-            (AggState::Distinct(d), AggInput::Json(raw)) => d.insert(raw.get()),
+            (AggState::Distinct(d), AggInput::Json(raw)) => d.insert(raw),
             (AggState::ByTime(slot), AggInput::Json(raw)) => {
                 let replace = match (kind, &slot) {
                     (_, None) => true,
@@ -179,7 +179,7 @@ impl AggState {
                     (_, Some((t, _))) => ts >= *t,
                 };
                 if replace {
-                    *slot = Some((ts, raw.get().into()));
+                    *slot = Some((ts, (*raw).into()));
                 }
             }
             (state, input) => unreachable!("{state:?} given {input:?}"),
@@ -362,15 +362,15 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn raw(s: &str) -> Box<RawValue> {
-        RawValue::from_string(s.to_string()).unwrap()
+    fn raw(s: &str) -> &str {
+        s
     }
 
     fn run(kind: AggKind, values: &[(&str, Millis)]) -> Value {
         let mut st = AggState::new(&kind);
         for (v, t) in values {
             let r = raw(v);
-            st.update(&kind, &prepare(&kind, Some(&r)).unwrap(), *t);
+            st.update(&kind, &prepare(&kind, Some(r)).unwrap(), *t);
         }
         let spec = AggSpec {
             kind,
@@ -410,19 +410,19 @@ mod tests {
 
     #[test]
     fn non_numbers_are_errors() {
-        assert!(prepare(&AggKind::Sum, Some(&raw("\"abc\""))).is_err());
-        assert!(prepare(&AggKind::Max, Some(&raw("true"))).is_err());
-        assert!(prepare(&AggKind::Percentile(vec![50.0]), Some(&raw("-1"))).is_err());
+        assert!(prepare(&AggKind::Sum, Some(raw("\"abc\""))).is_err());
+        assert!(prepare(&AggKind::Max, Some(raw("true"))).is_err());
+        assert!(prepare(&AggKind::Percentile(vec![50.0]), Some(raw("-1"))).is_err());
         assert!(matches!(
             prepare(&AggKind::Sum, None),
             Ok(AggInput::Missing)
         ));
         assert!(matches!(
-            prepare(&AggKind::Sum, Some(&raw("null"))),
+            prepare(&AggKind::Sum, Some(raw("null"))),
             Ok(AggInput::Missing)
         ));
         assert!(matches!(
-            prepare(&AggKind::Last, Some(&raw("\"abc\""))),
+            prepare(&AggKind::Last, Some(raw("\"abc\""))),
             Ok(AggInput::Json(_))
         ));
     }
@@ -488,14 +488,14 @@ mod tests {
                 let (mut left, mut right) = (AggState::new(&kind), AggState::new(&kind));
                 for (i, (v, t)) in texts.iter().enumerate() {
                     let r = raw(v);
-                    let input = prepare(&kind, Some(&r)).unwrap();
+                    let input = prepare(&kind, Some(r)).unwrap();
                     forward.update(&kind, &input, *t);
                     let half = if i < split { &mut left } else { &mut right };
                     half.update(&kind, &input, *t);
                 }
                 for (v, t) in texts.iter().rev() {
                     let r = raw(v);
-                    backward.update(&kind, &prepare(&kind, Some(&r)).unwrap(), *t);
+                    backward.update(&kind, &prepare(&kind, Some(r)).unwrap(), *t);
                 }
                 left.merge(&kind, right);
                 prop_assert_eq!(out(&forward), out(&backward));

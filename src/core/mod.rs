@@ -2,6 +2,7 @@
 
 pub mod aggregate;
 pub mod record;
+pub mod scan;
 pub mod time;
 pub mod watermark;
 pub mod window;

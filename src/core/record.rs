@@ -1,15 +1,15 @@
 //! Records: one JSON object per line, dotted field paths, and record positions.
 //!
-//! The extractor validates a whole line as JSON in one pass and hands back, borrowed from the
-//! line, only the raw text of the fields a command asked for. Nothing else is materialised.
+//! The extractor validates a whole line as JSON in one pass (core::scan) and hands back where
+//! the fields a command asked for lie in the line. Nothing else is materialised.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
+use serde::de::{Deserializer, Visitor};
 
+use super::scan::{scan, PathTrie, Span};
 use super::time::{parse_time_number, parse_time_str, Millis, TimeError, TimeFormat};
 
 /// Where a record came from, for error messages and dead letters.
@@ -177,19 +177,10 @@ impl fmt::Display for RecordError {
 
 impl std::error::Error for RecordError {}
 
-/// Makes serde_json's message read well for a one-line record ("... at column 7").
-fn json_reason(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" at line ") {
-        Some(i) => format!("{} at column {}", &text[..i], e.column()),
-        None => text,
-    }
-}
-
 /// Checks that bytes are UTF-8 and valid JSON (any value); the cheapest full validation.
 pub fn validate_json(line: &[u8]) -> Result<&str, RecordError> {
     let text = as_utf8(line)?;
-    serde_json::from_str::<IgnoredAny>(text).map_err(|e| RecordError::NotJson(json_reason(&e)))?;
+    scan(line, &PathTrie::default(), &mut []).map_err(|e| RecordError::NotJson(e.to_string()))?;
     Ok(text)
 }
 
@@ -199,69 +190,43 @@ pub fn as_utf8(line: &[u8]) -> Result<&str, RecordError> {
     })
 }
 
-/// A trie of the requested paths, walked while the line is parsed.
-#[derive(Debug, Default)]
-struct Node {
-    children: Vec<(String, Node)>,
-    /// Indices of the paths that end at this node.
-    leaves: Vec<usize>,
-}
-
 /// Pulls a fixed set of fields out of each line, validating the whole line as it goes.
 #[derive(Debug)]
 pub struct Extractor {
     paths: Vec<FieldPath>,
-    root: Node,
+    trie: PathTrie,
 }
 
-/// The raw JSON text of each requested field, in the order the paths were given.
-pub type Fields<'a> = Vec<Option<&'a RawValue>>;
+/// Where each requested field's raw JSON lies in the line, in the order the paths were given.
+pub type Fields = Vec<Option<Span>>;
 
-/// Empties a `Fields` buffer so it can borrow from the next line; the allocation is reused
-/// (an in-place collect), so the hot loop allocates nothing.
-pub fn recycle_fields<'b>(mut fields: Fields<'_>) -> Fields<'b> {
-    fields.clear();
-    fields.into_iter().map(|_| None).collect()
+/// The raw JSON text of a captured field.
+#[inline]
+pub fn raw(line: &str, span: Option<Span>) -> Option<&str> {
+    span.map(|(start, end)| &line[start as usize..end as usize])
 }
 
 impl Extractor {
     pub fn new(paths: Vec<FieldPath>) -> Extractor {
-        let mut root = Node::default();
+        let mut trie = PathTrie::default();
         for (i, path) in paths.iter().enumerate() {
-            let mut node = &mut root;
-            for seg in path.segments() {
-                let at = match node.children.iter().position(|(name, _)| name == seg) {
-                    Some(at) => at,
-                    None => {
-                        node.children.push((seg.clone(), Node::default()));
-                        node.children.len() - 1
-                    }
-                };
-                node = &mut node.children[at].1;
-            }
-            node.leaves.push(i);
+            trie.insert(path.segments(), i);
         }
-        Extractor { paths, root }
+        Extractor { paths, trie }
     }
 
     pub fn paths(&self) -> &[FieldPath] {
         &self.paths
     }
 
-    /// Validates `line` as one JSON object and fills `out` (cleared first) with the fields.
+    /// Validates `line` as one JSON object and fills `out` with where the fields are.
     /// Duplicate keys: the last one wins, as in jq and serde_json.
-    pub fn extract<'a>(&self, line: &'a str, out: &mut Fields<'a>) -> Result<(), RecordError> {
+    pub fn extract(&self, line: &str, out: &mut Fields) -> Result<(), RecordError> {
         out.clear();
         out.resize(self.paths.len(), None);
-        let mut de = serde_json::Deserializer::from_str(line);
-        let found_object = NodeSeed {
-            node: &self.root,
-            out,
-        }
-        .deserialize(&mut de)
-        .and_then(|found| de.end().map(|_| found))
-        .map_err(|e| RecordError::NotJson(json_reason(&e)))?;
-        if found_object {
+        let is_object = scan(line.as_bytes(), &self.trie, out)
+            .map_err(|e| RecordError::NotJson(e.to_string()))?;
+        if is_object {
             Ok(())
         } else {
             Err(RecordError::NotObject)
@@ -278,106 +243,6 @@ impl Extractor {
     }
 }
 
-/// Walks one value; when it is an object, descends into the children the trie names.
-/// Returns whether the value was an object.
-struct NodeSeed<'n, 'o, 'a> {
-    node: &'n Node,
-    out: &'o mut Fields<'a>,
-}
-
-impl<'de, 'n, 'o> DeserializeSeed<'de> for NodeSeed<'n, 'o, 'de> {
-    type Value = bool;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de, 'n, 'o> Visitor<'de> for NodeSeed<'n, 'o, 'de> {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        while let Some(child) = map.next_key_seed(KeySeed { node: self.node })? {
-            let Some(child) = child else {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            };
-            let node = &self.node.children[child].1;
-            if node.leaves.is_empty() {
-                map.next_value_seed(NodeSeed {
-                    node,
-                    out: &mut *self.out,
-                })?;
-                continue;
-            }
-            let raw: &'de RawValue = map.next_value()?;
-            for &leaf in &node.leaves {
-                self.out[leaf] = Some(raw);
-            }
-            if !node.children.is_empty() {
-                // A path ends here and another goes deeper: walk the raw text again.
-                let mut de = serde_json::Deserializer::from_str(raw.get());
-                NodeSeed {
-                    node,
-                    out: &mut *self.out,
-                }
-                .deserialize(&mut de)
-                .map_err(de::Error::custom)?;
-            }
-        }
-        Ok(true)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(false)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_unit<E>(self) -> Result<bool, E> {
-        Ok(false)
-    }
-}
-
-/// Matches a key against the node's children without allocating, even for escaped keys.
-struct KeySeed<'n> {
-    node: &'n Node,
-}
-
-impl<'de, 'n> DeserializeSeed<'de> for KeySeed<'n> {
-    type Value = Option<usize>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de, 'n> Visitor<'de> for KeySeed<'n> {
-    type Value = Option<usize>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object key")
-    }
-    fn visit_str<E>(self, key: &str) -> Result<Option<usize>, E> {
-        Ok(self.node.children.iter().position(|(name, _)| name == key))
-    }
-}
-
 /// A field's JSON value, interpreted just enough for the core.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Scalar<'a> {
@@ -391,9 +256,12 @@ pub enum Scalar<'a> {
 }
 
 impl<'a> Scalar<'a> {
-    pub fn from_raw(raw: &'a RawValue) -> Scalar<'a> {
-        let text = raw.get();
+    /// Interprets a value's raw JSON text (valid JSON, as the scanner checked).
+    pub fn from_raw(text: &'a str) -> Scalar<'a> {
         match text.as_bytes().first() {
+            Some(b'"') if !text.contains('\\') => {
+                Scalar::Str(Cow::Borrowed(&text[1..text.len() - 1]))
+            }
             Some(b'"') => Scalar::Str(
                 serde_json::from_str::<StrOrCow>(text)
                     .map(|s| s.0)
@@ -443,11 +311,7 @@ impl<'de> serde::Deserialize<'de> for StrOrCow<'de> {
 }
 
 /// Reads an event time from a field's raw JSON.
-pub fn time_of(
-    raw: &RawValue,
-    path: &FieldPath,
-    format: &TimeFormat,
-) -> Result<Millis, RecordError> {
+pub fn time_of(raw: &str, path: &FieldPath, format: &TimeFormat) -> Result<Millis, RecordError> {
     let bad = |error| RecordError::BadTime {
         path: path.to_string(),
         error,
@@ -523,7 +387,7 @@ mod tests {
     fn get<'a>(x: &Extractor, line: &'a str) -> Result<Vec<Option<&'a str>>, RecordError> {
         let mut out = Vec::new();
         x.extract(line, &mut out)?;
-        Ok(out.iter().map(|r| r.map(|r| r.get())).collect())
+        Ok(out.iter().map(|span| raw(line, *span)).collect())
     }
 
     #[test]
@@ -612,24 +476,23 @@ mod tests {
 
     #[test]
     fn scalars() {
-        let raw = |s: &str| -> Box<RawValue> { RawValue::from_string(s.to_string()).unwrap() };
         assert_eq!(
-            Scalar::from_raw(&raw("\"a\\nb\"")),
+            Scalar::from_raw(("\"a\\nb\"")),
             Scalar::Str(Cow::Owned("a\nb".into()))
         );
         assert_eq!(
-            Scalar::from_raw(&raw("\"ab\"")),
+            Scalar::from_raw(("\"ab\"")),
             Scalar::Str(Cow::Borrowed("ab"))
         );
-        assert_eq!(Scalar::from_raw(&raw("-1.5e3")), Scalar::Number("-1.5e3"));
-        assert_eq!(Scalar::from_raw(&raw("null")), Scalar::Null);
+        assert_eq!(Scalar::from_raw(("-1.5e3")), Scalar::Number("-1.5e3"));
+        assert_eq!(Scalar::from_raw(("null")), Scalar::Null);
         let t = FieldPath::parse("t").unwrap();
         assert_eq!(
-            time_of(&raw("1767225600"), &t, &TimeFormat::Auto),
+            time_of("1767225600", &t, &TimeFormat::Auto),
             Ok(1_767_225_600_000)
         );
         assert!(matches!(
-            time_of(&raw("true"), &t, &TimeFormat::Auto),
+            time_of("true", &t, &TimeFormat::Auto),
             Err(RecordError::NotATime { .. })
         ));
     }
@@ -693,7 +556,7 @@ mod tests {
             x.extract(&line, &mut out).unwrap();
             for (fp, got) in fps.iter().zip(&out) {
                 let expected = lookup(&value, fp.segments());
-                let got: Option<serde_json::Value> = got.map(|r| serde_json::from_str(r.get()).unwrap());
+                let got: Option<serde_json::Value> = raw(&line, *got).map(|r| serde_json::from_str(r).unwrap());
                 prop_assert_eq!(got.as_ref(), expected);
             }
         }

@@ -384,10 +384,10 @@ fn exit_codes_for_usage_and_unreachable() {
         .assert()
         .code(4);
     weir()
-        .args(["window", "--tumbling", "1m"])
+        .args(["dedupe", "--id", "x"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("issue #3"));
+        .stderr(predicate::str::contains("issue #4"));
 }
 
 /// `weir consume big.ndjson | head -1`: exit 0, nothing on stderr.
