@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 EVENTS=${1:-1000000}
+WINDOW_EVENTS=${2:-5000000}
+WHAT=${WHAT:-consume window}
 DATA=bench-data
 mkdir -p "$DATA"
 
@@ -19,16 +21,20 @@ need() { # need COMMAND DEBIAN-PACKAGE
 need jq jq
 need mlr miller
 [ -x /usr/bin/time ] || need /usr/bin/time time
+python3 -c "import duckdb" 2>/dev/null || pip install -q duckdb
 
 cargo build --release --locked --bin weir --example gen_events >&2
 WEIR=target/release/weir
-FILE="$DATA/events-$EVENTS.ndjson"
-if [ ! -s "$FILE" ]; then
-  echo "generating $FILE" >&2
-  target/release/examples/gen_events --events "$EVENTS" --seed 1 > "$FILE.tmp" && mv "$FILE.tmp" "$FILE"
-fi
-BYTES=$(stat -c %s "$FILE")
-LINES=$(wc -l < "$FILE")
+
+# data N: a generated file of N events (seeded, so every run measures the same bytes).
+data() {
+  local f="$DATA/events-$1.ndjson"
+  if [ ! -s "$f" ]; then
+    echo "generating $f" >&2
+    target/release/examples/gen_events --events "$1" --seed 1 > "$f.tmp" && mv "$f.tmp" "$f"
+  fi
+  FILE=$f; BYTES=$(stat -c %s "$f"); LINES=$(wc -l < "$f")
+}
 
 # run NAME REPEATS COMMAND...: best wall time of REPEATS runs, and the peak RSS of that run.
 declare -A SECS RSS
@@ -58,6 +64,8 @@ check() { # check LABEL VALUE OP TARGET
   if awk "BEGIN{exit !($2 $3 $4)}"; then echo "  PASS  $1: $2 (target $3 $4)"; else echo "  MISS  $1: $2 (target $3 $4)"; fi
 }
 
+if [[ " $WHAT " == *" consume "* ]]; then
+data "$EVENTS"
 echo "# weir consume: $LINES lines, $((BYTES / 1000000)) MB ($FILE), every line checked to be JSON"
 run "cat" 3 cat "$FILE"
 run "weir consume" 3 "$WEIR" consume -q "$FILE"
@@ -68,3 +76,18 @@ MBS=$(awk -v s="${SECS[weir consume]}" -v b="$BYTES" 'BEGIN{ printf "%.0f", b/s/
 check "weir consume MB/s" "$MBS" ">=" 400
 check "weir consume vs jq -c . (x)" "$(ratio 'weir consume' 'jq -c .')" ">=" 30
 echo "  info  weir consume vs mlr (x): $(ratio 'weir consume' 'mlr --ijsonl --ojsonl cat')"
+fi
+
+if [[ " $WHAT " == *" window "* ]]; then
+data "$WINDOW_EVENTS"
+echo
+echo "# weir window: tumbling 1m count + sum(amount) per merchant_id (10k Zipf keys), $LINES events, $((BYTES / 1000000)) MB"
+run "weir window" 3 "$WEIR" window -q "$FILE" --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount
+run "duckdb time_bucket GROUP BY" 3 python3 scripts/peers/duckdb_window.py "$FILE"
+run "mlr stats1 -g" 1 mlr --ijsonl --ojsonl put '$w = substr($occurred_at, 0, 15)' then stats1 -a count,sum -f amount -g merchant_id,w "$FILE"
+EPS=$(awk -v s="${SECS[weir window]}" -v l="$LINES" 'BEGIN{ printf "%.0f", l/s }')
+check "weir window events/s" "$EPS" ">=" 3000000
+check "weir window vs mlr (x)" "$(ratio 'weir window' 'mlr stats1 -g')" ">=" 40
+check "weir window vs duckdb (x)" "$(ratio 'weir window' 'duckdb time_bucket GROUP BY')" ">=" 1.0
+echo "  info  weir window peak RSS: ${RSS[weir window]} KB"
+fi

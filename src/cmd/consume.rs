@@ -1,13 +1,16 @@
 //! `weir consume`: records from a source to a sink, unchanged, optionally by event-time range.
 
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use crate::cli::ConsumeArgs;
-use crate::core::record::{as_utf8, raw, time_of, validate_json, Extractor, Fields};
+use crate::core::record::{time_of, Extractor};
 use crate::core::time::{now_millis, Millis, Position, TimeFormat};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
-use crate::io::ndjson::{drive, Drive, Fault, Flow, Line, NdjsonReader, ReadOptions, RecordStep};
+use crate::io::ndjson::{
+    drive, Drive, Fault, Flow, Line, NdjsonReader, Prepare, ReadOptions, RecordStep,
+};
 use crate::io::sink::LineSink;
 use crate::io::spec::{SinkSpec, SourceSpec};
 use crate::stats::{Counters, Stats};
@@ -74,11 +77,19 @@ fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
     }
     let mut policy = ErrorPolicy::new(args.input.on_error, args.input.dead_letter.as_deref())?;
     let sink = LineSink::open(&sink_spec)?;
+    let time = args
+        .time
+        .time
+        .clone()
+        .map(|t| Arc::new(Extractor::new(vec![t])));
+    let prepare = match &time {
+        Some(x) => Prepare::Extract(x.clone()),
+        None => Prepare::Validate,
+    };
     let mut step = ConsumeStep {
         sink,
-        time: args.time.time.clone().map(|t| Extractor::new(vec![t])),
+        time,
         time_format: args.time.time_format.clone(),
-        fields: Vec::new(),
         range,
         limit: args.count,
     };
@@ -90,6 +101,7 @@ fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
             ReadOptions {
                 max_line_bytes: args.input.max_line_bytes,
                 progress: super::progress_for(&inputs),
+                prepare,
             },
         );
         let d = Drive {
@@ -107,30 +119,24 @@ fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
 
 struct ConsumeStep {
     sink: LineSink,
-    time: Option<Extractor>,
+    /// The --time field, located by the reader thread.
+    time: Option<Arc<Extractor>>,
     time_format: TimeFormat,
-    fields: Fields,
     range: TimeRange,
     limit: Option<u64>,
 }
 
 impl RecordStep for ConsumeStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
-        match &self.time {
-            None => {
-                validate_json(line.bytes)?;
-            }
-            Some(x) => {
-                let text = as_utf8(line.bytes)?;
-                x.extract(text, &mut self.fields)?;
-                let time = match raw(text, self.fields[0]) {
-                    Some(value) => time_of(value, &x.paths()[0], &self.time_format)?,
-                    None => return Err(x.missing(0, text).into()),
-                };
-                if !self.range.contains(time) {
-                    counters.filtered += 1;
-                    return Ok(Flow::Continue);
-                }
+        // The reader thread has checked the line is JSON (and an object, with --time).
+        if let Some(x) = &self.time {
+            let time = match line.field(0) {
+                Some(value) => time_of(value, &x.paths()[0], &self.time_format)?,
+                None => return Err(x.missing(0, line.text()).into()),
+            };
+            if !self.range.contains(time) {
+                counters.filtered += 1;
+                return Ok(Flow::Continue);
             }
         }
         self.sink.write_line(line.bytes)?;

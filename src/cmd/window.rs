@@ -2,6 +2,7 @@
 //! table sink.
 
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::ArgMatches;
@@ -10,13 +11,15 @@ use serde_json::{Map, Value};
 
 use crate::cli::WindowArgs;
 use crate::core::aggregate::{prepare, AggInput, AggKind, AggSpec};
-use crate::core::record::{as_utf8, raw, time_of, Extractor, FieldPath, Fields, RecordError};
+use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
 use crate::core::time::{format_millis, Millis, TimeFormat};
 use crate::core::watermark::Watermarks;
 use crate::core::window::{Outcome, Row, WindowConfig, WindowKind, WindowOperator, KEY_SEPARATOR};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
-use crate::io::ndjson::{drive, Drive, Fault, Flow, Line, NdjsonReader, ReadOptions, RecordStep};
+use crate::io::ndjson::{
+    drive, Drive, Fault, Flow, Line, NdjsonReader, Prepare, ReadOptions, RecordStep,
+};
 use crate::io::sink::{LineSink, TableWriter};
 use crate::io::spec::{SinkSpec, SourceSpec};
 use crate::stats::{Counters, Stats};
@@ -82,7 +85,7 @@ fn window(
     };
     let mut step = WindowStep {
         op: WindowOperator::new(cfg, Watermarks::new(args.delay, args.idle_timeout)),
-        extractor: Extractor::new(paths),
+        extractor: Arc::new(Extractor::new(paths)),
         time_format: args.time.time_format.clone(),
         partition_at,
         keys_at,
@@ -93,7 +96,6 @@ fn window(
         late,
         rows: Vec::new(),
         key: String::new(),
-        fields: Vec::new(),
         inputs: Vec::new(),
         started: Instant::now(),
         written: 0,
@@ -103,6 +105,7 @@ fn window(
         ReadOptions {
             max_line_bytes: args.input.max_line_bytes,
             progress: super::progress_for(&inputs),
+            prepare: Prepare::Extract(step.extractor.clone()),
         },
     );
     let d = Drive {
@@ -279,7 +282,8 @@ fn parse_percentile(text: &str) -> Result<(FieldPath, Vec<f64>)> {
 
 struct WindowStep {
     op: WindowOperator,
-    extractor: Extractor,
+    /// The fields this command reads, located by the reader thread.
+    extractor: Arc<Extractor>,
     time_format: TimeFormat,
     partition_at: Option<usize>,
     keys_at: usize,
@@ -290,7 +294,6 @@ struct WindowStep {
     late: Option<LineSink>,
     rows: Vec<Row>,
     key: String,
-    fields: Fields,
     inputs: Vec<AggInput<'static>>,
     started: Instant,
     written: u64,
@@ -343,8 +346,7 @@ impl WindowStep {
     /// and its aggregate inputs to `inputs`.
     fn parse<'a>(
         &mut self,
-        text: &'a str,
-        fields: &mut Fields,
+        line: &Line<'a>,
         inputs: &mut Vec<AggInput<'a>>,
     ) -> Result<(Millis, usize), RecordError> {
         let WindowStep {
@@ -357,9 +359,7 @@ impl WindowStep {
             agg_fields,
             ..
         } = self;
-        x.extract(text, fields)?;
-        let fields = &*fields;
-        let field = |i: usize| raw(text, fields[i]).ok_or_else(|| x.missing(i, text));
+        let field = |i: usize| line.field(i).ok_or_else(|| x.missing(i, line.text()));
         let ts = time_of(field(0)?, &x.paths()[0], &self.time_format)?;
         let partition = match self.partition_at {
             None => 0,
@@ -389,7 +389,7 @@ impl WindowStep {
             key.push_str(field(i)?);
         }
         for (spec, field_at) in op.aggs().iter().zip(agg_fields.iter()) {
-            let value = field_at.and_then(|i| raw(text, fields[i]));
+            let value = field_at.and_then(|i| line.field(i));
             let input = prepare(&spec.kind, value).map_err(|reason| RecordError::BadValue {
                 path: field_at
                     .map(|i| x.paths()[i].to_string())
@@ -404,16 +404,13 @@ impl WindowStep {
 
 impl RecordStep for WindowStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
-        let text = as_utf8(line.bytes)?;
-        let mut fields = std::mem::take(&mut self.fields);
         let mut inputs = recycle_inputs(std::mem::take(&mut self.inputs));
-        let parsed = self.parse(text, &mut fields, &mut inputs);
+        let parsed = self.parse(line, &mut inputs);
         let outcome = parsed.map(|(ts, partition)| {
             let now = self.now();
             self.op
                 .process(&self.key, ts, partition, &inputs, now, &mut self.rows)
         });
-        self.fields = fields;
         self.inputs = recycle_inputs(inputs);
         match outcome? {
             Ok(Outcome::Accepted) => {}

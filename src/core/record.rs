@@ -477,15 +477,12 @@ mod tests {
     #[test]
     fn scalars() {
         assert_eq!(
-            Scalar::from_raw(("\"a\\nb\"")),
+            Scalar::from_raw("\"a\\nb\""),
             Scalar::Str(Cow::Owned("a\nb".into()))
         );
-        assert_eq!(
-            Scalar::from_raw(("\"ab\"")),
-            Scalar::Str(Cow::Borrowed("ab"))
-        );
-        assert_eq!(Scalar::from_raw(("-1.5e3")), Scalar::Number("-1.5e3"));
-        assert_eq!(Scalar::from_raw(("null")), Scalar::Null);
+        assert_eq!(Scalar::from_raw("\"ab\""), Scalar::Str(Cow::Borrowed("ab")));
+        assert_eq!(Scalar::from_raw("-1.5e3"), Scalar::Number("-1.5e3"));
+        assert_eq!(Scalar::from_raw("null"), Scalar::Null);
         let t = FieldPath::parse("t").unwrap();
         assert_eq!(
             time_of("1767225600", &t, &TimeFormat::Auto),

@@ -134,8 +134,101 @@ fn looks_numeric(s: &str) -> bool {
 }
 
 fn parse_rfc3339(s: &str) -> Option<Result<Millis, TimeError>> {
+    if let Some(ms) = fast_rfc3339(s.as_bytes()) {
+        return Some(Ok(ms));
+    }
     let dt = DateTime::parse_from_rfc3339(s).ok()?;
     Some(in_range(dt.timestamp_millis() as i128, s))
+}
+
+/// The common shape `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` without chrono's generality
+/// (it is the hot path of every windowed command). Anything else, including leap seconds,
+/// returns `None` and goes to chrono; the property tests hold the two to the same answers.
+fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
+    fn num(b: &[u8]) -> Option<i64> {
+        b.iter().try_fold(0i64, |acc, &c| {
+            c.is_ascii_digit().then(|| acc * 10 + (c - b'0') as i64)
+        })
+    }
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't' | b' ')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let (year, month, day) = (num(&b[0..4])?, num(&b[5..7])?, num(&b[8..10])?);
+    let (hour, minute, second) = (num(&b[11..13])?, num(&b[14..16])?, num(&b[17..19])?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&month)
+        || day < 1
+        || day > month_days[month as usize - 1]
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return None;
+    }
+    let mut i = 19;
+    let mut millis = 0;
+    if b[i] == b'.' {
+        i += 1;
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            if i - start < 3 {
+                millis = millis * 10 + (b[i] - b'0') as i64;
+            }
+            i += 1;
+        }
+        match i - start {
+            0 => return None,
+            1 => millis *= 100,
+            2 => millis *= 10,
+            _ => {}
+        }
+    }
+    let offset_minutes = match &b[i..] {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let (h, m) = (num(&[*h1, *h2])?, num(&[*m1, *m2])?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            if *sign == b'+' {
+                h * 60 + m
+            } else {
+                -(h * 60 + m)
+            }
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
+    let ms = seconds * 1000 + millis;
+    (MIN_MILLIS..=MAX_MILLIS).contains(&ms).then_some(ms)
 }
 
 fn parse_pattern(s: &str, pattern: &str) -> Option<Result<Millis, TimeError>> {
@@ -215,10 +308,32 @@ fn parse_epoch(literal: &str, unit: Option<&TimeFormat>) -> Result<Millis, TimeE
 
 /// RFC 3339 UTC with milliseconds: `2026-11-28T12:00:01.234Z`.
 pub fn format_millis(ms: Millis) -> String {
-    match DateTime::<Utc>::from_timestamp_millis(ms) {
-        Some(dt) => dt.to_rfc3339_opts(SecondsFormat::Millis, true),
-        None => ms.to_string(),
+    if !(MIN_MILLIS..=MAX_MILLIS).contains(&ms) {
+        return match DateTime::<Utc>::from_timestamp_millis(ms) {
+            Some(dt) => dt.to_rfc3339_opts(SecondsFormat::Millis, true),
+            None => ms.to_string(),
+        };
     }
+    // The civil date from days (Howard Hinnant's algorithm): output rows format two
+    // instants each, so this stays off chrono's general formatter.
+    let days = ms.div_euclid(86_400_000);
+    let in_day = ms.rem_euclid(86_400_000);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        in_day / 3_600_000,
+        in_day / 60_000 % 60,
+        in_day / 1000 % 60,
+        in_day % 1000
+    )
 }
 
 pub fn now_millis() -> Millis {
@@ -480,6 +595,12 @@ mod tests {
 
     proptest! {
         #[test]
+        fn formatting_agrees_with_chrono(ms in MIN_MILLIS..=MAX_MILLIS) {
+            let chrono_text = DateTime::<Utc>::from_timestamp_millis(ms).unwrap().to_rfc3339_opts(SecondsFormat::Millis, true);
+            prop_assert_eq!(format_millis(ms), chrono_text);
+        }
+
+        #[test]
         fn rfc3339_round_trips(ms in MIN_MILLIS..=MAX_MILLIS) {
             prop_assert_eq!(auto(&format_millis(ms)), Ok(ms));
         }
@@ -507,6 +628,28 @@ mod tests {
             let d = Duration::from_millis(ms);
             let text = humantime::format_duration(d).to_string().replace(' ', "");
             prop_assert_eq!(parse_duration(&text), Ok(d));
+        }
+
+        /// The fast path agrees with chrono on well-formed times...
+        #[test]
+        fn fast_path_agrees_with_chrono(ms in MIN_MILLIS..=MAX_MILLIS, off_min in -1439i32..=1439, digits in 0usize..10) {
+            let offset = chrono::FixedOffset::east_opt(off_min * 60).unwrap();
+            let Some(dt) = DateTime::<Utc>::from_timestamp_millis(ms).map(|d| d.with_timezone(&offset)) else { return Ok(()) };
+            let text = match digits {
+                0 => dt.format("%Y-%m-%dT%H:%M:%S%:z").to_string(),
+                d => format!("{}.{:0<width$}{}", dt.format("%Y-%m-%dT%H:%M:%S"), format!("{:03}", ms.rem_euclid(1000)), dt.format("%:z"), width = d),
+            };
+            let chrono_ms = DateTime::parse_from_rfc3339(&text).map(|d| d.timestamp_millis()).ok();
+            prop_assert_eq!(fast_rfc3339(text.as_bytes()), chrono_ms.filter(|m| (MIN_MILLIS..=MAX_MILLIS).contains(m)), "{}", text);
+        }
+
+        /// ... and never accepts what chrono rejects, or reads it differently.
+        #[test]
+        fn fast_path_never_contradicts_chrono(text in "[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,4})?([Zz]|[+-][0-9]{2}:[0-9]{2})") {
+            if let Some(ms) = fast_rfc3339(text.as_bytes()) {
+                let chrono_ms = DateTime::parse_from_rfc3339(&text).map(|d| d.timestamp_millis());
+                prop_assert_eq!(Ok(ms), chrono_ms, "{}", text);
+            }
         }
 
         #[test]

@@ -15,7 +15,8 @@ use indicatif::ProgressBar;
 
 use super::dead_letter::ErrorPolicy;
 use super::spec::Input;
-use crate::core::record::{Position, RecordError};
+use crate::core::record::{as_utf8, validate_json, Extractor, Fields, Position, RecordError};
+use crate::core::scan::Span;
 use crate::error::{Error, Result};
 use crate::stats::Counters;
 
@@ -24,13 +25,106 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// Chunks in flight between the threads; bounds memory and gives backpressure.
 const CHUNKS_IN_FLIGHT: usize = 4;
 
-/// Whole lines of one input, each ending in `\n`, starting at line `first_line`.
+/// Whole lines of one input, each ending in `\n`, starting at line `first_line`, with what
+/// the reader thread found in each.
 pub struct Chunk {
     pub origin: Arc<str>,
     pub first_line: u64,
     pub data: Vec<u8>,
     /// The input's last line had no newline; one was added to `data`.
     pub added_newline: bool,
+    prepared: Prepared,
+}
+
+/// What the reader thread checks and finds in each line before handing it over, so that the
+/// command's own thread spends its time on the command (DESIGN §6: parsing off the hot loop).
+#[derive(Clone, Debug)]
+pub enum Prepare {
+    /// The line must be UTF-8 JSON (any value).
+    Validate,
+    /// The line must be a UTF-8 JSON object; locate these fields in it.
+    Extract(Arc<Extractor>),
+}
+
+/// The lines of a chunk as the reader found them.
+#[derive(Default)]
+struct Prepared {
+    lines: Vec<LineInfo>,
+    /// Field spans, `width` per record.
+    spans: Fields,
+    errors: Vec<RecordError>,
+    width: usize,
+}
+
+struct LineInfo {
+    start: u32,
+    /// End of the line without its `\r\n` / `\n`.
+    end: u32,
+    status: Status,
+}
+
+enum Status {
+    Blank,
+    /// A usable record; its spans start here in `Prepared::spans`.
+    Record(u32),
+    /// A bad record; its error is at this index of `Prepared::errors`.
+    Bad(u32),
+}
+
+impl Prepared {
+    fn fill(&mut self, data: &[u8], prepare: &Prepare, max_line: usize, scratch: &mut Fields) {
+        self.lines.clear();
+        self.spans.clear();
+        self.errors.clear();
+        self.width = match prepare {
+            Prepare::Validate => 0,
+            Prepare::Extract(x) => x.paths().len(),
+        };
+        let mut start = 0;
+        for newline in memchr::memchr_iter(b'\n', data) {
+            let mut end = newline;
+            if end > start && data[end - 1] == b'\r' {
+                end -= 1;
+            }
+            let bytes = &data[start..end];
+            let status = if bytes.iter().all(u8::is_ascii_whitespace) {
+                Status::Blank
+            } else {
+                let checked = if bytes.len() > max_line {
+                    Err(RecordError::LineTooLong {
+                        len: bytes.len() as u64,
+                        max: max_line as u64,
+                    })
+                } else {
+                    match prepare {
+                        Prepare::Validate => validate_json(bytes).map(|_| ()),
+                        Prepare::Extract(x) => {
+                            as_utf8(bytes).and_then(|text| x.extract(text, scratch))
+                        }
+                    }
+                };
+                match checked {
+                    Ok(()) => {
+                        let at = self.spans.len() as u32;
+                        if self.width > 0 {
+                            self.spans.extend_from_slice(scratch);
+                        }
+                        Status::Record(at)
+                    }
+                    Err(e) => {
+                        self.errors.push(e);
+                        Status::Bad(self.errors.len() as u32 - 1)
+                    }
+                }
+            };
+            self.lines.push(LineInfo {
+                start: start as u32,
+                end: end as u32,
+                status,
+            });
+            start = newline + 1;
+        }
+    }
 }
 
 enum Item {
@@ -48,24 +142,29 @@ enum Item {
 pub struct ReadOptions {
     pub max_line_bytes: usize,
     pub progress: Option<ProgressBar>,
+    pub prepare: Prepare,
 }
 
 /// Reads the inputs in order on its own thread.
 pub struct NdjsonReader {
     items: Receiver<Item>,
     spare: SyncSender<Vec<u8>>,
+    spare_prepared: SyncSender<Prepared>,
 }
 
 impl NdjsonReader {
     pub fn spawn(inputs: Vec<Input>, options: ReadOptions) -> NdjsonReader {
         let (item_tx, items) = mpsc::sync_channel(CHUNKS_IN_FLIGHT);
         let (spare, spare_rx) = mpsc::sync_channel(CHUNKS_IN_FLIGHT + 2);
+        let (spare_prepared, spare_prepared_rx) = mpsc::sync_channel(CHUNKS_IN_FLIGHT + 2);
         thread::Builder::new()
             .name("weir-read".into())
             .spawn(move || {
                 let mut reader = ChunkReader {
                     out: item_tx,
                     spare: spare_rx,
+                    spare_prepared: spare_prepared_rx,
+                    scratch: Vec::new(),
                     options,
                 };
                 for input in inputs {
@@ -79,23 +178,55 @@ impl NdjsonReader {
                 }
             })
             .expect("spawn reader thread");
-        NdjsonReader { items, spare }
+        NdjsonReader {
+            items,
+            spare,
+            spare_prepared,
+        }
     }
 
-    /// Gives a chunk's buffer back for reuse, so the steady state allocates nothing.
-    fn recycle(&self, mut data: Vec<u8>) {
+    /// Gives a chunk's buffers back for reuse, so the steady state allocates nothing.
+    fn recycle(&self, chunk: Chunk) {
+        let mut data = chunk.data;
         data.clear();
         let _ = self.spare.try_send(data);
+        let _ = self.spare_prepared.try_send(chunk.prepared);
     }
 }
 
 struct ChunkReader {
     out: SyncSender<Item>,
     spare: Receiver<Vec<u8>>,
+    spare_prepared: Receiver<Prepared>,
+    scratch: Fields,
     options: ReadOptions,
 }
 
 impl ChunkReader {
+    /// A chunk of whole lines, checked and prepared here on the reader thread.
+    fn chunk(
+        &mut self,
+        origin: &Arc<str>,
+        first_line: u64,
+        data: Vec<u8>,
+        added_newline: bool,
+    ) -> Chunk {
+        let mut prepared = self.spare_prepared.try_recv().unwrap_or_default();
+        prepared.fill(
+            &data,
+            &self.options.prepare,
+            self.options.max_line_bytes,
+            &mut self.scratch,
+        );
+        Chunk {
+            origin: origin.clone(),
+            first_line,
+            data,
+            added_newline,
+            prepared,
+        }
+    }
+
     fn buffer(&self) -> Vec<u8> {
         self.spare
             .try_recv()
@@ -166,12 +297,7 @@ impl ChunkReader {
                     })?;
                 } else if !buf.is_empty() {
                     buf.push(b'\n'); // a last line without its newline is still a line
-                    let chunk = Chunk {
-                        origin: origin.clone(),
-                        first_line: next_line,
-                        data: buf,
-                        added_newline: true,
-                    };
+                    let chunk = self.chunk(&origin, next_line, buf, true);
                     self.send(Item::Lines(chunk))?;
                 }
                 return Ok(());
@@ -213,14 +339,8 @@ impl ChunkReader {
                 let mut rest = self.buffer();
                 rest.extend_from_slice(&buf[last_nl + 1..]);
                 buf.truncate(last_nl + 1);
-                let lines = memchr::memchr_iter(b'\n', &buf).count() as u64;
-                let chunk = Chunk {
-                    origin: origin.clone(),
-                    first_line: next_line,
-                    data: buf,
-                    added_newline: false,
-                };
-                next_line += lines;
+                let chunk = self.chunk(&origin, next_line, buf, false);
+                next_line += chunk.prepared.lines.len() as u64;
                 self.send(Item::Lines(chunk))?;
                 buf = rest;
             }
@@ -228,19 +348,33 @@ impl ChunkReader {
     }
 }
 
-/// A line as a command sees it: bytes without the line ending, and where it came from.
+/// A record as a command sees it: its bytes without the line ending, where it came from,
+/// and where the requested fields lie (the reader already checked it is valid).
 pub struct Line<'a> {
     pub bytes: &'a [u8],
     pub origin: &'a Arc<str>,
     pub number: u64,
+    pub fields: &'a [Option<Span>],
 }
 
-impl Line<'_> {
+impl<'a> Line<'a> {
     pub fn position(&self) -> Position {
         Position::Line {
             source: self.origin.clone(),
             line: self.number,
         }
+    }
+
+    /// The raw JSON text of requested field `i`, if the record has it.
+    #[inline]
+    pub fn field(&self, i: usize) -> Option<&'a str> {
+        let (start, end) = self.fields[i]?;
+        std::str::from_utf8(&self.bytes[start as usize..end as usize]).ok()
+    }
+
+    /// The whole record as text (for error messages; the reader checked it is UTF-8).
+    pub fn text(&self) -> &'a str {
+        std::str::from_utf8(self.bytes).unwrap_or_default()
     }
 }
 
@@ -334,41 +468,45 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
             }
             Item::Lines(chunk) => {
                 d.counters.bytes_read += chunk.data.len() as u64 - chunk.added_newline as u64;
-                let mut start = 0;
-                for (i, end) in memchr::memchr_iter(b'\n', &chunk.data).enumerate() {
-                    let mut bytes = &chunk.data[start..end];
-                    start = end + 1;
-                    if let [rest @ .., b'\r'] = bytes {
-                        bytes = rest;
-                    }
-                    if bytes.iter().all(u8::is_ascii_whitespace) {
+                let p = &chunk.prepared;
+                for (i, info) in p.lines.iter().enumerate() {
+                    let bytes = &chunk.data[info.start as usize..info.end as usize];
+                    let number = chunk.first_line + i as u64;
+                    if let Status::Blank = info.status {
                         d.counters.blank_lines += 1;
                         continue;
                     }
                     d.counters.read += 1;
-                    let line = Line {
-                        bytes,
-                        origin: &chunk.origin,
-                        number: chunk.first_line + i as u64,
-                    };
-                    let result = if bytes.len() > d.max_line_bytes {
-                        Err(Fault::Record(RecordError::LineTooLong {
-                            len: bytes.len() as u64,
-                            max: d.max_line_bytes as u64,
-                        }))
-                    } else {
-                        step.record(&line, d.counters)
+                    let result = match info.status {
+                        Status::Record(at) => {
+                            let fields = &p.spans[at as usize..at as usize + p.width];
+                            step.record(
+                                &Line {
+                                    bytes,
+                                    origin: &chunk.origin,
+                                    number,
+                                    fields,
+                                },
+                                d.counters,
+                            )
+                        }
+                        Status::Bad(e) => Err(Fault::Record(p.errors[e as usize].clone())),
+                        Status::Blank => unreachable!("skipped above"),
                     };
                     match result {
                         Ok(Flow::Continue) => {}
                         Ok(Flow::Stop) => return Ok(()),
                         Err(Fault::Fatal(e)) => return Err(e),
                         Err(Fault::Record(e)) => {
-                            d.policy.handle(&line.position(), bytes, &e, d.counters)?
+                            let position = Position::Line {
+                                source: chunk.origin.clone(),
+                                line: number,
+                            };
+                            d.policy.handle(&position, bytes, &e, d.counters)?;
                         }
                     }
                 }
-                reader.recycle(chunk.data);
+                reader.recycle(chunk);
             }
         }
     }
@@ -404,6 +542,7 @@ mod tests {
             ReadOptions {
                 max_line_bytes: max_line,
                 progress: None,
+                prepare: Prepare::Validate,
             },
         );
         let mut counters = Counters::default();
@@ -426,22 +565,22 @@ mod tests {
 
     #[test]
     fn numbers_lines_and_handles_endings() {
-        let (seen, c) = lines_of(b"a\r\n\n  \nb\nc", 100);
+        let (seen, c) = lines_of(b"1\r\n\n  \n2\n3", 100);
         assert_eq!(
             seen,
-            vec![(1, "a".into()), (4, "b".into()), (5, "c".into())]
+            vec![(1, "1".into()), (4, "2".into()), (5, "3".into())]
         );
         assert_eq!((c.read, c.blank_lines, c.bytes_read), (3, 2, 10));
     }
 
     #[test]
     fn long_lines_are_bad_records_and_memory_stays_bounded() {
-        let mut content = b"short\n".to_vec();
-        content.extend(std::iter::repeat_n(b'x', 3 * CHUNK_BYTES + 17));
-        content.extend_from_slice(b"\nafter\n");
+        let mut content = b"1\n\"".to_vec();
+        content.extend(std::iter::repeat_n(b'x', 3 * CHUNK_BYTES + 15));
+        content.extend_from_slice(b"\"\n3\n");
         // A limit below the chunk size: the long line is dropped by the reader.
         let (seen, c) = lines_of(&content, 1000);
-        assert_eq!(seen, vec![(1, "short".into()), (3, "after".into())]);
+        assert_eq!(seen, vec![(1, "1".into()), (3, "3".into())]);
         assert_eq!((c.read, c.bad), (3, 1));
         // A limit the line fits in: it arrives whole.
         let (seen, c) = lines_of(&content, 4 * CHUNK_BYTES);
@@ -451,6 +590,10 @@ mod tests {
         // A short limit still catches lines inside one chunk.
         let (seen, c) = lines_of(b"12345\n123\n", 4);
         assert_eq!(seen, vec![(2, "123".into())]);
+        // Lines that are not JSON are bad records, found on the reader thread.
+        let (seen, c2) = lines_of(b"1\nnope\n[2]\n", 100);
+        assert_eq!(seen, vec![(1, "1".into()), (3, "[2]".into())]);
+        assert_eq!((c2.read, c2.bad), (3, 1));
         assert_eq!(c.bad, 1);
     }
 
