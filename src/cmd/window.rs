@@ -7,12 +7,12 @@ use std::time::Instant;
 
 use clap::ArgMatches;
 use rustc_hash::FxHashMap;
-use serde_json::{Map, Value};
+use serde_json::Map;
 
 use crate::cli::WindowArgs;
-use crate::core::aggregate::{prepare, AggInput, AggKind, AggSpec};
+use crate::core::aggregate::{prepare, AggInput, AggKind, AggSpec, Cell, Columns, JsonColumns};
 use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
-use crate::core::time::{format_millis, Millis, TimeFormat};
+use crate::core::time::{Millis, TimeFormat};
 use crate::core::watermark::Watermarks;
 use crate::core::window::{Outcome, Row, WindowConfig, WindowKind, WindowOperator, KEY_SEPARATOR};
 use crate::error::{Error, Result};
@@ -280,6 +280,21 @@ fn parse_percentile(text: &str) -> Result<(FieldPath, Vec<f64>)> {
     Ok((field, pcts))
 }
 
+/// A result row's columns: key fields, window bounds, aggregates, and the update flag.
+fn fill_row(row: &Row, key_columns: &[String], aggs: &[AggSpec], out: &mut impl Columns) {
+    for (column, text) in key_columns.iter().zip(row.key.split(KEY_SEPARATOR)) {
+        out.put(column, Cell::Json(text));
+    }
+    out.put("window_start", Cell::Time(row.start));
+    out.put("window_end", Cell::Time(row.end));
+    for (state, spec) in row.states.iter().zip(aggs) {
+        state.output(spec, out);
+    }
+    if row.update {
+        out.put("update", Cell::Bool(true));
+    }
+}
+
 struct WindowStep {
     op: WindowOperator,
     /// The fields this command reads, located by the reader thread.
@@ -311,25 +326,31 @@ impl WindowStep {
     }
 
     fn write_rows(&mut self) -> Result<()> {
-        for row in self.rows.drain(..) {
-            let mut out = Map::new();
-            for (column, text) in self.key_columns.iter().zip(row.key.split(KEY_SEPARATOR)) {
-                out.insert(
-                    column.clone(),
-                    serde_json::from_str(text).expect("key text is JSON"),
-                );
+        let WindowStep {
+            op,
+            rows,
+            table,
+            key_columns,
+            written,
+            ..
+        } = self;
+        for row in rows.drain(..) {
+            match &mut *table {
+                // NDJSON rows are written straight to bytes: no map per row.
+                TableWriter::Ndjson { sink, scratch } => {
+                    scratch.clear();
+                    scratch.push(b'{');
+                    fill_row(&row, key_columns, op.aggs(), &mut JsonColumns(scratch));
+                    scratch.push(b'}');
+                    sink.write_line(scratch)?;
+                }
+                csv => {
+                    let mut map = Map::new();
+                    fill_row(&row, key_columns, op.aggs(), &mut map);
+                    csv.write_row(&map)?;
+                }
             }
-            out.insert(
-                "window_start".into(),
-                Value::String(format_millis(row.start)),
-            );
-            out.insert("window_end".into(), Value::String(format_millis(row.end)));
-            out.extend(row.values);
-            if row.update {
-                out.insert("update".into(), Value::Bool(true));
-            }
-            self.table.write_row(&out)?;
-            self.written += 1;
+            *written += 1;
         }
         Ok(())
     }

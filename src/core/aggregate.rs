@@ -217,52 +217,111 @@ impl AggState {
     }
 
     /// Writes this aggregate's output column(s) into `row`.
-    pub fn output(&self, spec: &AggSpec, row: &mut Map<String, Value>) {
+    /// Writes this aggregate's output column(s) to `out`.
+    pub fn output(&self, spec: &AggSpec, out: &mut impl Columns) {
         let name = &spec.name;
+        let decimal = |d: &Decimal| Cell::Decimal(d.normalize());
         match (self, &spec.kind) {
-            (AggState::Count(n), _) => {
-                row.insert(name.clone(), Value::from(*n));
-            }
+            (AggState::Count(n), _) => out.put(name, Cell::U64(*n)),
             (AggState::Sum { sum, n }, AggKind::Avg) => {
-                let avg = (*n > 0).then(|| decimal_value(&(*sum / Decimal::from(*n)).round_dp(12)));
-                row.insert(name.clone(), avg.unwrap_or(Value::Null));
+                let avg = (*n > 0).then(|| decimal(&(*sum / Decimal::from(*n)).round_dp(12)));
+                out.put(name, avg.unwrap_or(Cell::Null));
             }
             (AggState::Sum { sum, n }, _) => {
-                row.insert(
-                    name.clone(),
-                    if *n > 0 {
-                        decimal_value(sum)
-                    } else {
-                        Value::Null
-                    },
-                );
+                out.put(name, if *n > 0 { decimal(sum) } else { Cell::Null })
             }
             (AggState::Min(m) | AggState::Max(m), _) => {
-                row.insert(name.clone(), m.as_ref().map_or(Value::Null, decimal_value));
+                out.put(name, m.as_ref().map_or(Cell::Null, decimal))
             }
             (AggState::Distinct(d), _) => {
-                row.insert(name.clone(), Value::from(d.count()));
+                out.put(name, Cell::U64(d.count()));
                 if matches!(d, Distinct::Estimated(_)) {
-                    row.insert(format!("{name}_estimated"), Value::Bool(true));
+                    out.put(&format!("{name}_estimated"), Cell::Bool(true));
                 }
             }
             (AggState::Percentile(h), AggKind::Percentile(ps)) => {
                 for p in ps {
                     let v = (!h.is_empty()).then(|| percentile_of(h, *p) as f64 / PERCENTILE_SCALE);
-                    row.insert(
-                        percentile_column(name, *p),
-                        v.map_or(Value::Null, Value::from),
+                    out.put(
+                        &percentile_column(name, *p),
+                        v.map_or(Cell::Null, Cell::F64),
                     );
                 }
             }
             (AggState::ByTime(slot), _) => {
-                let v = slot
-                    .as_ref()
-                    .map(|(_, text)| serde_json::from_str(text).expect("stored JSON"));
-                row.insert(name.clone(), v.unwrap_or(Value::Null));
+                out.put(
+                    name,
+                    slot.as_ref()
+                        .map_or(Cell::Null, |(_, text)| Cell::Json(text)),
+                );
             }
             (AggState::Percentile(_), _) => unreachable!("percentile state with another kind"),
         }
+    }
+}
+
+/// One output value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell<'a> {
+    U64(u64),
+    Decimal(Decimal),
+    F64(f64),
+    Bool(bool),
+    /// Raw JSON text, written as it is.
+    Json(&'a str),
+    /// An instant, written as RFC 3339 UTC with milliseconds.
+    Time(Millis),
+    Null,
+}
+
+/// Where output columns go: a JSON map (for CSV and tests) or JSON bytes (the NDJSON path).
+pub trait Columns {
+    fn put(&mut self, name: &str, value: Cell<'_>);
+}
+
+impl Columns for Map<String, Value> {
+    fn put(&mut self, name: &str, value: Cell<'_>) {
+        let v = match value {
+            Cell::U64(n) => Value::from(n),
+            Cell::Decimal(d) => {
+                let text = d.to_string();
+                serde_json::from_str(&text).unwrap_or(Value::String(text))
+            }
+            Cell::F64(f) => Value::from(f),
+            Cell::Bool(b) => Value::Bool(b),
+            Cell::Json(text) => serde_json::from_str(text).expect("stored JSON"),
+            Cell::Time(ms) => Value::String(crate::core::time::format_millis(ms)),
+            Cell::Null => Value::Null,
+        };
+        self.insert(name.to_string(), v);
+    }
+}
+
+/// Appends `"name":value` pairs (comma-separated) to an NDJSON line being built.
+pub struct JsonColumns<'b>(pub &'b mut Vec<u8>);
+
+impl Columns for JsonColumns<'_> {
+    fn put(&mut self, name: &str, value: Cell<'_>) {
+        use std::io::Write;
+        let out = &mut *self.0;
+        if out.last() != Some(&b'{') {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, name).expect("a string serialises");
+        out.push(b':');
+        let _ = match value {
+            Cell::U64(n) => write!(out, "{n}"),
+            Cell::Decimal(d) => write!(out, "{d}"),
+            Cell::F64(f) => serde_json::to_writer(&mut *out, &f).map_err(std::io::Error::from),
+            Cell::Bool(b) => write!(out, "{b}"),
+            Cell::Json(text) => out.write_all(text.as_bytes()),
+            Cell::Time(ms) => {
+                out.push(b'"');
+                crate::core::time::write_millis(ms, out);
+                out.write_all(b"\"")
+            }
+            Cell::Null => out.write_all(b"null"),
+        };
     }
 }
 
@@ -290,12 +349,6 @@ fn min_opt(
         (Some(a), Some(b)) => Some(pick(a, b)),
         (a, b) => a.or(b),
     }
-}
-
-/// A decimal as a JSON number with its exact digits.
-fn decimal_value(d: &Decimal) -> Value {
-    let text = d.normalize().to_string();
-    serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text))
 }
 
 /// `p99` for 99, `p99_9` for 99.9.

@@ -308,14 +308,23 @@ fn parse_epoch(literal: &str, unit: Option<&TimeFormat>) -> Result<Millis, TimeE
 
 /// RFC 3339 UTC with milliseconds: `2026-11-28T12:00:01.234Z`.
 pub fn format_millis(ms: Millis) -> String {
+    let mut out = Vec::with_capacity(24);
+    write_millis(ms, &mut out);
+    String::from_utf8(out).expect("ASCII")
+}
+
+/// Appends `format_millis(ms)` to `out` without allocating: output rows write two instants
+/// each, so this stays off chrono's general formatter.
+pub fn write_millis(ms: Millis, out: &mut Vec<u8>) {
     if !(MIN_MILLIS..=MAX_MILLIS).contains(&ms) {
-        return match DateTime::<Utc>::from_timestamp_millis(ms) {
+        let text = match DateTime::<Utc>::from_timestamp_millis(ms) {
             Some(dt) => dt.to_rfc3339_opts(SecondsFormat::Millis, true),
             None => ms.to_string(),
         };
+        out.extend_from_slice(text.as_bytes());
+        return;
     }
-    // The civil date from days (Howard Hinnant's algorithm): output rows format two
-    // instants each, so this stays off chrono's general formatter.
+    // The civil date from days (Howard Hinnant's algorithm).
     let days = ms.div_euclid(86_400_000);
     let in_day = ms.rem_euclid(86_400_000);
     let z = days + 719_468;
@@ -327,13 +336,25 @@ pub fn format_millis(ms: Millis) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        in_day / 3_600_000,
-        in_day / 60_000 % 60,
-        in_day / 1000 % 60,
-        in_day % 1000
-    )
+    let digits = |out: &mut Vec<u8>, v: i64, width: u32| {
+        for i in (0..width).rev() {
+            out.push(b'0' + (v / 10i64.pow(i) % 10) as u8);
+        }
+    };
+    digits(out, year, 4);
+    out.push(b'-');
+    digits(out, month, 2);
+    out.push(b'-');
+    digits(out, day, 2);
+    out.push(b'T');
+    digits(out, in_day / 3_600_000, 2);
+    out.push(b':');
+    digits(out, in_day / 60_000 % 60, 2);
+    out.push(b':');
+    digits(out, in_day / 1000 % 60, 2);
+    out.push(b'.');
+    digits(out, in_day % 1000, 3);
+    out.push(b'Z');
 }
 
 pub fn now_millis() -> Millis {

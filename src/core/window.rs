@@ -10,7 +10,6 @@ use std::collections::hash_map::Entry as Entry_;
 use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap;
-use serde_json::{Map, Value};
 
 use super::aggregate::{AggInput, AggSpec, AggState};
 use super::time::Millis;
@@ -83,7 +82,7 @@ pub struct WindowConfig {
 }
 
 /// One result row.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Row {
     /// The key fields' JSON texts joined by `KEY_SEPARATOR`.
     pub key: Box<str>,
@@ -91,7 +90,8 @@ pub struct Row {
     pub end: Millis,
     /// This row replaces an earlier row for the same key and window.
     pub update: bool,
-    pub values: Map<String, Value>,
+    /// The aggregates, in the order of `WindowConfig::aggs`.
+    pub states: Box<[AggState]>,
 }
 
 /// Joins key fields' JSON texts: a raw control character never occurs in JSON text.
@@ -323,7 +323,7 @@ impl WindowOperator {
                 pending.insert((end, start, key));
             }
             if cfg.emit == EmitMode::Updates {
-                out.push(row(&cfg.aggs, &keys.texts[key as usize], start, entry));
+                out.push(row(&keys.texts[key as usize], start, entry));
                 entry.emitted = true;
             }
         });
@@ -397,12 +397,7 @@ impl WindowOperator {
             emitted,
         });
         if self.cfg.emit == EmitMode::Updates {
-            out.push(row(
-                &self.cfg.aggs,
-                &self.keys.texts[key as usize],
-                start,
-                entry,
-            ));
+            out.push(row(&self.keys.texts[key as usize], start, entry));
             entry.emitted = true;
         }
         true
@@ -424,12 +419,7 @@ impl WindowOperator {
                 .expect("pending window in state");
             entry.fired = true;
             if self.cfg.emit == EmitMode::Final {
-                out.push(row(
-                    &self.cfg.aggs,
-                    &self.keys.texts[key as usize],
-                    start,
-                    entry,
-                ));
+                out.push(row(&self.keys.texts[key as usize], start, entry));
                 entry.emitted = true;
             }
         }
@@ -452,17 +442,13 @@ impl WindowOperator {
     }
 }
 
-fn row(aggs: &[AggSpec], key: &str, start: Millis, entry: &Entry) -> Row {
-    let mut values = Map::new();
-    for (state, spec) in entry.states.iter().zip(aggs) {
-        state.output(spec, &mut values);
-    }
+fn row(key: &str, start: Millis, entry: &Entry) -> Row {
     Row {
         key: key.into(),
         start,
         end: entry.end,
         update: entry.emitted,
-        values,
+        states: entry.states.clone(),
     }
 }
 
@@ -489,18 +475,17 @@ mod tests {
         WindowOperator::new(cfg, Watermarks::new(delay, None))
     }
 
+    fn count_of(r: &Row) -> u64 {
+        match r.states[0] {
+            AggState::Count(n) => n,
+            ref other => panic!("{other:?}"),
+        }
+    }
+
     /// (key, start, end, count, update)
     fn summary(rows: &[Row]) -> Vec<(String, Millis, Millis, u64, bool)> {
         rows.iter()
-            .map(|r| {
-                (
-                    r.key.to_string(),
-                    r.start,
-                    r.end,
-                    r.values["count"].as_u64().unwrap(),
-                    r.update,
-                )
-            })
+            .map(|r| (r.key.to_string(), r.start, r.end, count_of(r), r.update))
             .collect()
     }
 
@@ -810,7 +795,7 @@ mod tests {
                 *batch.entry((k.to_string(), start)).or_insert(0u64) += 1;
             }
             let mut got: Vec<((String, Millis), u64)> = rows.iter()
-                .map(|r| ((r.key.to_string(), r.start), r.values["count"].as_u64().unwrap()))
+                .map(|r| ((r.key.to_string(), r.start), count_of(r)))
                 .collect();
             got.sort();
             prop_assert_eq!(got, batch.into_iter().collect::<Vec<_>>());

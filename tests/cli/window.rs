@@ -498,3 +498,108 @@ fn idle_partition_stops_holding_the_watermark() {
     assert_eq!(v["window_start"], format_millis(1_767_225_600_000));
     assert_eq!(v["count"], 2);
 }
+
+/// Every aggregate against a batch computation: min, max, avg and sum as exact decimals,
+/// distinct exactly, first/last by event time (ties: first arrival for first, last arrival
+/// for last), percentiles within hdrhistogram's 3 significant digits of the exact
+/// nearest-rank value.
+#[test]
+fn all_aggregates_equal_batch() {
+    let (file, events) = gen(107);
+    let out = weir()
+        .arg("window")
+        .arg(file.path())
+        .args([
+            "--time",
+            "occurred_at",
+            "--key",
+            "client",
+            "--tumbling",
+            "5m",
+            "-q",
+        ])
+        .args(["--delay", &format!("{}ms", max_disorder(&events))])
+        .args([
+            "--count", "--sum", "amount", "--min", "amount", "--max", "amount", "--avg", "amount",
+        ])
+        .args([
+            "--distinct",
+            "merchant_id",
+            "--first",
+            "event_id",
+            "--last",
+            "event_id",
+        ])
+        .args(["--percentile", "amount:p50,p99"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Value> = stdout_lines(&out)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let size = 300_000;
+    let mut groups: BTreeMap<(String, Millis), Vec<(usize, &Event)>> = BTreeMap::new();
+    for (i, e) in events.iter().enumerate() {
+        groups
+            .entry((
+                e.client.name().to_string(),
+                e.occurred_at.div_euclid(size) * size,
+            ))
+            .or_default()
+            .push((i, e));
+    }
+    assert_eq!(rows.len(), groups.len());
+    let dec = |v: &Value| v.to_string().parse::<Decimal>().unwrap();
+    for row in &rows {
+        let start = weir::core::time::parse_time_str(
+            row["window_start"].as_str().unwrap(),
+            &Default::default(),
+        )
+        .unwrap();
+        let group = &groups[&(row["client"].as_str().unwrap().to_string(), start)];
+        let mut cents: Vec<i64> = group.iter().map(|(_, e)| e.amount_cents as i64).collect();
+        cents.sort_unstable();
+        let n = cents.len() as i64;
+        let sum: i64 = cents.iter().sum();
+        assert_eq!(row["count"], n);
+        assert_eq!(dec(&row["sum_amount"]), Decimal::new(sum, 2));
+        assert_eq!(dec(&row["min_amount"]), Decimal::new(cents[0], 2));
+        assert_eq!(
+            dec(&row["max_amount"]),
+            Decimal::new(cents[cents.len() - 1], 2)
+        );
+        let avg = Decimal::new(sum, 2) / Decimal::from(n);
+        assert!(
+            (dec(&row["avg_amount"]) - avg).abs() < Decimal::new(1, 9),
+            "{row}"
+        );
+        let distinct: BTreeSet<u64> = group.iter().map(|(_, e)| e.merchant).collect();
+        assert_eq!(row["distinct_merchant_id"], distinct.len());
+        let first = group
+            .iter()
+            .min_by_key(|(i, e)| (e.occurred_at, *i))
+            .unwrap()
+            .1;
+        let last = group
+            .iter()
+            .max_by_key(|(i, e)| (e.occurred_at, *i))
+            .unwrap()
+            .1;
+        assert_eq!(row["first_event_id"], id(first));
+        assert_eq!(row["last_event_id"], id(last));
+        for (column, p) in [("p50_amount", 50.0), ("p99_amount", 99.0)] {
+            let rank = ((p / 100.0 * n as f64).ceil() as usize).clamp(1, cents.len());
+            let exact = cents[rank - 1] as f64 / 100.0;
+            let got = row[column].as_f64().unwrap();
+            assert!(
+                (got - exact).abs() <= exact * 0.001 + 0.001,
+                "{column}: {got} vs {exact}"
+            );
+        }
+    }
+}
