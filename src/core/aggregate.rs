@@ -307,8 +307,17 @@ impl Columns for JsonColumns<'_> {
         if out.last() != Some(&b'{') {
             out.push(b',');
         }
-        serde_json::to_writer(&mut *out, name).expect("a string serialises");
-        out.push(b':');
+        if name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            out.push(b'"');
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+        } else {
+            serde_json::to_writer(&mut *out, name).expect("a string serialises");
+            out.push(b':');
+        }
         let _ = match value {
             Cell::U64(n) => write!(out, "{n}"),
             Cell::Decimal(d) => write!(out, "{d}"),

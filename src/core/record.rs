@@ -222,10 +222,16 @@ impl Extractor {
     /// Validates `line` as one JSON object and fills `out` with where the fields are.
     /// Duplicate keys: the last one wins, as in jq and serde_json.
     pub fn extract(&self, line: &str, out: &mut Fields) -> Result<(), RecordError> {
+        self.extract_bytes(line.as_bytes(), out)
+    }
+
+    /// `extract` on bytes whose UTF-8 the caller checks separately (the scanner checks the
+    /// JSON grammar; non-ASCII bytes can only pass inside strings).
+    pub fn extract_bytes(&self, line: &[u8], out: &mut Fields) -> Result<(), RecordError> {
         out.clear();
         out.resize(self.paths.len(), None);
-        let is_object = scan(line.as_bytes(), &self.trie, out)
-            .map_err(|e| RecordError::NotJson(e.to_string()))?;
+        let is_object =
+            scan(line, &self.trie, out).map_err(|e| RecordError::NotJson(e.to_string()))?;
         if is_object {
             Ok(())
         } else {

@@ -242,6 +242,7 @@ impl Scanner<'_> {
 
     /// Scans a string from its opening quote to just past its closing one; returns whether
     /// it held an escape.
+    #[inline(always)]
     fn string(&mut self) -> Result<bool, ScanError> {
         self.i += 1;
         let mut escaped = false;
@@ -344,9 +345,10 @@ impl Scanner<'_> {
 fn special_offset(s: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut words = s.chunks_exact(8);
     let mut at = 0;
-    while at + 8 <= s.len() {
-        let v = u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    for word in words.by_ref() {
+        let v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
         let quote = v ^ (ONES * b'"' as u64);
         let backslash = v ^ (ONES * b'\\' as u64);
         // A byte is flagged when it is zero (quote/backslash) or below 0x20; bytes >= 0x80
@@ -361,10 +363,11 @@ fn special_offset(s: &[u8]) -> usize {
         }
         at += 8;
     }
-    while at < s.len() && !matches!(s[at], b'"' | b'\\' | 0..=0x1f) {
-        at += 1;
-    }
-    at
+    let rest = words.remainder();
+    at + rest
+        .iter()
+        .position(|c| matches!(c, b'"' | b'\\' | 0..=0x1f))
+        .unwrap_or(rest.len())
 }
 
 #[cfg(test)]

@@ -90,6 +90,9 @@ pub fn parse_time_str(s: &str, format: &TimeFormat) -> Result<Millis, TimeError>
     let shown = || format!("\"{}\"", truncate_for_message(s));
     match format {
         TimeFormat::Auto => {
+            if let Some(ms) = fast_rfc3339(s.as_bytes()) {
+                return Ok(ms); // the common case, before any other look at the text
+            }
             if looks_numeric(s) {
                 parse_epoch(s, None).map_err(|e| relabel(e, shown()))
             } else {

@@ -7,7 +7,7 @@
 //! (window_end, key) order.
 
 use std::collections::hash_map::Entry as Entry_;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 
@@ -188,9 +188,11 @@ pub struct WindowOperator {
     keys: Keys,
     windows: FxHashMap<(KeyId, Millis), Entry>,
     /// Windows waiting to fire: (end, start, key).
-    pending: BTreeSet<(Millis, Millis, KeyId)>,
+    pending: Schedule,
     /// Every window in state, by when it may be dropped: (end + lateness, start, key).
-    expiry: BTreeSet<(Millis, Millis, KeyId)>,
+    expiry: Schedule,
+    /// Scratch for `fire`.
+    due: Vec<(Millis, Millis, KeyId)>,
     /// Session starts per key, sorted (sessions of a key never overlap or touch).
     sessions: FxHashMap<KeyId, Vec<Millis>>,
     peaks: Peaks,
@@ -203,8 +205,9 @@ impl WindowOperator {
             watermarks,
             keys: Keys::default(),
             windows: FxHashMap::default(),
-            pending: BTreeSet::new(),
-            expiry: BTreeSet::new(),
+            pending: Schedule::default(),
+            expiry: Schedule::default(),
+            due: Vec::new(),
             sessions: FxHashMap::default(),
             peaks: Peaks::default(),
         }
@@ -303,8 +306,8 @@ impl WindowOperator {
                 Entry_::Occupied(o) => o.into_mut(),
                 Entry_::Vacant(v) => {
                     keys.retain(key);
-                    pending.insert((end, start, key));
-                    expiry.insert((end.saturating_add(cfg.allowed_lateness), start, key));
+                    pending.insert(end, start, key);
+                    expiry.insert(end.saturating_add(cfg.allowed_lateness), start, key);
                     let states = cfg.aggs.iter().map(|a| AggState::new(&a.kind)).collect();
                     v.insert(Entry {
                         end,
@@ -320,7 +323,7 @@ impl WindowOperator {
             if entry.fired {
                 // A fired window within the allowed lateness changed: it fires again.
                 entry.fired = false;
-                pending.insert((end, start, key));
+                pending.insert(end, start, key);
             }
             if cfg.emit == EmitMode::Updates {
                 out.push(row(&keys.texts[key as usize], start, entry));
@@ -366,9 +369,9 @@ impl WindowOperator {
         let mut emitted = false;
         for s in absorbed {
             let old = self.windows.remove(&(key, s)).expect("session in state");
-            self.pending.remove(&(old.end, s, key));
+            self.pending.remove(old.end, s, key);
             self.expiry
-                .remove(&(old.end.saturating_add(self.cfg.allowed_lateness), s, key));
+                .remove(old.end.saturating_add(self.cfg.allowed_lateness), s, key);
             self.keys.release(key);
             start = start.min(s);
             end = end.max(old.end);
@@ -387,9 +390,9 @@ impl WindowOperator {
         let starts = self.sessions.get_mut(&key).expect("created above");
         let at = starts.partition_point(|s| *s < start);
         starts.insert(at, start);
-        self.pending.insert((end, start, key));
+        self.pending.insert(end, start, key);
         self.expiry
-            .insert((end.saturating_add(self.cfg.allowed_lateness), start, key));
+            .insert(end.saturating_add(self.cfg.allowed_lateness), start, key);
         let entry = self.windows.entry((key, start)).or_insert(Entry {
             end,
             states,
@@ -408,15 +411,14 @@ impl WindowOperator {
     fn fire(&mut self, out: &mut Vec<Row>) {
         let w = self.watermarks.current();
         let first_new = out.len();
-        while let Some(&(end, start, key)) = self.pending.first() {
-            if end > w {
-                break;
-            }
-            self.pending.pop_first();
+        let mut due = std::mem::take(&mut self.due);
+        self.pending.take_due(w, &mut due);
+        for &(end, start, key) in &due {
             let entry = self
                 .windows
                 .get_mut(&(key, start))
                 .expect("pending window in state");
+            debug_assert_eq!(entry.end, end);
             entry.fired = true;
             if self.cfg.emit == EmitMode::Final {
                 out.push(row(&self.keys.texts[key as usize], start, entry));
@@ -424,11 +426,9 @@ impl WindowOperator {
             }
         }
         out[first_new..].sort_by(|a, b| (a.end, &a.key, a.start).cmp(&(b.end, &b.key, b.start)));
-        while let Some(&(expires, start, key)) = self.expiry.first() {
-            if expires > w {
-                break;
-            }
-            self.expiry.pop_first();
+        due.clear();
+        self.expiry.take_due(w, &mut due);
+        for &(_, start, key) in &due {
             self.windows.remove(&(key, start));
             if let WindowKind::Session { .. } = self.cfg.kind {
                 let starts = self.sessions.get_mut(&key).expect("session key");
@@ -439,6 +439,48 @@ impl WindowOperator {
             }
             self.keys.release(key);
         }
+        due.clear();
+        self.due = due;
+    }
+}
+
+/// Windows grouped by a time (when they fire, or when they may be dropped): one B-tree entry
+/// per distinct time, so a new (key, window) pair costs a push, not a tree insert.
+#[derive(Debug, Default)]
+struct Schedule {
+    by_time: BTreeMap<Millis, Vec<(Millis, KeyId)>>,
+}
+
+impl Schedule {
+    fn insert(&mut self, time: Millis, start: Millis, key: KeyId) {
+        self.by_time.entry(time).or_default().push((start, key));
+    }
+
+    fn remove(&mut self, time: Millis, start: Millis, key: KeyId) {
+        if let Some(at_time) = self.by_time.get_mut(&time) {
+            if let Some(i) = at_time.iter().position(|e| *e == (start, key)) {
+                at_time.swap_remove(i);
+                if at_time.is_empty() {
+                    self.by_time.remove(&time);
+                }
+            }
+        }
+    }
+
+    /// Moves every entry due at or before `w` to `out`, as (time, start, key).
+    fn take_due(&mut self, w: Millis, out: &mut Vec<(Millis, Millis, KeyId)>) {
+        while let Some(entry) = self.by_time.first_entry() {
+            if *entry.key() > w {
+                break;
+            }
+            let (time, at_time) = entry.remove_entry();
+            out.extend(at_time.into_iter().map(|(start, key)| (time, start, key)));
+        }
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.by_time.is_empty()
     }
 }
 

@@ -99,7 +99,8 @@ impl Prepared {
                     match prepare {
                         Prepare::Validate => validate_json(bytes).map(|_| ()),
                         Prepare::Extract(x) => {
-                            as_utf8(bytes).and_then(|text| x.extract(text, scratch))
+                            // UTF-8 is checked on the command's thread, where the text is used.
+                            x.extract_bytes(bytes, scratch)
                         }
                     }
                 };
@@ -352,6 +353,8 @@ impl ChunkReader {
 /// and where the requested fields lie (the reader already checked it is valid).
 pub struct Line<'a> {
     pub bytes: &'a [u8],
+    /// The record as text: checked to be UTF-8 when the command reads fields.
+    text: &'a str,
     pub origin: &'a Arc<str>,
     pub number: u64,
     pub fields: &'a [Option<Span>],
@@ -369,12 +372,12 @@ impl<'a> Line<'a> {
     #[inline]
     pub fn field(&self, i: usize) -> Option<&'a str> {
         let (start, end) = self.fields[i]?;
-        std::str::from_utf8(&self.bytes[start as usize..end as usize]).ok()
+        self.text.get(start as usize..end as usize)
     }
 
-    /// The whole record as text (for error messages; the reader checked it is UTF-8).
+    /// The whole record as text (empty when the command reads no fields).
     pub fn text(&self) -> &'a str {
-        std::str::from_utf8(self.bytes).unwrap_or_default()
+        self.text
     }
 }
 
@@ -480,15 +483,21 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                     let result = match info.status {
                         Status::Record(at) => {
                             let fields = &p.spans[at as usize..at as usize + p.width];
-                            step.record(
-                                &Line {
-                                    bytes,
-                                    origin: &chunk.origin,
-                                    number,
-                                    fields,
-                                },
-                                d.counters,
-                            )
+                            // One UTF-8 check per line, where the fields are read.
+                            let text = if p.width > 0 { as_utf8(bytes) } else { Ok("") };
+                            match text {
+                                Ok(text) => {
+                                    let line = Line {
+                                        bytes,
+                                        text,
+                                        origin: &chunk.origin,
+                                        number,
+                                        fields,
+                                    };
+                                    step.record(&line, d.counters)
+                                }
+                                Err(e) => Err(Fault::Record(e)),
+                            }
                         }
                         Status::Bad(e) => Err(Fault::Record(p.errors[e as usize].clone())),
                         Status::Blank => unreachable!("skipped above"),
