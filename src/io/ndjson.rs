@@ -188,9 +188,8 @@ impl NdjsonReader {
 
     /// Gives a chunk's buffers back for reuse, so the steady state allocates nothing.
     fn recycle(&self, chunk: Chunk) {
-        let mut data = chunk.data;
-        data.clear();
-        let _ = self.spare.try_send(data);
+        // Not cleared: the reader reuses the initialised bytes as read space.
+        let _ = self.spare.try_send(chunk.data);
         let _ = self.spare_prepared.try_send(chunk.prepared);
     }
 }
@@ -274,20 +273,24 @@ impl ChunkReader {
 
         let max_line = self.options.max_line_bytes.max(1);
         let mut next_line: u64 = 1;
+        // `buf[..filled]` holds data; the rest of `buf` is initialised scratch, kept from
+        // earlier chunks so that a read never has to zero memory first.
         let mut buf = self.buffer();
+        let mut filled = 0;
         // While a too-long line is being skipped: its line number, length so far and prefix.
         let mut skipping: Option<(u64, u64, Vec<u8>)> = None;
         loop {
-            let start = buf.len();
-            buf.resize(start + CHUNK_BYTES, 0);
+            if buf.len() < filled + CHUNK_BYTES {
+                buf.resize(filled + CHUNK_BYTES, 0);
+            }
             let n = loop {
-                match source.read(&mut buf[start..]) {
+                match source.read(&mut buf[filled..filled + CHUNK_BYTES]) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(read_error(e, next_line)),
                 }
             };
-            buf.truncate(start + n);
+            filled += n;
             if n == 0 {
                 if let Some((line, len, prefix)) = skipping.take() {
                     self.send(Item::TooLong {
@@ -296,7 +299,8 @@ impl ChunkReader {
                         len,
                         prefix,
                     })?;
-                } else if !buf.is_empty() {
+                } else if filled > 0 {
+                    buf.truncate(filled);
                     buf.push(b'\n'); // a last line without its newline is still a line
                     let chunk = self.chunk(&origin, next_line, buf, true);
                     self.send(Item::Lines(chunk))?;
@@ -304,10 +308,10 @@ impl ChunkReader {
                 return Ok(());
             }
             if let Some((line, len, prefix)) = &mut skipping {
-                match memchr::memchr(b'\n', &buf) {
+                match memchr::memchr(b'\n', &buf[..filled]) {
                     None => {
-                        *len += buf.len() as u64;
-                        buf.clear();
+                        *len += filled as u64;
+                        filled = 0;
                         continue;
                     }
                     Some(nl) => {
@@ -321,29 +325,35 @@ impl ChunkReader {
                         skipping = None;
                         self.send(item)?;
                         next_line += 1;
-                        buf.drain(..=nl);
+                        buf.copy_within(nl + 1..filled, 0);
+                        filled -= nl + 1;
                     }
                 }
             }
-            let Some(last_nl) = memchr::memrchr(b'\n', &buf) else {
-                if buf.len() > max_line {
-                    let prefix = buf[..buf.len().min(4096)].to_vec();
-                    skipping = Some((next_line, buf.len() as u64, prefix));
-                    buf.clear();
+            let Some(last_nl) = memchr::memrchr(b'\n', &buf[..filled]) else {
+                if filled > max_line {
+                    let prefix = buf[..filled.min(4096)].to_vec();
+                    skipping = Some((next_line, filled as u64, prefix));
+                    filled = 0;
                 }
                 continue;
             };
             // Hand over what we have when the chunk is full, or when the source had no more
             // right now (a pipe): records must flow promptly through a live pipeline.
             let drained = n < CHUNK_BYTES;
-            if buf.len() >= CHUNK_BYTES || drained {
+            if filled >= CHUNK_BYTES || drained {
                 let mut rest = self.buffer();
-                rest.extend_from_slice(&buf[last_nl + 1..]);
+                let tail = filled - (last_nl + 1);
+                if rest.len() < tail {
+                    rest.resize(tail, 0);
+                }
+                rest[..tail].copy_from_slice(&buf[last_nl + 1..filled]);
                 buf.truncate(last_nl + 1);
                 let chunk = self.chunk(&origin, next_line, buf, false);
                 next_line += chunk.prepared.lines.len() as u64;
                 self.send(Item::Lines(chunk))?;
                 buf = rest;
+                filled = tail;
             }
         }
     }
