@@ -75,21 +75,33 @@ pub fn scan(line: &[u8], trie: &PathTrie, out: &mut [Option<Span>]) -> Result<bo
         b: line,
         i: 0,
         depth: 0,
+        error: None,
     };
     s.ws();
     let is_object = s.peek() == Some(b'{');
-    s.value(Some(trie), out)?;
-    s.ws();
-    if s.i < line.len() {
-        return Err(s.err("trailing characters"));
+    let scanned = s.value(Some(trie), out).and_then(|_| {
+        s.ws();
+        if s.i < line.len() {
+            Err(s.err("trailing characters"))
+        } else {
+            Ok(())
+        }
+    });
+    match scanned {
+        Ok(()) => Ok(is_object),
+        Err(Stop) => Err(s.error.take().expect("a stop records its error")),
     }
-    Ok(is_object)
 }
+
+/// Scanning stopped at an error, which the scanner holds: the hot path passes back only
+/// this zero-sized marker.
+struct Stop;
 
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
     depth: u32,
+    error: Option<ScanError>,
 }
 
 impl Scanner<'_> {
@@ -98,15 +110,19 @@ impl Scanner<'_> {
         self.b.get(self.i).copied()
     }
 
-    fn err(&self, what: &'static str) -> ScanError {
-        ScanError { what, at: self.i }
+    #[cold]
+    fn err(&mut self, what: &'static str) -> Stop {
+        self.error = Some(ScanError { what, at: self.i });
+        Stop
     }
 
-    fn eof(&self, what: &'static str) -> ScanError {
-        ScanError {
+    #[cold]
+    fn eof(&mut self, what: &'static str) -> Stop {
+        self.error = Some(ScanError {
             what,
             at: self.b.len(),
-        }
+        });
+        Stop
     }
 
     #[inline]
@@ -116,11 +132,7 @@ impl Scanner<'_> {
         }
     }
 
-    fn value(
-        &mut self,
-        node: Option<&PathTrie>,
-        out: &mut [Option<Span>],
-    ) -> Result<(), ScanError> {
+    fn value(&mut self, node: Option<&PathTrie>, out: &mut [Option<Span>]) -> Result<(), Stop> {
         match self.peek() {
             Some(b'{') => self.object(node, out),
             Some(b'[') => self.array(out),
@@ -134,7 +146,7 @@ impl Scanner<'_> {
         }
     }
 
-    fn enter(&mut self) -> Result<(), ScanError> {
+    fn enter(&mut self) -> Result<(), Stop> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err(self.err("recursion limit exceeded"));
@@ -144,11 +156,7 @@ impl Scanner<'_> {
         Ok(())
     }
 
-    fn object(
-        &mut self,
-        node: Option<&PathTrie>,
-        out: &mut [Option<Span>],
-    ) -> Result<(), ScanError> {
+    fn object(&mut self, node: Option<&PathTrie>, out: &mut [Option<Span>]) -> Result<(), Stop> {
         self.enter()?;
         if self.peek() == Some(b'}') {
             self.i += 1;
@@ -213,7 +221,7 @@ impl Scanner<'_> {
         }
     }
 
-    fn array(&mut self, out: &mut [Option<Span>]) -> Result<(), ScanError> {
+    fn array(&mut self, out: &mut [Option<Span>]) -> Result<(), Stop> {
         self.enter()?;
         if self.peek() == Some(b']') {
             self.i += 1;
@@ -243,7 +251,7 @@ impl Scanner<'_> {
     /// Scans a string from its opening quote to just past its closing one; returns whether
     /// it held an escape.
     #[inline(always)]
-    fn string(&mut self) -> Result<bool, ScanError> {
+    fn string(&mut self) -> Result<bool, Stop> {
         self.i += 1;
         let mut escaped = false;
         loop {
@@ -287,7 +295,7 @@ impl Scanner<'_> {
         self.i - start
     }
 
-    fn number(&mut self) -> Result<(), ScanError> {
+    fn number(&mut self) -> Result<(), Stop> {
         if self.peek() == Some(b'-') {
             self.i += 1;
         }
@@ -328,7 +336,7 @@ impl Scanner<'_> {
         Ok(())
     }
 
-    fn literal(&mut self, word: &'static [u8]) -> Result<(), ScanError> {
+    fn literal(&mut self, word: &'static [u8]) -> Result<(), Stop> {
         for &expected in word {
             match self.peek() {
                 Some(c) if c == expected => self.i += 1,
