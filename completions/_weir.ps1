@@ -27,9 +27,9 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('consume', 'consume', [CompletionResultType]::ParameterValue, 'Read records from a source and write them to a sink, unchanged')
             [CompletionResult]::new('window', 'window', [CompletionResultType]::ParameterValue, 'Aggregate events per key per event-time window, with watermarks and a late-data policy')
+            [CompletionResult]::new('dedupe', 'dedupe', [CompletionResultType]::ParameterValue, 'Drop repeated records: keep the first of each id within a horizon, with bounded memory')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Writes man pages and shell completions (for the project''s own build)')
             [CompletionResult]::new('watermark-profile', 'watermark-profile', [CompletionResultType]::ParameterValue, 'Measure event lateness and recommend a watermark delay [not built yet: issue #5]')
-            [CompletionResult]::new('dedupe', 'dedupe', [CompletionResultType]::ParameterValue, 'Drop repeated events within a bounded horizon [not built yet: issue #4]')
             [CompletionResult]::new('replay', 'replay', [CompletionResultType]::ParameterValue, 'Re-read a range of records into a sink, at a controlled rate [not built yet: issue #6]')
             [CompletionResult]::new('lag', 'lag', [CompletionResultType]::ParameterValue, 'Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]')
             break
@@ -96,6 +96,31 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'weir;dedupe' {
+            [CompletionResult]::new('--on-error', '--on-error', [CompletionResultType]::ParameterName, 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given')
+            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason')
+            [CompletionResult]::new('--max-line-bytes', '--max-line-bytes', [CompletionResultType]::ParameterName, 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)')
+            [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'The id field (repeatable for a composite id)')
+            [CompletionResult]::new('--time', '--time', [CompletionResultType]::ParameterName, 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)')
+            [CompletionResult]::new('--time-format', '--time-format', [CompletionResultType]::ParameterName, 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as ''%Y-%m-%d %H:%M:%S''')
+            [CompletionResult]::new('--horizon', '--horizon', [CompletionResultType]::ParameterName, 'How long an id is remembered. Without it, ids are remembered until --max-keys evicts them')
+            [CompletionResult]::new('--horizon-by', '--horizon-by', [CompletionResultType]::ParameterName, 'Measure the horizon in event time (--time, watermark) or processing time')
+            [CompletionResult]::new('--delay', '--delay', [CompletionResultType]::ParameterName, 'Watermark delay for an event-time horizon')
+            [CompletionResult]::new('--partition-by', '--partition-by', [CompletionResultType]::ParameterName, 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)')
+            [CompletionResult]::new('--max-keys', '--max-keys', [CompletionResultType]::ParameterName, 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached')
+            [CompletionResult]::new('--duplicates', '--duplicates', [CompletionResultType]::ParameterName, 'Write the dropped repeats, unchanged, to PATH')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout) or a file path')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout) or a file path')
+            [CompletionResult]::new('--stats', '--stats', [CompletionResultType]::ParameterName, 'Also write the run summary as JSON to PATH')
+            [CompletionResult]::new('--exact-ids', '--exact-ids', [CompletionResultType]::ParameterName, 'Remember ids as text instead of 128-bit hashes (more memory, no hash collisions)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No summary on stderr (errors are still reported)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No summary on stderr (errors are still reported)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'weir;generate' {
             [CompletionResult]::new('--out-dir', '--out-dir', [CompletionResultType]::ParameterName, 'Folder that receives man/ and completions/')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -105,13 +130,6 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             break
         }
         'weir;watermark-profile' {
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
-            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
-            break
-        }
-        'weir;dedupe' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

@@ -28,9 +28,9 @@ complete -c weir -n "__fish_weir_needs_command" -s h -l help -d 'Print help (see
 complete -c weir -n "__fish_weir_needs_command" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_needs_command" -f -a "consume" -d 'Read records from a source and write them to a sink, unchanged'
 complete -c weir -n "__fish_weir_needs_command" -f -a "window" -d 'Aggregate events per key per event-time window, with watermarks and a late-data policy'
+complete -c weir -n "__fish_weir_needs_command" -f -a "dedupe" -d 'Drop repeated records: keep the first of each id within a horizon, with bounded memory'
 complete -c weir -n "__fish_weir_needs_command" -f -a "generate" -d 'Writes man pages and shell completions (for the project\'s own build)'
 complete -c weir -n "__fish_weir_needs_command" -f -a "watermark-profile" -d 'Measure event lateness and recommend a watermark delay [not built yet: issue #5]'
-complete -c weir -n "__fish_weir_needs_command" -f -a "dedupe" -d 'Drop repeated events within a bounded horizon [not built yet: issue #4]'
 complete -c weir -n "__fish_weir_needs_command" -f -a "replay" -d 'Re-read a range of records into a sink, at a controlled rate [not built yet: issue #6]'
 complete -c weir -n "__fish_weir_needs_command" -f -a "lag" -d 'Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]'
 complete -c weir -n "__fish_weir_using_subcommand consume" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
@@ -84,13 +84,31 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l count -d 'Number of
 complete -c weir -n "__fish_weir_using_subcommand window" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand window" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand window" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
+skip\t'Count the bad record (and dead-letter it) and go on'"
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l id -d 'The id field (repeatable for a composite id)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l horizon -d 'How long an id is remembered. Without it, ids are remembered until --max-keys evicts them' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l horizon-by -d 'Measure the horizon in event time (--time, watermark) or processing time' -r -f -a "event\t'Event time, from --time and the watermark'
+arrival\t'Processing time: when weir reads the record'"
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l delay -d 'Watermark delay for an event-time horizon' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partition-by -d 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-keys -d 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l duplicates -d 'Write the dropped repeats, unchanged, to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s o -l output -d 'Sink: - (stdout) or a file path' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l exact-ids -d 'Remember ids as text instead of 128-bit hashes (more memory, no hash collisions)'
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand generate" -l out-dir -d 'Folder that receives man/ and completions/' -r -F
 complete -c weir -n "__fish_weir_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c weir -n "__fish_weir_using_subcommand generate" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s h -l help -d 'Print help'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s V -l version -d 'Print version'
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -s h -l help -d 'Print help'
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s h -l help -d 'Print help'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand lag" -s h -l help -d 'Print help'

@@ -58,7 +58,7 @@ pub enum Command {
     Window(WindowArgs),
     #[command(name = "watermark-profile")]
     WatermarkProfile(PlannedArgs),
-    Dedupe(PlannedArgs),
+    Dedupe(DedupeArgs),
     Replay(PlannedArgs),
     Lag(PlannedArgs),
     /// Writes man pages and shell completions (for the project's own build).
@@ -318,6 +318,88 @@ pub struct WindowArgs {
     pub report: ReportArgs,
 }
 
+const DEDUPE_AFTER_HELP: &str = "\
+Examples:
+  # Drop redeliveries: the first of each event_id within an hour of event time passes:
+  weir dedupe fixtures/checkouts.ndjson --id event_id --time occurred_at --horizon 1h
+
+  # Composite ids, a processing-time horizon, the dropped repeats kept aside:
+  weir consume kafka://localhost:9092/orders -e | weir dedupe --id order_id --id line \\
+    --horizon 10m --horizon-by arrival --duplicates dups.ndjson
+
+  # At most 1M ids in memory, whatever the input size:
+  weir dedupe big.ndjson.gz --id user.id --max-keys 1000000 --stats stats.json > unique.ndjson
+
+Ids compare by their JSON text (the string \"1\" and the number 1 differ); a record whose id
+field is missing or null is a bad record. A remembered id costs its 128-bit hash and its time
+(24 bytes in the map, about 28-57 bytes with the map's spare room); --exact-ids keeps the text
+instead.";
+
+/// Drop repeated records: keep the first of each id within a horizon, with bounded memory.
+///
+/// Records pass through unchanged and in order. An id is remembered from its first record
+/// for --horizon of event time (the watermark: max event time seen - --delay, per
+/// --partition-by value) or of processing time (--horizon-by arrival); a repeat inside that
+/// span is dropped and counted. --max-keys bounds memory: the oldest ids are evicted and
+/// counted, and a later repeat of an evicted id passes, counted as possibly a duplicate.
+#[derive(Debug, Args)]
+#[command(after_help = DEDUPE_AFTER_HELP)]
+pub struct DedupeArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// The id field (repeatable for a composite id).
+    #[arg(long = "id", value_name = "FIELD", required = true)]
+    pub ids: Vec<FieldPath>,
+
+    #[command(flatten)]
+    pub time: TimeArgs,
+
+    /// How long an id is remembered. Without it, ids are remembered until --max-keys evicts them.
+    #[arg(long, value_name = "D", value_parser = positive_duration_ms)]
+    pub horizon: Option<Millis>,
+
+    /// Measure the horizon in event time (--time, watermark) or processing time.
+    #[arg(long, value_enum, default_value = "event")]
+    pub horizon_by: HorizonBy,
+
+    /// Watermark delay for an event-time horizon.
+    #[arg(long, value_name = "D", default_value = "0", value_parser = duration_ms)]
+    pub delay: Millis,
+
+    /// Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope).
+    #[arg(long, value_name = "FIELD")]
+    pub partition_by: Option<FieldPath>,
+
+    /// Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached.
+    #[arg(long, value_name = "N", default_value = "10000000")]
+    pub max_keys: usize,
+
+    /// Remember ids as text instead of 128-bit hashes (more memory, no hash collisions).
+    #[arg(long)]
+    pub exact_ids: bool,
+
+    /// Write the dropped repeats, unchanged, to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub duplicates: Option<PathBuf>,
+
+    /// Sink: - (stdout) or a file path.
+    #[arg(short, long, value_name = "SINK", default_value = "-")]
+    pub output: String,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum HorizonBy {
+    /// Event time, from --time and the watermark.
+    #[default]
+    Event,
+    /// Processing time: when weir reads the record.
+    Arrival,
+}
+
 /// A duration as milliseconds (zero allowed).
 pub fn duration_ms(s: &str) -> Result<Millis, String> {
     parse_duration(s).map(duration_millis)
@@ -346,17 +428,12 @@ pub struct GenerateArgs {
 }
 
 /// Help text of the subcommands still being built; shown by `--help` and the man pages.
-pub fn planned_command_docs() -> [(&'static str, &'static str, &'static str); 4] {
+pub fn planned_command_docs() -> [(&'static str, &'static str, &'static str); 3] {
     [
         (
             "watermark-profile",
             "Measure event lateness and recommend a watermark delay [not built yet: issue #5]",
             "Examples (planned):\n  weir watermark-profile events.ndjson --time occurred_at --arrival arrived_at\n  weir watermark-profile --time occurred_at --arrival arrived_at --by client --format json",
-        ),
-        (
-            "dedupe",
-            "Drop repeated events within a bounded horizon [not built yet: issue #4]",
-            "Examples (planned):\n  weir dedupe events.ndjson --id event_id --horizon 1h --time occurred_at\n  weir dedupe --id order_id --id line --horizon 10m --horizon-by arrival --duplicates dups.ndjson",
         ),
         (
             "replay",

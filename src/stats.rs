@@ -16,6 +16,9 @@ pub struct Counters {
     pub filtered: u64,
     pub late: u64,
     pub duplicates: u64,
+    /// Passed, but their id may have been evicted for room (dedupe --max-keys).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub possibly_duplicates: u64,
     /// Records that failed the error policy (skipped or dead-lettered).
     pub bad: u64,
     /// State entries dropped to keep state bounded.
@@ -74,6 +77,7 @@ impl Stats {
             ("filtered", c.filtered),
             ("late", c.late),
             ("duplicates", c.duplicates),
+            ("possibly duplicates", c.possibly_duplicates),
             ("bad", c.bad),
             ("evicted", c.evicted),
             ("blank lines", c.blank_lines),

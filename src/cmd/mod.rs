@@ -1,6 +1,7 @@
 //! One module per subcommand; this file holds what every command's run shares.
 
 pub mod consume;
+pub mod dedupe;
 pub mod generate;
 pub mod window;
 
@@ -23,10 +24,10 @@ pub fn run(command: Command, matches: &clap::ArgMatches) -> Result<()> {
     match command {
         Command::Consume(args) => consume::run(args, &STOP),
         Command::Window(args) => window::run(args, matches, &STOP),
+        Command::Dedupe(args) => dedupe::run(args, &STOP),
         Command::Generate(args) => generate::run(&args.out_dir),
         planned => {
             let issue = match planned.name() {
-                "dedupe" => 4,
                 "watermark-profile" => 5,
                 "replay" => 6,
                 _ => 7,

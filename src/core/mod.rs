@@ -1,6 +1,7 @@
 //! The pure, synchronous core: no I/O, no clocks except where passed in.
 
 pub mod aggregate;
+pub mod dedupe;
 pub mod record;
 pub mod scan;
 pub mod time;

@@ -384,10 +384,10 @@ fn exit_codes_for_usage_and_unreachable() {
         .assert()
         .code(4);
     weir()
-        .args(["dedupe", "--id", "x"])
+        .args(["lag", "kafka://localhost:9092"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("issue #4"));
+        .stderr(predicate::str::contains("issue #7"));
 }
 
 /// `weir consume big.ndjson | head -1`: exit 0, nothing on stderr.

@@ -1,0 +1,229 @@
+//! `weir dedupe`: records pass through unchanged unless their id repeats within the horizon.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rustc_hash::FxHashMap;
+
+use crate::cli::{DedupeArgs, HorizonBy};
+use crate::core::dedupe::{hash_id, DedupeCounts, Deduper, Verdict};
+use crate::core::record::{time_of, Extractor, RecordError};
+use crate::core::time::{Millis, TimeFormat};
+use crate::core::watermark::Watermarks;
+use crate::core::window::KEY_SEPARATOR;
+use crate::error::{Error, Result};
+use crate::io::dead_letter::ErrorPolicy;
+use crate::io::ndjson::{
+    drive, Drive, Fault, Flow, Line, NdjsonReader, Prepare, ReadOptions, RecordStep,
+};
+use crate::io::sink::LineSink;
+use crate::io::spec::{SinkSpec, SourceSpec};
+use crate::stats::{Counters, Stats};
+
+/// Most distinct `--partition-by` values tracked.
+const MAX_PARTITIONS: usize = 65_536;
+
+pub fn run(args: DedupeArgs, stop: &AtomicBool) -> Result<()> {
+    let mut stats = Stats::new("dedupe");
+    let result = dedupe(&args, &mut stats, stop);
+    super::finish(&stats, &args.report, result)
+}
+
+fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
+    let inputs = match SourceSpec::parse(&args.input.sources).map_err(Error::Usage)? {
+        SourceSpec::Ndjson(inputs) => inputs,
+        _ => {
+            return Err(Error::Usage(
+                "Kafka and Kinesis sources are not built yet (issue #6)".into(),
+            ))
+        }
+    };
+    let event_time = args.horizon.is_some() && args.horizon_by == HorizonBy::Event;
+    if event_time && args.time.time.is_none() {
+        return Err(Error::Usage(
+            "an event-time --horizon needs --time FIELD (or use --horizon-by arrival)".into(),
+        ));
+    }
+    let mut paths = args.ids.clone();
+    let time_at = args.time.time.clone().filter(|_| event_time).map(|t| {
+        paths.push(t);
+        paths.len() - 1
+    });
+    let partition_at = args.partition_by.clone().filter(|_| event_time).map(|p| {
+        paths.push(p);
+        paths.len() - 1
+    });
+    let extractor = Arc::new(Extractor::new(paths));
+    let mut policy = ErrorPolicy::new(args.input.on_error, args.input.dead_letter.as_deref())?;
+    let sink = LineSink::open(&SinkSpec::parse(&args.output).map_err(Error::Usage)?)?;
+    let duplicates = match &args.duplicates {
+        Some(path) => Some(LineSink::open(&SinkSpec::File(path.clone()))?),
+        None => None,
+    };
+    let ids = if args.exact_ids {
+        Ids::Exact(Deduper::new(args.horizon, args.max_keys))
+    } else {
+        Ids::Hashed(Deduper::new(args.horizon, args.max_keys))
+    };
+    let mut step = DedupeStep {
+        ids,
+        extractor: extractor.clone(),
+        id_fields: args.ids.len(),
+        time_at,
+        time_format: args.time.time_format.clone(),
+        partition_at,
+        partitions: FxHashMap::default(),
+        watermarks: Watermarks::new(args.delay, None),
+        horizon_by: args.horizon_by,
+        sink,
+        duplicates,
+        id: String::new(),
+        started: Instant::now(),
+    };
+    let reader = NdjsonReader::spawn(
+        inputs.clone(),
+        ReadOptions {
+            max_line_bytes: args.input.max_line_bytes,
+            progress: super::progress_for(&inputs),
+            prepare: Prepare::Extract(extractor),
+        },
+    );
+    let d = Drive {
+        counters: &mut stats.counters,
+        policy: &mut policy,
+        stop,
+        max_line_bytes: args.input.max_line_bytes,
+    };
+    let result = drive(reader, d, &mut step);
+    let counts = step.ids.counts();
+    stats.counters.evicted = counts.evicted;
+    stats.counters.possibly_duplicates = counts.possibly_duplicate;
+    stats.counters.peak_keys = counts.peak_keys;
+    let flushed = step.flush().and(policy.flush());
+    result.and(flushed)
+}
+
+/// Remembered ids: hashed (the default) or as text (`--exact-ids`).
+enum Ids {
+    Hashed(Deduper<u128>),
+    Exact(Deduper<Box<str>>),
+}
+
+impl Ids {
+    fn check(&mut self, id: &str, t: Millis, clock: Millis) -> Verdict {
+        match self {
+            Ids::Hashed(d) => d.check(&hash_id(id.as_bytes()), t, clock),
+            Ids::Exact(d) => d.check(&id.into(), t, clock),
+        }
+    }
+
+    fn counts(&self) -> DedupeCounts {
+        match self {
+            Ids::Hashed(d) => d.counts(),
+            Ids::Exact(d) => d.counts(),
+        }
+    }
+}
+
+struct DedupeStep {
+    ids: Ids,
+    extractor: Arc<Extractor>,
+    id_fields: usize,
+    time_at: Option<usize>,
+    time_format: TimeFormat,
+    partition_at: Option<usize>,
+    partitions: FxHashMap<Box<str>, usize>,
+    watermarks: Watermarks,
+    horizon_by: HorizonBy,
+    sink: LineSink,
+    duplicates: Option<LineSink>,
+    id: String,
+    started: Instant,
+}
+
+impl DedupeStep {
+    fn flush(&mut self) -> Result<()> {
+        self.sink.flush()?;
+        if let Some(d) = &mut self.duplicates {
+            d.flush()?;
+        }
+        Ok(())
+    }
+
+    /// The record's id text (in `self.id`), its time and partition.
+    fn parse(&mut self, line: &Line<'_>) -> Result<(Millis, usize), RecordError> {
+        let x = &self.extractor;
+        let field = |i: usize| line.field(i).ok_or_else(|| x.missing(i, line.text()));
+        self.id.clear();
+        for i in 0..self.id_fields {
+            let text = field(i)?;
+            if text == "null" {
+                return Err(RecordError::BadValue {
+                    path: x.paths()[i].to_string(),
+                    reason: "the id is null".into(),
+                });
+            }
+            if i > 0 {
+                self.id.push(KEY_SEPARATOR);
+            }
+            self.id.push_str(text);
+        }
+        let t = match self.time_at {
+            Some(i) => time_of(field(i)?, &x.paths()[i], &self.time_format)?,
+            None => 0,
+        };
+        let partition = match self.partition_at {
+            None => 0,
+            Some(i) => {
+                let value = field(i)?;
+                match self.partitions.get(value) {
+                    Some(p) => *p,
+                    None if self.partitions.len() < MAX_PARTITIONS => {
+                        let p = self.partitions.len();
+                        self.partitions.insert(value.into(), p);
+                        p
+                    }
+                    None => {
+                        return Err(RecordError::BadValue {
+                            path: x.paths()[i].to_string(),
+                            reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
+                        })
+                    }
+                }
+            }
+        };
+        Ok((t, partition))
+    }
+}
+
+impl RecordStep for DedupeStep {
+    fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
+        let (t, partition) = self.parse(line)?;
+        let now = self.started.elapsed().as_millis() as Millis;
+        let verdict = match self.horizon_by {
+            HorizonBy::Event => {
+                let verdict = self.ids.check(&self.id, t, self.watermarks.current());
+                if self.time_at.is_some() {
+                    self.watermarks.observe(partition, t, now);
+                }
+                verdict
+            }
+            HorizonBy::Arrival => self.ids.check(&self.id, now, now),
+        };
+        if verdict == Verdict::Duplicate {
+            counters.duplicates += 1;
+            if let Some(d) = &mut self.duplicates {
+                d.write_line(line.bytes)?;
+            }
+        } else {
+            self.sink.write_line(line.bytes)?;
+            counters.written += 1;
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn idle(&mut self) -> Result<()> {
+        self.flush()
+    }
+}

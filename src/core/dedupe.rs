@@ -1,0 +1,306 @@
+//! Dedupe: keep the first occurrence of an id within a horizon, with bounded memory.
+//!
+//! The rule (exact, and what the tests hold the command to): a record with id X at time t
+//! meets the clock C (the watermark for event-time horizons, processing time for arrival
+//! horizons). If X was kept at time t0 and `C < t0 + horizon`, the record is a duplicate.
+//! Otherwise it passes, and X is remembered from t unless `C >= t + horizon` already (then
+//! nothing would remember it). Without a horizon, ids are remembered until evicted.
+//!
+//! Memory: a remembered id is its 128-bit hash and its time (24 bytes in a hash map, about 28
+//! to 57 bytes each with the map's spare room), or its text with `--exact-ids`. Expired ids are
+//! treated as absent when looked up (so expiry is exact) and swept out in passes whose cost
+//! is spread over the records. `max_keys` is a hard bound: when full, the oldest eighth is
+//! evicted, counted, and remembered in a Bloom filter so that a later repeat of an evicted id
+//! is counted as "possibly duplicate" (it passes).
+
+use std::hash::Hash;
+
+use rustc_hash::FxHashMap;
+
+use super::time::Millis;
+
+/// What happened to a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The first occurrence within the horizon: written.
+    First,
+    /// A repeat within the horizon: dropped.
+    Duplicate,
+    /// Passes, but its id may be one that was evicted for room: counted.
+    PossiblyDuplicate,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DedupeCounts {
+    pub evicted: u64,
+    pub possibly_duplicate: u64,
+    pub expired: u64,
+    pub peak_keys: u64,
+}
+
+/// The id as kept: a 128-bit hash, or the text itself.
+pub trait IdKey: Hash + Eq + Clone {
+    fn hash128(&self) -> u128;
+}
+
+impl IdKey for u128 {
+    fn hash128(&self) -> u128 {
+        *self
+    }
+}
+
+impl IdKey for Box<str> {
+    fn hash128(&self) -> u128 {
+        hash_id(self.as_bytes())
+    }
+}
+
+/// The 128-bit hash of an id's text (XXH3).
+pub fn hash_id(text: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(text)
+}
+
+pub struct Deduper<K: IdKey> {
+    horizon: Option<Millis>,
+    max_keys: usize,
+    ids: FxHashMap<K, Millis>,
+    evicted: Option<Bloom>,
+    counts: DedupeCounts,
+    /// The clock at the last sweep of expired ids.
+    swept_at: Millis,
+}
+
+impl<K: IdKey> Deduper<K> {
+    pub fn new(horizon: Option<Millis>, max_keys: usize) -> Deduper<K> {
+        Deduper {
+            horizon,
+            max_keys: max_keys.max(1),
+            ids: FxHashMap::default(),
+            evicted: None,
+            counts: DedupeCounts::default(),
+            swept_at: Millis::MIN,
+        }
+    }
+
+    pub fn counts(&self) -> DedupeCounts {
+        self.counts
+    }
+
+    pub fn remembered(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn expired(&self, since: Millis, clock: Millis) -> bool {
+        self.horizon
+            .is_some_and(|h| clock >= since.saturating_add(h))
+    }
+
+    /// Judges a record with id `id` at time `t`, the clock standing at `clock`.
+    pub fn check(&mut self, id: &K, t: Millis, clock: Millis) -> Verdict {
+        if let Some(&t0) = self.ids.get(id) {
+            if !self.expired(t0, clock) {
+                return Verdict::Duplicate;
+            }
+        }
+        // First within the horizon: remember it, unless it is already past its horizon.
+        if self.expired(t, clock) {
+            self.ids.remove(id);
+        } else {
+            if self.ids.len() >= self.max_keys && !self.ids.contains_key(id) {
+                self.make_room(clock);
+            }
+            self.ids.insert(id.clone(), t);
+            self.counts.peak_keys = self.counts.peak_keys.max(self.ids.len() as u64);
+        }
+        self.maybe_sweep(clock);
+        match &self.evicted {
+            Some(bloom) if bloom.contains(id.hash128()) => {
+                self.counts.possibly_duplicate += 1;
+                Verdict::PossiblyDuplicate
+            }
+            _ => Verdict::First,
+        }
+    }
+
+    /// Drops expired ids once the clock has moved a quarter horizon since the last sweep, so
+    /// memory follows the horizon at a cost spread over the records.
+    fn maybe_sweep(&mut self, clock: Millis) {
+        let Some(h) = self.horizon else { return };
+        if clock < self.swept_at.saturating_add((h / 4).max(1)) {
+            return;
+        }
+        self.swept_at = clock;
+        let before = self.ids.len();
+        self.ids.retain(|_, t0| clock < t0.saturating_add(h));
+        self.counts.expired += (before - self.ids.len()) as u64;
+    }
+
+    /// At the bound: sweep expired ids, then evict the oldest eighth (by their time).
+    fn make_room(&mut self, clock: Millis) {
+        if self.horizon.is_some() {
+            self.swept_at = Millis::MIN;
+            self.maybe_sweep(clock);
+        }
+        if self.ids.len() < self.max_keys {
+            return;
+        }
+        let mut times: Vec<Millis> = self.ids.values().copied().collect();
+        let cut = (times.len() / 8).max(1);
+        let (_, &mut threshold, _) = times.select_nth_unstable(cut - 1);
+        let bloom = self.evicted.get_or_insert_with(Bloom::new);
+        let mut evicted = 0;
+        self.ids.retain(|id, t0| {
+            let keep = *t0 > threshold || evicted >= cut;
+            if !keep {
+                bloom.insert(id.hash128());
+                evicted += 1;
+            }
+            keep
+        });
+        self.counts.evicted += evicted as u64;
+    }
+}
+
+/// A fixed 1 MiB Bloom filter over 128-bit hashes (k = 4), for evicted ids.
+struct Bloom {
+    bits: Vec<u64>,
+}
+
+impl Bloom {
+    const BITS: u64 = 1 << 23;
+
+    fn new() -> Bloom {
+        Bloom {
+            bits: vec![0; (Self::BITS / 64) as usize],
+        }
+    }
+
+    fn positions(hash: u128) -> impl Iterator<Item = u64> {
+        let (a, b) = (hash as u64, (hash >> 64) as u64 | 1);
+        (0..4u64).map(move |i| a.wrapping_add(i.wrapping_mul(b)) % Self::BITS)
+    }
+
+    fn insert(&mut self, hash: u128) {
+        for p in Self::positions(hash) {
+            self.bits[(p / 64) as usize] |= 1 << (p % 64);
+        }
+    }
+
+    fn contains(&self, hash: u128) -> bool {
+        Self::positions(hash).all(|p| self.bits[(p / 64) as usize] & (1 << (p % 64)) != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    fn ids(d: &mut Deduper<u128>, records: &[(u128, Millis, Millis)]) -> Vec<Verdict> {
+        records
+            .iter()
+            .map(|(id, t, clock)| d.check(id, *t, *clock))
+            .collect()
+    }
+
+    #[test]
+    fn first_wins_within_the_horizon() {
+        let mut d = Deduper::new(Some(10), 100);
+        use Verdict::*;
+        assert_eq!(
+            ids(
+                &mut d,
+                &[
+                    (1, 0, 0),
+                    (1, 5, 5),
+                    (2, 6, 6),
+                    (1, 9, 9),
+                    (1, 10, 10),
+                    (1, 12, 12),
+                    (1, 19, 19)
+                ]
+            ),
+            [First, Duplicate, First, Duplicate, First, Duplicate, Duplicate],
+            "1 is kept at 0, expires at clock 10, is kept again at 10 and held until 20"
+        );
+    }
+
+    #[test]
+    fn records_already_past_the_horizon_pass_and_are_not_remembered() {
+        let mut d = Deduper::new(Some(10), 100);
+        assert_eq!(d.check(&7, 0, 50), Verdict::First);
+        assert_eq!(
+            d.check(&7, 0, 50),
+            Verdict::First,
+            "nothing could remember it"
+        );
+        assert_eq!(d.remembered(), 0);
+    }
+
+    #[test]
+    fn memory_follows_the_horizon() {
+        let mut d = Deduper::new(Some(100), usize::MAX);
+        for i in 0..100_000u128 {
+            d.check(&i, i as Millis, i as Millis);
+            assert!(d.remembered() <= 100 + 25 + 1, "{}", d.remembered());
+        }
+        assert!(d.counts().expired > 99_000);
+    }
+
+    #[test]
+    fn max_keys_evicts_oldest_and_flags_their_repeats() {
+        let mut d = Deduper::new(None, 1000);
+        for i in 0..2000u128 {
+            assert_eq!(d.check(&i, i as Millis, 0), Verdict::First);
+            assert!(d.remembered() <= 1000);
+        }
+        assert!(d.counts().evicted >= 1000);
+        // The newest are still remembered; the oldest were evicted: they pass, flagged.
+        assert_eq!(d.check(&1999, 0, 0), Verdict::Duplicate);
+        assert_eq!(d.check(&0, 0, 0), Verdict::PossiblyDuplicate);
+        assert_eq!(d.counts().possibly_duplicate, 1);
+    }
+
+    #[test]
+    fn exact_ids() {
+        let mut d: Deduper<Box<str>> = Deduper::new(None, 10);
+        assert_eq!(d.check(&"a".into(), 0, 0), Verdict::First);
+        assert_eq!(d.check(&"a".into(), 0, 0), Verdict::Duplicate);
+        assert_eq!(d.check(&"b".into(), 0, 0), Verdict::First);
+    }
+
+    proptest! {
+        /// The deduper equals a direct restatement of the rule over a plain map of strings,
+        /// whatever the sweeps do to its memory.
+        #[test]
+        fn equals_the_rule(
+            records in prop::collection::vec((0u8..20, 0i64..200), 1..300),
+            horizon in 1i64..60,
+            delay in 0i64..30,
+        ) {
+            let mut d: Deduper<u128> = Deduper::new(Some(horizon), usize::MAX);
+            let mut oracle: HashMap<u8, Millis> = HashMap::new();
+            let mut max = Millis::MIN;
+            for (id, t) in records {
+                let clock = max.saturating_sub(delay);
+                let expected = match oracle.get(&id) {
+                    Some(t0) if clock < t0 + horizon => Verdict::Duplicate,
+                    _ => {
+                        if clock < t + horizon { oracle.insert(id, t); } else { oracle.remove(&id); }
+                        Verdict::First
+                    }
+                };
+                prop_assert_eq!(d.check(&hash_id(&[id]), t, clock), expected);
+                max = max.max(t);
+            }
+        }
+
+        #[test]
+        fn bloom_has_no_false_negatives(hashes in prop::collection::vec(any::<u128>(), 1..200)) {
+            let mut b = Bloom::new();
+            for h in &hashes { b.insert(*h); }
+            prop_assert!(hashes.iter().all(|h| b.contains(*h)));
+        }
+    }
+}
