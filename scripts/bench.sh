@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 EVENTS=${1:-1000000}
 WINDOW_EVENTS=${2:-5000000}
-WHAT=${WHAT:-consume window}
+WHAT=${WHAT:-consume window dedupe}
 DATA=bench-data
 mkdir -p "$DATA"
 
@@ -90,4 +90,31 @@ check "weir window events/s" "$EPS" ">=" 3000000
 check "weir window vs mlr (x)" "$(ratio 'weir window' 'mlr stats1 -g')" ">=" 40
 check "weir window vs duckdb (x)" "$(ratio 'weir window' 'duckdb time_bucket GROUP BY')" ">=" 1.0
 echo "  info  weir window peak RSS: ${RSS[weir window]} KB"
+fi
+
+if [[ " $WHAT " == *" dedupe "* ]]; then
+data "$WINDOW_EVENTS"
+echo
+echo "# weir dedupe: first of each event_id within 1h of event time, $LINES events (2% redelivered), $((BYTES / 1000000)) MB"
+run "weir dedupe" 3 "$WEIR" dedupe -q "$FILE" --id event_id --time occurred_at --horizon 1h
+run "awk !seen[id]++" 1 awk -F'"event_id":"' '{ split($2, id, "\""); if (!seen[id[1]]++) print }' "$FILE"
+run "duckdb DISTINCT ON" 3 python3 scripts/peers/duckdb_dedupe.py "$FILE"
+EPS=$(awk -v s="${SECS[weir dedupe]}" -v l="$LINES" 'BEGIN{ printf "%.0f", l/s }')
+check "weir dedupe events/s" "$EPS" ">=" 2500000
+check "weir dedupe vs awk (x)" "$(ratio 'weir dedupe' 'awk !seen[id]++')" ">=" 15
+check "weir dedupe vs duckdb (x)" "$(ratio 'weir dedupe' 'duckdb DISTINCT ON')" ">=" 2
+
+# Memory per remembered id, and the --max-keys bound, on 10M distinct ids.
+IDS="$DATA/ids-10000000.ndjson"
+[ -s "$IDS" ] || awk 'BEGIN { for (i = 0; i < 10000000; i++) printf "{\"id\":\"u-%d\"}\n", i }' > "$IDS"
+FILE=$IDS; BYTES=$(stat -c %s "$IDS"); LINES=10000000
+echo
+echo "# weir dedupe memory: 10M distinct ids"
+run "consume (baseline RSS)" 1 "$WEIR" consume -q "$IDS"
+run "dedupe, all 10M remembered" 1 "$WEIR" dedupe -q "$IDS" --id id
+run "dedupe --max-keys 1000000" 1 "$WEIR" dedupe -q "$IDS" --id id --max-keys 1000000
+PER_ID=$(awk -v a="${RSS[dedupe, all 10M remembered]}" -v b="${RSS[consume (baseline RSS)]}" 'BEGIN{ printf "%.1f", (a - b) * 1024 / 10000000 }')
+check "bytes per remembered id" "$PER_ID" "<=" 48
+BOUND=$(awk -v a="${RSS[dedupe --max-keys 1000000]}" -v b="${RSS[consume (baseline RSS)]}" 'BEGIN{ printf "%.0f", (a - b) / 1024 }')
+check "extra RSS with --max-keys 1M (MB; documented bound 1M x 57 B + 1 MiB Bloom)" "$BOUND" "<=" 58
 fi

@@ -7,7 +7,7 @@ use std::time::Instant;
 use rustc_hash::FxHashMap;
 
 use crate::cli::{DedupeArgs, HorizonBy};
-use crate::core::dedupe::{hash_id, DedupeCounts, Deduper, Verdict};
+use crate::core::dedupe::{hash_id, DedupeCounts, Deduper, IdHash, Verdict};
 use crate::core::record::{time_of, Extractor, RecordError};
 use crate::core::time::{Millis, TimeFormat};
 use crate::core::watermark::Watermarks;
@@ -79,6 +79,7 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
         sink,
         duplicates,
         id: String::new(),
+        seq: 0,
         started: Instant::now(),
     };
     let reader = NdjsonReader::spawn(
@@ -106,7 +107,7 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
 
 /// Remembered ids: hashed (the default) or as text (`--exact-ids`).
 enum Ids {
-    Hashed(Deduper<u128>),
+    Hashed(Deduper<IdHash>),
     Exact(Deduper<Box<str>>),
 }
 
@@ -139,6 +140,8 @@ struct DedupeStep {
     sink: LineSink,
     duplicates: Option<LineSink>,
     id: String,
+    /// Records seen, the stand-in for time without --time.
+    seq: Millis,
     started: Instant,
 }
 
@@ -169,9 +172,12 @@ impl DedupeStep {
             }
             self.id.push_str(text);
         }
+        // Without a time field, arrival order stands in for time, so that --max-keys
+        // evicts the ids seen longest ago.
+        self.seq += 1;
         let t = match self.time_at {
             Some(i) => time_of(field(i)?, &x.paths()[i], &self.time_format)?,
-            None => 0,
+            None => self.seq,
         };
         let partition = match self.partition_at {
             None => 0,

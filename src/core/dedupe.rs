@@ -7,9 +7,10 @@
 //! nothing would remember it). Without a horizon, ids are remembered until evicted.
 //!
 //! Memory: a remembered id is its 128-bit hash and its time (24 bytes in a hash map, about 28
-//! to 57 bytes each with the map's spare room), or its text with `--exact-ids`. Expired ids are
+//! to 57 bytes each with the map's spare room, 42 at 10M ids), or its text with `--exact-ids`. Expired ids are
 //! treated as absent when looked up (so expiry is exact) and swept out in passes whose cost
-//! is spread over the records. `max_keys` is a hard bound: when full, the oldest eighth is
+//! is spread over the records. `max_keys` is a hard bound: when full, the oldest eighth of each
+//! of the 64 shards is
 //! evicted, counted, and remembered in a Bloom filter so that a later repeat of an evicted id
 //! is counted as "possibly duplicate" (it passes).
 
@@ -43,27 +44,37 @@ pub trait IdKey: Hash + Eq + Clone {
     fn hash128(&self) -> u128;
 }
 
-impl IdKey for u128 {
+/// A 128-bit hash as two words: `u128` is 16-byte aligned, which would pad each map entry
+/// (hash + time) from 24 to 32 bytes.
+pub type IdHash = [u64; 2];
+
+impl IdKey for IdHash {
     fn hash128(&self) -> u128 {
-        *self
+        (self[0] as u128) << 64 | self[1] as u128
     }
 }
 
 impl IdKey for Box<str> {
     fn hash128(&self) -> u128 {
-        hash_id(self.as_bytes())
+        hash_id(self.as_bytes()).hash128()
     }
 }
 
 /// The 128-bit hash of an id's text (XXH3).
-pub fn hash_id(text: &[u8]) -> u128 {
-    xxhash_rust::xxh3::xxh3_128(text)
+pub fn hash_id(text: &[u8]) -> IdHash {
+    let h = xxhash_rust::xxh3::xxh3_128(text);
+    [(h >> 64) as u64, h as u64]
 }
+
+/// Shards of the id map: each grows on its own, so a resize briefly doubles 1/64 of the
+/// memory rather than all of it.
+const SHARDS: usize = 64;
 
 pub struct Deduper<K: IdKey> {
     horizon: Option<Millis>,
     max_keys: usize,
-    ids: FxHashMap<K, Millis>,
+    shards: Vec<FxHashMap<K, Millis>>,
+    len: usize,
     evicted: Option<Bloom>,
     counts: DedupeCounts,
     /// The clock at the last sweep of expired ids.
@@ -75,7 +86,8 @@ impl<K: IdKey> Deduper<K> {
         Deduper {
             horizon,
             max_keys: max_keys.max(1),
-            ids: FxHashMap::default(),
+            shards: (0..SHARDS).map(|_| FxHashMap::default()).collect(),
+            len: 0,
             evicted: None,
             counts: DedupeCounts::default(),
             swept_at: Millis::MIN,
@@ -87,7 +99,23 @@ impl<K: IdKey> Deduper<K> {
     }
 
     pub fn remembered(&self) -> usize {
-        self.ids.len()
+        self.len
+    }
+
+    fn shard(id: &K) -> usize {
+        (id.hash128() >> 122) as usize % SHARDS
+    }
+
+    /// Keeps the shard's entries for which `keep` holds, rebuilding the table so that no
+    /// tombstones are left behind; returns how many were dropped.
+    fn rebuild(
+        shard: &mut FxHashMap<K, Millis>,
+        mut keep: impl FnMut(&K, Millis) -> bool,
+    ) -> usize {
+        let before = shard.len();
+        let kept: Vec<(K, Millis)> = shard.drain().filter(|(k, t)| keep(k, *t)).collect();
+        shard.extend(kept);
+        before - shard.len()
     }
 
     fn expired(&self, since: Millis, clock: Millis) -> bool {
@@ -97,20 +125,25 @@ impl<K: IdKey> Deduper<K> {
 
     /// Judges a record with id `id` at time `t`, the clock standing at `clock`.
     pub fn check(&mut self, id: &K, t: Millis, clock: Millis) -> Verdict {
-        if let Some(&t0) = self.ids.get(id) {
+        let at = Self::shard(id);
+        if let Some(&t0) = self.shards[at].get(id) {
             if !self.expired(t0, clock) {
                 return Verdict::Duplicate;
             }
         }
         // First within the horizon: remember it, unless it is already past its horizon.
         if self.expired(t, clock) {
-            self.ids.remove(id);
+            if self.shards[at].remove(id).is_some() {
+                self.len -= 1;
+            }
         } else {
-            if self.ids.len() >= self.max_keys && !self.ids.contains_key(id) {
+            if self.len >= self.max_keys && !self.shards[at].contains_key(id) {
                 self.make_room(clock);
             }
-            self.ids.insert(id.clone(), t);
-            self.counts.peak_keys = self.counts.peak_keys.max(self.ids.len() as u64);
+            if self.shards[at].insert(id.clone(), t).is_none() {
+                self.len += 1;
+            }
+            self.counts.peak_keys = self.counts.peak_keys.max(self.len as u64);
         }
         self.maybe_sweep(clock);
         match &self.evicted {
@@ -130,33 +163,46 @@ impl<K: IdKey> Deduper<K> {
             return;
         }
         self.swept_at = clock;
-        let before = self.ids.len();
-        self.ids.retain(|_, t0| clock < t0.saturating_add(h));
-        self.counts.expired += (before - self.ids.len()) as u64;
+        let mut dropped = 0;
+        for shard in &mut self.shards {
+            dropped += Self::rebuild(shard, |_, t0| clock < t0.saturating_add(h));
+        }
+        self.len -= dropped;
+        self.counts.expired += dropped as u64;
     }
 
-    /// At the bound: sweep expired ids, then evict the oldest eighth (by their time).
+    /// At the bound: sweep expired ids, then evict the oldest eighth of each shard (by time;
+    /// ids are spread evenly over shards by their hash).
     fn make_room(&mut self, clock: Millis) {
         if self.horizon.is_some() {
             self.swept_at = Millis::MIN;
             self.maybe_sweep(clock);
         }
-        if self.ids.len() < self.max_keys {
+        if self.len < self.max_keys {
             return;
         }
-        let mut times: Vec<Millis> = self.ids.values().copied().collect();
-        let cut = (times.len() / 8).max(1);
-        let (_, &mut threshold, _) = times.select_nth_unstable(cut - 1);
         let bloom = self.evicted.get_or_insert_with(Bloom::new);
         let mut evicted = 0;
-        self.ids.retain(|id, t0| {
-            let keep = *t0 > threshold || evicted >= cut;
-            if !keep {
-                bloom.insert(id.hash128());
-                evicted += 1;
+        let mut times = Vec::new();
+        for shard in &mut self.shards {
+            if shard.is_empty() {
+                continue;
             }
-            keep
-        });
+            times.clear();
+            times.extend(shard.values().copied());
+            let cut = (times.len() / 8).max(1);
+            let (_, &mut threshold, _) = times.select_nth_unstable(cut - 1);
+            let mut taken = 0;
+            evicted += Self::rebuild(shard, |id, t0| {
+                let keep = t0 > threshold || taken >= cut;
+                if !keep {
+                    bloom.insert(id.hash128());
+                    taken += 1;
+                }
+                keep
+            });
+        }
+        self.len -= evicted;
         self.counts.evicted += evicted as u64;
     }
 }
@@ -197,10 +243,10 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::HashMap;
 
-    fn ids(d: &mut Deduper<u128>, records: &[(u128, Millis, Millis)]) -> Vec<Verdict> {
+    fn ids(d: &mut Deduper<IdHash>, records: &[(u64, Millis, Millis)]) -> Vec<Verdict> {
         records
             .iter()
-            .map(|(id, t, clock)| d.check(id, *t, *clock))
+            .map(|(id, t, clock)| d.check(&hash_id(&id.to_le_bytes()), *t, *clock))
             .collect()
     }
 
@@ -228,10 +274,10 @@ mod tests {
 
     #[test]
     fn records_already_past_the_horizon_pass_and_are_not_remembered() {
-        let mut d = Deduper::new(Some(10), 100);
-        assert_eq!(d.check(&7, 0, 50), Verdict::First);
+        let mut d: Deduper<IdHash> = Deduper::new(Some(10), 100);
+        assert_eq!(d.check(&hash_id(b"7"), 0, 50), Verdict::First);
         assert_eq!(
-            d.check(&7, 0, 50),
+            d.check(&hash_id(b"7"), 0, 50),
             Verdict::First,
             "nothing could remember it"
         );
@@ -241,8 +287,8 @@ mod tests {
     #[test]
     fn memory_follows_the_horizon() {
         let mut d = Deduper::new(Some(100), usize::MAX);
-        for i in 0..100_000u128 {
-            d.check(&i, i as Millis, i as Millis);
+        for i in 0..100_000u64 {
+            d.check(&hash_id(&i.to_le_bytes()), i as Millis, i as Millis);
             assert!(d.remembered() <= 100 + 25 + 1, "{}", d.remembered());
         }
         assert!(d.counts().expired > 99_000);
@@ -251,14 +297,15 @@ mod tests {
     #[test]
     fn max_keys_evicts_oldest_and_flags_their_repeats() {
         let mut d = Deduper::new(None, 1000);
-        for i in 0..2000u128 {
-            assert_eq!(d.check(&i, i as Millis, 0), Verdict::First);
+        let h = |i: u64| hash_id(&i.to_le_bytes());
+        for i in 0..2000u64 {
+            assert_eq!(d.check(&h(i), i as Millis, 0), Verdict::First);
             assert!(d.remembered() <= 1000);
         }
         assert!(d.counts().evicted >= 1000);
         // The newest are still remembered; the oldest were evicted: they pass, flagged.
-        assert_eq!(d.check(&1999, 0, 0), Verdict::Duplicate);
-        assert_eq!(d.check(&0, 0, 0), Verdict::PossiblyDuplicate);
+        assert_eq!(d.check(&h(1999), 0, 0), Verdict::Duplicate);
+        assert_eq!(d.check(&h(0), 0, 0), Verdict::PossiblyDuplicate);
         assert_eq!(d.counts().possibly_duplicate, 1);
     }
 
@@ -279,7 +326,7 @@ mod tests {
             horizon in 1i64..60,
             delay in 0i64..30,
         ) {
-            let mut d: Deduper<u128> = Deduper::new(Some(horizon), usize::MAX);
+            let mut d: Deduper<IdHash> = Deduper::new(Some(horizon), usize::MAX);
             let mut oracle: HashMap<u8, Millis> = HashMap::new();
             let mut max = Millis::MIN;
             for (id, t) in records {
