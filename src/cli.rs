@@ -332,8 +332,8 @@ Examples:
 
 Ids compare by their JSON text (the string \"1\" and the number 1 differ); a record whose id
 field is missing or null is a bad record. A remembered id costs its 128-bit hash and its time
-(24 bytes in the map, about 28-57 bytes with the map's spare room); --exact-ids keeps the text
-instead.";
+(24 bytes in the map; 44 bytes of RSS per id measured at 10M ids; at most 72 bytes per
+--max-keys key plus a 1 MiB Bloom filter); --exact-ids keeps the text instead.";
 
 /// Drop repeated records: keep the first of each id within a horizon, with bounded memory.
 ///
