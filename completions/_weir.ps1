@@ -27,9 +27,9 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('consume', 'consume', [CompletionResultType]::ParameterValue, 'Read records from a source and write them to a sink, unchanged')
             [CompletionResult]::new('window', 'window', [CompletionResultType]::ParameterValue, 'Aggregate events per key per event-time window, with watermarks and a late-data policy')
+            [CompletionResult]::new('watermark-profile', 'watermark-profile', [CompletionResultType]::ParameterValue, 'Measure how late events arrive and recommend a watermark delay')
             [CompletionResult]::new('dedupe', 'dedupe', [CompletionResultType]::ParameterValue, 'Drop repeated records: keep the first of each id within a horizon, with bounded memory')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Writes man pages and shell completions (for the project''s own build)')
-            [CompletionResult]::new('watermark-profile', 'watermark-profile', [CompletionResultType]::ParameterValue, 'Measure event lateness and recommend a watermark delay [not built yet: issue #5]')
             [CompletionResult]::new('replay', 'replay', [CompletionResultType]::ParameterValue, 'Re-read a range of records into a sink, at a controlled rate [not built yet: issue #6]')
             [CompletionResult]::new('lag', 'lag', [CompletionResultType]::ParameterValue, 'Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]')
             break
@@ -96,6 +96,31 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'weir;watermark-profile' {
+            [CompletionResult]::new('--on-error', '--on-error', [CompletionResultType]::ParameterName, 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given')
+            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason')
+            [CompletionResult]::new('--max-line-bytes', '--max-line-bytes', [CompletionResultType]::ParameterName, 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)')
+            [CompletionResult]::new('--time', '--time', [CompletionResultType]::ParameterName, 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)')
+            [CompletionResult]::new('--time-format', '--time-format', [CompletionResultType]::ParameterName, 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as ''%Y-%m-%d %H:%M:%S''')
+            [CompletionResult]::new('--arrival', '--arrival', [CompletionResultType]::ParameterName, 'Arrival-time field (same formats as --time). Default: the time weir reads the record')
+            [CompletionResult]::new('--by', '--by', [CompletionResultType]::ParameterName, 'Also profile per value of FIELD (e.g. client type)')
+            [CompletionResult]::new('--partition-by', '--partition-by', [CompletionResultType]::ParameterName, 'Track out-of-orderness per value of FIELD (e.g. `partition`)')
+            [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Shares (percent) to recommend a delay for')
+            [CompletionResult]::new('--delay', '--delay', [CompletionResultType]::ParameterName, 'Delays to count late records for (the first also drives the drift series)')
+            [CompletionResult]::new('--bucket', '--bucket', [CompletionResultType]::ParameterName, 'Event-time bucket of the drift series')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'text: a readable report with an ASCII histogram; json: for scripts')
+            [CompletionResult]::new('--plot', '--plot', [CompletionResultType]::ParameterName, 'Also draw the lateness histogram and the drift series to PATH (.svg, or .html wrapping it)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout) or a file path')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout) or a file path')
+            [CompletionResult]::new('--stats', '--stats', [CompletionResultType]::ParameterName, 'Also write the run summary as JSON to PATH')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No summary on stderr (errors are still reported)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No summary on stderr (errors are still reported)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'weir;dedupe' {
             [CompletionResult]::new('--on-error', '--on-error', [CompletionResultType]::ParameterName, 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given')
             [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason')
@@ -123,13 +148,6 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
         }
         'weir;generate' {
             [CompletionResult]::new('--out-dir', '--out-dir', [CompletionResultType]::ParameterName, 'Folder that receives man/ and completions/')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
-            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
-            break
-        }
-        'weir;watermark-profile' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

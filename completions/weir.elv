@@ -24,9 +24,9 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --version 'Print version'
             cand consume 'Read records from a source and write them to a sink, unchanged'
             cand window 'Aggregate events per key per event-time window, with watermarks and a late-data policy'
+            cand watermark-profile 'Measure how late events arrive and recommend a watermark delay'
             cand dedupe 'Drop repeated records: keep the first of each id within a horizon, with bounded memory'
             cand generate 'Writes man pages and shell completions (for the project''s own build)'
-            cand watermark-profile 'Measure event lateness and recommend a watermark delay [not built yet: issue #5]'
             cand replay 'Re-read a range of records into a sink, at a controlled rate [not built yet: issue #6]'
             cand lag 'Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]'
         }
@@ -90,6 +90,30 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'weir;watermark-profile'= {
+            cand --on-error 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given'
+            cand --dead-letter 'Write each bad record to PATH as JSON with its position and the reason'
+            cand --max-line-bytes 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)'
+            cand --time 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)'
+            cand --time-format 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as ''%Y-%m-%d %H:%M:%S'''
+            cand --arrival 'Arrival-time field (same formats as --time). Default: the time weir reads the record'
+            cand --by 'Also profile per value of FIELD (e.g. client type)'
+            cand --partition-by 'Track out-of-orderness per value of FIELD (e.g. `partition`)'
+            cand --target 'Shares (percent) to recommend a delay for'
+            cand --delay 'Delays to count late records for (the first also drives the drift series)'
+            cand --bucket 'Event-time bucket of the drift series'
+            cand --format 'text: a readable report with an ASCII histogram; json: for scripts'
+            cand --plot 'Also draw the lateness histogram and the drift series to PATH (.svg, or .html wrapping it)'
+            cand -o 'Sink: - (stdout) or a file path'
+            cand --output 'Sink: - (stdout) or a file path'
+            cand --stats 'Also write the run summary as JSON to PATH'
+            cand -q 'No summary on stderr (errors are still reported)'
+            cand --quiet 'No summary on stderr (errors are still reported)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'weir;dedupe'= {
             cand --on-error 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given'
             cand --dead-letter 'Write each bad record to PATH as JSON with its position and the reason'
@@ -116,12 +140,6 @@ set edit:completion:arg-completer[weir] = {|@words|
         }
         &'weir;generate'= {
             cand --out-dir 'Folder that receives man/ and completions/'
-            cand -h 'Print help'
-            cand --help 'Print help'
-            cand -V 'Print version'
-            cand --version 'Print version'
-        }
-        &'weir;watermark-profile'= {
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'

@@ -28,9 +28,9 @@ complete -c weir -n "__fish_weir_needs_command" -s h -l help -d 'Print help (see
 complete -c weir -n "__fish_weir_needs_command" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_needs_command" -f -a "consume" -d 'Read records from a source and write them to a sink, unchanged'
 complete -c weir -n "__fish_weir_needs_command" -f -a "window" -d 'Aggregate events per key per event-time window, with watermarks and a late-data policy'
+complete -c weir -n "__fish_weir_needs_command" -f -a "watermark-profile" -d 'Measure how late events arrive and recommend a watermark delay'
 complete -c weir -n "__fish_weir_needs_command" -f -a "dedupe" -d 'Drop repeated records: keep the first of each id within a horizon, with bounded memory'
 complete -c weir -n "__fish_weir_needs_command" -f -a "generate" -d 'Writes man pages and shell completions (for the project\'s own build)'
-complete -c weir -n "__fish_weir_needs_command" -f -a "watermark-profile" -d 'Measure event lateness and recommend a watermark delay [not built yet: issue #5]'
 complete -c weir -n "__fish_weir_needs_command" -f -a "replay" -d 'Re-read a range of records into a sink, at a controlled rate [not built yet: issue #6]'
 complete -c weir -n "__fish_weir_needs_command" -f -a "lag" -d 'Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]'
 complete -c weir -n "__fish_weir_using_subcommand consume" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
@@ -84,6 +84,26 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l count -d 'Number of
 complete -c weir -n "__fish_weir_using_subcommand window" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand window" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand window" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
+skip\t'Count the bad record (and dead-letter it) and go on'"
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l arrival -d 'Arrival-time field (same formats as --time). Default: the time weir reads the record' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l by -d 'Also profile per value of FIELD (e.g. client type)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partition-by -d 'Track out-of-orderness per value of FIELD (e.g. `partition`)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l target -d 'Shares (percent) to recommend a delay for' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l delay -d 'Delays to count late records for (the first also drives the drift series)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l bucket -d 'Event-time bucket of the drift series' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l format -d 'text: a readable report with an ASCII histogram; json: for scripts' -r -f -a "text\t''
+json\t''"
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l plot -d 'Also draw the lateness histogram and the drift series to PATH (.svg, or .html wrapping it)' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s o -l output -d 'Sink: - (stdout) or a file path' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
@@ -107,8 +127,6 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -s V -l version -d 'Pr
 complete -c weir -n "__fish_weir_using_subcommand generate" -l out-dir -d 'Folder that receives man/ and completions/' -r -F
 complete -c weir -n "__fish_weir_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c weir -n "__fish_weir_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s h -l help -d 'Print help'
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s h -l help -d 'Print help'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand lag" -s h -l help -d 'Print help'

@@ -3,6 +3,7 @@
 pub mod consume;
 pub mod dedupe;
 pub mod generate;
+pub mod profile;
 pub mod window;
 
 use std::io::IsTerminal;
@@ -25,10 +26,10 @@ pub fn run(command: Command, matches: &clap::ArgMatches) -> Result<()> {
         Command::Consume(args) => consume::run(args, &STOP),
         Command::Window(args) => window::run(args, matches, &STOP),
         Command::Dedupe(args) => dedupe::run(args, &STOP),
+        Command::WatermarkProfile(args) => profile::run(args, &STOP),
         Command::Generate(args) => generate::run(&args.out_dir),
         planned => {
             let issue = match planned.name() {
-                "watermark-profile" => 5,
                 "replay" => 6,
                 _ => 7,
             };

@@ -1,0 +1,406 @@
+//! Lateness profiles: how late events arrive, and what watermark delay would cover them.
+//!
+//! Per record: lateness = arrival time - event time, and out-of-orderness = (max event time
+//! seen so far in its partition) - event time, the quantity a bounded-out-of-orderness
+//! watermark must cover. With delay D a record is late exactly when its out-of-orderness
+//! exceeds D, so the smallest delay that keeps a share q on time is the q-quantile of
+//! out-of-orderness. Distributions are hdrhistograms (3 significant digits), so memory does
+//! not grow with the input; the late counts for the delays asked for are exact counters.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use super::aggregate::percentile_of;
+use super::time::{format_millis, Millis};
+
+/// Most groups (`--by` values) and drift buckets kept; the rest are counted as dropped.
+pub const MAX_GROUPS: usize = 10_000;
+pub const MAX_BUCKETS: usize = 100_000;
+
+/// Quantiles every report lists.
+pub const QUANTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
+
+#[derive(Clone, Debug)]
+pub struct Distribution {
+    count: u64,
+    /// Lateness in ms, its non-negative part; negative lateness (clock skew) is counted apart.
+    lateness: Histogram<u64>,
+    negative: u64,
+    min_lateness: Millis,
+    max_lateness: Millis,
+    out_of_order: Histogram<u64>,
+    /// Records with out-of-orderness above each requested delay.
+    late_for: Vec<u64>,
+}
+
+impl Distribution {
+    fn new(delays: usize) -> Distribution {
+        Distribution {
+            count: 0,
+            lateness: Histogram::new(3).expect("3 significant digits"),
+            negative: 0,
+            min_lateness: Millis::MAX,
+            max_lateness: Millis::MIN,
+            out_of_order: Histogram::new(3).expect("3 significant digits"),
+            late_for: vec![0; delays],
+        }
+    }
+
+    fn record(&mut self, lateness: Millis, out_of_order: Millis, delays: &[Millis]) {
+        self.count += 1;
+        self.min_lateness = self.min_lateness.min(lateness);
+        self.max_lateness = self.max_lateness.max(lateness);
+        if lateness < 0 {
+            self.negative += 1;
+        }
+        record(&mut self.lateness, lateness.max(0));
+        record(&mut self.out_of_order, out_of_order.max(0));
+        for (late, d) in self.late_for.iter_mut().zip(delays) {
+            if out_of_order > *d {
+                *late += 1;
+            }
+        }
+    }
+}
+
+fn record(h: &mut Histogram<u64>, value: Millis) {
+    let v = value as u64;
+    if h.record(v).is_err() {
+        h.saturating_record(v);
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct DriftBucket {
+    count: u64,
+    late: u64,
+}
+
+/// The whole profile, pure: the command feeds it records.
+pub struct Profile {
+    delays: Vec<Millis>,
+    targets: Vec<f64>,
+    bucket: Millis,
+    overall: Distribution,
+    groups: BTreeMap<String, Distribution>,
+    dropped_groups: u64,
+    drift: BTreeMap<Millis, DriftBucket>,
+    dropped_buckets: u64,
+}
+
+impl Profile {
+    /// `delays` to report late counts for (the first one also drives the drift series),
+    /// `targets` as shares in percent, `bucket` the drift bucket size.
+    pub fn new(delays: Vec<Millis>, targets: Vec<f64>, bucket: Millis) -> Profile {
+        Profile {
+            overall: Distribution::new(delays.len()),
+            delays,
+            targets,
+            bucket: bucket.max(1),
+            groups: BTreeMap::new(),
+            dropped_groups: 0,
+            drift: BTreeMap::new(),
+            dropped_buckets: 0,
+        }
+    }
+
+    pub fn record(
+        &mut self,
+        group: Option<&str>,
+        event: Millis,
+        arrival: Millis,
+        out_of_order: Millis,
+    ) {
+        let lateness = arrival.saturating_sub(event);
+        self.overall.record(lateness, out_of_order, &self.delays);
+        if let Some(g) = group {
+            let room = self.groups.len() < MAX_GROUPS;
+            match self.groups.get_mut(g) {
+                Some(d) => d.record(lateness, out_of_order, &self.delays),
+                None if room => {
+                    let mut d = Distribution::new(self.delays.len());
+                    d.record(lateness, out_of_order, &self.delays);
+                    self.groups.insert(g.to_string(), d);
+                }
+                None => self.dropped_groups += 1,
+            }
+        }
+        let start = event - event.rem_euclid(self.bucket);
+        let late = self.delays.first().is_some_and(|d| out_of_order > *d);
+        let room = self.drift.len() < MAX_BUCKETS;
+        match self.drift.get_mut(&start) {
+            Some(b) => {
+                b.count += 1;
+                b.late += late as u64;
+            }
+            None if room => {
+                self.drift.insert(
+                    start,
+                    DriftBucket {
+                        count: 1,
+                        late: late as u64,
+                    },
+                );
+            }
+            None => self.dropped_buckets += 1,
+        }
+    }
+
+    pub fn report(&self, no_time: u64) -> Report {
+        let summary = |d: &Distribution| self.summary(d);
+        let shares: Vec<f64> = self
+            .drift
+            .values()
+            .map(|b| b.late as f64 / b.count as f64)
+            .collect();
+        let mut sorted = shares.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
+        let drift = self
+            .drift
+            .iter()
+            .zip(&shares)
+            .map(|((start, b), share)| DriftRow {
+                bucket_start: format_millis(*start),
+                count: b.count,
+                late: b.late,
+                late_share: *share,
+                // A jump: well above the typical bucket, and not noise on a handful of records.
+                flagged: b.late >= 5 && *share > (3.0 * median).max(0.01),
+            })
+            .collect();
+        Report {
+            records: self.overall.count,
+            no_time,
+            overall: summary(&self.overall),
+            groups: self
+                .groups
+                .iter()
+                .map(|(g, d)| (g.clone(), summary(d)))
+                .collect(),
+            dropped_groups: self.dropped_groups,
+            drift_delay_ms: self.delays.first().copied(),
+            drift,
+            dropped_buckets: self.dropped_buckets,
+        }
+    }
+
+    fn summary(&self, d: &Distribution) -> Summary {
+        let quantiles = |h: &Histogram<u64>| -> Vec<Quantile> {
+            QUANTILES
+                .iter()
+                .map(|q| Quantile {
+                    q: *q,
+                    ms: if h.is_empty() {
+                        0
+                    } else {
+                        percentile_of(h, *q) as Millis
+                    },
+                })
+                .collect()
+        };
+        Summary {
+            count: d.count,
+            lateness_min_ms: (d.count > 0).then_some(d.min_lateness),
+            lateness_max_ms: (d.count > 0).then_some(d.max_lateness),
+            lateness: quantiles(&d.lateness),
+            negative_lateness_share: if d.count > 0 {
+                d.negative as f64 / d.count as f64
+            } else {
+                0.0
+            },
+            out_of_order: quantiles(&d.out_of_order),
+            recommended: self
+                .targets
+                .iter()
+                .map(|t| Recommendation {
+                    target: *t,
+                    delay_ms: if d.out_of_order.is_empty() {
+                        0
+                    } else {
+                        percentile_of(&d.out_of_order, *t) as Millis
+                    },
+                })
+                .collect(),
+            late_for_delay: self
+                .delays
+                .iter()
+                .zip(&d.late_for)
+                .map(|(delay, late)| LateForDelay {
+                    delay_ms: *delay,
+                    late: *late,
+                    share: if d.count > 0 {
+                        *late as f64 / d.count as f64
+                    } else {
+                        0.0
+                    },
+                })
+                .collect(),
+            lateness_histogram: log_buckets(&d.lateness),
+        }
+    }
+}
+
+/// Counts in log-scale buckets `[2^k, 2^(k+1))` ms (the first is `[0, 1)`), for the ASCII
+/// histogram and the plot.
+fn log_buckets(h: &Histogram<u64>) -> Vec<LogBucket> {
+    let mut out = Vec::new();
+    if h.is_empty() {
+        return out;
+    }
+    let mut lo = 0u64;
+    let mut hi = 1u64;
+    while lo <= h.max() {
+        let count = h.count_between(lo, hi - 1);
+        out.push(LogBucket {
+            from_ms: lo,
+            to_ms: hi,
+            count,
+        });
+        lo = hi;
+        hi = hi.saturating_mul(2);
+    }
+    out
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Quantile {
+    pub q: f64,
+    pub ms: Millis,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Recommendation {
+    /// Share of records to keep on time, in percent.
+    pub target: f64,
+    pub delay_ms: Millis,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LateForDelay {
+    pub delay_ms: Millis,
+    pub late: u64,
+    pub share: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LogBucket {
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub count: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Summary {
+    pub count: u64,
+    pub lateness_min_ms: Option<Millis>,
+    pub lateness_max_ms: Option<Millis>,
+    /// Quantiles of lateness (arrival - event time; negative values count as 0 here).
+    pub lateness: Vec<Quantile>,
+    /// Share of records whose event time is after their arrival (clock skew).
+    pub negative_lateness_share: f64,
+    /// Quantiles of out-of-orderness (max event time before - event time).
+    pub out_of_order: Vec<Quantile>,
+    pub recommended: Vec<Recommendation>,
+    pub late_for_delay: Vec<LateForDelay>,
+    pub lateness_histogram: Vec<LogBucket>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct DriftRow {
+    pub bucket_start: String,
+    pub count: u64,
+    pub late: u64,
+    pub late_share: f64,
+    /// The late share jumped here (above 3x the median bucket and 1%).
+    pub flagged: bool,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Report {
+    pub records: u64,
+    /// Records without a usable event or arrival time.
+    pub no_time: u64,
+    pub overall: Summary,
+    pub groups: BTreeMap<String, Summary>,
+    pub dropped_groups: u64,
+    /// The delay the drift series counts lateness for.
+    pub drift_delay_ms: Option<Millis>,
+    pub drift: Vec<DriftRow>,
+    pub dropped_buckets: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recommendation_is_the_out_of_order_quantile_and_late_counts_are_exact() {
+        let mut p = Profile::new(vec![10, 100], vec![50.0, 99.0], 1000);
+        // Out-of-orderness 0..=999: 989 are above 10, 899 above 100.
+        for i in 0..1000 {
+            p.record(Some("a"), 5000 - i, 5000, i);
+        }
+        let r = p.report(0);
+        let rec: Vec<Millis> = r.overall.recommended.iter().map(|x| x.delay_ms).collect();
+        assert!((rec[0] - 499).abs() <= 1, "{rec:?}");
+        assert!((rec[1] - 989).abs() <= 1, "{rec:?}");
+        assert_eq!(r.overall.late_for_delay[0].late, 989);
+        assert_eq!(r.overall.late_for_delay[1].late, 899);
+        assert_eq!(r.groups["a"], r.overall);
+    }
+
+    #[test]
+    fn negative_lateness_and_drift_flags() {
+        let mut p = Profile::new(vec![100], vec![99.0], 1000);
+        for b in 0..10 {
+            for i in 0..100 {
+                // Bucket 7 is much later than the others.
+                let ooo = if b == 7 && i < 50 {
+                    500
+                } else if i == 0 {
+                    200
+                } else {
+                    0
+                };
+                p.record(
+                    None,
+                    b * 1000 + i,
+                    b * 1000 + i + if i == 1 { -5 } else { 3 },
+                    ooo,
+                );
+            }
+        }
+        let r = p.report(2);
+        assert_eq!(r.no_time, 2);
+        assert!((r.overall.negative_lateness_share - 0.01).abs() < 1e-9);
+        assert_eq!(r.overall.lateness_min_ms, Some(-5));
+        let flagged: Vec<&str> = r
+            .drift
+            .iter()
+            .filter(|d| d.flagged)
+            .map(|d| d.bucket_start.as_str())
+            .collect();
+        assert_eq!(flagged, ["1970-01-01T00:00:07.000Z"]);
+    }
+
+    #[test]
+    fn log_buckets_cover_every_record() {
+        let mut p = Profile::new(vec![], vec![], 1000);
+        for l in [0, 1, 2, 3, 900, 70_000] {
+            p.record(None, 0, l, 0);
+        }
+        let buckets = p.report(0).overall.lateness_histogram;
+        assert_eq!(buckets.iter().map(|b| b.count).sum::<u64>(), 6);
+        assert_eq!(
+            buckets[0],
+            LogBucket {
+                from_ms: 0,
+                to_ms: 1,
+                count: 1
+            }
+        );
+    }
+}

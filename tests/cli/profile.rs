@@ -1,0 +1,206 @@
+//! `weir watermark-profile` against exact quantiles computed from the generator's true times.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use weir::core::time::Millis;
+use weir::gen::{Event, GenConfig};
+
+use crate::{generated_with, weir};
+
+fn gen(seed: u64) -> (tempfile::NamedTempFile, Vec<Event>) {
+    generated_with(GenConfig {
+        events: 30_000,
+        seed,
+        rate_per_s: 100.0,
+        ..GenConfig::default()
+    })
+}
+
+fn profile(file: &tempfile::NamedTempFile, extra: &[&str]) -> Value {
+    let out = weir()
+        .arg("watermark-profile")
+        .arg(file.path())
+        .args([
+            "--time",
+            "occurred_at",
+            "--arrival",
+            "arrived_at",
+            "--format",
+            "json",
+            "-q",
+        ])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Nearest-rank quantile of sorted values; the rank in integers (q has at most 3 decimals),
+/// since in floats 99.9 / 100 * 30000 lands above 29970 and ceil gives the wrong rank.
+fn exact(sorted: &[Millis], q: f64) -> Millis {
+    let per_100k = (q * 1000.0).round() as usize;
+    let rank = ((per_100k * sorted.len()).div_ceil(100_000)).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+fn close(got: &Value, want: Millis) -> bool {
+    let got = got.as_i64().unwrap();
+    // 3 significant digits: within 0.1% (values below 2048 ms are exact).
+    (got - want).abs() as f64 <= want as f64 * 0.001 + 1.0
+}
+
+/// (lateness, out-of-orderness) per event, from the generator's own times.
+fn truth(events: &[Event]) -> (Vec<Millis>, Vec<Millis>) {
+    let mut max = Millis::MIN;
+    let mut lateness = Vec::new();
+    let mut ooo = Vec::new();
+    for e in events {
+        lateness.push(e.arrived_at - e.occurred_at);
+        ooo.push(if max == Millis::MIN {
+            0
+        } else {
+            (max - e.occurred_at).max(0)
+        });
+        max = max.max(e.occurred_at);
+    }
+    (lateness, ooo)
+}
+
+#[test]
+fn quantiles_recommendations_and_late_counts_match_exact_values() {
+    let (file, events) = gen(301);
+    let r = profile(
+        &file,
+        &["--delay", "500ms,10s,1m", "--target", "90,99,99.9"],
+    );
+    let (lateness, ooo) = truth(&events);
+    assert_eq!(r["records"], events.len());
+    let o = &r["overall"];
+    let mut positive: Vec<Millis> = lateness.iter().map(|l| (*l).max(0)).collect();
+    positive.sort_unstable();
+    let mut sorted_ooo = ooo.clone();
+    sorted_ooo.sort_unstable();
+    for q in o["lateness"].as_array().unwrap() {
+        let want = exact(&positive, q["q"].as_f64().unwrap());
+        assert!(close(&q["ms"], want), "lateness {q} vs {want}");
+    }
+    for q in o["out_of_order"].as_array().unwrap() {
+        let want = exact(&sorted_ooo, q["q"].as_f64().unwrap());
+        assert!(close(&q["ms"], want), "out-of-order {q} vs {want}");
+    }
+    for rec in o["recommended"].as_array().unwrap() {
+        let want = exact(&sorted_ooo, rec["target"].as_f64().unwrap());
+        assert!(
+            close(&rec["delay_ms"], want),
+            "recommendation {rec} vs {want}"
+        );
+    }
+    for late in o["late_for_delay"].as_array().unwrap() {
+        let d = late["delay_ms"].as_i64().unwrap();
+        let want = ooo.iter().filter(|x| **x > d).count();
+        assert_eq!(late["late"], want, "late count for {d} ms");
+    }
+    assert_eq!(o["lateness_min_ms"], *lateness.iter().min().unwrap());
+    assert_eq!(o["lateness_max_ms"], *lateness.iter().max().unwrap());
+    let negative = lateness.iter().filter(|l| **l < 0).count() as f64 / lateness.len() as f64;
+    assert!((o["negative_lateness_share"].as_f64().unwrap() - negative).abs() < 1e-12);
+    assert!(negative > 0.0, "the generator includes clock skew");
+}
+
+#[test]
+fn per_group_split_shows_the_late_client() {
+    let (file, events) = gen(302);
+    let r = profile(&file, &["--by", "client"]);
+    let groups = r["groups"].as_object().unwrap();
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for e in &events {
+        *counts.entry(e.client.name()).or_default() += 1;
+    }
+    for (name, n) in &counts {
+        assert_eq!(groups[*name]["count"], *n);
+    }
+    let p99 = |g: &str| {
+        groups[g]["lateness"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["q"] == 99.0)
+            .unwrap()["ms"]
+            .as_i64()
+            .unwrap()
+    };
+    // Point-of-sale terminals sync in batches: far later than the web client.
+    assert!(
+        p99("pos") > 3 * p99("web"),
+        "pos {} web {}",
+        p99("pos"),
+        p99("web")
+    );
+}
+
+#[test]
+fn svg_is_well_formed_and_has_the_bars() {
+    let (file, _) = gen(303);
+    let dir = tempfile::tempdir().unwrap();
+    let svg_path = dir.path().join("p.svg");
+    let r = profile(&file, &["--plot", svg_path.to_str().unwrap()]);
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&svg);
+    let (mut root, mut bars, mut depth) = (None, 0, 0i32);
+    loop {
+        match reader.read_event().expect("well-formed XML") {
+            quick_xml::events::Event::Start(e) => {
+                depth += 1;
+                let name = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
+                root.get_or_insert(name.clone());
+                if name == "rect" && e.attributes().any(|a| a.unwrap().value.as_ref() == b"bar") {
+                    bars += 1;
+                }
+            }
+            quick_xml::events::Event::End(_) => depth -= 1,
+            quick_xml::events::Event::Eof => break,
+            _ => {}
+        }
+    }
+    assert_eq!(depth, 0);
+    assert_eq!(root.as_deref(), Some("svg"));
+    assert_eq!(
+        bars,
+        r["overall"]["lateness_histogram"].as_array().unwrap().len()
+    );
+    assert!(bars > 5);
+}
+
+#[test]
+fn records_without_a_usable_time_are_counted() {
+    let out = weir()
+        .args([
+            "watermark-profile",
+            "fixtures/bad.ndjson",
+            "--time",
+            "t",
+            "--on-error",
+            "skip",
+            "--format",
+            "json",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // fixtures/README.md: lines 3, 4 and 10 have no usable t; 2, 7 and 9 are bad records.
+    assert_eq!(r["no_time"], 3);
+    assert_eq!(r["records"], 4);
+    weir()
+        .args(["watermark-profile", "--time", "t", "--target", "0"])
+        .assert()
+        .code(2);
+    weir().args(["watermark-profile"]).assert().code(2);
+}
