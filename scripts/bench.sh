@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 EVENTS=${1:-1000000}
 WINDOW_EVENTS=${2:-5000000}
-WHAT=${WHAT:-consume window dedupe}
+WHAT=${WHAT:-consume window dedupe profile}
 DATA=bench-data
 mkdir -p "$DATA"
 
@@ -121,4 +121,15 @@ PER_ID=$(awk -v a="${RSS[dedupe, all 10M remembered]}" -v b="${RSS[consume (base
 check "bytes per remembered id" "$PER_ID" "<=" 48
 BOUND=$(awk -v a="${RSS[dedupe --max-keys 1000000]}" -v b="${RSS[consume (baseline RSS)]}" 'BEGIN{ printf "%.0f", (a - b) / 1024 }')
 check "extra RSS with --max-keys 1M (MB; documented bound 1M x 72 B + 1 MiB Bloom)" "$BOUND" "<=" 73
+fi
+
+if [[ " $WHAT " == *" profile "* ]]; then
+data "$WINDOW_EVENTS"
+echo
+echo "# weir watermark-profile: lateness quantiles, $LINES events, $((BYTES / 1000000)) MB"
+run "weir watermark-profile" 3 "$WEIR" watermark-profile -q "$FILE" --time occurred_at --arrival arrived_at --format json
+run "duckdb quantile_cont" 3 python3 scripts/peers/duckdb_profile.py "$FILE"
+EPS=$(awk -v s="${SECS[weir watermark-profile]}" -v l="$LINES" 'BEGIN{ printf "%.0f", l/s }')
+check "weir watermark-profile events/s" "$EPS" ">=" 3000000
+check "weir watermark-profile vs duckdb (x)" "$(ratio 'weir watermark-profile' 'duckdb quantile_cont')" ">=" 1.2
 fi
