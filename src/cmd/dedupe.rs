@@ -4,13 +4,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use rustc_hash::FxHashMap;
-
 use crate::cli::{DedupeArgs, HorizonBy};
 use crate::core::dedupe::{hash_id, DedupeCounts, Deduper, IdHash, Verdict};
 use crate::core::record::{time_of, Extractor, RecordError};
 use crate::core::time::{Millis, TimeFormat};
-use crate::core::watermark::Watermarks;
+use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::KEY_SEPARATOR;
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
@@ -20,9 +18,6 @@ use crate::io::ndjson::{
 use crate::io::sink::LineSink;
 use crate::io::spec::{SinkSpec, SourceSpec};
 use crate::stats::{Counters, Stats};
-
-/// Most distinct `--partition-by` values tracked.
-const MAX_PARTITIONS: usize = 65_536;
 
 pub fn run(args: DedupeArgs, stop: &AtomicBool) -> Result<()> {
     let mut stats = Stats::new("dedupe");
@@ -73,7 +68,7 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
         time_at,
         time_format: args.time.time_format.clone(),
         partition_at,
-        partitions: FxHashMap::default(),
+        partitions: PartitionIds::default(),
         watermarks: Watermarks::new(args.delay, None),
         horizon_by: args.horizon_by,
         sink,
@@ -134,7 +129,7 @@ struct DedupeStep {
     time_at: Option<usize>,
     time_format: TimeFormat,
     partition_at: Option<usize>,
-    partitions: FxHashMap<Box<str>, usize>,
+    partitions: PartitionIds,
     watermarks: Watermarks,
     horizon_by: HorizonBy,
     sink: LineSink,
@@ -181,23 +176,13 @@ impl DedupeStep {
         };
         let partition = match self.partition_at {
             None => 0,
-            Some(i) => {
-                let value = field(i)?;
-                match self.partitions.get(value) {
-                    Some(p) => *p,
-                    None if self.partitions.len() < MAX_PARTITIONS => {
-                        let p = self.partitions.len();
-                        self.partitions.insert(value.into(), p);
-                        p
-                    }
-                    None => {
-                        return Err(RecordError::BadValue {
-                            path: x.paths()[i].to_string(),
-                            reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
-                        })
-                    }
-                }
-            }
+            Some(i) => self
+                .partitions
+                .id(field(i)?)
+                .ok_or_else(|| RecordError::BadValue {
+                    path: x.paths()[i].to_string(),
+                    reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
+                })?,
         };
         Ok((t, partition))
     }

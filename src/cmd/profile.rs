@@ -6,12 +6,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustc_hash::FxHashMap;
-
 use crate::cli::{ProfileArgs, ReportFormat};
 use crate::core::lateness::{Profile, Report, Summary};
 use crate::core::record::{time_of, Extractor, Scalar};
 use crate::core::time::{now_millis, Millis, TimeFormat};
+use crate::core::watermark::{PartitionIds, MAX_PARTITIONS};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
 use crate::io::ndjson::{
@@ -20,9 +19,6 @@ use crate::io::ndjson::{
 use crate::io::sink::LineSink;
 use crate::io::spec::{SinkSpec, SourceSpec};
 use crate::stats::{Counters, Stats};
-
-/// Most distinct `--partition-by` values tracked.
-const MAX_PARTITIONS: usize = 65_536;
 
 pub fn run(args: ProfileArgs, stop: &AtomicBool) -> Result<()> {
     let mut stats = Stats::new("watermark-profile");
@@ -69,7 +65,7 @@ fn profile(args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
         arrival_at,
         by_at,
         partition_at,
-        partitions: FxHashMap::default(),
+        partitions: PartitionIds::default(),
         max_seen: Vec::new(),
         no_time: 0,
     };
@@ -117,7 +113,7 @@ struct ProfileStep {
     arrival_at: Option<usize>,
     by_at: Option<usize>,
     partition_at: Option<usize>,
-    partitions: FxHashMap<Box<str>, usize>,
+    partitions: PartitionIds,
     /// Largest event time seen per partition.
     max_seen: Vec<Millis>,
     no_time: u64,
@@ -140,17 +136,10 @@ impl RecordStep for ProfileStep {
             self.no_time += 1;
             return Ok(Flow::Continue);
         };
+        // Past MAX_PARTITIONS values, the rest share the last one: a profile measures on.
         let partition = match self.partition_at.and_then(|i| line.field(i)) {
             None => 0,
-            Some(value) => match self.partitions.get(value) {
-                Some(p) => *p,
-                None if self.partitions.len() < MAX_PARTITIONS => {
-                    let p = self.partitions.len();
-                    self.partitions.insert(value.into(), p);
-                    p
-                }
-                None => 0,
-            },
+            Some(value) => self.partitions.id(value).unwrap_or(MAX_PARTITIONS - 1),
         };
         if partition >= self.max_seen.len() {
             self.max_seen.resize(partition + 1, Millis::MIN);

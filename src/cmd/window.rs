@@ -6,14 +6,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::ArgMatches;
-use rustc_hash::FxHashMap;
 use serde_json::Map;
 
 use crate::cli::WindowArgs;
 use crate::core::aggregate::{prepare, AggInput, AggKind, AggSpec, Cell, Columns, JsonColumns};
 use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
 use crate::core::time::{Millis, TimeFormat};
-use crate::core::watermark::Watermarks;
+use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::{Outcome, Row, WindowConfig, WindowKind, WindowOperator, KEY_SEPARATOR};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
@@ -23,9 +22,6 @@ use crate::io::ndjson::{
 use crate::io::sink::{LineSink, TableWriter};
 use crate::io::spec::{SinkSpec, SourceSpec};
 use crate::stats::{Counters, Stats};
-
-/// Most distinct `--partition-by` values tracked; more means the field is not a partition.
-const MAX_PARTITIONS: usize = 65_536;
 
 pub fn run(args: WindowArgs, matches: &ArgMatches, stop: &AtomicBool) -> Result<()> {
     let mut stats = Stats::new("window");
@@ -91,7 +87,7 @@ fn window(
         keys_at,
         key_columns: args.keys.iter().map(FieldPath::column_name).collect(),
         agg_fields,
-        partitions: FxHashMap::default(),
+        partitions: PartitionIds::default(),
         table: TableWriter::new(sink, args.format),
         late,
         rows: Vec::new(),
@@ -304,7 +300,7 @@ struct WindowStep {
     keys_at: usize,
     key_columns: Vec<String>,
     agg_fields: Vec<Option<usize>>,
-    partitions: FxHashMap<Box<str>, usize>,
+    partitions: PartitionIds,
     table: TableWriter,
     late: Option<LineSink>,
     rows: Vec<Row>,
@@ -384,23 +380,12 @@ impl WindowStep {
         let ts = time_of(field(0)?, &x.paths()[0], &self.time_format)?;
         let partition = match self.partition_at {
             None => 0,
-            Some(i) => {
-                let value = field(i)?;
-                match partitions.get(value) {
-                    Some(p) => *p,
-                    None if partitions.len() < MAX_PARTITIONS => {
-                        let p = partitions.len();
-                        partitions.insert(value.into(), p);
-                        p
-                    }
-                    None => {
-                        return Err(RecordError::BadValue {
-                            path: x.paths()[i].to_string(),
-                            reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
-                        })
-                    }
-                }
-            }
+            Some(i) => partitions
+                .id(field(i)?)
+                .ok_or_else(|| RecordError::BadValue {
+                    path: x.paths()[i].to_string(),
+                    reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
+                })?,
         };
         key.clear();
         for i in *keys_at..*keys_at + key_columns.len() {

@@ -6,7 +6,34 @@
 //! is idle, `W` is the maximum over partitions (as Flink's StatusWatermarkValve does). `W` never
 //! goes back. Pure: processing time is passed in.
 
+use rustc_hash::FxHashMap;
+
 use super::time::Millis;
+
+/// Most distinct partition values tracked (`--partition-by`); more means the field is not a
+/// partition.
+pub const MAX_PARTITIONS: usize = 65_536;
+
+/// Dense ids for partition values (the JSON text of `--partition-by`), bounded.
+#[derive(Debug, Default)]
+pub struct PartitionIds {
+    ids: FxHashMap<Box<str>, usize>,
+}
+
+impl PartitionIds {
+    /// The id of `value`, or `None` when `MAX_PARTITIONS` are already known.
+    pub fn id(&mut self, value: &str) -> Option<usize> {
+        if let Some(id) = self.ids.get(value) {
+            return Some(*id);
+        }
+        if self.ids.len() >= MAX_PARTITIONS {
+            return None;
+        }
+        let id = self.ids.len();
+        self.ids.insert(value.into(), id);
+        Some(id)
+    }
+}
 
 /// The watermark before any record: nothing is complete.
 pub const NO_WATERMARK: Millis = Millis::MIN;
@@ -128,6 +155,18 @@ impl Watermarks {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn partition_ids_are_dense_and_bounded() {
+        let mut p = PartitionIds::default();
+        assert_eq!(p.id("\"a\""), Some(0));
+        assert_eq!(p.id("3"), Some(1));
+        assert_eq!(p.id("\"a\""), Some(0));
+        for i in 2..MAX_PARTITIONS {
+            assert_eq!(p.id(&format!("\"p{i}\"")), Some(i));
+        }
+        assert_eq!(p.id("one too many"), None);
+    }
 
     #[test]
     fn single_partition_is_max_minus_delay() {
