@@ -98,6 +98,8 @@ data "$WINDOW_EVENTS"
 echo
 echo "# weir dedupe: first of each event_id within 1h of event time, $LINES events (2% redelivered), $((BYTES / 1000000)) MB"
 run "weir dedupe" 3 "$WEIR" dedupe -q "$FILE" --id event_id --time occurred_at --horizon 1h
+# The same with a horizon that holds fewer ids (memory-latency bound: fewer cache misses).
+run "weir dedupe --horizon 10m" 3 "$WEIR" dedupe -q "$FILE" --id event_id --time occurred_at --horizon 10m
 AWK_DEDUPE='{ split($2, id, "\""); if (!seen[id[1]]++) print }'
 run "gawk !seen[id]++" 1 gawk -F'"event_id":"' "$AWK_DEDUPE" "$FILE"
 run "mawk !seen[id]++" 1 mawk -F'"event_id":"' "$AWK_DEDUPE" "$FILE"

@@ -118,33 +118,39 @@ impl<K: IdKey> Deduper<K> {
         before - shard.len()
     }
 
-    fn expired(&self, since: Millis, clock: Millis) -> bool {
-        self.horizon
-            .is_some_and(|h| clock >= since.saturating_add(h))
-    }
-
     /// Judges a record with id `id` at time `t`, the clock standing at `clock`.
     pub fn check(&mut self, id: &K, t: Millis, clock: Millis) -> Verdict {
+        use std::collections::hash_map::Entry;
         let at = Self::shard(id);
-        if let Some(&t0) = self.shards[at].get(id) {
-            if !self.expired(t0, clock) {
-                return Verdict::Duplicate;
+        let horizon = self.horizon;
+        let expired = |since: Millis| horizon.is_some_and(|h| clock >= since.saturating_add(h));
+        let already_past = expired(t);
+        // One probe of the map in the common cases (a repeat, or a new id with room).
+        match self.shards[at].entry(id.clone()) {
+            Entry::Occupied(mut e) => {
+                if !expired(*e.get()) {
+                    return Verdict::Duplicate;
+                }
+                // Remembered but expired: the record is a first occurrence again.
+                if already_past {
+                    e.remove();
+                    self.len -= 1;
+                } else {
+                    e.insert(t);
+                }
             }
-        }
-        // First within the horizon: remember it, unless it is already past its horizon.
-        if self.expired(t, clock) {
-            if self.shards[at].remove(id).is_some() {
-                self.len -= 1;
-            }
-        } else {
-            if self.len >= self.max_keys && !self.shards[at].contains_key(id) {
-                self.make_room(clock);
-            }
-            if self.shards[at].insert(id.clone(), t).is_none() {
+            Entry::Vacant(e) if !already_past && self.len < self.max_keys => {
+                e.insert(t);
                 self.len += 1;
             }
-            self.counts.peak_keys = self.counts.peak_keys.max(self.len as u64);
+            Entry::Vacant(_) if !already_past => {
+                self.make_room(clock);
+                self.shards[at].insert(id.clone(), t);
+                self.len += 1;
+            }
+            Entry::Vacant(_) => {}
         }
+        self.counts.peak_keys = self.counts.peak_keys.max(self.len as u64);
         self.maybe_sweep(clock);
         match &self.evicted {
             Some(bloom) if bloom.contains(id.hash128()) => {
