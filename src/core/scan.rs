@@ -198,7 +198,13 @@ impl Scanner<'_> {
                     out[i] = None;
                 }
             }
-            self.value(child, out)?;
+            // Most values are strings: scan them here rather than through the recursive
+            // dispatch.
+            if self.peek() == Some(b'"') {
+                self.string()?;
+            } else {
+                self.value(child, out)?;
+            }
             if let Some(c) = child {
                 for &leaf in &c.leaves {
                     out[leaf] = Some((start as u32, self.i as u32));
