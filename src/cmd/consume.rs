@@ -8,11 +8,9 @@ use crate::core::record::{time_of, Extractor};
 use crate::core::time::{now_millis, Millis, Position, TimeFormat};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
-use crate::io::ndjson::{
-    drive, Drive, Fault, Flow, Line, NdjsonReader, Prepare, ReadOptions, RecordStep,
-};
+use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
 use crate::io::sink::LineSink;
-use crate::io::spec::{SinkSpec, SourceSpec};
+use crate::io::spec::SinkSpec;
 use crate::stats::{Counters, Stats};
 
 pub fn run(args: ConsumeArgs, stop: &AtomicBool) -> Result<()> {
@@ -52,19 +50,8 @@ fn ndjson_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<Option<Mi
 }
 
 fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let source = SourceSpec::parse(&args.input.sources).map_err(Error::Usage)?;
+    let inputs = super::ndjson_inputs(&args.input)?;
     let sink_spec = SinkSpec::parse(&args.output).map_err(Error::Usage)?;
-    let inputs = match source {
-        SourceSpec::Ndjson(inputs) => inputs,
-        SourceSpec::Kafka(_) => {
-            return Err(Error::Usage(
-                "Kafka sources are not built yet (issue #6: weir and Kafka)".into(),
-            ))
-        }
-        SourceSpec::Kinesis(_) => {
-            return Err(Error::Usage("Kinesis sources are not built yet".into()))
-        }
-    };
     let now = now_millis();
     let range = TimeRange {
         from: ndjson_bound("--from", args.from.as_deref(), now)?,
@@ -96,21 +83,16 @@ fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
     let result = if args.count == Some(0) {
         Ok(())
     } else {
-        let reader = NdjsonReader::spawn(
-            inputs.clone(),
-            ReadOptions {
-                max_line_bytes: args.input.max_line_bytes,
-                progress: super::progress_for(&inputs),
-                prepare,
-            },
-        );
-        let d = Drive {
-            counters: &mut stats.counters,
-            policy: &mut policy,
+        let counters = &mut stats.counters;
+        super::read_records(
+            inputs,
+            &args.input,
+            prepare,
+            counters,
+            &mut policy,
             stop,
-            max_line_bytes: args.input.max_line_bytes,
-        };
-        drive(reader, d, &mut step)
+            &mut step,
+        )
     };
     // Flush what was written even when the run stopped on an error or a signal.
     let flushed = step.sink.flush().and(policy.flush());

@@ -12,11 +12,9 @@ use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::KEY_SEPARATOR;
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
-use crate::io::ndjson::{
-    drive, Drive, Fault, Flow, Line, NdjsonReader, Prepare, ReadOptions, RecordStep,
-};
+use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
 use crate::io::sink::LineSink;
-use crate::io::spec::{SinkSpec, SourceSpec};
+use crate::io::spec::SinkSpec;
 use crate::stats::{Counters, Stats};
 
 pub fn run(args: DedupeArgs, stop: &AtomicBool) -> Result<()> {
@@ -26,14 +24,7 @@ pub fn run(args: DedupeArgs, stop: &AtomicBool) -> Result<()> {
 }
 
 fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let inputs = match SourceSpec::parse(&args.input.sources).map_err(Error::Usage)? {
-        SourceSpec::Ndjson(inputs) => inputs,
-        _ => {
-            return Err(Error::Usage(
-                "Kafka and Kinesis sources are not built yet (issue #6)".into(),
-            ))
-        }
-    };
+    let inputs = super::ndjson_inputs(&args.input)?;
     let event_time = args.horizon.is_some() && args.horizon_by == HorizonBy::Event;
     if event_time && args.time.time.is_none() {
         return Err(Error::Usage(
@@ -77,21 +68,16 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
         seq: 0,
         started: Instant::now(),
     };
-    let reader = NdjsonReader::spawn(
-        inputs.clone(),
-        ReadOptions {
-            max_line_bytes: args.input.max_line_bytes,
-            progress: super::progress_for(&inputs),
-            prepare: Prepare::Extract(extractor),
-        },
-    );
-    let d = Drive {
-        counters: &mut stats.counters,
-        policy: &mut policy,
+    let prepare = Prepare::Extract(extractor);
+    let result = super::read_records(
+        inputs,
+        &args.input,
+        prepare,
+        &mut stats.counters,
+        &mut policy,
         stop,
-        max_line_bytes: args.input.max_line_bytes,
-    };
-    let result = drive(reader, d, &mut step);
+        &mut step,
+    );
     let counts = step.ids.counts();
     stats.counters.evicted = counts.evicted;
     stats.counters.possibly_duplicates = counts.possibly_duplicate;

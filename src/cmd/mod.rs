@@ -11,10 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{Command, ReportArgs};
+use crate::cli::{Command, InputArgs, ReportArgs};
 use crate::error::{Error, Result};
-use crate::io::spec::Input;
-use crate::stats::Stats;
+use crate::io::dead_letter::ErrorPolicy;
+use crate::io::ndjson::{drive, Drive, NdjsonReader, Prepare, ReadOptions, RecordStep};
+use crate::io::spec::{Input, SourceSpec};
+use crate::stats::{Counters, Stats};
 
 /// Set by SIGINT/SIGTERM; commands check it between records and stop cleanly.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -68,6 +70,46 @@ pub fn finish(stats: &Stats, report: &ReportArgs, result: Result<()>) -> Result<
         stats.write_json(path, code, message)?;
     }
     result
+}
+
+/// The NDJSON inputs named by SOURCE; broker sources arrive with their own adapters.
+pub fn ndjson_inputs(input: &InputArgs) -> Result<Vec<Input>> {
+    match SourceSpec::parse(&input.sources).map_err(Error::Usage)? {
+        SourceSpec::Ndjson(inputs) => Ok(inputs),
+        SourceSpec::Kafka(_) => Err(Error::Usage(
+            "Kafka sources are not built yet (issue #6: weir and Kafka)".into(),
+        )),
+        SourceSpec::Kinesis(_) => Err(Error::Usage("Kinesis sources are not built yet".into())),
+    }
+}
+
+/// Reads `inputs` on the reader thread, which checks each line as `prepare` says, and runs
+/// `step` on every record under the error policy.
+pub fn read_records(
+    inputs: Vec<Input>,
+    input: &InputArgs,
+    prepare: Prepare,
+    counters: &mut Counters,
+    policy: &mut ErrorPolicy,
+    stop: &AtomicBool,
+    step: &mut impl RecordStep,
+) -> Result<()> {
+    let progress = progress_for(&inputs);
+    let options = ReadOptions {
+        max_line_bytes: input.max_line_bytes,
+        progress,
+        prepare,
+    };
+    let reader = NdjsonReader::spawn(inputs, options);
+    drive(
+        reader,
+        Drive {
+            counters,
+            policy,
+            stop,
+        },
+        step,
+    )
 }
 
 /// A byte-progress bar on stderr, only when stderr is a terminal and every input is a file

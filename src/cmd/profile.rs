@@ -13,11 +13,9 @@ use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, MAX_PARTITIONS};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
-use crate::io::ndjson::{
-    drive, Drive, Fault, Flow, Line, NdjsonReader, Prepare, ReadOptions, RecordStep,
-};
+use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
 use crate::io::sink::LineSink;
-use crate::io::spec::{SinkSpec, SourceSpec};
+use crate::io::spec::SinkSpec;
 use crate::stats::{Counters, Stats};
 
 pub fn run(args: ProfileArgs, stop: &AtomicBool) -> Result<()> {
@@ -32,14 +30,7 @@ fn profile(args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
         .time
         .clone()
         .ok_or_else(|| Error::Usage("weir watermark-profile needs --time FIELD".into()))?;
-    let inputs = match SourceSpec::parse(&args.input.sources).map_err(Error::Usage)? {
-        SourceSpec::Ndjson(inputs) => inputs,
-        _ => {
-            return Err(Error::Usage(
-                "Kafka and Kinesis sources are not built yet (issue #6)".into(),
-            ))
-        }
-    };
+    let inputs = super::ndjson_inputs(&args.input)?;
     if let Some(t) = args.target.iter().find(|t| !(**t > 0.0 && **t <= 100.0)) {
         return Err(Error::Usage(format!(
             "--target {t}: targets are percentages in (0, 100]"
@@ -69,21 +60,16 @@ fn profile(args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
         max_seen: Vec::new(),
         no_time: 0,
     };
-    let reader = NdjsonReader::spawn(
-        inputs.clone(),
-        ReadOptions {
-            max_line_bytes: args.input.max_line_bytes,
-            progress: super::progress_for(&inputs),
-            prepare: Prepare::Extract(extractor),
-        },
-    );
-    let d = Drive {
-        counters: &mut stats.counters,
-        policy: &mut policy,
+    let prepare = Prepare::Extract(extractor);
+    super::read_records(
+        inputs,
+        &args.input,
+        prepare,
+        &mut stats.counters,
+        &mut policy,
         stop,
-        max_line_bytes: args.input.max_line_bytes,
-    };
-    drive(reader, d, &mut step)?;
+        &mut step,
+    )?;
     policy.flush()?;
     let report = step.profile.report(step.no_time);
     let text = match args.format {

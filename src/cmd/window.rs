@@ -16,11 +16,9 @@ use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::{Outcome, Row, WindowConfig, WindowKind, WindowOperator, KEY_SEPARATOR};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
-use crate::io::ndjson::{
-    drive, Drive, Fault, Flow, Line, NdjsonReader, Prepare, ReadOptions, RecordStep,
-};
+use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
 use crate::io::sink::{LineSink, TableWriter};
-use crate::io::spec::{SinkSpec, SourceSpec};
+use crate::io::spec::SinkSpec;
 use crate::stats::{Counters, Stats};
 
 pub fn run(args: WindowArgs, matches: &ArgMatches, stop: &AtomicBool) -> Result<()> {
@@ -40,14 +38,7 @@ fn window(
         .time
         .clone()
         .ok_or_else(|| Error::Usage("weir window needs --time FIELD".into()))?;
-    let inputs = match SourceSpec::parse(&args.input.sources).map_err(Error::Usage)? {
-        SourceSpec::Ndjson(inputs) => inputs,
-        _ => {
-            return Err(Error::Usage(
-                "Kafka and Kinesis sources are not built yet (issue #6)".into(),
-            ))
-        }
-    };
+    let inputs = super::ndjson_inputs(&args.input)?;
     let kind = window_kind(args)?;
     let (aggs, value_paths) = aggregate_specs(args, matches)?;
 
@@ -96,21 +87,16 @@ fn window(
         started: Instant::now(),
         written: 0,
     };
-    let reader = NdjsonReader::spawn(
-        inputs.clone(),
-        ReadOptions {
-            max_line_bytes: args.input.max_line_bytes,
-            progress: super::progress_for(&inputs),
-            prepare: Prepare::Extract(step.extractor.clone()),
-        },
-    );
-    let d = Drive {
-        counters: &mut stats.counters,
-        policy: &mut policy,
+    let prepare = Prepare::Extract(step.extractor.clone());
+    let mut result = super::read_records(
+        inputs,
+        &args.input,
+        prepare,
+        &mut stats.counters,
+        &mut policy,
         stop,
-        max_line_bytes: args.input.max_line_bytes,
-    };
-    let mut result = drive(reader, d, &mut step);
+        &mut step,
+    );
     if result.is_ok() {
         // A bounded input ended: the watermark goes to +infinity and every window fires.
         step.op.finish(&mut step.rows);

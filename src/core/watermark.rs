@@ -69,11 +69,6 @@ impl Watermarks {
         self.current
     }
 
-    /// Partitions ever seen.
-    pub fn partitions(&self) -> usize {
-        self.partitions.len()
-    }
-
     /// Declares partitions `0..n` up front (a Kafka source's assignment): a partition that has
     /// not spoken yet holds the watermark back until it is idle, as in Flink.
     pub fn with_partitions(mut self, n: usize, now: Millis) -> Watermarks {

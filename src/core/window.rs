@@ -213,10 +213,6 @@ impl WindowOperator {
         }
     }
 
-    pub fn watermark(&self) -> Millis {
-        self.watermarks.current()
-    }
-
     pub fn aggs(&self) -> &[AggSpec] {
         &self.cfg.aggs
     }

@@ -130,11 +130,12 @@ impl Prepared {
 
 enum Item {
     Lines(Chunk),
-    /// A line longer than the limit, dropped by the reader to keep memory bounded.
+    /// A line longer than the limit `max`, dropped by the reader to keep memory bounded.
     TooLong {
         origin: Arc<str>,
         line: u64,
         len: u64,
+        max: u64,
         prefix: Vec<u8>,
     },
     Failed(Error),
@@ -297,6 +298,7 @@ impl ChunkReader {
                         origin: origin.clone(),
                         line,
                         len,
+                        max: max_line as u64,
                         prefix,
                     })?;
                 } else if filled > 0 {
@@ -320,6 +322,7 @@ impl ChunkReader {
                             origin: origin.clone(),
                             line: *line,
                             len: *len,
+                            max: max_line as u64,
                             prefix: std::mem::take(prefix),
                         };
                         skipping = None;
@@ -421,7 +424,6 @@ pub struct Drive<'a> {
     pub counters: &'a mut Counters,
     pub policy: &'a mut ErrorPolicy,
     pub stop: &'a AtomicBool,
-    pub max_line_bytes: usize,
 }
 
 /// A command's per-record work.
@@ -465,14 +467,12 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                 origin,
                 line,
                 len,
+                max,
                 prefix,
             } => {
                 d.counters.read += 1;
                 d.counters.bytes_read += len + 1;
-                let error = RecordError::LineTooLong {
-                    len,
-                    max: d.max_line_bytes as u64,
-                };
+                let error = RecordError::LineTooLong { len, max };
                 let position = Position::Line {
                     source: origin,
                     line,
@@ -574,7 +574,6 @@ mod tests {
                 counters: &mut counters,
                 policy: &mut policy,
                 stop: &stop,
-                max_line_bytes: max_line,
             },
             &mut seen,
         )
