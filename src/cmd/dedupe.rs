@@ -177,16 +177,19 @@ impl DedupeStep {
 impl RecordStep for DedupeStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         let (t, partition) = self.parse(line)?;
-        let now = self.started.elapsed().as_millis() as Millis;
         let verdict = match self.horizon_by {
             HorizonBy::Event => {
                 let verdict = self.ids.check(&self.id, t, self.watermarks.current());
                 if self.time_at.is_some() {
-                    self.watermarks.observe(partition, t, now);
+                    // No idle timeout here, so the watermark never reads processing time.
+                    self.watermarks.observe(partition, t, 0);
                 }
                 verdict
             }
-            HorizonBy::Arrival => self.ids.check(&self.id, now, now),
+            HorizonBy::Arrival => {
+                let now = self.started.elapsed().as_millis() as Millis;
+                self.ids.check(&self.id, now, now)
+            }
         };
         if verdict == Verdict::Duplicate {
             counters.duplicates += 1;
