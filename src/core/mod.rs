@@ -2,6 +2,7 @@
 
 pub mod aggregate;
 pub mod dedupe;
+pub mod envelope;
 pub mod lateness;
 pub mod record;
 pub mod scan;

@@ -1,0 +1,446 @@
+//! The record envelope of a broker source (DESIGN §1), written and read back losslessly.
+//!
+//!     {"topic":"t","partition":3,"offset":1042,"timestamp":"2026-11-28T12:00:01.234Z",
+//!      "timestamp_type":"create","key":"m-42","headers":{"h":"v"},"value":{...}}
+//!
+//! Binary safety, so that `weir replay` can produce an envelope file back byte for byte:
+//! - `value` is the payload embedded as JSON when it is one JSON text on one line without
+//!   surrounding whitespace (the common case, so `value.field` paths work); other UTF-8 is a
+//!   JSON string with `"value_encoding":"text"`; anything else is base64 with
+//!   `"value_encoding":"base64"`. A null value is a tombstone (no payload).
+//! - `key` is a JSON string (keys are text, as in kcat), or base64 with
+//!   `"key_encoding":"base64"`, or null when there is none.
+//! - `headers` is an object; a header value is a string, null, or `{"base64":"..."}`; a name
+//!   that repeats holds an array of its values in order. Left out when there are none.
+//! - `timestamp`/`timestamp_type` are left out when the broker gave none.
+
+use std::fmt;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::record::validate_json;
+use super::time::{parse_time_str, write_millis, Millis, TimeFormat};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimestampType {
+    Create,
+    LogAppend,
+}
+
+impl TimestampType {
+    pub fn name(self) -> &'static str {
+        match self {
+            TimestampType::Create => "create",
+            TimestampType::LogAppend => "log_append",
+        }
+    }
+}
+
+/// One broker record, borrowed from the client library.
+#[derive(Clone, Debug)]
+pub struct Message<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    pub offset: i64,
+    pub timestamp: Option<(Millis, TimestampType)>,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub headers: Vec<(&'a str, Option<&'a [u8]>)>,
+}
+
+/// Appends the envelope of `m` (one line, no newline) to `out`.
+pub fn write_envelope(out: &mut Vec<u8>, m: &Message<'_>) {
+    out.extend_from_slice(b"{\"topic\":");
+    write_json_str(out, m.topic);
+    out.extend_from_slice(b",\"partition\":");
+    out.extend_from_slice(itoa::Buffer::new().format(m.partition).as_bytes());
+    out.extend_from_slice(b",\"offset\":");
+    out.extend_from_slice(itoa::Buffer::new().format(m.offset).as_bytes());
+    if let Some((ts, kind)) = m.timestamp {
+        out.extend_from_slice(b",\"timestamp\":\"");
+        write_millis(ts, out);
+        out.extend_from_slice(b"\",\"timestamp_type\":\"");
+        out.extend_from_slice(kind.name().as_bytes());
+        out.push(b'"');
+    }
+    out.extend_from_slice(b",\"key\":");
+    match m.key {
+        None => out.extend_from_slice(b"null"),
+        Some(k) => match std::str::from_utf8(k) {
+            Ok(text) => write_json_str(out, text),
+            Err(_) => {
+                write_base64_str(out, k);
+                out.extend_from_slice(b",\"key_encoding\":\"base64\"");
+            }
+        },
+    }
+    if !m.headers.is_empty() {
+        write_headers(out, &m.headers);
+    }
+    out.extend_from_slice(b",\"value\":");
+    let encoding = write_value(out, m.value);
+    if let Some(encoding) = encoding {
+        out.extend_from_slice(b",\"value_encoding\":\"");
+        out.extend_from_slice(encoding.as_bytes());
+        out.push(b'"');
+    }
+    out.push(b'}');
+}
+
+/// Appends the value alone, as `weir consume` writes it without `-J`: the JSON as it is, or
+/// text as a JSON string, or binary as `{"base64":"..."}`, or `null` for a tombstone.
+pub fn write_value_line(out: &mut Vec<u8>, value: Option<&[u8]>) {
+    match value {
+        Some(v) if !is_inline_json(v) && std::str::from_utf8(v).is_err() => {
+            out.extend_from_slice(b"{\"base64\":");
+            write_base64_str(out, v);
+            out.push(b'}');
+        }
+        _ => {
+            write_value(out, value);
+        }
+    }
+}
+
+/// Writes the value; returns the encoding marker it needs, if any.
+fn write_value(out: &mut Vec<u8>, value: Option<&[u8]>) -> Option<&'static str> {
+    let v = match value {
+        None => {
+            out.extend_from_slice(b"null");
+            return None;
+        }
+        Some(v) => v,
+    };
+    if is_inline_json(v) {
+        out.extend_from_slice(v);
+        None
+    } else if let Ok(text) = std::str::from_utf8(v) {
+        write_json_str(out, text);
+        Some("text")
+    } else {
+        write_base64_str(out, v);
+        Some("base64")
+    }
+}
+
+/// A payload that can stand in the envelope as it is and be read back byte for byte.
+/// The literal `null` is excluded: in the envelope it means "no payload".
+fn is_inline_json(v: &[u8]) -> bool {
+    match (v.first(), v.last()) {
+        (Some(first), Some(last)) => {
+            !first.is_ascii_whitespace()
+                && !last.is_ascii_whitespace()
+                && v != b"null"
+                && memchr::memchr2(b'\n', b'\r', v).is_none()
+                && validate_json(v).is_ok()
+        }
+        _ => false,
+    }
+}
+
+fn write_headers(out: &mut Vec<u8>, headers: &[(&str, Option<&[u8]>)]) {
+    out.extend_from_slice(b",\"headers\":{");
+    let mut first = true;
+    for (i, (name, _)) in headers.iter().enumerate() {
+        // Each name once, at its first appearance; repeats become an array.
+        if headers[..i].iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        write_json_str(out, name);
+        out.push(b':');
+        let count = headers.iter().filter(|(n, _)| n == name).count();
+        if count == 1 {
+            write_header_value(out, headers[i].1);
+        } else {
+            out.push(b'[');
+            for (j, (_, v)) in headers.iter().filter(|(n, _)| n == name).enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                write_header_value(out, *v);
+            }
+            out.push(b']');
+        }
+    }
+    out.push(b'}');
+}
+
+fn write_header_value(out: &mut Vec<u8>, value: Option<&[u8]>) {
+    match value {
+        None => out.extend_from_slice(b"null"),
+        Some(v) => match std::str::from_utf8(v) {
+            Ok(text) => write_json_str(out, text),
+            Err(_) => {
+                out.extend_from_slice(b"{\"base64\":");
+                write_base64_str(out, v);
+                out.push(b'}');
+            }
+        },
+    }
+}
+
+pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
+    // Writing a str into a Vec cannot fail.
+    serde_json::to_writer(&mut *out, s).expect("write to Vec");
+}
+
+fn write_base64_str(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.push(b'"');
+    let start = out.len();
+    out.resize(start + base64::encoded_len(bytes.len(), true).unwrap_or(0), 0);
+    let n = BASE64
+        .encode_slice(bytes, &mut out[start..])
+        .expect("sized buffer");
+    out.truncate(start + n);
+    out.push(b'"');
+}
+
+/// A record to produce, decoded from an envelope.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnedRecord {
+    pub partition: Option<i32>,
+    pub timestamp: Option<Millis>,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<(String, Option<Vec<u8>>)>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct EnvelopeError(pub String);
+
+impl fmt::Display for EnvelopeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Deserialize)]
+struct EnvelopeIn<'a> {
+    partition: Option<i32>,
+    timestamp: Option<Value>,
+    #[serde(borrow)]
+    key: Option<&'a RawValue>,
+    key_encoding: Option<String>,
+    #[serde(default)]
+    headers: Option<serde_json::Map<String, Value>>,
+    #[serde(borrow)]
+    value: Option<&'a RawValue>,
+    value_encoding: Option<String>,
+}
+
+/// Reads an envelope line (as `write_envelope` or `weir consume -J` wrote it) back into the
+/// record it describes.
+pub fn read_envelope(line: &str) -> Result<OwnedRecord, EnvelopeError> {
+    let e: EnvelopeIn<'_> = serde_json::from_str(line)
+        .map_err(|err| EnvelopeError(format!("not a weir envelope: {err}")))?;
+    let bad = |what: &str| EnvelopeError(format!("envelope {what}"));
+    let timestamp = match &e.timestamp {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(
+            parse_time_str(s, &TimeFormat::Rfc3339)
+                .map_err(|err| bad(&format!("timestamp '{s}': {err}")))?,
+        ),
+        Some(Value::Number(n)) => Some(n.as_i64().ok_or_else(|| bad("timestamp out of range"))?),
+        Some(_) => return Err(bad("timestamp must be an RFC 3339 string")),
+    };
+    let key = match e.key {
+        None => None,
+        Some(raw) => decode_text_or(raw, e.key_encoding.as_deref(), "key")?,
+    };
+    let value = match e.value {
+        None => None,
+        Some(raw) => match e.value_encoding.as_deref() {
+            None if raw.get() == "null" => None,
+            None => Some(raw.get().as_bytes().to_vec()),
+            Some(enc) => decode_text_or(raw, Some(enc), "value")?,
+        },
+    };
+    let mut headers = Vec::new();
+    for (name, v) in e.headers.into_iter().flatten() {
+        match v {
+            Value::Array(values) => {
+                for v in values {
+                    headers.push((name.clone(), header_value(&v, &name)?));
+                }
+            }
+            v => {
+                let value = header_value(&v, &name)?;
+                headers.push((name, value));
+            }
+        }
+    }
+    Ok(OwnedRecord {
+        partition: e.partition,
+        timestamp,
+        key,
+        value,
+        headers,
+    })
+}
+
+fn decode_text_or(
+    raw: &RawValue,
+    encoding: Option<&str>,
+    what: &str,
+) -> Result<Option<Vec<u8>>, EnvelopeError> {
+    if raw.get() == "null" {
+        return Ok(None);
+    }
+    let text: String = serde_json::from_str(raw.get())
+        .map_err(|_| EnvelopeError(format!("envelope {what} must be a string")))?;
+    match encoding {
+        None | Some("text") => Ok(Some(text.into_bytes())),
+        Some("base64") => BASE64
+            .decode(text.as_bytes())
+            .map(Some)
+            .map_err(|err| EnvelopeError(format!("envelope {what} is not valid base64: {err}"))),
+        Some(other) => Err(EnvelopeError(format!(
+            "envelope {what}_encoding '{other}' is not text or base64"
+        ))),
+    }
+}
+
+fn header_value(v: &Value, name: &str) -> Result<Option<Vec<u8>>, EnvelopeError> {
+    match v {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s.as_bytes().to_vec())),
+        Value::Object(o) => match o.get("base64") {
+            Some(Value::String(b)) => BASE64.decode(b.as_bytes()).map(Some).map_err(|err| {
+                EnvelopeError(format!("header '{name}' is not valid base64: {err}"))
+            }),
+            _ => Err(EnvelopeError(format!(
+                "header '{name}' must be a string, null or {{\"base64\":...}}"
+            ))),
+        },
+        // Other JSON (numbers, booleans) as written.
+        other => Ok(Some(other.to_string().into_bytes())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn message<'a>(
+        key: Option<&'a [u8]>,
+        value: Option<&'a [u8]>,
+        headers: Vec<(&'a str, Option<&'a [u8]>)>,
+    ) -> Message<'a> {
+        Message {
+            topic: "t",
+            partition: 3,
+            offset: 1042,
+            timestamp: Some((1_795_867_201_234, TimestampType::Create)),
+            key,
+            value,
+            headers,
+        }
+    }
+
+    fn envelope(m: &Message<'_>) -> String {
+        let mut out = Vec::new();
+        write_envelope(&mut out, m);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn design_example() {
+        let m = message(
+            Some(b"m-42"),
+            Some(br#"{"amount":12.5}"#),
+            vec![("h", Some(b"v"))],
+        );
+        assert_eq!(
+            envelope(&m),
+            r#"{"topic":"t","partition":3,"offset":1042,"timestamp":"2026-11-28T12:00:01.234Z","timestamp_type":"create","key":"m-42","headers":{"h":"v"},"value":{"amount":12.5}}"#
+        );
+    }
+
+    #[test]
+    fn markers_for_text_binary_and_tombstones() {
+        let text = envelope(&message(None, Some(b"plain text"), vec![]));
+        assert!(text.ends_with(r#""key":null,"value":"plain text","value_encoding":"text"}"#));
+        let literal_null = envelope(&message(None, Some(b"null"), vec![]));
+        assert!(literal_null.ends_with(r#""value":"null","value_encoding":"text"}"#));
+        let tombstone = envelope(&message(None, None, vec![]));
+        assert!(tombstone.ends_with(r#""value":null}"#));
+        let binary = envelope(&message(Some(&[0xff, 0]), Some(&[0xc3, 0x28]), vec![]));
+        assert!(binary.contains(r#""key":"/wA=","key_encoding":"base64""#));
+        assert!(binary.ends_with(r#""value":"wyg=","value_encoding":"base64"}"#));
+        let pretty = envelope(&message(None, Some(b"{\n \"a\": 1\n}"), vec![]));
+        assert!(pretty.ends_with(r#""value":"{\n \"a\": 1\n}","value_encoding":"text"}"#));
+    }
+
+    #[test]
+    fn repeated_and_binary_headers() {
+        let m = message(
+            None,
+            Some(b"1"),
+            vec![("a", Some(b"1")), ("b", None), ("a", Some(&[0xff]))],
+        );
+        assert!(envelope(&m).contains(r#""headers":{"a":["1",{"base64":"/w=="}],"b":null}"#));
+    }
+
+    #[test]
+    fn value_lines() {
+        let line = |v: Option<&[u8]>| {
+            let mut out = Vec::new();
+            write_value_line(&mut out, v);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(line(Some(br#"{"a":1}"#)), r#"{"a":1}"#);
+        assert_eq!(line(Some(b"hello")), r#""hello""#);
+        assert_eq!(line(Some(&[0xff])), r#"{"base64":"/w=="}"#);
+        assert_eq!(line(None), "null");
+    }
+
+    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..12),
+            "[ -~\n]{0,12}".prop_map(String::into_bytes),
+            Just(b"null".to_vec()),
+            Just(br#"{"a":[1,2.5,"x"]}"#.to_vec()),
+            Just(b" 1".to_vec()),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the bytes, the envelope is one line of JSON and reads back to them.
+        #[test]
+        fn round_trip(
+            key in proptest::option::of(bytes()),
+            value in proptest::option::of(bytes()),
+            headers in proptest::collection::vec(("[ab]", proptest::option::of(bytes())), 0..4),
+            partition in 0i32..100,
+            ts in proptest::option::of(0i64..4_000_000_000_000),
+        ) {
+            let mut m = message(key.as_deref(), value.as_deref(),
+                headers.iter().map(|(n, v)| (n.as_str(), v.as_deref())).collect());
+            m.partition = partition;
+            m.timestamp = ts.map(|t| (t, TimestampType::Create));
+            let line = envelope(&m);
+            prop_assert!(!line.contains('\n'));
+            prop_assert!(serde_json::from_str::<Value>(&line).is_ok());
+            let back = read_envelope(&line).unwrap();
+            prop_assert_eq!(back.partition, Some(partition));
+            prop_assert_eq!(back.timestamp, ts);
+            prop_assert_eq!(back.key, key);
+            prop_assert_eq!(back.value, value);
+            // Per name, values keep their order.
+            for name in ["a", "b"] {
+                let sent: Vec<_> = headers.iter().filter(|(n, _)| n == name).map(|(_, v)| v.clone()).collect();
+                let got: Vec<_> = back.headers.iter().filter(|(n, _)| n == name).map(|(_, v)| v.clone()).collect();
+                prop_assert_eq!(sent, got);
+            }
+        }
+    }
+}
