@@ -100,6 +100,96 @@ pub struct InputArgs {
     /// Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024).
     #[arg(long, value_name = "BYTES", default_value = "16M", value_parser = parse_bytes, help_heading = "Bad input")]
     pub max_line_bytes: usize,
+
+    #[command(flatten)]
+    pub broker: BrokerArgs,
+}
+
+/// Options of a Kafka source (and of a Kafka sink's client: -X, -F, --timeout).
+#[derive(Debug, Args)]
+pub struct BrokerArgs {
+    /// First position: beginning, end, stored (the group's), an offset, -N (N before the end),
+    /// an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning,
+    /// or stored with --group. On NDJSON input (consume only) a time filters by --time.
+    #[arg(
+        long,
+        value_name = "POS",
+        allow_hyphen_values = true,
+        help_heading = "Kafka"
+    )]
+    pub from: Option<String>,
+
+    /// End position, exclusive, in the same forms as --from (not stored).
+    #[arg(
+        long,
+        value_name = "POS",
+        allow_hyphen_values = true,
+        help_heading = "Kafka"
+    )]
+    pub to: Option<String>,
+
+    /// Exit at the end: stop at the end offsets taken at start, even while records keep coming.
+    #[arg(short = 'e', long, help_heading = "Kafka")]
+    pub exit_at_end: bool,
+
+    /// Read only these partitions.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Kafka"
+    )]
+    pub partitions: Vec<i32>,
+
+    /// Consumer group: positions from the group with --from stored; offsets committed as
+    /// records are handed on.
+    #[arg(short = 'G', long, value_name = "GROUP", help_heading = "Kafka")]
+    pub group: Option<String>,
+
+    /// A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL.
+    #[arg(short = 'X', value_name = "KEY=VALUE", help_heading = "Kafka")]
+    pub properties: Vec<String>,
+
+    /// A file of librdkafka properties (key=value lines, # comments), as kcat's -F. Default:
+    /// $WEIR_KAFKA_CONFIG.
+    #[arg(
+        short = 'F',
+        long = "kafka-config",
+        value_name = "FILE",
+        help_heading = "Kafka"
+    )]
+    pub config_file: Option<PathBuf>,
+
+    /// How long to wait for a broker before giving up with exit code 4.
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, help_heading = "Kafka")]
+    pub timeout: Millis,
+}
+
+impl BrokerArgs {
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.timeout as u64)
+    }
+}
+
+/// Where records go, for the commands that pass records through.
+#[derive(Debug, Args)]
+pub struct RecordSinkArgs {
+    /// Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC.
+    #[arg(short, long, value_name = "SINK", default_value = "-")]
+    pub output: String,
+
+    /// Kafka sink: the record key is this field's value (strings as they are, other JSON as
+    /// its text).
+    #[arg(long = "key", value_name = "FIELD", help_heading = "Kafka sink")]
+    pub key: Option<FieldPath>,
+
+    /// Kafka sink: a header NAME from FIELD (repeatable).
+    #[arg(
+        long = "header",
+        value_name = "NAME=FIELD",
+        help_heading = "Kafka sink"
+    )]
+    pub headers: Vec<String>,
 }
 
 /// How event time is read.
@@ -154,22 +244,26 @@ pub struct ConsumeArgs {
     #[command(flatten)]
     pub time: TimeArgs,
 
-    /// First position to read: an RFC 3339 time or a relative time (-1h, needs --time), or
-    /// beginning. Kafka/Kinesis positions (offsets, -N, stored) come with their sources.
-    #[arg(long, value_name = "POS", allow_hyphen_values = true)]
-    pub from: Option<String>,
-
-    /// Stop position, exclusive, in the same forms as --from.
-    #[arg(long, value_name = "POS", allow_hyphen_values = true)]
-    pub to: Option<String>,
-
     /// Stop after writing N records.
     #[arg(short = 'n', long = "count", value_name = "N")]
     pub count: Option<u64>,
 
-    /// Sink: - (stdout) or a file path.
-    #[arg(short, long, value_name = "SINK", default_value = "-")]
-    pub output: String,
+    /// Kafka source: write each record's envelope (topic, partition, offset, timestamp, key,
+    /// headers, value) instead of its value.
+    #[arg(short = 'J', long)]
+    pub envelope: bool,
+
+    /// Kafka source: write each record by a kcat format: %t topic, %p partition, %o offset,
+    /// %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \n \t \\.
+    #[arg(short = 'f', long, value_name = "FORMAT", conflicts_with = "envelope")]
+    pub format: Option<String>,
+
+    /// Flush after every record (also the default on a terminal).
+    #[arg(short = 'u', long)]
+    pub unbuffered: bool,
+
+    #[command(flatten)]
+    pub sink: RecordSinkArgs,
 
     #[command(flatten)]
     pub report: ReportArgs,

@@ -1,16 +1,19 @@
 //! `weir consume`: records from a source to a sink, unchanged, optionally by event-time range.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::cli::ConsumeArgs;
-use crate::core::record::{time_of, Extractor};
+use crate::core::envelope::{write_envelope, write_value_line, KcatFormat};
+use crate::core::record::{time_of, Extractor, Position as RecordPosition};
 use crate::core::time::{now_millis, Millis, Position, TimeFormat};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
+use crate::io::kafka::{self, KafkaSource, Polled};
 use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
-use crate::io::sink::LineSink;
-use crate::io::spec::SinkSpec;
+use crate::io::sink::{LineSink, RecordFields, SinkFault};
+use crate::io::spec::{Input, KafkaSpec, SinkSpec, SourceSpec};
 use crate::stats::{Counters, Stats};
 
 pub fn run(args: ConsumeArgs, stop: &AtomicBool) -> Result<()> {
@@ -50,12 +53,36 @@ fn ndjson_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<Option<Mi
 }
 
 fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let inputs = super::ndjson_inputs(&args.input)?;
-    let sink_spec = SinkSpec::parse(&args.output).map_err(Error::Usage)?;
+    match SourceSpec::parse(&args.input.sources).map_err(Error::Usage)? {
+        SourceSpec::Ndjson(inputs) => consume_ndjson(args, inputs, stats, stop),
+        SourceSpec::Kafka(spec) => consume_kafka(args, &spec, stats, stop),
+        SourceSpec::Kinesis(_) => Err(Error::Usage("Kinesis sources are not built yet".into())),
+    }
+}
+
+fn open_sink(args: &ConsumeArgs) -> Result<LineSink> {
+    let spec = SinkSpec::parse(&args.sink.output).map_err(Error::Usage)?;
+    let fields = RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?;
+    LineSink::open_with(&spec, Some(&args.input.broker), fields)
+}
+
+fn consume_ndjson(
+    args: &ConsumeArgs,
+    inputs: Vec<Input>,
+    stats: &mut Stats,
+    stop: &AtomicBool,
+) -> Result<()> {
+    if args.envelope || args.format.is_some() {
+        return Err(Error::Usage(
+            "-J and -f describe Kafka records; NDJSON input is written as it is".into(),
+        ));
+    }
+    super::reject_broker_flags(&args.input.broker, true)?;
     let now = now_millis();
+    let broker = &args.input.broker;
     let range = TimeRange {
-        from: ndjson_bound("--from", args.from.as_deref(), now)?,
-        to: ndjson_bound("--to", args.to.as_deref(), now)?,
+        from: ndjson_bound("--from", broker.from.as_deref(), now)?,
+        to: ndjson_bound("--to", broker.to.as_deref(), now)?,
     };
     if !range.is_open() && args.time.time.is_none() {
         return Err(Error::Usage(
@@ -63,7 +90,7 @@ fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
         ));
     }
     let mut policy = ErrorPolicy::new(args.input.on_error, args.input.dead_letter.as_deref())?;
-    let sink = LineSink::open(&sink_spec)?;
+    let sink = open_sink(args)?;
     let time = args
         .time
         .time
@@ -79,6 +106,7 @@ fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
         time_format: args.time.time_format.clone(),
         range,
         limit: args.count,
+        unbuffered: args.unbuffered,
     };
     let result = if args.count == Some(0) {
         Ok(())
@@ -99,6 +127,114 @@ fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
     result.and(flushed)
 }
 
+/// How a Kafka record is written.
+enum Render {
+    Value,
+    Envelope,
+    Format(KcatFormat),
+}
+
+fn consume_kafka(
+    args: &ConsumeArgs,
+    spec: &KafkaSpec,
+    stats: &mut Stats,
+    stop: &AtomicBool,
+) -> Result<()> {
+    if args.time.time.is_some() {
+        return Err(Error::Usage(
+            "on a Kafka source --from/--to are log positions (broker time); consume does not use --time there".into(),
+        ));
+    }
+    let render = match (&args.format, args.envelope) {
+        (Some(f), _) => Render::Format(KcatFormat::parse(f).map_err(Error::Usage)?),
+        (None, true) => Render::Envelope,
+        (None, false) => Render::Value,
+    };
+    let mut policy = ErrorPolicy::new(args.input.on_error, args.input.dead_letter.as_deref())?;
+    let mut sink = open_sink(args)?;
+    if matches!(render, Render::Format(_)) && sink.is_kafka() {
+        return Err(Error::Usage(
+            "-f writes text for people; it cannot go to Kafka".into(),
+        ));
+    }
+    let mut source = KafkaSource::open(spec, &super::source_options(&args.input.broker))?;
+    let result = consume_records(
+        args,
+        &render,
+        &mut source,
+        &mut sink,
+        &mut policy,
+        stats,
+        stop,
+    );
+    let committed = source.finish();
+    let flushed = sink.flush().and(policy.flush());
+    result.and(flushed).and(committed)
+}
+
+fn consume_records(
+    args: &ConsumeArgs,
+    render: &Render,
+    source: &mut KafkaSource,
+    sink: &mut LineSink,
+    policy: &mut ErrorPolicy,
+    stats: &mut Stats,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let counters = &mut stats.counters;
+    let mut line = Vec::with_capacity(64 * 1024);
+    let topic = source.topic.clone();
+    let mut wait = Duration::ZERO;
+    while args.count.is_none_or(|n| counters.written < n) {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
+        let (partition, offset) = match source.poll(wait)? {
+            Polled::End => break,
+            Polled::Idle => {
+                // Nothing ready: hand on what was written, then wait a little.
+                sink.idle()?;
+                wait = Duration::from_millis(100);
+                continue;
+            }
+            Polled::Record(m) => {
+                wait = Duration::ZERO;
+                let message = kafka::message(&m, &topic);
+                counters.read += 1;
+                counters.bytes_read += (m.payload_len() + m.key_len()) as u64;
+                line.clear();
+                match render {
+                    Render::Value => write_value_line(&mut line, message.value),
+                    Render::Envelope => write_envelope(&mut line, &message),
+                    Render::Format(f) => f.write(&mut line, &message),
+                }
+                (message.partition, message.offset)
+            }
+        };
+        let written = match render {
+            Render::Format(_) => sink.write_raw(&line).map_err(SinkFault::Fatal),
+            _ => sink.write_record(&line),
+        };
+        match written {
+            Ok(()) => counters.written += 1,
+            Err(SinkFault::Fatal(e)) => return Err(e),
+            Err(SinkFault::Record(e)) => {
+                let position = RecordPosition::Kafka {
+                    topic: topic.clone(),
+                    partition,
+                    offset,
+                };
+                policy.handle(&position, &line, &e, counters)?;
+            }
+        }
+        if args.unbuffered {
+            sink.flush()?;
+        }
+        source.done(partition, offset);
+    }
+    Ok(())
+}
+
 struct ConsumeStep {
     sink: LineSink,
     /// The --time field, located by the reader thread.
@@ -106,6 +242,7 @@ struct ConsumeStep {
     time_format: TimeFormat,
     range: TimeRange,
     limit: Option<u64>,
+    unbuffered: bool,
 }
 
 impl RecordStep for ConsumeStep {
@@ -121,8 +258,11 @@ impl RecordStep for ConsumeStep {
                 return Ok(Flow::Continue);
             }
         }
-        self.sink.write_line(line.bytes)?;
+        self.sink.write_record(line.bytes)?;
         counters.written += 1;
+        if self.unbuffered {
+            self.sink.flush()?;
+        }
         Ok(match self.limit {
             Some(n) if counters.written >= n => Flow::Stop,
             _ => Flow::Continue,
@@ -130,7 +270,7 @@ impl RecordStep for ConsumeStep {
     }
 
     fn idle(&mut self) -> Result<()> {
-        self.sink.flush()
+        self.sink.idle()
     }
 }
 

@@ -11,9 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{Command, InputArgs, ReportArgs};
+use crate::cli::{BrokerArgs, Command, InputArgs, ReportArgs};
+use crate::core::time::now_millis;
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
+use crate::io::kafka::SourceOptions;
 use crate::io::ndjson::{drive, Drive, NdjsonReader, Prepare, ReadOptions, RecordStep};
 use crate::io::spec::{Input, SourceSpec};
 use crate::stats::{Counters, Stats};
@@ -70,6 +72,45 @@ pub fn finish(stats: &Stats, report: &ReportArgs, result: Result<()>) -> Result<
         stats.write_json(path, code, message)?;
     }
     result
+}
+
+/// The Kafka source options of a command line.
+pub fn source_options(broker: &BrokerArgs) -> SourceOptions<'_> {
+    SourceOptions {
+        config_file: broker.config_file.as_deref(),
+        properties: &broker.properties,
+        partitions: &broker.partitions,
+        group: broker.group.as_deref(),
+        from: broker.from.as_deref(),
+        to: broker.to.as_deref(),
+        exit_at_end: broker.exit_at_end,
+        timeout: broker.timeout(),
+        now: now_millis(),
+    }
+}
+
+/// Kafka source options make no sense on NDJSON input; say so rather than ignore them.
+/// `consume` takes --from/--to there as an event-time range.
+pub fn reject_broker_flags(broker: &BrokerArgs, time_range_ok: bool) -> Result<()> {
+    let flag = if !broker.partitions.is_empty() {
+        Some("--partitions")
+    } else if broker.group.is_some() {
+        Some("--group")
+    } else if broker.exit_at_end {
+        Some("-e")
+    } else if !time_range_ok && broker.from.is_some() {
+        Some("--from")
+    } else if !time_range_ok && broker.to.is_some() {
+        Some("--to")
+    } else {
+        None
+    };
+    match flag {
+        Some(flag) => Err(Error::Usage(format!(
+            "{flag} applies to a Kafka source (kafka://HOST:PORT/TOPIC), not to NDJSON input"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The NDJSON inputs named by SOURCE; broker sources arrive with their own adapters.

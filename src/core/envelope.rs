@@ -195,12 +195,126 @@ pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
 fn write_base64_str(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'"');
     let start = out.len();
-    out.resize(start + base64::encoded_len(bytes.len(), true).unwrap_or(0), 0);
+    out.resize(
+        start + base64::encoded_len(bytes.len(), true).unwrap_or(0),
+        0,
+    );
     let n = BASE64
         .encode_slice(bytes, &mut out[start..])
         .expect("sized buffer");
     out.truncate(start + n);
     out.push(b'"');
+}
+
+/// A kcat `-f` format: `%t %p %o %k %s %T %h %K %S` and `\\n \\r \\t \\\\`, `%%`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KcatFormat(Vec<Piece>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Piece {
+    Literal(Vec<u8>),
+    Topic,
+    Partition,
+    Offset,
+    Key,
+    KeyLen,
+    Value,
+    ValueLen,
+    Timestamp,
+    Headers,
+}
+
+impl KcatFormat {
+    pub fn parse(format: &str) -> Result<KcatFormat, String> {
+        let mut pieces = Vec::new();
+        let mut literal = Vec::new();
+        let mut chars = format.chars();
+        while let Some(c) = chars.next() {
+            let token = match c {
+                '%' => match chars.next() {
+                    Some('t') => Piece::Topic,
+                    Some('p') => Piece::Partition,
+                    Some('o') => Piece::Offset,
+                    Some('k') => Piece::Key,
+                    Some('K') => Piece::KeyLen,
+                    Some('s') => Piece::Value,
+                    Some('S') => Piece::ValueLen,
+                    Some('T') => Piece::Timestamp,
+                    Some('h') => Piece::Headers,
+                    Some('%') => {
+                        literal.push(b'%');
+                        continue;
+                    }
+                    other => {
+                        return Err(format!(
+                            "-f: unknown token %{} (use %t %p %o %k %K %s %S %T %h %%)",
+                            other.map(String::from).unwrap_or_default()
+                        ))
+                    }
+                },
+                '\\' => {
+                    let escaped = match chars.next() {
+                        Some('n') => '\n',
+                        Some('r') => '\r',
+                        Some('t') => '\t',
+                        Some('\\') | None => '\\',
+                        Some(other) => {
+                            literal.push(b'\\');
+                            other
+                        }
+                    };
+                    literal.extend_from_slice(escaped.to_string().as_bytes());
+                    continue;
+                }
+                c => {
+                    literal.extend_from_slice(c.to_string().as_bytes());
+                    continue;
+                }
+            };
+            if !literal.is_empty() {
+                pieces.push(Piece::Literal(std::mem::take(&mut literal)));
+            }
+            pieces.push(token);
+        }
+        if !literal.is_empty() {
+            pieces.push(Piece::Literal(literal));
+        }
+        Ok(KcatFormat(pieces))
+    }
+
+    /// Appends `m` as the format says (raw bytes, as kcat writes them).
+    pub fn write(&self, out: &mut Vec<u8>, m: &Message<'_>) {
+        let mut num = itoa::Buffer::new();
+        for piece in &self.0 {
+            match piece {
+                Piece::Literal(l) => out.extend_from_slice(l),
+                Piece::Topic => out.extend_from_slice(m.topic.as_bytes()),
+                Piece::Partition => out.extend_from_slice(num.format(m.partition).as_bytes()),
+                Piece::Offset => out.extend_from_slice(num.format(m.offset).as_bytes()),
+                Piece::Key => out.extend_from_slice(m.key.unwrap_or_default()),
+                Piece::Value => out.extend_from_slice(m.value.unwrap_or_default()),
+                Piece::KeyLen => out
+                    .extend_from_slice(num.format(m.key.map_or(-1, |k| k.len() as i64)).as_bytes()),
+                Piece::ValueLen => out.extend_from_slice(
+                    num.format(m.value.map_or(-1, |v| v.len() as i64))
+                        .as_bytes(),
+                ),
+                Piece::Timestamp => {
+                    out.extend_from_slice(num.format(m.timestamp.map_or(-1, |(t, _)| t)).as_bytes())
+                }
+                Piece::Headers => {
+                    for (i, (name, value)) in m.headers.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        out.extend_from_slice(name.as_bytes());
+                        out.push(b'=');
+                        out.extend_from_slice(value.unwrap_or_default());
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// A record to produce, decoded from an envelope.
@@ -401,6 +515,26 @@ mod tests {
         assert_eq!(line(Some(b"hello")), r#""hello""#);
         assert_eq!(line(Some(&[0xff])), r#"{"base64":"/w=="}"#);
         assert_eq!(line(None), "null");
+    }
+
+    #[test]
+    fn kcat_formats() {
+        let m = message(
+            Some(b"k"),
+            Some(b"v1"),
+            vec![("a", Some(b"1")), ("b", None)],
+        );
+        let render = |f: &str| {
+            let mut out = Vec::new();
+            KcatFormat::parse(f).unwrap().write(&mut out, &m);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(render("%t/%p@%o %k=%s\\n"), "t/3@1042 k=v1\n");
+        assert_eq!(
+            render("%T %K %S %h 100%%\\t|"),
+            "1795867201234 1 2 a=1,b= 100%\t|"
+        );
+        assert!(KcatFormat::parse("%z").is_err());
     }
 
     fn bytes() -> impl Strategy<Value = Vec<u8>> {

@@ -140,6 +140,8 @@ pub enum RecordError {
         len: u64,
         max: u64,
     },
+    /// The sink refused this record (too large for a Kafka topic, an unknown partition).
+    Refused(String),
 }
 
 impl fmt::Display for RecordError {
@@ -150,6 +152,7 @@ impl fmt::Display for RecordError {
             }
             RecordError::NotJson(why) => write!(f, "not valid JSON: {why}"),
             RecordError::NotObject => write!(f, "not a JSON object"),
+            RecordError::Refused(why) => f.write_str(why),
             RecordError::MissingField {
                 path,
                 suggestion: Some(s),

@@ -1,0 +1,706 @@
+//! The Kafka adapter: client configuration (kcat's `-X`/`-F`), a source that reads a topic's
+//! partitions from resolved positions to optional end offsets, and a producing sink.
+//!
+//! The synchronous rdkafka clients are used on our own threads: librdkafka already does its
+//! network I/O on threads of its own, so an async runtime here would add nothing.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{BorrowedMessage, Header, Headers, Message as _, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::{ClientContext, Offset, Timestamp, TopicPartitionList};
+
+use super::spec::KafkaSpec;
+use crate::core::envelope::{Message, TimestampType};
+use crate::core::time::{Millis, Position as Pos};
+use crate::error::{Error, Result};
+
+/// Environment variable naming a default `-F` file, as `KAFKACAT_CONFIG` does for kcat.
+pub const CONFIG_ENV: &str = "WEIR_KAFKA_CONFIG";
+
+/// librdkafka properties whose values must never be shown.
+fn is_secret(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    key.contains("password") || key.contains("secret") || key.ends_with(".key.pem")
+}
+
+/// Client properties in order: a config file (`-F`, else `$WEIR_KAFKA_CONFIG`), then `-X`
+/// pairs, which win.
+pub fn client_config(
+    spec: &KafkaSpec,
+    config_file: Option<&Path>,
+    properties: &[String],
+) -> Result<ClientConfig> {
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", spec.bootstrap_servers());
+    config.set_log_level(RDKafkaLogLevel::Emerg);
+    let file: Option<PathBuf> = config_file
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os(CONFIG_ENV).map(PathBuf::from));
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            Error::Usage(format!("cannot read Kafka config {}: {e}", path.display()))
+        })?;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (k, v) = split_property(line)
+                .map_err(|e| Error::Usage(format!("{}:{}: {e}", path.display(), n + 1)))?;
+            config.set(k, v);
+        }
+    }
+    for p in properties {
+        let (k, v) = split_property(p).map_err(|e| Error::Usage(format!("-X {e}")))?;
+        config.set(k, v);
+    }
+    Ok(config)
+}
+
+fn split_property(s: &str) -> std::result::Result<(&str, &str), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim(), v.trim())),
+        _ => Err(format!(
+            "expected key=value, got '{}'",
+            s.split('=').next().unwrap_or("")
+        )),
+    }
+}
+
+/// What the client reported through its error callback, so that a stalled run can say why.
+#[derive(Default)]
+pub struct Reporter {
+    last_error: Mutex<Option<(Instant, String)>>,
+}
+
+impl Reporter {
+    fn record(&self, error: &KafkaError, reason: &str) {
+        let text = if reason.is_empty() {
+            error.to_string()
+        } else {
+            reason.to_string()
+        };
+        *self.last_error.lock().expect("not poisoned") = Some((Instant::now(), text));
+    }
+
+    /// The latest error, if it is newer than `since`.
+    fn error_since(&self, since: Instant) -> Option<String> {
+        let guard = self.last_error.lock().expect("not poisoned");
+        guard
+            .as_ref()
+            .filter(|(at, _)| *at >= since)
+            .map(|(_, text)| text.clone())
+    }
+}
+
+impl ClientContext for Reporter {
+    fn log(&self, _level: RDKafkaLogLevel, _fac: &str, _message: &str) {}
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.record(&error, reason);
+    }
+}
+
+impl ConsumerContext for Reporter {}
+
+fn unreachable(what: &str, spec: &KafkaSpec, e: KafkaError) -> Error {
+    Error::Unreachable(format!("{what} {}: {e}", spec.bootstrap_servers()))
+}
+
+/// What a Kafka source needs besides the spec: positions, partitions, group, bounds.
+pub struct SourceOptions<'a> {
+    pub config_file: Option<&'a Path>,
+    pub properties: &'a [String],
+    pub partitions: &'a [i32],
+    pub group: Option<&'a str>,
+    pub from: Option<&'a str>,
+    pub to: Option<&'a str>,
+    pub exit_at_end: bool,
+    pub timeout: Duration,
+    pub now: Millis,
+}
+
+/// A topic being read: the partitions still open, each with an optional end offset.
+pub struct KafkaSource {
+    consumer: BaseConsumer<Reporter>,
+    pub topic: Arc<str>,
+    /// Exclusive end offset per partition (bounded reads only).
+    ends: HashMap<i32, i64>,
+    /// Partitions not yet at their end; `None` when the read is unbounded.
+    open: Option<Vec<i32>>,
+    grouped: bool,
+    /// With -e a partition is done at the end it reaches, even before its snapshot end.
+    close_at_eof: bool,
+    timeout: Duration,
+    /// When the last record (or the start) was seen, to tell a dead broker from a quiet one.
+    last_progress: Instant,
+}
+
+/// One step of a read.
+pub enum Polled<'a> {
+    Record(BorrowedMessage<'a>),
+    /// Nothing arrived within the poll interval.
+    Idle,
+    /// Every partition reached its end (bounded reads only).
+    End,
+}
+
+impl KafkaSource {
+    pub fn open(spec: &KafkaSpec, o: &SourceOptions<'_>) -> Result<KafkaSource> {
+        let topic = spec.topic.clone().ok_or_else(|| {
+            Error::Usage("a Kafka source needs a topic: kafka://HOST:PORT/TOPIC".into())
+        })?;
+        let mut config = client_config(spec, o.config_file, o.properties)?;
+        let bounded = o.exit_at_end || o.to.is_some();
+        if let Some(group) = o.group {
+            config.set("group.id", group);
+            // Offsets are stored once a record has been handed on, then committed.
+            config.set("enable.auto.offset.store", "false");
+            if config.get("enable.auto.commit").is_none() {
+                config.set("enable.auto.commit", "true");
+            }
+        } else {
+            config.set("group.id", "weir");
+            config.set("enable.auto.commit", "false");
+        }
+        config.set(
+            "enable.partition.eof",
+            if bounded { "true" } else { "false" },
+        );
+        let consumer: BaseConsumer<Reporter> = config
+            .create_with_context(Reporter::default())
+            .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+
+        let metadata = consumer
+            .fetch_metadata(Some(&topic), o.timeout)
+            .map_err(|e| unreachable("cannot reach Kafka at", spec, e))?;
+        let meta = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic)
+            .ok_or_else(|| Error::Unreachable(format!("topic '{topic}' not found")))?;
+        if let Some(err) = meta.error() {
+            return Err(Error::Unreachable(format!(
+                "topic '{topic}': {}",
+                RDKafkaErrorCode::from(err)
+            )));
+        }
+        let mut partitions: Vec<i32> = meta.partitions().iter().map(|p| p.id()).collect();
+        partitions.sort_unstable();
+        if !o.partitions.is_empty() {
+            for p in o.partitions {
+                if !partitions.contains(p) {
+                    return Err(Error::Usage(format!(
+                        "topic '{topic}' has no partition {p} (it has {})",
+                        partitions.len()
+                    )));
+                }
+            }
+            partitions.retain(|p| o.partitions.contains(p));
+        }
+
+        let from = match o.from {
+            Some(text) => {
+                Pos::parse(text, o.now).map_err(|e| Error::Usage(format!("--from: {e}")))?
+            }
+            None if o.group.is_some() => Pos::Stored,
+            None => Pos::Beginning,
+        };
+        if from == Pos::Stored && o.group.is_none() {
+            return Err(Error::Usage("--from stored needs --group".into()));
+        }
+        let to = match o.to {
+            Some(text) => {
+                Some(Pos::parse(text, o.now).map_err(|e| Error::Usage(format!("--to: {e}")))?)
+            }
+            None if o.exit_at_end => Some(Pos::End),
+            None => None,
+        };
+
+        let mut source = KafkaSource {
+            consumer,
+            topic: Arc::from(topic.as_str()),
+            ends: HashMap::new(),
+            open: None,
+            grouped: o.group.is_some(),
+            close_at_eof: false,
+            timeout: o.timeout,
+            last_progress: Instant::now(),
+        };
+        // A bounded read resolves its starts to offsets, to know which partitions are empty.
+        let starts = source.resolve(&partitions, &from, spec, !bounded)?;
+        if let Some(to) = &to {
+            let ends = source.resolve(&partitions, to, spec, false)?;
+            let mut open = Vec::new();
+            for ((&p, end), start) in partitions.iter().zip(ends).zip(&starts) {
+                let Offset::Offset(end) = end else {
+                    return Err(Error::Usage(format!("--to {to:?} is not an end position")));
+                };
+                source.ends.insert(p, end);
+                if !matches!(start, Offset::Offset(s) if *s >= end) {
+                    open.push(p);
+                }
+            }
+            source.open = Some(open);
+        }
+        source.close_at_eof = o.exit_at_end;
+        let mut assignment = TopicPartitionList::new();
+        for (&p, start) in partitions.iter().zip(&starts) {
+            if source.open.as_ref().is_none_or(|o| o.contains(&p)) {
+                assignment
+                    .add_partition_offset(&topic, p, *start)
+                    .map_err(|e| Error::Usage(format!("partition {p}: {e}")))?;
+            }
+        }
+        source
+            .consumer
+            .assign(&assignment)
+            .map_err(|e| unreachable("cannot read from", spec, e))?;
+        drop(assignment);
+        Ok(source)
+    }
+
+    /// Turns a position into a concrete offset per partition (or a logical one librdkafka
+    /// resolves: beginning, end, stored). `-N` and times are looked up here.
+    fn resolve(
+        &self,
+        partitions: &[i32],
+        pos: &Pos,
+        spec: &KafkaSpec,
+        logical: bool,
+    ) -> Result<Vec<Offset>> {
+        let watermarks = |p: i32| {
+            self.consumer
+                .fetch_watermarks(&self.topic, p, self.timeout)
+                .map_err(|e| unreachable("cannot read offsets from", spec, e))
+        };
+        let mut out = Vec::with_capacity(partitions.len());
+        match pos {
+            Pos::Beginning if logical => out.resize(partitions.len(), Offset::Beginning),
+            Pos::End if logical => out.resize(partitions.len(), Offset::End),
+            Pos::Stored => out.resize(partitions.len(), Offset::Stored),
+            Pos::Offset(n) => out.resize(partitions.len(), Offset::Offset(*n)),
+            Pos::Beginning => {
+                for &p in partitions {
+                    out.push(Offset::Offset(watermarks(p)?.0));
+                }
+            }
+            Pos::End => {
+                for &p in partitions {
+                    out.push(Offset::Offset(watermarks(p)?.1));
+                }
+            }
+            Pos::FromEnd(n) => {
+                for &p in partitions {
+                    let (low, high) = watermarks(p)?;
+                    out.push(Offset::Offset((high - *n as i64).max(low)));
+                }
+            }
+            Pos::Time(t) => {
+                let mut tpl = TopicPartitionList::new();
+                for &p in partitions {
+                    tpl.add_partition_offset(&self.topic, p, Offset::Offset(*t))
+                        .map_err(|e| Error::Usage(format!("partition {p}: {e}")))?;
+                }
+                let found = self
+                    .consumer
+                    .offsets_for_times(tpl, self.timeout)
+                    .map_err(|e| unreachable("cannot look up offsets by time at", spec, e))?;
+                for &p in partitions {
+                    let offset = found
+                        .find_partition(&self.topic, p)
+                        .map(|e| e.offset())
+                        .unwrap_or(Offset::End);
+                    // No record at or after the time: start at (or end before) the end.
+                    out.push(match offset {
+                        Offset::Offset(n) => Offset::Offset(n),
+                        _ => Offset::Offset(watermarks(p)?.1),
+                    });
+                }
+                drop(found);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Waits up to `wait` for the next record.
+    pub fn poll(&mut self, wait: Duration) -> Result<Polled<'_>> {
+        if self.open.as_ref().is_some_and(Vec::is_empty) {
+            return Ok(Polled::End);
+        }
+        let polled = self.consumer.poll(wait);
+        match polled {
+            None => {
+                if self.last_progress.elapsed() >= self.timeout {
+                    if let Some(e) = self.consumer.context().error_since(self.last_progress) {
+                        return Err(Error::Unreachable(format!(
+                            "Kafka: no progress for {:?}: {e}",
+                            self.timeout
+                        )));
+                    }
+                }
+                Ok(Polled::Idle)
+            }
+            Some(Err(KafkaError::PartitionEOF(p))) => {
+                if self.close_at_eof {
+                    close(&mut self.open, p);
+                }
+                Ok(Polled::Idle)
+            }
+            Some(Err(e)) => Err(Error::Unreachable(format!("Kafka: {e}"))),
+            Some(Ok(m)) => {
+                self.last_progress = Instant::now();
+                let p = m.partition();
+                if let Some(&end) = self.ends.get(&p) {
+                    if m.offset() >= end {
+                        close(&mut self.open, p);
+                        return Ok(Polled::Idle);
+                    }
+                    if m.offset() + 1 >= end {
+                        close(&mut self.open, p);
+                    }
+                }
+                Ok(Polled::Record(m))
+            }
+        }
+    }
+
+    /// Marks records up to and including `offset` as done, for the group's next commit.
+    pub fn done(&self, partition: i32, offset: i64) {
+        if self.grouped {
+            // Fails only for a partition no longer assigned: nothing to commit then.
+            let _ = self.consumer.store_offset(&self.topic, partition, offset);
+        }
+    }
+
+    /// Commits what was stored (with a group), before the consumer is dropped.
+    pub fn finish(&self) -> Result<()> {
+        if self.grouped {
+            match self.consumer.commit_consumer_state(CommitMode::Sync) {
+                Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
+                Err(e) => return Err(Error::Unreachable(format!("cannot commit offsets: {e}"))),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Marks partition `p` as at its end.
+fn close(open: &mut Option<Vec<i32>>, p: i32) {
+    if let Some(open) = open {
+        open.retain(|&q| q != p);
+    }
+}
+
+/// An error text without secret values (librdkafka quotes property values in some errors).
+fn scrub(e: &KafkaError) -> String {
+    let text = e.to_string();
+    if is_secret(&text) {
+        "invalid security property (value not shown)".into()
+    } else {
+        text
+    }
+}
+
+/// A borrowed record in the form the envelope writer takes.
+pub fn message<'a>(m: &'a BorrowedMessage<'a>, topic: &'a str) -> Message<'a> {
+    let timestamp = match m.timestamp() {
+        Timestamp::CreateTime(t) if t >= 0 => Some((t, TimestampType::Create)),
+        Timestamp::LogAppendTime(t) if t >= 0 => Some((t, TimestampType::LogAppend)),
+        _ => None,
+    };
+    let headers = match m.headers() {
+        None => Vec::new(),
+        Some(h) => h.iter().map(|h| (h.key, h.value)).collect(),
+    };
+    Message {
+        topic,
+        partition: m.partition(),
+        offset: m.offset(),
+        timestamp,
+        key: m.key(),
+        value: m.payload(),
+        headers,
+    }
+}
+
+/// Delivery outcomes, shared with librdkafka's callback.
+#[derive(Default)]
+pub struct Deliveries {
+    delivered: AtomicU64,
+    failed: AtomicU64,
+    first_failure: Mutex<Option<String>>,
+    failing: AtomicBool,
+    reporter: Reporter,
+}
+
+impl ClientContext for Deliveries {
+    fn log(&self, _level: RDKafkaLogLevel, _fac: &str, _message: &str) {}
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.reporter.record(&error, reason);
+    }
+}
+
+impl ProducerContext for Deliveries {
+    /// The output record number (1-based), for the message naming a failed one.
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, number: usize) {
+        match result {
+            Ok(_) => {
+                self.delivered.fetch_add(1, Ordering::Relaxed);
+            }
+            Err((e, m)) => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                self.failing.store(true, Ordering::Release);
+                let mut first = self.first_failure.lock().expect("not poisoned");
+                if first.is_none() {
+                    *first = Some(format!(
+                        "record {number} of this run's output to '{}' was not delivered: {e}",
+                        m.topic()
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// A record for the producer.
+pub struct Outgoing<'a> {
+    pub value: Option<&'a [u8]>,
+    pub key: Option<&'a [u8]>,
+    pub headers: &'a [(&'a str, Option<&'a [u8]>)],
+    pub timestamp: Option<Millis>,
+    pub partition: Option<i32>,
+}
+
+/// Why one record could not be queued.
+pub enum SendError {
+    /// The record itself is refused (too large): an error of that record.
+    Record(String),
+    Fatal(Error),
+}
+
+/// A producing sink: idempotent by default, bounded in-flight queue (librdkafka's), every
+/// delivery accounted for before exit.
+pub struct KafkaSink {
+    producer: BaseProducer<Deliveries>,
+    pub topic: String,
+    timeout: Duration,
+    sent: usize,
+}
+
+impl KafkaSink {
+    pub fn open(
+        spec: &KafkaSpec,
+        config_file: Option<&Path>,
+        properties: &[String],
+        timeout: Duration,
+    ) -> Result<KafkaSink> {
+        let topic = spec.topic.clone().ok_or_else(|| {
+            Error::Usage("a Kafka sink needs a topic: kafka://HOST:PORT/TOPIC".into())
+        })?;
+        let mut config = ClientConfig::new();
+        // Ours first, so that -F/-X can override them.
+        config.set("enable.idempotence", "true");
+        config.set("message.timeout.ms", "30000");
+        config.set("linger.ms", "20");
+        for (k, v) in client_config(spec, config_file, properties)?.config_map() {
+            config.set(k, v);
+        }
+        let producer: BaseProducer<Deliveries> = config
+            .create_with_context(Deliveries::default())
+            .map_err(|e| Error::Usage(format!("Kafka producer configuration: {}", scrub(&e))))?;
+        // Fail fast and clearly when the cluster or topic is not there.
+        let metadata = producer
+            .client()
+            .fetch_metadata(Some(&topic), timeout)
+            .map_err(|e| unreachable("cannot reach Kafka at", spec, e))?;
+        match metadata.topics().iter().find(|t| t.name() == topic) {
+            Some(t) if t.error().is_none() && !t.partitions().is_empty() => {}
+            _ => return Err(Error::Unreachable(format!("topic '{topic}' not found"))),
+        }
+        Ok(KafkaSink {
+            producer,
+            topic,
+            timeout,
+            sent: 0,
+        })
+    }
+
+    pub fn send(&mut self, r: &Outgoing<'_>) -> std::result::Result<(), SendError> {
+        if self.producer.context().failing.load(Ordering::Acquire) {
+            return Err(SendError::Fatal(self.failure()));
+        }
+        self.sent += 1;
+        let mut record: BaseRecord<'_, [u8], [u8], usize> =
+            BaseRecord::with_opaque_to(&self.topic, self.sent);
+        if let Some(v) = r.value {
+            record = record.payload(v);
+        }
+        if let Some(k) = r.key {
+            record = record.key(k);
+        }
+        if let Some(t) = r.timestamp {
+            record = record.timestamp(t);
+        }
+        if let Some(p) = r.partition {
+            record = record.partition(p);
+        }
+        if !r.headers.is_empty() {
+            let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
+            for (name, value) in r.headers {
+                headers = headers.insert(Header {
+                    key: name,
+                    value: *value,
+                });
+            }
+            record = record.headers(headers);
+        }
+        let started = Instant::now();
+        loop {
+            match self.producer.send(record) {
+                Ok(()) => {
+                    self.producer.poll(Duration::ZERO);
+                    return Ok(());
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    // Backpressure: wait for deliveries to make room.
+                    record = back;
+                    self.producer.poll(Duration::from_millis(50));
+                    if started.elapsed() > self.timeout.max(Duration::from_secs(30)) {
+                        return Err(SendError::Fatal(Error::Unreachable(format!(
+                            "Kafka producer queue stayed full for {:?}: {}",
+                            started.elapsed(),
+                            self.producer
+                                .context()
+                                .reporter
+                                .error_since(started)
+                                .unwrap_or_else(|| "the broker is not accepting records".into())
+                        ))));
+                    }
+                }
+                Err((KafkaError::MessageProduction(code), _))
+                    if matches!(
+                        code,
+                        RDKafkaErrorCode::MessageSizeTooLarge
+                            | RDKafkaErrorCode::InvalidMessageSize
+                    ) =>
+                {
+                    self.sent -= 1;
+                    return Err(SendError::Record(format!(
+                        "record too large for Kafka topic '{}' ({code}; see -X message.max.bytes)",
+                        self.topic
+                    )));
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::UnknownPartition), _)) => {
+                    self.sent -= 1;
+                    return Err(SendError::Record(format!(
+                        "topic '{}' has no partition {}",
+                        self.topic,
+                        r.partition.unwrap_or(-1)
+                    )));
+                }
+                Err((e, _)) => {
+                    return Err(SendError::Fatal(Error::Unreachable(format!(
+                        "cannot produce to '{}': {e}",
+                        self.topic
+                    ))))
+                }
+            }
+        }
+    }
+
+    /// Serves delivery reports; fails as soon as one record was not delivered.
+    pub fn poll(&self) -> Result<()> {
+        self.producer.poll(Duration::ZERO);
+        if self.producer.context().failing.load(Ordering::Acquire) {
+            return Err(self.failure());
+        }
+        Ok(())
+    }
+
+    /// Waits until every record is delivered or has failed.
+    pub fn flush(&self) -> Result<()> {
+        let deadline = Instant::now() + self.timeout.max(Duration::from_secs(30));
+        while self.producer.in_flight_count() > 0 {
+            if self.producer.context().failing.load(Ordering::Acquire) {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Unreachable(format!(
+                    "{} records to '{}' still undelivered after {:?}",
+                    self.producer.in_flight_count(),
+                    self.topic,
+                    self.timeout
+                )));
+            }
+            self.producer.poll(Duration::from_millis(50));
+        }
+        self.poll()
+    }
+
+    fn failure(&self) -> Error {
+        let ctx = self.producer.context();
+        let first = ctx.first_failure.lock().expect("not poisoned").clone();
+        Error::Unreachable(format!(
+            "{} (failed: {}, delivered: {})",
+            first.unwrap_or_else(|| "a record was not delivered".into()),
+            ctx.failed.load(Ordering::Relaxed),
+            ctx.delivered.load(Ordering::Relaxed)
+        ))
+    }
+
+    pub fn delivered(&self) -> u64 {
+        self.producer.context().delivered.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kafka.conf");
+        std::fs::write(
+            &file,
+            "# comment\n\nsecurity.protocol=SASL_SSL\nclient.id = from-file\n",
+        )
+        .unwrap();
+        let spec = KafkaSpec {
+            brokers: vec![super::super::spec::Broker {
+                host: "127.0.0.1".into(),
+                port: 9092,
+            }],
+            topic: Some("t".into()),
+        };
+        let c = client_config(&spec, Some(&file), &["client.id=cli".into()]).unwrap();
+        assert_eq!(c.get("bootstrap.servers"), Some("127.0.0.1:9092"));
+        assert_eq!(c.get("security.protocol"), Some("SASL_SSL"));
+        assert_eq!(c.get("client.id"), Some("cli"));
+        assert!(client_config(&spec, None, &["novalue".into()]).is_err());
+        std::fs::write(&file, "sasl.password\n").unwrap();
+        let e = client_config(&spec, Some(&file), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("kafka.conf:1"), "{e}");
+    }
+
+    #[test]
+    fn secrets_are_recognised() {
+        assert!(is_secret("sasl.password"));
+        assert!(is_secret("ssl.key.password"));
+        assert!(!is_secret("bootstrap.servers"));
+    }
+}
