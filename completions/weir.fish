@@ -30,20 +30,31 @@ complete -c weir -n "__fish_weir_needs_command" -f -a "consume" -d 'Read records
 complete -c weir -n "__fish_weir_needs_command" -f -a "window" -d 'Aggregate events per key per event-time window, with watermarks and a late-data policy'
 complete -c weir -n "__fish_weir_needs_command" -f -a "watermark-profile" -d 'Measure how late events arrive and recommend a watermark delay'
 complete -c weir -n "__fish_weir_needs_command" -f -a "dedupe" -d 'Drop repeated records: keep the first of each id within a horizon, with bounded memory'
+complete -c weir -n "__fish_weir_needs_command" -f -a "replay" -d 'Re-read a range of records into a sink, at a controlled rate'
 complete -c weir -n "__fish_weir_needs_command" -f -a "generate" -d 'Writes man pages and shell completions (for the project\'s own build)'
-complete -c weir -n "__fish_weir_needs_command" -f -a "replay" -d 'Re-read a range of records into a sink, at a controlled rate [not built yet: issue #6]'
 complete -c weir -n "__fish_weir_needs_command" -f -a "lag" -d 'Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]'
 complete -c weir -n "__fish_weir_using_subcommand consume" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand consume" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or stored with --group. On NDJSON input (consume only) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l partitions -d 'Read only these partitions' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s G -l group -d 'Consumer group: positions from the group with --from stored; offsets committed as records are handed on' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
+complete -c weir -n "__fish_weir_using_subcommand consume" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position to read: an RFC 3339 time or a relative time (-1h, needs --time), or beginning. Kafka/Kinesis positions (offsets, -N, stored) come with their sources' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -l to -d 'Stop position, exclusive, in the same forms as --from' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s n -l count -d 'Stop after writing N records' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -s o -l output -d 'Sink: - (stdout) or a file path' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s f -l format -d 'Kafka source: write each record by a kcat format: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \\n \\t \\\\' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s o -l output -d 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l key -d 'Kafka sink: the record key is this field\'s value (strings as they are, other JSON as its text)' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand consume" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand consume" -s J -l envelope -d 'Kafka source: write each record\'s envelope (topic, partition, offset, timestamp, key, headers, value) instead of its value'
+complete -c weir -n "__fish_weir_using_subcommand consume" -s u -l unbuffered -d 'Flush after every record (also the default on a terminal)'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s V -l version -d 'Print version'
@@ -51,6 +62,13 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l on-error -d 'What t
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand window" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or stored with --group. On NDJSON input (consume only) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l partitions -d 'Read only these partitions' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -s G -l group -d 'Consumer group: positions from the group with --from stored; offsets committed as records are handed on' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l key -d 'Group by this field (repeatable for a composite key). Without --key, one global key' -r
@@ -78,8 +96,9 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l as -d 'Names the ou
 complete -c weir -n "__fish_weir_using_subcommand window" -l max-open-windows -d 'Bound on (key, window) pairs held at once; exceeding it stops with exit 3' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l format -d 'Output rows as ndjson or csv' -r -f -a "ndjson\t'One JSON object per row'
 csv\t'A header row, then one row per result (RFC 4180 quoting)'"
-complete -c weir -n "__fish_weir_using_subcommand window" -s o -l output -d 'Sink: - (stdout) or a file path' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -s o -l output -d 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC (NDJSON rows, keyed by the first --key field)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand window" -l count -d 'Number of records'
 complete -c weir -n "__fish_weir_using_subcommand window" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand window" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -88,6 +107,13 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l on-error
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or stored with --group. On NDJSON input (consume only) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partitions -d 'Read only these partitions' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s G -l group -d 'Consumer group: positions from the group with --from stored; offsets committed as records are handed on' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l arrival -d 'Arrival-time field (same formats as --time). Default: the time weir reads the record' -r
@@ -101,6 +127,7 @@ json\t''"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l plot -d 'Also draw the lateness histogram and the drift series to PATH (.svg, or .html wrapping it)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s o -l output -d 'Sink: - (stdout) or a file path' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s V -l version -d 'Print version'
@@ -108,6 +135,13 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l on-error -d 'What t
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or stored with --group. On NDJSON input (consume only) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partitions -d 'Read only these partitions' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s G -l group -d 'Consumer group: positions from the group with --from stored; offsets committed as records are handed on' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l id -d 'The id field (repeatable for a composite id)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
@@ -118,16 +152,43 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l delay -d 'Watermark
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partition-by -d 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-keys -d 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l duplicates -d 'Write the dropped repeats, unchanged, to PATH' -r -F
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -s o -l output -d 'Sink: - (stdout) or a file path' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s o -l output -d 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key -d 'Kafka sink: the record key is this field\'s value (strings as they are, other JSON as its text)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l exact-ids -d 'Remember ids as text instead of 128-bit hashes (more memory, no hash collisions)'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand replay" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
+skip\t'Count the bad record (and dead-letter it) and go on'"
+complete -c weir -n "__fish_weir_using_subcommand replay" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
+complete -c weir -n "__fish_weir_using_subcommand replay" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or stored with --group. On NDJSON input (consume only) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l partitions -d 'Read only these partitions' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -s G -l group -d 'Consumer group: positions from the group with --from stored; offsets committed as records are handed on' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
+complete -c weir -n "__fish_weir_using_subcommand replay" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l rate -d 'At most this many records per second (5000/s, 300/m, 10k/h)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l speed -d 'Keep the original gaps between record timestamps, sped up by this factor (10x)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -s o -l output -d 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l key -d 'Kafka sink: the record key is this field\'s value (strings as they are, other JSON as its text)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand replay" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand replay" -s J -l envelope -d 'The input lines are envelopes, as `weir consume -J` writes them'
+complete -c weir -n "__fish_weir_using_subcommand replay" -l keep-partition -d 'Produce each envelope to the partition it came from'
+complete -c weir -n "__fish_weir_using_subcommand replay" -l dry-run -d 'Count what would be written, write nothing'
+complete -c weir -n "__fish_weir_using_subcommand replay" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
+complete -c weir -n "__fish_weir_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c weir -n "__fish_weir_using_subcommand replay" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand generate" -l out-dir -d 'Folder that receives man/ and completions/' -r -F
 complete -c weir -n "__fish_weir_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c weir -n "__fish_weir_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c weir -n "__fish_weir_using_subcommand replay" -s h -l help -d 'Print help'
-complete -c weir -n "__fish_weir_using_subcommand replay" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand lag" -s h -l help -d 'Print help'
 complete -c weir -n "__fish_weir_using_subcommand lag" -s V -l version -d 'Print version'

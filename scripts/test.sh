@@ -10,8 +10,11 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --locked --all-targets -- -D warnings
 
-# Tests that need a broker (Kafka/Kinesis) arrive with their issues; this script will start
-# those servers on 127.0.0.1 before the test run and stop them after.
+# The Kafka tests need a broker: Tansu on 127.0.0.1, installed on first use (see the script),
+# stopped by PID when this script exits. Kinesis tests will get theirs the same way.
+echo "== starting the test broker"
+trap 'scripts/kafka-broker.sh stop' EXIT
+eval "$(scripts/kafka-broker.sh start)"
 
 echo "== cargo test"
 cargo test --locked "$@"

@@ -59,7 +59,7 @@ pub enum Command {
     #[command(name = "watermark-profile")]
     WatermarkProfile(ProfileArgs),
     Dedupe(DedupeArgs),
-    Replay(PlannedArgs),
+    Replay(ReplayArgs),
     Lag(PlannedArgs),
     /// Writes man pages and shell completions (for the project's own build).
     #[command(hide = true)]
@@ -404,7 +404,8 @@ pub struct WindowArgs {
     #[arg(long, value_enum, default_value = "ndjson")]
     pub format: TableFormat,
 
-    /// Sink: - (stdout) or a file path.
+    /// Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC (NDJSON rows, keyed by the
+    /// first --key field).
     #[arg(short, long, value_name = "SINK", default_value = "-")]
     pub output: String,
 
@@ -477,9 +478,8 @@ pub struct DedupeArgs {
     #[arg(long, value_name = "PATH")]
     pub duplicates: Option<PathBuf>,
 
-    /// Sink: - (stdout) or a file path.
-    #[arg(short, long, value_name = "SINK", default_value = "-")]
-    pub output: String,
+    #[command(flatten)]
+    pub sink: RecordSinkArgs,
 
     #[command(flatten)]
     pub report: ReportArgs,
@@ -592,6 +592,60 @@ pub fn positive_duration_ms(s: &str) -> Result<Millis, String> {
     }
 }
 
+const REPLAY_AFTER_HELP: &str = "\
+Examples:
+  # Put an envelope file (from consume -J) back on a topic: keys, headers, timestamps restored:
+  weir replay -J capture.ndjson -o kafka://localhost:9092/checkouts --rate 5000/s
+
+  # Copy the last hour of a topic to another at ten times the original pace:
+  weir replay kafka://localhost:9092/checkouts --from -1h -e -o kafka://localhost:9092/copy --speed 10x
+
+  # Produce an NDJSON file, keyed by a field, and count what would be sent first:
+  weir replay events.ndjson -o kafka://localhost:9092/events --key merchant_id --dry-run";
+
+/// Re-read a range of records into a sink, at a controlled rate.
+///
+/// Lines of an NDJSON file become record values; with -J (or from a Kafka source) each line is
+/// an envelope and its key, headers and timestamp (and with --keep-partition its partition) are
+/// restored, so `consume -J` output round-trips. --rate holds a fixed rate; --speed keeps the
+/// gaps between record timestamps, divided by the factor.
+#[derive(Debug, Args)]
+#[command(after_help = REPLAY_AFTER_HELP)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// Timestamps for --speed and --from/--to on plain NDJSON lines (envelopes carry their own).
+    #[command(flatten)]
+    pub time: TimeArgs,
+
+    /// The input lines are envelopes, as `weir consume -J` writes them.
+    #[arg(short = 'J', long)]
+    pub envelope: bool,
+
+    /// Produce each envelope to the partition it came from.
+    #[arg(long)]
+    pub keep_partition: bool,
+
+    /// At most this many records per second (5000/s, 300/m, 10k/h).
+    #[arg(long, value_name = "N/s", value_parser = crate::core::pace::parse_rate, conflicts_with = "speed")]
+    pub rate: Option<f64>,
+
+    /// Keep the original gaps between record timestamps, sped up by this factor (10x).
+    #[arg(long, value_name = "FACTOR", value_parser = crate::core::pace::parse_speed)]
+    pub speed: Option<f64>,
+
+    /// Count what would be written, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    #[command(flatten)]
+    pub sink: RecordSinkArgs,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
 /// A subcommand whose issue is still open: it parses nothing and says so when run.
 #[derive(Debug, Args)]
 pub struct PlannedArgs {
@@ -607,19 +661,12 @@ pub struct GenerateArgs {
 }
 
 /// Help text of the subcommands still being built; shown by `--help` and the man pages.
-pub fn planned_command_docs() -> [(&'static str, &'static str, &'static str); 2] {
-    [
-        (
-            "replay",
-            "Re-read a range of records into a sink, at a controlled rate [not built yet: issue #6]",
-            "Examples (planned):\n  weir replay envelope.ndjson -o kafka://localhost:9092/checkouts --rate 5000/s\n  weir replay kafka://localhost:9092/checkouts --from -1h -o kafka://localhost:9092/copy --speed 10x",
-        ),
-        (
-            "lag",
-            "Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]",
-            "Examples (planned):\n  weir lag kafka://localhost:9092 --group billing --max-lag 5m\n  weir lag kafka://localhost:9092/checkouts --all-groups --format prometheus",
-        ),
-    ]
+pub fn planned_command_docs() -> [(&'static str, &'static str, &'static str); 1] {
+    [(
+        "lag",
+        "Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]",
+        "Examples (planned):\n  weir lag kafka://localhost:9092 --group billing --max-lag 5m\n  weir lag kafka://localhost:9092/checkouts --all-groups --format prometheus",
+    )]
 }
 
 /// The full clap command, with the planned subcommands' docs filled in.

@@ -113,7 +113,7 @@ fn consume_ndjson(
     } else {
         let counters = &mut stats.counters;
         super::read_records(
-            inputs,
+            super::Source::Ndjson(inputs),
             &args.input,
             prepare,
             counters,

@@ -13,7 +13,7 @@ use crate::core::window::KEY_SEPARATOR;
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
 use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
-use crate::io::sink::LineSink;
+use crate::io::sink::{LineSink, RecordFields};
 use crate::io::spec::SinkSpec;
 use crate::stats::{Counters, Stats};
 
@@ -24,7 +24,8 @@ pub fn run(args: DedupeArgs, stop: &AtomicBool) -> Result<()> {
 }
 
 fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let inputs = super::ndjson_inputs(&args.input)?;
+    let source = super::Source::open(&args.input)?;
+    let partition_by = source.partition_field(args.partition_by.as_ref());
     let event_time = args.horizon.is_some() && args.horizon_by == HorizonBy::Event;
     if event_time && args.time.time.is_none() {
         return Err(Error::Usage(
@@ -36,13 +37,17 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
         paths.push(t);
         paths.len() - 1
     });
-    let partition_at = args.partition_by.clone().filter(|_| event_time).map(|p| {
+    let partition_at = partition_by.clone().filter(|_| event_time).map(|p| {
         paths.push(p);
         paths.len() - 1
     });
     let extractor = Arc::new(Extractor::new(paths));
     let mut policy = ErrorPolicy::new(args.input.on_error, args.input.dead_letter.as_deref())?;
-    let sink = LineSink::open(&SinkSpec::parse(&args.output).map_err(Error::Usage)?)?;
+    let sink = LineSink::open_with(
+        &SinkSpec::parse(&args.sink.output).map_err(Error::Usage)?,
+        Some(&args.input.broker),
+        RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?,
+    )?;
     let duplicates = match &args.duplicates {
         Some(path) => Some(LineSink::open(&SinkSpec::File(path.clone()))?),
         None => None,
@@ -70,7 +75,7 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
     };
     let prepare = Prepare::Extract(extractor);
     let result = super::read_records(
-        inputs,
+        source,
         &args.input,
         prepare,
         &mut stats.counters,
@@ -197,13 +202,18 @@ impl RecordStep for DedupeStep {
                 d.write_line(line.bytes)?;
             }
         } else {
-            self.sink.write_line(line.bytes)?;
+            self.sink.write_record(line.bytes)?;
             counters.written += 1;
         }
         Ok(Flow::Continue)
     }
 
     fn idle(&mut self) -> Result<()> {
-        self.flush()
+        // A Kafka sink is only polled here; waiting for its deliveries is for the end.
+        self.sink.idle()?;
+        if let Some(d) = &mut self.duplicates {
+            d.flush()?;
+        }
+        Ok(())
     }
 }

@@ -4,6 +4,7 @@ pub mod consume;
 pub mod dedupe;
 pub mod generate;
 pub mod profile;
+pub mod replay;
 pub mod window;
 
 use std::io::IsTerminal;
@@ -12,10 +13,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{BrokerArgs, Command, InputArgs, ReportArgs};
+use crate::core::record::FieldPath;
 use crate::core::time::now_millis;
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
-use crate::io::kafka::SourceOptions;
+use crate::io::kafka::{KafkaSource, SourceOptions};
 use crate::io::ndjson::{drive, Drive, NdjsonReader, Prepare, ReadOptions, RecordStep};
 use crate::io::spec::{Input, SourceSpec};
 use crate::stats::{Counters, Stats};
@@ -31,12 +33,10 @@ pub fn run(command: Command, matches: &clap::ArgMatches) -> Result<()> {
         Command::Window(args) => window::run(args, matches, &STOP),
         Command::Dedupe(args) => dedupe::run(args, &STOP),
         Command::WatermarkProfile(args) => profile::run(args, &STOP),
+        Command::Replay(args) => replay::run(args, &STOP),
         Command::Generate(args) => generate::run(&args.out_dir),
         planned => {
-            let issue = match planned.name() {
-                "replay" => 6,
-                _ => 7,
-            };
+            let issue = 7;
             Err(Error::Usage(format!(
                 "weir {} is not built yet (issue #{issue}); see `weir {} --help` for what is planned",
                 planned.name(),
@@ -113,21 +113,54 @@ pub fn reject_broker_flags(broker: &BrokerArgs, time_range_ok: bool) -> Result<(
     }
 }
 
-/// The NDJSON inputs named by SOURCE; broker sources arrive with their own adapters.
-pub fn ndjson_inputs(input: &InputArgs) -> Result<Vec<Input>> {
-    match SourceSpec::parse(&input.sources).map_err(Error::Usage)? {
-        SourceSpec::Ndjson(inputs) => Ok(inputs),
-        SourceSpec::Kafka(_) => Err(Error::Usage(
-            "Kafka sources are not built yet (issue #6: weir and Kafka)".into(),
-        )),
-        SourceSpec::Kinesis(_) => Err(Error::Usage("Kinesis sources are not built yet".into())),
+/// Where a command's records come from.
+pub enum Source {
+    Ndjson(Vec<Input>),
+    Kafka(KafkaSource),
+}
+
+impl Source {
+    /// Opens SOURCE: a Kafka source connects and resolves its positions here.
+    pub fn open(input: &InputArgs) -> Result<Source> {
+        match SourceSpec::parse(&input.sources).map_err(Error::Usage)? {
+            SourceSpec::Ndjson(inputs) => {
+                reject_broker_flags(&input.broker, false)?;
+                Ok(Source::Ndjson(inputs))
+            }
+            SourceSpec::Kafka(spec) => Ok(Source::Kafka(KafkaSource::open(
+                &spec,
+                &source_options(&input.broker),
+            )?)),
+            SourceSpec::Kinesis(_) => Err(Error::Usage("Kinesis sources are not built yet".into())),
+        }
+    }
+
+    /// As `open`, but --from/--to stay allowed on NDJSON input (a time range there).
+    pub fn open_for_replay(input: &InputArgs) -> Result<Source> {
+        match SourceSpec::parse(&input.sources).map_err(Error::Usage)? {
+            SourceSpec::Ndjson(inputs) => {
+                reject_broker_flags(&input.broker, true)?;
+                Ok(Source::Ndjson(inputs))
+            }
+            _ => Source::open(input),
+        }
+    }
+
+    /// The field that tells partitions apart when the command was not given one: a broker
+    /// source's records are envelopes with their `partition` (DESIGN §2).
+    pub fn partition_field(&self, given: Option<&FieldPath>) -> Option<FieldPath> {
+        match (given, self) {
+            (Some(f), _) => Some(f.clone()),
+            (None, Source::Kafka(_)) => Some("partition".parse().expect("a valid path")),
+            (None, Source::Ndjson(_)) => None,
+        }
     }
 }
 
-/// Reads `inputs` on the reader thread, which checks each line as `prepare` says, and runs
+/// Reads `source` on the reader thread, which checks each line as `prepare` says, and runs
 /// `step` on every record under the error policy.
 pub fn read_records(
-    inputs: Vec<Input>,
+    source: Source,
     input: &InputArgs,
     prepare: Prepare,
     counters: &mut Counters,
@@ -135,13 +168,25 @@ pub fn read_records(
     stop: &AtomicBool,
     step: &mut impl RecordStep,
 ) -> Result<()> {
-    let progress = progress_for(&inputs);
-    let options = ReadOptions {
-        max_line_bytes: input.max_line_bytes,
-        progress,
-        prepare,
+    let reader = match source {
+        Source::Ndjson(inputs) => {
+            let progress = progress_for(&inputs);
+            let options = ReadOptions {
+                max_line_bytes: input.max_line_bytes,
+                progress,
+                prepare,
+            };
+            NdjsonReader::spawn(inputs, options)
+        }
+        Source::Kafka(source) => {
+            let options = ReadOptions {
+                max_line_bytes: input.max_line_bytes,
+                progress: None,
+                prepare,
+            };
+            NdjsonReader::spawn_kafka(source, options)
+        }
     };
-    let reader = NdjsonReader::spawn(inputs, options);
     drive(
         reader,
         Drive {

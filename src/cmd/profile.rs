@@ -30,7 +30,8 @@ fn profile(args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
         .time
         .clone()
         .ok_or_else(|| Error::Usage("weir watermark-profile needs --time FIELD".into()))?;
-    let inputs = super::ndjson_inputs(&args.input)?;
+    let source = super::Source::open(&args.input)?;
+    let partition_by = source.partition_field(args.partition_by.as_ref());
     if let Some(t) = args.target.iter().find(|t| !(**t > 0.0 && **t <= 100.0)) {
         return Err(Error::Usage(format!(
             "--target {t}: targets are percentages in (0, 100]"
@@ -45,7 +46,7 @@ fn profile(args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
     };
     let arrival_at = push(&args.arrival);
     let by_at = push(&args.by);
-    let partition_at = push(&args.partition_by);
+    let partition_at = push(&partition_by);
     let extractor = Arc::new(Extractor::new(paths));
     let mut policy = ErrorPolicy::new(args.input.on_error, args.input.dead_letter.as_deref())?;
     let mut sink = LineSink::open(&SinkSpec::parse(&args.output).map_err(Error::Usage)?)?;
@@ -62,7 +63,7 @@ fn profile(args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
     };
     let prepare = Prepare::Extract(extractor);
     super::read_records(
-        inputs,
+        source,
         &args.input,
         prepare,
         &mut stats.counters,

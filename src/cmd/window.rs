@@ -17,7 +17,7 @@ use crate::core::window::{Outcome, Row, WindowConfig, WindowKind, WindowOperator
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
 use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
-use crate::io::sink::{LineSink, TableWriter};
+use crate::io::sink::{LineSink, RecordFields, TableFormat, TableWriter};
 use crate::io::spec::SinkSpec;
 use crate::stats::{Counters, Stats};
 
@@ -38,13 +38,14 @@ fn window(
         .time
         .clone()
         .ok_or_else(|| Error::Usage("weir window needs --time FIELD".into()))?;
-    let inputs = super::ndjson_inputs(&args.input)?;
+    let source = super::Source::open(&args.input)?;
+    let partition_by = source.partition_field(args.partition_by.as_ref());
     let kind = window_kind(args)?;
     let (aggs, value_paths) = aggregate_specs(args, matches)?;
 
     // One extractor pulls every field the command needs in one pass over the line.
     let mut paths = vec![time];
-    let partition_at = args.partition_by.clone().map(|p| {
+    let partition_at = partition_by.clone().map(|p| {
         paths.push(p);
         paths.len() - 1
     });
@@ -65,7 +66,26 @@ fn window(
         max_open_windows: args.max_open_windows,
     };
     let mut policy = ErrorPolicy::new(args.input.on_error, args.input.dead_letter.as_deref())?;
-    let sink = LineSink::open(&SinkSpec::parse(&args.output).map_err(Error::Usage)?)?;
+    let sink_spec = SinkSpec::parse(&args.output).map_err(Error::Usage)?;
+    if matches!(sink_spec, SinkSpec::Kafka(_)) && args.format == TableFormat::Csv {
+        return Err(Error::Usage(
+            "--format csv cannot go to Kafka; rows go there as NDJSON".into(),
+        ));
+    }
+    // Rows of one key land in one partition, in order.
+    let row_key = match sink_spec {
+        SinkSpec::Kafka(_) => RecordFields {
+            key: args
+                .keys
+                .first()
+                .map(|k| k.column_name().parse())
+                .transpose()
+                .map_err(Error::Usage)?,
+            headers: Vec::new(),
+        },
+        _ => RecordFields::default(),
+    };
+    let sink = LineSink::open_with(&sink_spec, Some(&args.input.broker), row_key)?;
     let late = match &args.late_output {
         Some(path) => Some(LineSink::open(&SinkSpec::File(path.clone()))?),
         None => None,
@@ -89,7 +109,7 @@ fn window(
     };
     let prepare = Prepare::Extract(step.extractor.clone());
     let mut result = super::read_records(
-        inputs,
+        source,
         &args.input,
         prepare,
         &mut stats.counters,

@@ -4,6 +4,7 @@ pub mod aggregate;
 pub mod dedupe;
 pub mod envelope;
 pub mod lateness;
+pub mod pace;
 pub mod record;
 pub mod scan;
 pub mod time;

@@ -331,6 +331,11 @@ impl KafkaSource {
         Ok(out)
     }
 
+    /// Every partition reached its end (bounded reads only).
+    pub fn at_end(&self) -> bool {
+        self.open.as_ref().is_some_and(Vec::is_empty)
+    }
+
     /// Waits up to `wait` for the next record.
     pub fn poll(&mut self, wait: Duration) -> Result<Polled<'_>> {
         if self.open.as_ref().is_some_and(Vec::is_empty) {

@@ -14,7 +14,9 @@ use flate2::read::MultiGzDecoder;
 use indicatif::ProgressBar;
 
 use super::dead_letter::ErrorPolicy;
+use super::kafka::{self, KafkaSource, Polled};
 use super::spec::Input;
+use crate::core::envelope::write_envelope;
 use crate::core::record::{as_utf8, validate_json, Extractor, Fields, Position, RecordError};
 use crate::core::scan::Span;
 use crate::error::{Error, Result};
@@ -33,7 +35,26 @@ pub struct Chunk {
     pub data: Vec<u8>,
     /// The input's last line had no newline; one was added to `data`.
     pub added_newline: bool,
+    /// For a Kafka source: each line's (partition, offset); `origin` is the topic.
+    kafka: Vec<(i32, i64)>,
     prepared: Prepared,
+}
+
+impl Chunk {
+    /// Where line `i` (record number `number`) of this chunk came from.
+    fn position(&self, i: usize, number: u64) -> Position {
+        match self.kafka.get(i) {
+            Some(&(partition, offset)) => Position::Kafka {
+                topic: self.origin.clone(),
+                partition,
+                offset,
+            },
+            None => Position::Line {
+                source: self.origin.clone(),
+                line: number,
+            },
+        }
+    }
 }
 
 /// What the reader thread checks and finds in each line before handing it over, so that the
@@ -149,17 +170,58 @@ pub struct ReadOptions {
 
 /// Reads the inputs in order on its own thread.
 pub struct NdjsonReader {
-    items: Receiver<Item>,
+    items: Option<Receiver<Item>>,
     spare: SyncSender<Vec<u8>>,
     spare_prepared: SyncSender<Prepared>,
+    /// A Kafka reader is told to stop and then joined, so that it commits and closes its
+    /// consumer before the process exits. (A file reader may be blocked on stdin: not joined.)
+    kafka: Option<(Arc<AtomicBool>, thread::JoinHandle<()>)>,
+}
+
+impl Drop for NdjsonReader {
+    fn drop(&mut self) {
+        if let Some((cancel, handle)) = self.kafka.take() {
+            cancel.store(true, Ordering::Relaxed);
+            // Unblocks a reader waiting to hand over a chunk.
+            drop(self.items.take());
+            let _ = handle.join();
+        }
+    }
 }
 
 impl NdjsonReader {
     pub fn spawn(inputs: Vec<Input>, options: ReadOptions) -> NdjsonReader {
+        Self::start(options, false, move |reader, _cancel| {
+            for input in inputs {
+                reader.read_input(&input)?;
+            }
+            if let Some(pb) = &reader.options.progress {
+                pb.finish_and_clear();
+            }
+            Ok(())
+        })
+    }
+
+    /// Reads a Kafka topic on the reader thread; each record becomes its envelope line.
+    pub fn spawn_kafka(source: KafkaSource, options: ReadOptions) -> NdjsonReader {
+        Self::start(options, true, move |reader, cancel| {
+            let mut source = source;
+            let read = reader.read_kafka(&mut source, cancel);
+            read.and(source.finish())
+        })
+    }
+
+    fn start(
+        options: ReadOptions,
+        joined: bool,
+        work: impl FnOnce(&mut ChunkReader, &AtomicBool) -> Result<()> + Send + 'static,
+    ) -> NdjsonReader {
         let (item_tx, items) = mpsc::sync_channel(CHUNKS_IN_FLIGHT);
         let (spare, spare_rx) = mpsc::sync_channel(CHUNKS_IN_FLIGHT + 2);
         let (spare_prepared, spare_prepared_rx) = mpsc::sync_channel(CHUNKS_IN_FLIGHT + 2);
-        thread::Builder::new()
+        let cancel = Arc::new(AtomicBool::new(false));
+        let thread_cancel = cancel.clone();
+        let handle = thread::Builder::new()
             .name("weir-read".into())
             .spawn(move || {
                 let mut reader = ChunkReader {
@@ -169,21 +231,16 @@ impl NdjsonReader {
                     scratch: Vec::new(),
                     options,
                 };
-                for input in inputs {
-                    if let Err(e) = reader.read_input(&input) {
-                        let _ = reader.out.send(Item::Failed(e));
-                        return;
-                    }
-                }
-                if let Some(pb) = &reader.options.progress {
-                    pb.finish_and_clear();
+                if let Err(e) = work(&mut reader, &thread_cancel) {
+                    let _ = reader.out.send(Item::Failed(e));
                 }
             })
             .expect("spawn reader thread");
         NdjsonReader {
-            items,
+            items: Some(items),
             spare,
             spare_prepared,
+            kafka: joined.then_some((cancel, handle)),
         }
     }
 
@@ -224,6 +281,7 @@ impl ChunkReader {
             first_line,
             data,
             added_newline,
+            kafka: Vec::new(),
             prepared,
         }
     }
@@ -237,6 +295,52 @@ impl ChunkReader {
     fn send(&self, item: Item) -> Result<()> {
         // The receiver is gone only when the command stopped early (`-n`): not an error.
         self.out.send(item).map_err(|_| Error::BrokenPipe)
+    }
+
+    fn read_kafka(&mut self, source: &mut KafkaSource, cancel: &AtomicBool) -> Result<()> {
+        let topic = source.topic.clone();
+        let mut data = self.buffer();
+        data.clear();
+        let mut positions = Vec::new();
+        let mut next_record: u64 = 1;
+        let mut wait = Duration::ZERO;
+        loop {
+            if cancel.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let polled = source.poll(wait)?;
+            let flush = match polled {
+                Polled::End => true,
+                Polled::Idle => {
+                    wait = Duration::from_millis(100);
+                    true
+                }
+                Polled::Record(m) => {
+                    wait = Duration::ZERO;
+                    let message = kafka::message(&m, &topic);
+                    write_envelope(&mut data, &message);
+                    data.push(b'\n');
+                    positions.push((message.partition, message.offset));
+                    data.len() >= CHUNK_BYTES
+                }
+            };
+            if flush && !positions.is_empty() {
+                let count = positions.len() as u64;
+                let mut chunk = self.chunk(&topic, next_record, data, false);
+                chunk.kafka = std::mem::take(&mut positions);
+                let handed: Vec<(i32, i64)> = chunk.kafka.clone();
+                self.send(Item::Lines(chunk))?;
+                for (partition, offset) in handed {
+                    source.done(partition, offset);
+                }
+                next_record += count;
+                data = self.buffer();
+                data.clear();
+            }
+            if source.at_end() {
+                return Ok(());
+            }
+        }
     }
 
     fn read_input(&mut self, input: &Input) -> Result<()> {
@@ -371,13 +475,22 @@ pub struct Line<'a> {
     pub origin: &'a Arc<str>,
     pub number: u64,
     pub fields: &'a [Option<Span>],
+    /// (partition, offset) of a Kafka record.
+    pub kafka: Option<(i32, i64)>,
 }
 
 impl<'a> Line<'a> {
     pub fn position(&self) -> Position {
-        Position::Line {
-            source: self.origin.clone(),
-            line: self.number,
+        match self.kafka {
+            Some((partition, offset)) => Position::Kafka {
+                topic: self.origin.clone(),
+                partition,
+                offset,
+            },
+            None => Position::Line {
+                source: self.origin.clone(),
+                line: self.number,
+            },
         }
     }
 
@@ -441,7 +554,8 @@ pub trait RecordStep {
 /// Runs `step` on every record of `reader`.
 pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> Result<()> {
     loop {
-        let item = match reader.items.try_recv() {
+        let items = reader.items.as_ref().expect("receiver kept until drop");
+        let item = match items.try_recv() {
             Ok(item) => item,
             Err(TryRecvError::Disconnected) => return Ok(()),
             Err(TryRecvError::Empty) => {
@@ -450,7 +564,7 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                     if d.stop.load(Ordering::Relaxed) {
                         return Err(Error::Interrupted);
                     }
-                    match reader.items.recv_timeout(Duration::from_millis(100)) {
+                    match items.recv_timeout(Duration::from_millis(100)) {
                         Ok(item) => break item,
                         Err(RecvTimeoutError::Timeout) => step.tick()?,
                         Err(RecvTimeoutError::Disconnected) => return Ok(()),
@@ -503,6 +617,7 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                                         origin: &chunk.origin,
                                         number,
                                         fields,
+                                        kafka: chunk.kafka.get(i).copied(),
                                     };
                                     step.record(&line, d.counters)
                                 }
@@ -517,10 +632,7 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                         Ok(Flow::Stop) => return Ok(()),
                         Err(Fault::Fatal(e)) => return Err(e),
                         Err(Fault::Record(e)) => {
-                            let position = Position::Line {
-                                source: chunk.origin.clone(),
-                                line: number,
-                            };
+                            let position = chunk.position(i, number);
                             d.policy.handle(&position, bytes, &e, d.counters)?;
                         }
                     }

@@ -369,10 +369,14 @@ fn exit_codes_for_usage_and_unreachable() {
         .code(2)
         .stderr(predicate::str::contains("no port"));
     weir()
-        .args(["consume", "kafka://localhost:9092/t"])
+        .args(["consume", "--partitions", "1", "fixtures/checkouts.ndjson"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("not built yet"));
+        .stderr(predicate::str::contains("applies to a Kafka source"));
+    weir()
+        .args(["consume", "-J", "fixtures/checkouts.ndjson"])
+        .assert()
+        .code(2);
     weir()
         .args(["consume", "no/such/file.ndjson"])
         .assert()

@@ -3,6 +3,7 @@
 mod consume;
 mod dedupe;
 mod docs;
+mod kafka;
 mod profile;
 mod signals;
 mod window;

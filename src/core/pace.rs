@@ -1,0 +1,147 @@
+//! Replay pacing: when each record is due, by a fixed rate or by its timestamp at a speed-up.
+//! Pure: the caller passes elapsed time and sleeps.
+
+use std::time::Duration;
+
+use super::time::Millis;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Pace {
+    /// As fast as the sink takes them.
+    Unlimited,
+    /// Records per second.
+    Rate(f64),
+    /// Gaps between record timestamps, divided by this factor.
+    Speed(f64),
+}
+
+/// Due times are absolute (from the start of the run), so short sleeps that overshoot do not
+/// add up: the average rate stays exact.
+#[derive(Debug)]
+pub struct Pacer {
+    pace: Pace,
+    sent: u64,
+    first_time: Option<Millis>,
+}
+
+impl Pacer {
+    pub fn new(pace: Pace) -> Pacer {
+        Pacer {
+            pace,
+            sent: 0,
+            first_time: None,
+        }
+    }
+
+    /// How long to wait, `elapsed` after the start, before sending the next record (whose
+    /// timestamp is `time`, if it has one). A record without a timestamp at `--speed` goes at
+    /// once.
+    pub fn wait_before(&mut self, elapsed: Duration, time: Option<Millis>) -> Duration {
+        let due = match self.pace {
+            Pace::Unlimited => Duration::ZERO,
+            Pace::Rate(per_second) => Duration::from_secs_f64(self.sent as f64 / per_second),
+            Pace::Speed(factor) => match time {
+                None => Duration::ZERO,
+                Some(t) => {
+                    let first = *self.first_time.get_or_insert(t);
+                    let gap_ms = t.saturating_sub(first).max(0) as f64;
+                    Duration::from_secs_f64(gap_ms / 1000.0 / factor)
+                }
+            },
+        };
+        self.sent += 1;
+        due.saturating_sub(elapsed)
+    }
+}
+
+/// `5000/s`, `5000` (per second), `300/m`, `10k/h`.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let (count, per) = s.split_once('/').unwrap_or((s, "s"));
+    let count = count.trim();
+    let (digits, scale) = match count.strip_suffix(['k', 'K']) {
+        Some(d) => (d, 1000.0),
+        None => (count, 1.0),
+    };
+    let n: f64 = digits
+        .parse()
+        .map_err(|_| format!("invalid rate '{s}': use N/s, N/m or N/h"))?;
+    let seconds = match per.trim() {
+        "s" | "sec" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => return Err(format!("invalid rate unit '/{other}': use /s, /m or /h")),
+    };
+    let rate = n * scale / seconds;
+    if rate.is_finite() && rate > 0.0 {
+        Ok(rate)
+    } else {
+        Err(format!("invalid rate '{s}': must be above 0"))
+    }
+}
+
+/// `10x`, `0.5x`, `2`.
+pub fn parse_speed(s: &str) -> Result<f64, String> {
+    let factor: f64 = s
+        .trim()
+        .trim_end_matches(['x', 'X'])
+        .parse()
+        .map_err(|_| format!("invalid speed '{s}': use a factor such as 10x"))?;
+    if factor.is_finite() && factor > 0.0 {
+        Ok(factor)
+    } else {
+        Err(format!("invalid speed '{s}': must be above 0"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("5000/s"), Ok(5000.0));
+        assert_eq!(parse_rate("5000"), Ok(5000.0));
+        assert_eq!(parse_rate("300/m"), Ok(5.0));
+        assert_eq!(parse_rate("36k/h"), Ok(10.0));
+        assert!(parse_rate("0/s").is_err());
+        assert!(parse_rate("5/d").is_err());
+        assert_eq!(parse_speed("10x"), Ok(10.0));
+        assert!(parse_speed("-1x").is_err());
+    }
+
+    #[test]
+    fn speed_keeps_gaps() {
+        let mut p = Pacer::new(Pace::Speed(10.0));
+        let at = Duration::ZERO;
+        assert_eq!(p.wait_before(at, Some(1_000)), Duration::ZERO);
+        assert_eq!(p.wait_before(at, Some(11_000)), Duration::from_secs(1));
+        // Out of order: an earlier timestamp is due at once.
+        assert_eq!(p.wait_before(at, Some(500)), Duration::ZERO);
+        assert_eq!(
+            p.wait_before(Duration::from_millis(1500), Some(21_000)),
+            Duration::from_millis(500)
+        );
+    }
+
+    proptest! {
+        /// At a fixed rate, record i is due at i / rate, whatever the sleeps overshot.
+        #[test]
+        fn rate_due_times(rate in 1.0f64..100_000.0, n in 1u64..2000, late_us in 0u64..50) {
+            let mut p = Pacer::new(Pace::Rate(rate));
+            let mut clock = Duration::ZERO;
+            for _ in 0..n {
+                clock += p.wait_before(clock, None);
+                // Every sleep overshoots a little.
+                clock += Duration::from_micros(late_us);
+            }
+            let ideal = (n - 1) as f64 / rate;
+            let got = clock.as_secs_f64() - late_us as f64 / 1e6;
+            // Never early; late by at most one overshoot, unless every send is slower than
+            // the rate allows (then records go back to back).
+            let step = late_us as f64 / 1e6;
+            prop_assert!(got + 1e-9 >= ideal);
+            prop_assert!(got <= ideal.max((n - 1) as f64 * step) + step + 1e-6);
+        }
+    }
+}

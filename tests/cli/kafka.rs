@@ -1,0 +1,577 @@
+//! weir against a real Kafka-protocol broker (Tansu, started by scripts/kafka-broker.sh) with
+//! kcat as the independent client. Without a broker these tests skip, except under CI=true,
+//! where they fail.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::{stdout_lines, weir, weir_std};
+
+struct Broker {
+    addr: String,
+    kcat: String,
+}
+
+fn broker() -> Option<Broker> {
+    match std::env::var("WEIR_TEST_KAFKA") {
+        Ok(addr) => Some(Broker {
+            addr,
+            kcat: std::env::var("WEIR_TEST_KCAT").unwrap_or_else(|_| "kcat".into()),
+        }),
+        Err(_) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true but no broker: run the tests through scripts/test.sh, which starts one"
+            );
+            eprintln!("skipped: no WEIR_TEST_KAFKA (scripts/test.sh starts a broker)");
+            None
+        }
+    }
+}
+
+impl Broker {
+    /// A new topic with a name unique to this test run.
+    fn topic(&self, name: &str, partitions: u32) -> String {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let topic = format!(
+            "{name}-{}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+        );
+        let out = Command::new("tansu")
+            .args(["topic", "create", "--broker"])
+            .arg(format!("tcp://{}", self.addr))
+            .args(["--partitions", &partitions.to_string(), &topic])
+            .output()
+            .expect("tansu on PATH");
+        assert!(out.status.success(), "topic create: {out:?}");
+        topic
+    }
+
+    fn url(&self, topic: &str) -> String {
+        format!("kafka://{}/{topic}", self.addr)
+    }
+
+    fn kcat(&self) -> Command {
+        let mut c = Command::new(&self.kcat);
+        c.args(["-b", &self.addr]);
+        c
+    }
+
+    /// kcat -P into one partition: `key\tvalue` lines, with headers.
+    fn kcat_produce(&self, topic: &str, partition: i32, lines: &str, headers: &[&str]) {
+        let mut c = self.kcat();
+        c.args(["-P", "-t", topic, "-p", &partition.to_string(), "-K", "\t"]);
+        for h in headers {
+            c.args(["-H", h]);
+        }
+        let mut child = c.stdin(Stdio::piped()).spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(lines.as_bytes())
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert!(status.success());
+    }
+
+    /// kcat -C -J -e, one JSON object per record.
+    fn kcat_envelopes(&self, topic: &str) -> Vec<Value> {
+        let out = self
+            .kcat()
+            .args(["-C", "-J", "-e", "-q", "-t", topic])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        stdout_lines(&out)
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn consume(&self, topic: &str, args: &[&str]) -> Output {
+        weir()
+            .arg("consume")
+            .arg(self.url(topic))
+            .args(args)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap()
+    }
+}
+
+/// (partition, offset) → record, so both clients' outputs compare whatever the order.
+fn by_position(records: Vec<Value>) -> BTreeMap<(i64, i64), Value> {
+    records
+        .into_iter()
+        .map(|r| {
+            (
+                (
+                    r["partition"].as_i64().unwrap(),
+                    r["offset"].as_i64().unwrap(),
+                ),
+                r,
+            )
+        })
+        .collect()
+}
+
+/// A weir envelope in kcat's -J terms: ts in ms, headers as a flat list, payload as text.
+fn as_kcat(e: &Value) -> Value {
+    let ts = chrono::DateTime::parse_from_rfc3339(e["timestamp"].as_str().unwrap())
+        .unwrap()
+        .timestamp_millis();
+    let mut headers = Vec::new();
+    if let Some(h) = e.get("headers").and_then(Value::as_object) {
+        for (name, value) in h {
+            headers.push(json!(name));
+            headers.push(value.clone());
+        }
+    }
+    let payload = match e.get("value_encoding").and_then(Value::as_str) {
+        Some("text") => e["value"].clone(),
+        None => json!(e["value"].to_string()),
+        Some(other) => panic!("unexpected encoding {other}"),
+    };
+    json!({
+        "partition": e["partition"], "offset": e["offset"], "ts": ts,
+        "tstype": e["timestamp_type"], "key": e["key"], "payload": payload,
+        "headers": headers,
+    })
+}
+
+fn kcat_comparable(k: &Value) -> Value {
+    json!({
+        "partition": k["partition"], "offset": k["offset"], "ts": k["ts"],
+        "tstype": k["tstype"], "key": k["key"], "payload": k["payload"],
+        "headers": k.get("headers").cloned().unwrap_or(json!([])),
+    })
+}
+
+fn envelopes(out: &Output) -> Vec<Value> {
+    assert!(out.status.success(), "{out:?}");
+    stdout_lines(out)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn consume_envelopes_match_kcat() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("consume-kcat", 4);
+    for p in 0..4 {
+        let mut lines = String::new();
+        for i in 0..25 {
+            // JSON values and plain text, with keys that need escaping now and then.
+            if i % 3 == 0 {
+                lines.push_str(&format!("key-{p}-{i}\tplain text {i} \"quoted\"\n"));
+            } else {
+                lines.push_str(&format!("k\\{p}{i}\t{{\"n\":{i},\"p\":{p}}}\n"));
+            }
+        }
+        b.kcat_produce(&topic, p, &lines, &[&format!("source=kcat-{p}"), "trace=x"]);
+    }
+    let ours = by_position(envelopes(&b.consume(&topic, &["-J", "-e", "-q"])));
+    let theirs = by_position(b.kcat_envelopes(&topic));
+    assert_eq!(ours.len(), 100);
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>()
+    );
+    for (pos, e) in &ours {
+        assert_eq!(e["topic"], json!(topic));
+        assert_eq!(as_kcat(e), kcat_comparable(&theirs[pos]), "at {pos:?}");
+    }
+    // Without -J: the values alone, JSON as it is and text as JSON strings.
+    let values: Vec<Value> = envelopes(&b.consume(&topic, &["-e", "-q", "--partitions", "1"]));
+    assert_eq!(values.len(), 25);
+    assert_eq!(values[1], json!({"n": 1, "p": 1}));
+    assert_eq!(values[0], json!("plain text 0 \"quoted\""));
+    // kcat's -f tokens.
+    let out = b.consume(
+        &topic,
+        &[
+            "-e",
+            "-q",
+            "--partitions",
+            "2",
+            "-f",
+            "%p:%o:%k:%h\\n",
+            "-n",
+            "1",
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "2:0:key-2-0:source=kcat-2,trace=x\n"
+    );
+}
+
+/// Envelope lines with explicit timestamps, binary keys and values, repeated headers.
+fn envelope_file(
+    partitions: i32,
+    n: usize,
+    t0_ms: i64,
+    gap_ms: i64,
+) -> (tempfile::NamedTempFile, Vec<Value>) {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    let mut written = Vec::new();
+    for i in 0..n {
+        let ts = chrono::DateTime::from_timestamp_millis(t0_ms + i as i64 * gap_ms)
+            .unwrap()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let mut e = json!({
+            "topic": "elsewhere", "partition": i as i32 % partitions, "offset": 1000 + i,
+            "timestamp": ts, "timestamp_type": "create",
+            "key": format!("k-{i}"), "headers": {"h": ["a", "b"], "n": i.to_string()},
+            "value": {"i": i, "s": "x"},
+        });
+        if i % 4 == 1 {
+            // Not UTF-8, both key and value.
+            e["key"] = json!("/wA=");
+            e["key_encoding"] = json!("base64");
+            e["value"] = json!("wyg=");
+            e["value_encoding"] = json!("base64");
+        }
+        if i % 4 == 2 {
+            e["value"] = Value::Null; // a tombstone
+            e["headers"] = json!({"bin": {"base64": "/w=="}});
+        }
+        writeln!(file, "{e}").unwrap();
+        written.push(e);
+    }
+    (file, written)
+}
+
+#[test]
+fn replay_round_trips_envelopes_and_kcat_agrees() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("replay-rt", 3);
+    let (file, sent) = envelope_file(3, 40, 1_767_225_600_000, 1000);
+    let out = weir()
+        .args(["replay", "-J", "--keep-partition", "-q"])
+        .arg(file.path())
+        .args(["-o", &b.url(&topic)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    // Read back by weir: every field but topic and offset is what was sent.
+    let mut back = envelopes(&b.consume(&topic, &["-J", "-e", "-q"]));
+    back.sort_by_key(|e| e["timestamp"].as_str().unwrap().to_string());
+    assert_eq!(back.len(), sent.len());
+    for (got, want) in back.iter().zip(&sent) {
+        let strip = |e: &Value| {
+            let mut e = e.clone();
+            let m = e.as_object_mut().unwrap();
+            m.remove("topic");
+            m.remove("offset");
+            e
+        };
+        assert_eq!(strip(got), strip(want));
+    }
+
+    // Read back by kcat: partition, timestamp, key and headers of the text records.
+    let theirs = b.kcat_envelopes(&topic);
+    assert_eq!(theirs.len(), sent.len());
+    for k in &theirs {
+        let i = k["headers"]
+            .as_array()
+            .and_then(|h| h.iter().position(|v| v == "n").map(|at| h[at + 1].clone()));
+        let Some(i) = i else { continue }; // the tombstones carry only the binary header
+        let i: usize = i.as_str().unwrap().parse().unwrap();
+        let want = &sent[i];
+        assert_eq!(k["partition"], want["partition"]);
+        assert_eq!(
+            k["ts"].as_i64().unwrap(),
+            1_767_225_600_000 + i as i64 * 1000
+        );
+        if i % 4 == 0 || i % 4 == 3 {
+            assert_eq!(k["key"], want["key"]);
+            assert_eq!(k["payload"], json!(want["value"].to_string()));
+            assert_eq!(
+                k["headers"],
+                json!(["h", "a", "h", "b", "n", i.to_string()])
+            );
+        }
+    }
+    // Binary values byte for byte, through kcat's raw output.
+    let raw = b
+        .kcat()
+        .args([
+            "-C", "-e", "-q", "-t", &topic, "-p", "1", "-o", "0", "-c", "1", "-f", "%s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        raw.stdout,
+        vec![0xc3, 0x28],
+        "record 1 went to partition 1 at offset 0"
+    );
+}
+
+/// 10 records in one partition, timestamps 1 s apart from t0.
+fn ten_records(b: &Broker) -> (String, i64) {
+    let topic = b.topic("positions", 1);
+    let t0 = 1_767_225_600_000;
+    let (file, _) = envelope_file(1, 10, t0, 1000);
+    let out = weir()
+        .args(["replay", "-J", "-q", "-X", "batch.num.messages=1"])
+        .arg(file.path())
+        .args(["-o", &b.url(&topic)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    (topic, t0)
+}
+
+fn offsets(out: &Output) -> Vec<i64> {
+    envelopes(out)
+        .iter()
+        .map(|e| e["offset"].as_i64().unwrap())
+        .collect()
+}
+
+#[test]
+fn from_and_to_positions() {
+    let Some(b) = broker() else { return };
+    let (topic, t0) = ten_records(&b);
+    let run = |args: &[&str]| offsets(&b.consume(&topic, &[&["-J", "-e", "-q"], args].concat()));
+    assert_eq!(run(&[]), (0..10).collect::<Vec<_>>());
+    assert_eq!(run(&["--from", "7"]), vec![7, 8, 9]);
+    assert_eq!(run(&["--from", "-3"]), vec![7, 8, 9]);
+    assert_eq!(run(&["--to", "3"]), vec![0, 1, 2]);
+    assert_eq!(run(&["--from", "2", "--to", "4"]), vec![2, 3]);
+    assert_eq!(run(&["--from", "end"]), Vec::<i64>::new());
+    // By broker timestamp (one record per batch, where Tansu's time lookup is right).
+    let at = |i: i64| {
+        chrono::DateTime::from_timestamp_millis(t0 + i * 1000)
+            .unwrap()
+            .to_rfc3339()
+    };
+    assert_eq!(run(&["--from", &at(5)]), vec![5, 6, 7, 8, 9]);
+    assert_eq!(run(&["--from", &at(5), "--to", &at(7)]), vec![5, 6]);
+    assert_eq!(run(&["-n", "2", "--from", "4"]), vec![4, 5]);
+}
+
+#[test]
+fn stored_positions_with_a_group() {
+    let Some(b) = broker() else { return };
+    let (topic, _) = ten_records(&b);
+    let group = format!("g-{topic}");
+    let first = b.consume(
+        &topic,
+        &["-J", "-q", "-G", &group, "--from", "beginning", "-n", "4"],
+    );
+    assert_eq!(offsets(&first), vec![0, 1, 2, 3]);
+    // The group's committed position is where the next run starts.
+    let rest = b.consume(
+        &topic,
+        &["-J", "-q", "-G", &group, "--from", "stored", "-e"],
+    );
+    assert_eq!(offsets(&rest), vec![4, 5, 6, 7, 8, 9]);
+    let none = b.consume(&topic, &["-J", "-q", "-G", &group, "-e"]);
+    assert_eq!(offsets(&none), Vec::<i64>::new());
+    // stored needs a group.
+    let out = b.consume(&topic, &["--from", "stored", "-e"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn exit_at_end_on_a_busy_topic() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("busy", 2);
+    let (file, _) = envelope_file(2, 3000, 1_767_225_600_000, 10);
+    // Keeps producing for about 10 s while we read.
+    let mut producer = weir_std()
+        .args(["replay", "-J", "-q", "--rate", "300/s"])
+        .arg(file.path())
+        .args(["-o", &b.url(&topic)])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let started = Instant::now();
+    let out = b.consume(&topic, &["-J", "-e", "-q"]);
+    let elapsed = started.elapsed();
+    let n = envelopes(&out).len();
+    let _ = producer.kill();
+    let _ = producer.wait();
+    assert!(elapsed < Duration::from_secs(6), "-e took {elapsed:?}");
+    assert!(n > 0 && n < 3000, "read {n}");
+}
+
+#[test]
+fn window_on_kafka_equals_consume_piped_to_window() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("window", 3);
+    let (file, _) = super::generated(3000, 7);
+    let out = weir()
+        .args(["replay", "-q", "--key", "merchant_id"])
+        .arg(file.path())
+        .args(["-o", &b.url(&topic)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let window_args = [
+        "--time",
+        "value.occurred_at",
+        "--key",
+        "value.merchant_id",
+        "--tumbling",
+        "1m",
+        "--delay",
+        "1m",
+        "--count",
+        "--sum",
+        "value.amount",
+    ];
+    let direct = weir()
+        .arg("window")
+        .arg(b.url(&topic))
+        .arg("-e")
+        .args(window_args)
+        .args(["--late-output", "/dev/null", "-q"])
+        .output()
+        .unwrap();
+    assert!(direct.status.success(), "{direct:?}");
+    let captured = b.consume(&topic, &["-J", "-e", "-q"]);
+    let piped = weir()
+        .arg("window")
+        .args(window_args)
+        .args([
+            "--partition-by",
+            "partition",
+            "--late-output",
+            "/dev/null",
+            "-q",
+        ])
+        .write_stdin(captured.stdout)
+        .output()
+        .unwrap();
+    assert!(piped.status.success(), "{piped:?}");
+    assert!(!direct.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8(direct.stdout).unwrap(),
+        String::from_utf8(piped.stdout).unwrap()
+    );
+}
+
+#[test]
+fn unreachable_broker_exits_4_within_the_timeout() {
+    // No broker needed: nothing listens on port 1.
+    for args in [
+        vec!["consume", "kafka://127.0.0.1:1/t", "-e", "--timeout", "2s"],
+        vec![
+            "replay",
+            "fixtures/checkouts.ndjson",
+            "-o",
+            "kafka://127.0.0.1:1/t",
+            "--timeout",
+            "2s",
+        ],
+    ] {
+        let started = Instant::now();
+        let out = weir()
+            .args(&args)
+            .timeout(Duration::from_secs(20))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {out:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(6),
+            "{:?}",
+            started.elapsed()
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("cannot reach Kafka at 127.0.0.1:1"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_record_too_large_is_reported_with_its_position() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("large", 1);
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file, "{{\"n\":1}}").unwrap();
+    writeln!(file, "{{\"big\":\"{}\"}}", "x".repeat(200_000)).unwrap();
+    writeln!(file, "{{\"n\":3}}").unwrap();
+    let run = |extra: &[&str]| {
+        weir()
+            .arg("replay")
+            .arg(file.path())
+            .args(["-o", &b.url(&topic), "-X", "message.max.bytes=100000"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(":2: record too large"), "{stderr}");
+    // Skipped and kept aside: the other two are delivered.
+    let dead = tempfile::NamedTempFile::new().unwrap();
+    let out = run(&["--dead-letter", dead.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let entry: Value =
+        serde_json::from_str(std::fs::read_to_string(dead.path()).unwrap().trim()).unwrap();
+    assert_eq!(entry["line"], json!(2));
+    let values = envelopes(&b.consume(&topic, &["-e", "-q"]));
+    assert_eq!(values, vec![json!({"n":1}), json!({"n":3})]);
+}
+
+#[test]
+fn speed_keeps_the_gaps_between_timestamps() {
+    // Three records 1 s apart at 2x: about 1 s in all. No broker needed: a file sink.
+    let (file, _) = envelope_file(1, 3, 1_767_225_600_000, 1000);
+    let started = Instant::now();
+    let out = weir()
+        .args(["replay", "-J", "--speed", "2x", "-q"])
+        .arg(file.path())
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(out.status.success(), "{out:?}");
+    // Values as they are (one is binary): three lines.
+    assert_eq!(out.stdout.iter().filter(|&&b| b == b'\n').count(), 3);
+    assert!(
+        elapsed >= Duration::from_millis(950) && elapsed < Duration::from_millis(2500),
+        "{elapsed:?}"
+    );
+}
+
+/// `--rate` holds within 5% over 10 s. Slow: `cargo test -- --ignored rate_holds`.
+#[test]
+#[ignore]
+fn rate_holds_within_five_percent() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("rate", 2);
+    let (file, _) = super::generated(2000, 3);
+    let started = Instant::now();
+    let out = weir()
+        .args(["replay", "--rate", "200/s", "-q"])
+        .arg(file.path())
+        .args(["-o", &b.url(&topic)])
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(out.status.success());
+    let rate = 2000.0 / elapsed;
+    assert!(
+        (rate - 200.0).abs() / 200.0 < 0.05,
+        "rate {rate:.1}/s over {elapsed:.2} s"
+    );
+}
