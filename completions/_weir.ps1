@@ -139,7 +139,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for a broker before giving up with exit code 4')
             [CompletionResult]::new('--time', '--time', [CompletionResultType]::ParameterName, 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)')
             [CompletionResult]::new('--time-format', '--time-format', [CompletionResultType]::ParameterName, 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as ''%Y-%m-%d %H:%M:%S''')
-            [CompletionResult]::new('--arrival', '--arrival', [CompletionResultType]::ParameterName, 'Arrival-time field (same formats as --time). Default: the time weir reads the record')
+            [CompletionResult]::new('--arrival', '--arrival', [CompletionResultType]::ParameterName, 'Arrival-time field (same formats as --time). Default: the broker timestamp of a Kafka source, else the time weir reads the record')
             [CompletionResult]::new('--by', '--by', [CompletionResultType]::ParameterName, 'Also profile per value of FIELD (e.g. client type)')
             [CompletionResult]::new('--partition-by', '--partition-by', [CompletionResultType]::ParameterName, 'Track out-of-orderness per value of FIELD (e.g. `partition`)')
             [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Shares (percent) to recommend a delay for')

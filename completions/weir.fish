@@ -116,7 +116,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s F -l kaf
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l arrival -d 'Arrival-time field (same formats as --time). Default: the time weir reads the record' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l arrival -d 'Arrival-time field (same formats as --time). Default: the broker timestamp of a Kafka source, else the time weir reads the record' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l by -d 'Also profile per value of FIELD (e.g. client type)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partition-by -d 'Track out-of-orderness per value of FIELD (e.g. `partition`)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l target -d 'Shares (percent) to recommend a delay for' -r

@@ -37,26 +37,28 @@ data() {
   FILE=$f; BYTES=$(stat -c %s "$f"); LINES=$(wc -l < "$f")
 }
 
-# run NAME REPEATS COMMAND...: best wall time of REPEATS runs, and the peak RSS of that run.
-declare -A SECS RSS
+# run NAME REPEATS COMMAND...: best wall time of REPEATS runs, with the peak RSS and the CPU
+# time (user + system) of that run.
+declare -A SECS RSS CPU
 run() {
   local name=$1 repeats=$2; shift 2
-  local best="" best_rss=""
+  local best="" best_rss="" best_cpu=""
   local rss_file
   rss_file=$(mktemp)
   for _ in $(seq "$repeats"); do
-    local start end secs rss
+    local start end secs rss cpu
     start=$(date +%s.%N)
-    /usr/bin/time -f "%M" -o "$rss_file" "$@" > /dev/null 2>/dev/null
+    /usr/bin/time -f "%M %U %S" -o "$rss_file" "$@" > /dev/null 2>/dev/null
     end=$(date +%s.%N)
     secs=$(awk -v a="$start" -v b="$end" 'BEGIN{ printf "%.4f", b - a }')
-    rss=$(tail -1 "$rss_file")
-    if [ -z "$best" ] || awk "BEGIN{exit !($secs < $best)}"; then best=$secs; best_rss=$rss; fi
+    rss=$(tail -1 "$rss_file" | awk '{print $1}')
+    cpu=$(tail -1 "$rss_file" | awk '{printf "%.2f", $2 + $3}')
+    if [ -z "$best" ] || awk "BEGIN{exit !($secs < $best)}"; then best=$secs; best_rss=$rss; best_cpu=$cpu; fi
   done
   rm -f "$rss_file"
-  SECS[$name]=$best; RSS[$name]=$best_rss
-  awk -v n="$name" -v s="$best" -v l="$LINES" -v b="$BYTES" -v r="$best_rss" \
-    'BEGIN{ s = (s < 0.005 ? 0.005 : s); printf "%-28s %8.3f s %12.0f events/s %9.1f MB/s %8.0f MB peak RSS\n", n, s, l/s, b/s/1e6, r/1024 }'
+  SECS[$name]=$best; RSS[$name]=$best_rss; CPU[$name]=$best_cpu
+  awk -v n="$name" -v s="$best" -v l="$LINES" -v b="$BYTES" -v r="$best_rss" -v c="$best_cpu" \
+    'BEGIN{ s = (s < 0.005 ? 0.005 : s); printf "%-28s %8.3f s %12.0f events/s %9.1f MB/s %8.0f MB peak RSS %8.2f s CPU\n", n, s, l/s, b/s/1e6, r/1024, c }'
 }
 
 ratio() { awk -v a="${SECS[$1]}" -v b="${SECS[$2]}" 'BEGIN{ a = (a < 0.005 ? 0.005 : a); printf "%.1f", b/a }'; }
@@ -64,6 +66,33 @@ ratio() { awk -v a="${SECS[$1]}" -v b="${SECS[$2]}" 'BEGIN{ a = (a < 0.005 ? 0.0
 check() { # check LABEL VALUE OP TARGET
   if awk "BEGIN{exit !($2 $3 $4)}"; then echo "  PASS  $1: $2 (target $3 $4)"; else echo "  MISS  $1: $2 (target $3 $4)"; fi
 }
+
+# Kafka (WHAT=kafka, not in the default set: it starts the test broker). Producing a 1M-line
+# file of ~150-byte records with weir replay vs kcat -P, then reading the topic to /dev/null as
+# envelopes with weir consume -J -e vs kcat -C -J -e.
+if [[ " $WHAT " == *" kafka "* ]]; then
+  trap 'scripts/kafka-broker.sh stop' EXIT
+  eval "$(scripts/kafka-broker.sh start)"
+  KCAT=$WEIR_TEST_KCAT
+  RECORDS=${KAFKA_RECORDS:-1000000}
+  FILE=$DATA/records-$RECORDS.ndjson
+  if [ ! -s "$FILE" ]; then
+    awk -v n="$RECORDS" 'BEGIN{ for (i = 0; i < n; i++) printf "{\"id\":%d,\"merchant_id\":\"m-%05d\",\"amount\":%d.%02d,\"currency\":\"EUR\",\"status\":\"paid\",\"note\":\"%s\"}\n", i, i % 10000, i % 997, i % 100, substr("abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz", 1, 40 + i % 12) }' > "$FILE"
+  fi
+  BYTES=$(stat -c %s "$FILE"); LINES=$(wc -l < "$FILE")
+  echo "== kafka: $LINES records, $((BYTES / LINES)) bytes each, Tansu on $WEIR_TEST_KAFKA"
+  topic() { local t="bench-$1-$$-$RANDOM"; tansu topic create --broker "tcp://$WEIR_TEST_KAFKA" --partitions 4 "$t" >/dev/null; echo "$t"; }
+  T_WEIR=$(topic weir); T_KCAT=$(topic kcat)
+  run "weir replay -o kafka" 1 $WEIR replay "$FILE" -o "kafka://$WEIR_TEST_KAFKA/$T_WEIR" -q
+  run "kcat -P" 1 sh -c "$KCAT -b $WEIR_TEST_KAFKA -P -t $T_KCAT < $FILE"
+  run "weir consume -J -e" 1 $WEIR consume "kafka://$WEIR_TEST_KAFKA/$T_WEIR" -J -e -q
+  run "kcat -C -J -e" 1 $KCAT -b "$WEIR_TEST_KAFKA" -C -J -e -q -t "$T_WEIR"
+  check "weir replay vs kcat -P (x)" "$(ratio 'weir replay -o kafka' 'kcat -P')" ">=" 1.0
+  check "weir consume -J vs kcat -C -J (x)" "$(ratio 'weir consume -J -e' 'kcat -C -J -e')" ">=" 1.0
+  # Both clients wait on the broker (Tansu's SQLite engine); their own CPU time tells them apart.
+  echo "  info  CPU time, kcat -P / weir replay: $(awk -v a="${CPU['weir replay -o kafka']}" -v b="${CPU['kcat -P']}" 'BEGIN{printf "%.1f", b/(a<0.01?0.01:a)}')x"
+  echo "  info  CPU time, kcat -C -J / weir consume -J: $(awk -v a="${CPU['weir consume -J -e']}" -v b="${CPU['kcat -C -J -e']}" 'BEGIN{printf "%.1f", b/(a<0.01?0.01:a)}')x"
+fi
 
 if [[ " $WHAT " == *" consume "* ]]; then
 data "$EVENTS"

@@ -527,7 +527,8 @@ pub struct ProfileArgs {
     #[command(flatten)]
     pub time: TimeArgs,
 
-    /// Arrival-time field (same formats as --time). Default: the time weir reads the record.
+    /// Arrival-time field (same formats as --time). Default: the broker timestamp of a Kafka
+    /// source, else the time weir reads the record.
     #[arg(long, value_name = "FIELD")]
     pub arrival: Option<FieldPath>,
 

@@ -146,6 +146,14 @@ impl Source {
         }
     }
 
+    /// The envelope field holding the broker timestamp, for a broker source.
+    pub fn broker_timestamp_field(&self) -> Option<FieldPath> {
+        match self {
+            Source::Kafka(_) => Some("timestamp".parse().expect("a valid path")),
+            Source::Ndjson(_) => None,
+        }
+    }
+
     /// The field that tells partitions apart when the command was not given one: a broker
     /// source's records are envelopes with their `partition` (DESIGN §2).
     pub fn partition_field(&self, given: Option<&FieldPath>) -> Option<FieldPath> {

@@ -44,7 +44,12 @@ fn profile(args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
             paths.len() - 1
         })
     };
-    let arrival_at = push(&args.arrival);
+    // A broker source's records carry their broker timestamp: the arrival time there.
+    let arrival = args
+        .arrival
+        .clone()
+        .or_else(|| source.broker_timestamp_field());
+    let arrival_at = push(&arrival);
     let by_at = push(&args.by);
     let partition_at = push(&partition_by);
     let extractor = Arc::new(Extractor::new(paths));

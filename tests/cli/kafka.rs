@@ -575,3 +575,112 @@ fn rate_holds_within_five_percent() {
         "rate {rate:.1}/s over {elapsed:.2} s"
     );
 }
+
+/// Generated events as envelopes: value = the event, partition = its partition, broker
+/// timestamp = its arrival time.
+fn events_as_envelopes(n: u64, seed: u64) -> (tempfile::NamedTempFile, tempfile::NamedTempFile) {
+    let (plain, events) = super::generated(n, seed);
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    for (i, e) in events.iter().enumerate() {
+        let mut value = Vec::new();
+        e.write_json(&mut value);
+        let value: Value = serde_json::from_slice(&value).unwrap();
+        let envelope = json!({
+            "topic": "t", "partition": e.partition, "offset": i,
+            "timestamp": weir::core::time::format_millis(e.arrived_at), "timestamp_type": "create",
+            "key": null, "value": value,
+        });
+        writeln!(file, "{envelope}").unwrap();
+    }
+    (file, plain)
+}
+
+#[test]
+fn dedupe_and_profile_read_kafka_directly() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("dedupe-profile", 4);
+    let (envelopes_file, plain) = events_as_envelopes(4000, 11);
+    let out = weir()
+        .args(["replay", "-J", "--keep-partition", "-q"])
+        .arg(envelopes_file.path())
+        .args(["-o", &b.url(&topic)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    // dedupe: the same records pass whether read from Kafka or piped from consume -J.
+    let dedupe = [
+        "--id",
+        "value.event_id",
+        "--time",
+        "value.occurred_at",
+        "--horizon",
+        "10m",
+        "-q",
+    ];
+    let direct = weir()
+        .arg("dedupe")
+        .arg(b.url(&topic))
+        .arg("-e")
+        .args(dedupe)
+        .output()
+        .unwrap();
+    let captured = b.consume(&topic, &["-J", "-e", "-q"]);
+    let piped = weir()
+        .arg("dedupe")
+        .args(dedupe)
+        .args(["--partition-by", "partition"])
+        .write_stdin(captured.stdout)
+        .output()
+        .unwrap();
+    assert!(direct.status.success() && piped.status.success());
+    let sorted = |o: &Output| {
+        let mut l = stdout_lines(o);
+        l.sort();
+        l
+    };
+    assert_eq!(sorted(&direct), sorted(&piped));
+    assert!(
+        stdout_lines(&direct).len() < 4000,
+        "the generator makes repeats"
+    );
+
+    // watermark-profile: the broker timestamp is the arrival time, partitions are Kafka's:
+    // the report equals the one from the plain file with those fields named.
+    let profile = |source: &[&str], extra: &[&str]| {
+        let out = weir()
+            .arg("watermark-profile")
+            .args(source)
+            .args(["--format", "json", "-q"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let mut report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report.as_object_mut().unwrap().remove("elapsed_ms");
+        report
+    };
+    let url = b.url(&topic);
+    let from_kafka = profile(
+        &[&url, "-e"],
+        &["--time", "value.occurred_at", "--by", "value.client"],
+    );
+    let from_file = profile(
+        &[plain.path().to_str().unwrap()],
+        &[
+            "--time",
+            "occurred_at",
+            "--arrival",
+            "arrived_at",
+            "--partition-by",
+            "partition",
+            "--by",
+            "client",
+        ],
+    );
+    assert_eq!(from_kafka["overall"]["count"], json!(4000));
+    assert!(from_kafka["groups"].as_object().unwrap().len() >= 2);
+    for part in ["overall", "groups", "drift"] {
+        assert_eq!(from_kafka[part], from_file[part], "{part}");
+    }
+}
