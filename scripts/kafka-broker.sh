@@ -52,6 +52,10 @@ start() {
   if [ -f "$DIR/pid" ] && kill -0 "$(cat "$DIR/pid")" 2>/dev/null; then
     log "already running (pid $(cat "$DIR/pid"))"
   else
+    if port_open; then
+      log "port $PORT is taken by another process; give another: $0 start PORT"
+      exit 1
+    fi
     rm -f "$DIR"/kafka.db*
     (cd "$DIR" && exec tansu broker --listener-url "tcp://127.0.0.1:$PORT" \
         --advertised-listener-url "tcp://127.0.0.1:$PORT" \
@@ -61,7 +65,10 @@ start() {
       port_open && break
       sleep 0.1
     done
-    port_open || { log "broker did not start; see $DIR/broker.log"; exit 1; }
+    if ! port_open || ! kill -0 "$(cat "$DIR/pid")" 2>/dev/null; then
+      log "broker did not start; see $DIR/broker.log"
+      exit 1
+    fi
     log "tansu on 127.0.0.1:$PORT (pid $(cat "$DIR/pid"))"
   fi
   echo "export WEIR_TEST_KAFKA=127.0.0.1:$PORT"

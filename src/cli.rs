@@ -60,7 +60,7 @@ pub enum Command {
     WatermarkProfile(ProfileArgs),
     Dedupe(DedupeArgs),
     Replay(ReplayArgs),
-    Lag(PlannedArgs),
+    Lag(LagArgs),
     /// Writes man pages and shell completions (for the project's own build).
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -146,6 +146,13 @@ pub struct BrokerArgs {
     #[arg(short = 'G', long, value_name = "GROUP", help_heading = "Kafka")]
     pub group: Option<String>,
 
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// How a Kafka client connects: librdkafka properties and a time limit.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
     /// A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL.
     #[arg(short = 'X', value_name = "KEY=VALUE", help_heading = "Kafka")]
     pub properties: Vec<String>,
@@ -165,7 +172,7 @@ pub struct BrokerArgs {
     pub timeout: Millis,
 }
 
-impl BrokerArgs {
+impl ClientArgs {
     pub fn timeout(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.timeout as u64)
     }
@@ -647,11 +654,95 @@ pub struct ReplayArgs {
     pub report: ReportArgs,
 }
 
-/// A subcommand whose issue is still open: it parses nothing and says so when run.
+const LAG_AFTER_HELP: &str = "\
+Examples:
+  # Alert when the billing group is more than 5 minutes behind (exit code 1):
+  weir lag kafka://localhost:9092 --group billing --max-lag 5m
+
+  # Every group on one topic, for node_exporter's textfile collector:
+  weir lag kafka://localhost:9092/checkouts --all-groups --format prometheus > lag.prom
+
+  # Watch the groups whose names start with etl-, every 10 seconds:
+  weir lag kafka://localhost:9092 --group-pattern '^etl-' --watch 10s
+
+Time lag is now minus the timestamp of the first record the group has not consumed (read from
+the log), 0 when it is caught up. A partition without a committed offset is reported as such,
+not as zero lag. Exit codes: 0 within the thresholds, 1 a threshold exceeded, 4 the cluster
+cannot be reached within --timeout.";
+
+/// Consumer lag in messages and in time, with thresholds for scripts.
 #[derive(Debug, Args)]
-pub struct PlannedArgs {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub args: Vec<String>,
+#[command(after_help = LAG_AFTER_HELP)]
+#[command(group(clap::ArgGroup::new("which").required(true).multiple(true).args(["groups", "all_groups", "group_pattern"])))]
+pub struct LagArgs {
+    /// kafka://HOST:PORT[,HOST:PORT][/TOPIC]: the cluster, and optionally one topic.
+    #[arg(value_name = "CLUSTER")]
+    pub cluster: String,
+
+    /// A consumer group (repeatable).
+    #[arg(short = 'G', long = "group", value_name = "GROUP")]
+    pub groups: Vec<String>,
+
+    /// Every consumer group the cluster lists.
+    #[arg(long)]
+    pub all_groups: bool,
+
+    /// The listed groups whose names match this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub group_pattern: Option<String>,
+
+    /// exact: read the first unconsumed record's timestamp; estimate: interpolate between
+    /// sampled (offset, time) points, never beyond them.
+    #[arg(long, value_enum, default_value = "exact")]
+    pub time_mode: LagTimeMode,
+
+    /// Exit 1 when a time lag is above this (5m, 30s).
+    #[arg(long, value_name = "D", value_parser = duration_ms)]
+    pub max_lag: Option<Millis>,
+
+    /// Exit 1 when the lag in messages is above N.
+    #[arg(long, value_name = "N")]
+    pub max_messages: Option<i64>,
+
+    /// What --max-messages applies to: a group's sum over a topic, or each partition.
+    #[arg(long, value_enum, default_value = "group")]
+    pub per: crate::core::lag::Scope,
+
+    /// Repeat every D: redraw on a terminal, append into a pipe or file. Stop with Ctrl-C.
+    #[arg(long, value_name = "D", value_parser = positive_duration_ms)]
+    pub watch: Option<Millis>,
+
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: LagFormat,
+
+    /// Where the report goes: - (stdout) or a file path.
+    #[arg(short, long, value_name = "PATH", default_value = "-")]
+    pub output: String,
+
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LagTimeMode {
+    #[default]
+    Exact,
+    Estimate,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LagFormat {
+    /// Aligned columns, with a total line per group and topic.
+    #[default]
+    Table,
+    /// One document: groups, topics, partitions, totals and breaches.
+    Json,
+    /// One object per partition.
+    Ndjson,
+    /// One row per partition, with a header.
+    Csv,
+    /// Prometheus text exposition format (node_exporter's textfile collector).
+    Prometheus,
 }
 
 #[derive(Debug, Args)]
@@ -661,22 +752,9 @@ pub struct GenerateArgs {
     pub out_dir: PathBuf,
 }
 
-/// Help text of the subcommands still being built; shown by `--help` and the man pages.
-pub fn planned_command_docs() -> [(&'static str, &'static str, &'static str); 1] {
-    [(
-        "lag",
-        "Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]",
-        "Examples (planned):\n  weir lag kafka://localhost:9092 --group billing --max-lag 5m\n  weir lag kafka://localhost:9092/checkouts --all-groups --format prometheus",
-    )]
-}
-
-/// The full clap command, with the planned subcommands' docs filled in.
+/// The full clap command.
 pub fn command() -> clap::Command {
-    let mut cmd = <Cli as clap::CommandFactory>::command();
-    for (name, about, examples) in planned_command_docs() {
-        cmd = cmd.mut_subcommand(name, |sub| sub.about(about).after_help(examples));
-    }
-    cmd
+    <Cli as clap::CommandFactory>::command()
 }
 
 /// `16M` → 16 MiB; plain numbers are bytes.

@@ -3,6 +3,7 @@
 pub mod consume;
 pub mod dedupe;
 pub mod generate;
+pub mod lag;
 pub mod profile;
 pub mod replay;
 pub mod window;
@@ -34,15 +35,8 @@ pub fn run(command: Command, matches: &clap::ArgMatches) -> Result<()> {
         Command::Dedupe(args) => dedupe::run(args, &STOP),
         Command::WatermarkProfile(args) => profile::run(args, &STOP),
         Command::Replay(args) => replay::run(args, &STOP),
+        Command::Lag(args) => lag::run(args, &STOP),
         Command::Generate(args) => generate::run(&args.out_dir),
-        planned => {
-            let issue = 7;
-            Err(Error::Usage(format!(
-                "weir {} is not built yet (issue #{issue}); see `weir {} --help` for what is planned",
-                planned.name(),
-                planned.name()
-            )))
-        }
     }
 }
 
@@ -77,14 +71,14 @@ pub fn finish(stats: &Stats, report: &ReportArgs, result: Result<()>) -> Result<
 /// The Kafka source options of a command line.
 pub fn source_options(broker: &BrokerArgs) -> SourceOptions<'_> {
     SourceOptions {
-        config_file: broker.config_file.as_deref(),
-        properties: &broker.properties,
+        config_file: broker.client.config_file.as_deref(),
+        properties: &broker.client.properties,
         partitions: &broker.partitions,
         group: broker.group.as_deref(),
         from: broker.from.as_deref(),
         to: broker.to.as_deref(),
         exit_at_end: broker.exit_at_end,
-        timeout: broker.timeout(),
+        timeout: broker.client.timeout(),
         now: now_millis(),
     }
 }

@@ -709,3 +709,330 @@ mod tests {
         assert!(!is_secret("bootstrap.servers"));
     }
 }
+
+/// (topic, partition, asked offset) → (offset found, its timestamp).
+pub type FirstRecords = HashMap<(String, i32, i64), (i64, Millis)>;
+
+/// Read-only questions to a cluster, for `weir lag`: topics, groups, offsets, and the
+/// timestamps of records at given offsets.
+pub struct Cluster {
+    spec: KafkaSpec,
+    config: ClientConfig,
+    timeout: Duration,
+    /// For metadata and log offsets.
+    probe: BaseConsumer<Reporter>,
+}
+
+/// A group as the broker describes it; `None` fields where it would not say.
+#[derive(Clone, Debug, Default)]
+pub struct GroupDescription {
+    pub state: Option<String>,
+    pub members: Option<usize>,
+}
+
+impl Cluster {
+    pub fn connect(
+        spec: &KafkaSpec,
+        config_file: Option<&Path>,
+        properties: &[String],
+        timeout: Duration,
+    ) -> Result<Cluster> {
+        let mut config = client_config(spec, config_file, properties)?;
+        config.set("enable.auto.commit", "false");
+        config.set("enable.partition.eof", "true");
+        config.set("auto.offset.reset", "earliest");
+        let mut probe_config = config.clone();
+        probe_config.set("group.id", "weir-lag");
+        let probe: BaseConsumer<Reporter> =
+            probe_config
+                .create_with_context(Reporter::default())
+                .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+        // One metadata round trip proves the cluster is there.
+        probe
+            .fetch_metadata(None, timeout)
+            .map_err(|e| unreachable("cannot reach Kafka at", spec, e))?;
+        Ok(Cluster {
+            spec: spec.clone(),
+            config,
+            timeout,
+            probe,
+        })
+    }
+
+    /// Topics and their partitions; internal topics (`__...`) left out unless named.
+    pub fn topics(&self, only: Option<&str>) -> Result<Vec<(String, Vec<i32>)>> {
+        let metadata = self
+            .probe
+            .fetch_metadata(only, self.timeout)
+            .map_err(|e| unreachable("cannot read metadata from", &self.spec, e))?;
+        let mut out = Vec::new();
+        for t in metadata.topics() {
+            if only.is_none() && t.name().starts_with("__") {
+                continue;
+            }
+            if let Some(err) = t.error() {
+                return Err(Error::Unreachable(format!(
+                    "topic '{}': {}",
+                    t.name(),
+                    RDKafkaErrorCode::from(err)
+                )));
+            }
+            let mut partitions: Vec<i32> = t.partitions().iter().map(|p| p.id()).collect();
+            partitions.sort_unstable();
+            out.push((t.name().to_string(), partitions));
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// The consumer groups the cluster lists, with their states where it gives them.
+    ///
+    /// This sends ListGroups alone, through librdkafka's admin API, which rdkafka does not
+    /// wrap: rdkafka's `fetch_group_list` also sends DescribeGroups, which some brokers
+    /// (Tansu) answer by closing the connection.
+    pub fn groups(&self) -> Result<Vec<(String, Option<String>)>> {
+        list_groups(&self.probe, self.timeout).map_err(|e| {
+            Error::Unreachable(format!(
+                "cannot list groups at {}: {e}",
+                self.spec.bootstrap_servers()
+            ))
+        })
+    }
+
+    /// State and member count of a group, where the broker answers DescribeGroups.
+    pub fn describe(&self, group: &str) -> GroupDescription {
+        match self
+            .probe
+            .fetch_group_list(Some(group), self.timeout.min(Duration::from_secs(3)))
+        {
+            Ok(list) => match list.groups().iter().find(|g| g.name() == group) {
+                Some(g) => GroupDescription {
+                    state: Some(g.state().to_string()).filter(|s| !s.is_empty()),
+                    members: Some(g.members().len()),
+                },
+                None => GroupDescription::default(),
+            },
+            Err(_) => GroupDescription::default(),
+        }
+    }
+
+    /// (log start, log end) of every partition, in one ListOffsets round per end.
+    pub fn log_offsets(
+        &self,
+        topics: &[(String, Vec<i32>)],
+    ) -> Result<HashMap<(String, i32), (i64, i64)>> {
+        let ask = |which: Offset| -> Result<HashMap<(String, i32), i64>> {
+            let mut tpl = TopicPartitionList::new();
+            for (topic, partitions) in topics {
+                for &p in partitions {
+                    tpl.add_partition_offset(topic, p, which)
+                        .map_err(|e| Error::Usage(format!("{topic}/{p}: {e}")))?;
+                }
+            }
+            let found = self
+                .probe
+                .offsets_for_times(tpl, self.timeout)
+                .map_err(|e| unreachable("cannot read log offsets from", &self.spec, e))?;
+            let mut out = HashMap::new();
+            for e in found.elements() {
+                if let Offset::Offset(n) = e.offset() {
+                    out.insert((e.topic().to_string(), e.partition()), n);
+                }
+            }
+            drop(found);
+            Ok(out)
+        };
+        let starts = ask(Offset::Beginning)?;
+        let ends = ask(Offset::End)?;
+        let mut out = HashMap::new();
+        for (topic, partitions) in topics {
+            for &p in partitions {
+                let key = (topic.clone(), p);
+                // Fall back to a per-partition query where the batched one gave nothing.
+                let (start, end) = match (starts.get(&key), ends.get(&key)) {
+                    (Some(&s), Some(&e)) => (s, e),
+                    _ => self
+                        .probe
+                        .fetch_watermarks(topic, p, self.timeout)
+                        .map_err(|e| unreachable("cannot read log offsets from", &self.spec, e))?,
+                };
+                out.insert(key, (start, end));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The group's committed offsets for these partitions; `None` where it has none.
+    pub fn committed(
+        &self,
+        group: &str,
+        topics: &[(String, Vec<i32>)],
+    ) -> Result<HashMap<(String, i32), Option<i64>>> {
+        let mut config = self.config.clone();
+        config.set("group.id", group);
+        let consumer: BaseConsumer<Reporter> = config
+            .create_with_context(Reporter::default())
+            .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+        let mut tpl = TopicPartitionList::new();
+        for (topic, partitions) in topics {
+            for &p in partitions {
+                tpl.add_partition(topic, p);
+            }
+        }
+        let found = consumer.committed_offsets(tpl, self.timeout).map_err(|e| {
+            unreachable(
+                &format!("cannot read group '{group}' offsets from"),
+                &self.spec,
+                e,
+            )
+        })?;
+        let mut out = HashMap::new();
+        for e in found.elements() {
+            let committed = match e.offset() {
+                Offset::Offset(n) if n >= 0 => Some(n),
+                _ => None,
+            };
+            out.insert((e.topic().to_string(), e.partition()), committed);
+        }
+        drop(found);
+        Ok(out)
+    }
+
+    /// The first record at or after each (topic, partition, offset): its offset and timestamp.
+    /// Where the offset is gone (retention), the earliest record stands in; where there is no
+    /// record by the deadline, none.
+    pub fn first_records(&self, wanted: &[(String, i32, i64)]) -> Result<FirstRecords> {
+        let mut out = HashMap::new();
+        // A round reads one topic (an end-of-partition event names only the partition), each
+        // partition once: a second offset in it waits for the next round.
+        let mut rounds: Vec<Vec<&(String, i32, i64)>> = Vec::new();
+        for w in wanted {
+            match rounds
+                .iter_mut()
+                .find(|r| r[0].0 == w.0 && !r.iter().any(|x| x.1 == w.1))
+            {
+                Some(round) => round.push(w),
+                None => rounds.push(vec![w]),
+            }
+        }
+        for round in rounds {
+            let mut config = self.config.clone();
+            config.set("group.id", "weir-lag");
+            // One record per partition is all we want: keep fetches small.
+            config.set("fetch.max.bytes", "1048576");
+            config.set("max.partition.fetch.bytes", "65536");
+            config.set("queued.max.messages.kbytes", "1024");
+            let consumer: BaseConsumer<Reporter> = config
+                .create_with_context(Reporter::default())
+                .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+            let mut tpl = TopicPartitionList::new();
+            for (topic, p, offset) in &round {
+                tpl.add_partition_offset(topic, *p, Offset::Offset(*offset))
+                    .map_err(|e| Error::Usage(format!("{topic}/{p}: {e}")))?;
+            }
+            consumer
+                .assign(&tpl)
+                .map_err(|e| unreachable("cannot read from", &self.spec, e))?;
+            drop(tpl);
+            let mut pending: HashMap<(String, i32), i64> = round
+                .iter()
+                .map(|(t, p, o)| ((t.clone(), *p), *o))
+                .collect();
+            let deadline = Instant::now() + self.timeout;
+            while !pending.is_empty() && Instant::now() < deadline {
+                match consumer.poll(Duration::from_millis(100)) {
+                    None => {}
+                    Some(Err(KafkaError::PartitionEOF(p))) => {
+                        pending.retain(|(_, q), _| *q != p);
+                    }
+                    Some(Err(_)) => {}
+                    Some(Ok(m)) => {
+                        let key = (m.topic().to_string(), m.partition());
+                        if let Some(asked) = pending.remove(&key) {
+                            if let Some(ts) = m.timestamp().to_millis() {
+                                out.insert((key.0.clone(), key.1, asked), (m.offset(), ts));
+                            }
+                            let mut stop = TopicPartitionList::new();
+                            stop.add_partition(&key.0, key.1);
+                            let _ = consumer.pause(&stop);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// ListGroups through `rd_kafka_ListConsumerGroups`: (name, state) pairs.
+fn list_groups(
+    consumer: &BaseConsumer<Reporter>,
+    timeout: Duration,
+) -> std::result::Result<Vec<(String, Option<String>)>, String> {
+    use rdkafka::bindings as rd;
+    use std::ffi::CStr;
+
+    let rk = consumer.client().native_ptr();
+    let timeout_ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: every handle created here is destroyed here; `rk` outlives the call since
+    // `consumer` is borrowed for it; strings are copied before the event is destroyed.
+    unsafe {
+        let queue = rd::rd_kafka_queue_new(rk);
+        let options = rd::rd_kafka_AdminOptions_new(
+            rk,
+            rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS,
+        );
+        let mut errstr = [0 as std::os::raw::c_char; 256];
+        rd::rd_kafka_AdminOptions_set_request_timeout(
+            options,
+            timeout_ms,
+            errstr.as_mut_ptr(),
+            errstr.len(),
+        );
+        rd::rd_kafka_ListConsumerGroups(rk, options, queue);
+        let event = rd::rd_kafka_queue_poll(queue, timeout_ms.saturating_add(1000));
+        let result = if event.is_null() {
+            Err(format!("no answer within {timeout:?}"))
+        } else if rd::rd_kafka_event_error(event)
+            != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
+        {
+            let text = rd::rd_kafka_event_error_string(event);
+            Err(if text.is_null() {
+                "ListGroups failed".to_string()
+            } else {
+                CStr::from_ptr(text).to_string_lossy().into_owned()
+            })
+        } else {
+            let listing = rd::rd_kafka_event_ListConsumerGroups_result(event);
+            let mut count = 0usize;
+            let groups = rd::rd_kafka_ListConsumerGroups_result_valid(listing, &mut count);
+            let mut out = Vec::with_capacity(count);
+            for i in 0..count {
+                let g = *groups.add(i);
+                let name = CStr::from_ptr(rd::rd_kafka_ConsumerGroupListing_group_id(g))
+                    .to_string_lossy()
+                    .into_owned();
+                let state = rd::rd_kafka_ConsumerGroupListing_state(g);
+                let state = if state
+                    == rd::rd_kafka_consumer_group_state_t::RD_KAFKA_CONSUMER_GROUP_STATE_UNKNOWN
+                {
+                    None
+                } else {
+                    Some(
+                        CStr::from_ptr(rd::rd_kafka_consumer_group_state_name(state))
+                            .to_string_lossy()
+                            .into_owned(),
+                    )
+                };
+                out.push((name, state));
+            }
+            Ok(out)
+        };
+        if !event.is_null() {
+            rd::rd_kafka_event_destroy(event);
+        }
+        rd::rd_kafka_AdminOptions_destroy(options);
+        rd::rd_kafka_queue_destroy(queue);
+        result
+    }
+}

@@ -324,7 +324,9 @@ impl ChunkReader {
                     data.len() >= CHUNK_BYTES
                 }
             };
-            if flush && !positions.is_empty() {
+            // The last records before the end go out too.
+            let at_end = source.at_end();
+            if (flush || at_end) && !positions.is_empty() {
                 let count = positions.len() as u64;
                 let mut chunk = self.chunk(&topic, next_record, data, false);
                 chunk.kafka = std::mem::take(&mut positions);
@@ -337,7 +339,7 @@ impl ChunkReader {
                 data = self.buffer();
                 data.clear();
             }
-            if source.at_end() {
+            if at_end {
                 return Ok(());
             }
         }

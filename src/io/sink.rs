@@ -117,9 +117,9 @@ impl LineSink {
                 })?;
                 let sink = KafkaSink::open(
                     k,
-                    broker.config_file.as_deref(),
-                    &broker.properties,
-                    broker.timeout(),
+                    broker.client.config_file.as_deref(),
+                    &broker.client.properties,
+                    broker.client.timeout(),
                 )?;
                 let has_key = fields.key.is_some();
                 let header_names = fields.headers.iter().map(|(n, _)| n.clone()).collect();

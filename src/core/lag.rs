@@ -1,0 +1,458 @@
+//! Consumer lag math: messages behind the log end, and time behind the newest record, per
+//! partition and per group/topic, with the thresholds scripts alert on. Pure: offsets, sampled
+//! timestamps and "now" come in as numbers.
+
+use std::collections::BTreeMap;
+
+use super::time::Millis;
+
+/// What the cluster says about one partition for one group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionOffsets {
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    /// The group's committed offset (the next record it will read); `None` when it has none.
+    pub committed: Option<i64>,
+    /// The earliest offset still in the log.
+    pub log_start: i64,
+    /// The log-end offset (high watermark): the offset the next record will get.
+    pub log_end: i64,
+}
+
+/// A record read from the log: its offset and timestamp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    pub offset: i64,
+    pub timestamp: Millis,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeMode {
+    Exact,
+    Estimate,
+}
+
+/// How the time lag of a partition was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeLag {
+    /// The group has read everything: no time lag.
+    CaughtUp,
+    /// now - timestamp of the first unconsumed record. `understated` when that record is gone
+    /// (retention, compaction) and the next one stood in for it.
+    Exact { ms: Millis, understated: bool },
+    /// Interpolated between sampled (offset, time) points.
+    Estimate { ms: Millis },
+    /// No committed offset, or no record or points to go by.
+    Unknown,
+}
+
+impl TimeLag {
+    pub fn millis(self) -> Option<Millis> {
+        match self {
+            TimeLag::CaughtUp => Some(0),
+            TimeLag::Exact { ms, .. } | TimeLag::Estimate { ms } => Some(ms),
+            TimeLag::Unknown => None,
+        }
+    }
+}
+
+/// One row of the report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionLag {
+    pub offsets: PartitionOffsets,
+    /// log end - committed; `None` when the group has no committed offset (not zero).
+    pub messages: Option<i64>,
+    pub time: TimeLag,
+}
+
+/// Messages behind: what `kafka-consumer-groups.sh` shows as LAG. A committed offset past the
+/// end (a truncated or recreated topic) counts as zero, not negative.
+pub fn messages_behind(o: &PartitionOffsets) -> Option<i64> {
+    o.committed.map(|c| (o.log_end - c).max(0))
+}
+
+/// The exact time lag, from the first record at or after the committed offset.
+pub fn exact_time_lag(
+    o: &PartitionOffsets,
+    first_unconsumed: Option<Sample>,
+    now: Millis,
+) -> TimeLag {
+    let Some(committed) = o.committed else {
+        return TimeLag::Unknown;
+    };
+    if committed >= o.log_end {
+        return TimeLag::CaughtUp;
+    }
+    match first_unconsumed {
+        Some(s) => TimeLag::Exact {
+            ms: (now - s.timestamp).max(0),
+            understated: s.offset > committed,
+        },
+        None => TimeLag::Unknown,
+    }
+}
+
+/// The estimated time lag: the committed offset's time interpolated linearly between the
+/// nearest sampled points around it, never extrapolated beyond them.
+pub fn estimated_time_lag(o: &PartitionOffsets, points: &[Sample], now: Millis) -> TimeLag {
+    let Some(committed) = o.committed else {
+        return TimeLag::Unknown;
+    };
+    if committed >= o.log_end {
+        return TimeLag::CaughtUp;
+    }
+    match interpolate(points, committed) {
+        Some(t) => TimeLag::Estimate {
+            ms: (now - t).max(0),
+        },
+        None => TimeLag::Unknown,
+    }
+}
+
+/// The time at `offset` between the sampled points on either side (points in any order).
+pub fn interpolate(points: &[Sample], offset: i64) -> Option<Millis> {
+    let below = points
+        .iter()
+        .filter(|p| p.offset <= offset)
+        .max_by_key(|p| p.offset)?;
+    let above = points
+        .iter()
+        .filter(|p| p.offset >= offset)
+        .min_by_key(|p| p.offset)?;
+    if below.offset == above.offset {
+        return Some(below.timestamp);
+    }
+    let span = (above.offset - below.offset) as f64;
+    let share = (offset - below.offset) as f64 / span;
+    let t = below.timestamp as f64 + share * (above.timestamp - below.timestamp) as f64;
+    Some(t.round() as Millis)
+}
+
+/// Sums per group and topic: messages add up, time lag is the worst partition's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Total {
+    pub partitions: usize,
+    pub without_commit: usize,
+    pub messages: i64,
+    pub max_time_ms: Option<Millis>,
+}
+
+pub fn totals(rows: &[PartitionLag]) -> BTreeMap<(String, String), Total> {
+    let mut out: BTreeMap<(String, String), Total> = BTreeMap::new();
+    for r in rows {
+        let t = out
+            .entry((r.offsets.group.clone(), r.offsets.topic.clone()))
+            .or_default();
+        t.partitions += 1;
+        match r.messages {
+            Some(m) => t.messages += m,
+            None => t.without_commit += 1,
+        }
+        if let Some(ms) = r.time.millis() {
+            t.max_time_ms = Some(t.max_time_ms.map_or(ms, |m: Millis| m.max(ms)));
+        }
+    }
+    out
+}
+
+/// Where `--max-messages` applies: to each partition, or to a group's sum over a topic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scope {
+    #[default]
+    Group,
+    Partition,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Thresholds {
+    pub max_time_ms: Option<Millis>,
+    pub max_messages: Option<i64>,
+    pub scope: Scope,
+}
+
+/// What tripped a threshold, for the message on stderr.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Breach {
+    pub group: String,
+    pub topic: String,
+    /// `None` for a group-wide breach.
+    pub partition: Option<i32>,
+    pub what: String,
+}
+
+pub fn breaches(rows: &[PartitionLag], th: &Thresholds) -> Vec<Breach> {
+    let mut out = Vec::new();
+    let time_over = |ms: Option<Millis>| match (ms, th.max_time_ms) {
+        (Some(ms), Some(max)) => ms > max,
+        _ => false,
+    };
+    match th.scope {
+        Scope::Partition => {
+            for r in rows {
+                let mut what = Vec::new();
+                if let (Some(m), Some(max)) = (r.messages, th.max_messages) {
+                    if m > max {
+                        what.push(format!("{m} messages > {max}"));
+                    }
+                }
+                if time_over(r.time.millis()) {
+                    what.push(format!(
+                        "{} ms > {} ms",
+                        r.time.millis().unwrap_or(0),
+                        th.max_time_ms.unwrap_or(0)
+                    ));
+                }
+                if !what.is_empty() {
+                    out.push(Breach {
+                        group: r.offsets.group.clone(),
+                        topic: r.offsets.topic.clone(),
+                        partition: Some(r.offsets.partition),
+                        what: what.join(", "),
+                    });
+                }
+            }
+        }
+        Scope::Group => {
+            for ((group, topic), t) in totals(rows) {
+                let mut what = Vec::new();
+                if let Some(max) = th.max_messages {
+                    if t.messages > max {
+                        what.push(format!("{} messages > {max}", t.messages));
+                    }
+                }
+                if time_over(t.max_time_ms) {
+                    what.push(format!(
+                        "{} ms > {} ms",
+                        t.max_time_ms.unwrap_or(0),
+                        th.max_time_ms.unwrap_or(0)
+                    ));
+                }
+                if !what.is_empty() {
+                    out.push(Breach {
+                        group,
+                        topic,
+                        partition: None,
+                        what: what.join(", "),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Points sampled over time for `--time-mode estimate` under `--watch`: per partition, the
+/// log end seen at each poll and when. Bounded: the oldest points go first.
+#[derive(Debug, Default)]
+pub struct History {
+    points: BTreeMap<(String, i32), Vec<Sample>>,
+    cap: usize,
+    pub evicted: u64,
+}
+
+impl History {
+    pub fn new(cap_per_partition: usize) -> History {
+        History {
+            points: BTreeMap::new(),
+            cap: cap_per_partition.max(2),
+            evicted: 0,
+        }
+    }
+
+    pub fn add(&mut self, topic: &str, partition: i32, sample: Sample) {
+        let points = self
+            .points
+            .entry((topic.to_string(), partition))
+            .or_default();
+        if points.last().is_some_and(|p| p.offset == sample.offset) {
+            return; // nothing new was written: the first time this end was seen stays
+        }
+        points.push(sample);
+        if points.len() > self.cap {
+            points.remove(0);
+            self.evicted += 1;
+        }
+    }
+
+    pub fn points(&self, topic: &str, partition: i32) -> &[Sample] {
+        self.points
+            .get(&(topic.to_string(), partition))
+            .map_or(&[], Vec::as_slice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn offsets(committed: Option<i64>, log_start: i64, log_end: i64) -> PartitionOffsets {
+        PartitionOffsets {
+            group: "g".into(),
+            topic: "t".into(),
+            partition: 0,
+            committed,
+            log_start,
+            log_end,
+        }
+    }
+
+    #[test]
+    fn messages_and_exact_time() {
+        let now = 100_000;
+        let o = offsets(Some(40), 0, 100);
+        assert_eq!(messages_behind(&o), Some(60));
+        let first = Sample {
+            offset: 40,
+            timestamp: 70_000,
+        };
+        assert_eq!(
+            exact_time_lag(&o, Some(first), now),
+            TimeLag::Exact {
+                ms: 30_000,
+                understated: false
+            }
+        );
+        // The record at 40 is gone: 55 stands in, and the lag is flagged as understated.
+        let later = Sample {
+            offset: 55,
+            timestamp: 80_000,
+        };
+        assert_eq!(
+            exact_time_lag(&o, Some(later), now),
+            TimeLag::Exact {
+                ms: 20_000,
+                understated: true
+            }
+        );
+        let caught_up = offsets(Some(100), 0, 100);
+        assert_eq!(messages_behind(&caught_up), Some(0));
+        assert_eq!(exact_time_lag(&caught_up, None, now), TimeLag::CaughtUp);
+        let none = offsets(None, 0, 100);
+        assert_eq!(messages_behind(&none), None);
+        assert_eq!(exact_time_lag(&none, None, now), TimeLag::Unknown);
+        // Committed past the end (topic recreated): zero, not negative.
+        assert_eq!(messages_behind(&offsets(Some(120), 0, 100)), Some(0));
+    }
+
+    #[test]
+    fn estimates_never_extrapolate() {
+        let points = [
+            Sample {
+                offset: 0,
+                timestamp: 0,
+            },
+            Sample {
+                offset: 100,
+                timestamp: 10_000,
+            },
+        ];
+        assert_eq!(interpolate(&points, 50), Some(5_000));
+        assert_eq!(interpolate(&points, 100), Some(10_000));
+        assert_eq!(interpolate(&points, 101), None);
+        assert_eq!(interpolate(&points, -1), None);
+        let o = offsets(Some(25), 0, 200);
+        assert_eq!(
+            estimated_time_lag(&o, &points, 20_000),
+            TimeLag::Estimate { ms: 17_500 }
+        );
+        assert_eq!(
+            estimated_time_lag(&offsets(Some(150), 0, 200), &points, 20_000),
+            TimeLag::Unknown
+        );
+    }
+
+    #[test]
+    fn totals_and_thresholds() {
+        let row = |p: i32, committed: Option<i64>, end: i64, ms: Option<Millis>| PartitionLag {
+            offsets: PartitionOffsets {
+                partition: p,
+                ..offsets(committed, 0, end)
+            },
+            messages: messages_behind(&offsets(committed, 0, end)),
+            time: ms.map_or(TimeLag::Unknown, |ms| TimeLag::Exact {
+                ms,
+                understated: false,
+            }),
+        };
+        let rows = [
+            row(0, Some(90), 100, Some(1_000)),
+            row(1, Some(50), 100, Some(60_000)),
+            row(2, None, 100, None),
+        ];
+        let t = &totals(&rows)[&("g".to_string(), "t".to_string())];
+        assert_eq!(t.messages, 60);
+        assert_eq!(t.without_commit, 1);
+        assert_eq!(t.max_time_ms, Some(60_000));
+        let th = |ms: Option<Millis>, msgs: Option<i64>, scope| Thresholds {
+            max_time_ms: ms,
+            max_messages: msgs,
+            scope,
+        };
+        assert!(breaches(&rows, &th(Some(60_000), Some(60), Scope::Group)).is_empty());
+        assert_eq!(breaches(&rows, &th(None, Some(59), Scope::Group)).len(), 1);
+        assert_eq!(
+            breaches(&rows, &th(Some(59_999), None, Scope::Group)).len(),
+            1
+        );
+        // Per partition: 60 in all, but no single partition is over 50.
+        assert!(breaches(&rows, &th(None, Some(50), Scope::Partition)).is_empty());
+        let b = breaches(&rows, &th(None, Some(49), Scope::Partition));
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].partition, Some(1));
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let mut h = History::new(3);
+        for i in 0..5 {
+            h.add(
+                "t",
+                0,
+                Sample {
+                    offset: i * 10,
+                    timestamp: i * 1000,
+                },
+            );
+            h.add(
+                "t",
+                0,
+                Sample {
+                    offset: i * 10,
+                    timestamp: i * 1000 + 500,
+                },
+            );
+        }
+        assert_eq!(h.points("t", 0).len(), 3);
+        assert_eq!(h.evicted, 2);
+        assert_eq!(
+            h.points("t", 0)[0],
+            Sample {
+                offset: 20,
+                timestamp: 2000
+            }
+        );
+        assert!(h.points("t", 1).is_empty());
+    }
+
+    proptest! {
+        /// Interpolation on a line gives the line, and stays between its neighbours.
+        #[test]
+        fn interpolation_stays_between_points(
+            mut offsets in proptest::collection::vec(0i64..1_000_000, 2..20),
+            at in 0i64..1_000_000,
+        ) {
+            offsets.sort_unstable();
+            offsets.dedup();
+            let points: Vec<Sample> = offsets.iter().map(|&o| Sample { offset: o, timestamp: 3 * o + 7 }).collect();
+            match interpolate(&points, at) {
+                Some(t) => {
+                    prop_assert!(at >= offsets[0] && at <= *offsets.last().unwrap());
+                    prop_assert!((t - (3 * at + 7)).abs() <= 1);
+                }
+                None => prop_assert!(at < offsets[0] || at > *offsets.last().unwrap()),
+            }
+        }
+    }
+}
