@@ -30,8 +30,8 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('watermark-profile', 'watermark-profile', [CompletionResultType]::ParameterValue, 'Measure how late events arrive and recommend a watermark delay')
             [CompletionResult]::new('dedupe', 'dedupe', [CompletionResultType]::ParameterValue, 'Drop repeated records: keep the first of each id within a horizon, with bounded memory')
             [CompletionResult]::new('replay', 'replay', [CompletionResultType]::ParameterValue, 'Re-read a range of records into a sink, at a controlled rate')
+            [CompletionResult]::new('lag', 'lag', [CompletionResultType]::ParameterValue, 'Consumer lag in messages and in time, with thresholds for scripts')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Writes man pages and shell completions (for the project''s own build)')
-            [CompletionResult]::new('lag', 'lag', [CompletionResultType]::ParameterValue, 'Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]')
             break
         }
         'weir;consume' {
@@ -234,15 +234,31 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
-        'weir;generate' {
-            [CompletionResult]::new('--out-dir', '--out-dir', [CompletionResultType]::ParameterName, 'Folder that receives man/ and completions/')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+        'weir;lag' {
+            [CompletionResult]::new('-G', '-G ', [CompletionResultType]::ParameterName, 'A consumer group (repeatable)')
+            [CompletionResult]::new('--group', '--group', [CompletionResultType]::ParameterName, 'A consumer group (repeatable)')
+            [CompletionResult]::new('--group-pattern', '--group-pattern', [CompletionResultType]::ParameterName, 'The listed groups whose names match this regular expression')
+            [CompletionResult]::new('--time-mode', '--time-mode', [CompletionResultType]::ParameterName, 'How the time lag is found: exact, estimate, or none (messages only)')
+            [CompletionResult]::new('--max-lag', '--max-lag', [CompletionResultType]::ParameterName, 'Exit 1 when a time lag is above this (5m, 30s)')
+            [CompletionResult]::new('--max-messages', '--max-messages', [CompletionResultType]::ParameterName, 'Exit 1 when the lag in messages is above N')
+            [CompletionResult]::new('--per', '--per', [CompletionResultType]::ParameterName, 'What --max-messages applies to: a group''s sum over a topic, or each partition')
+            [CompletionResult]::new('--watch', '--watch', [CompletionResultType]::ParameterName, 'Repeat every D: redraw on a terminal, append into a pipe or file. Stop with Ctrl-C')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'format')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Where the report goes: - (stdout) or a file path')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Where the report goes: - (stdout) or a file path')
+            [CompletionResult]::new('-X', '-X ', [CompletionResultType]::ParameterName, 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL')
+            [CompletionResult]::new('-F', '-F ', [CompletionResultType]::ParameterName, 'A file of librdkafka properties (key=value lines, # comments), as kcat''s -F. Default: $WEIR_KAFKA_CONFIG')
+            [CompletionResult]::new('--kafka-config', '--kafka-config', [CompletionResultType]::ParameterName, 'A file of librdkafka properties (key=value lines, # comments), as kcat''s -F. Default: $WEIR_KAFKA_CONFIG')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for a broker before giving up with exit code 4')
+            [CompletionResult]::new('--all-groups', '--all-groups', [CompletionResultType]::ParameterName, 'Every consumer group the cluster lists')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
-        'weir;lag' {
+        'weir;generate' {
+            [CompletionResult]::new('--out-dir', '--out-dir', [CompletionResultType]::ParameterName, 'Folder that receives man/ and completions/')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

@@ -27,8 +27,8 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand watermark-profile 'Measure how late events arrive and recommend a watermark delay'
             cand dedupe 'Drop repeated records: keep the first of each id within a horizon, with bounded memory'
             cand replay 'Re-read a range of records into a sink, at a controlled rate'
+            cand lag 'Consumer lag in messages and in time, with thresholds for scripts'
             cand generate 'Writes man pages and shell completions (for the project''s own build)'
-            cand lag 'Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]'
         }
         &'weir;consume'= {
             cand --on-error 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given'
@@ -225,14 +225,30 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
-        &'weir;generate'= {
-            cand --out-dir 'Folder that receives man/ and completions/'
-            cand -h 'Print help'
-            cand --help 'Print help'
+        &'weir;lag'= {
+            cand -G 'A consumer group (repeatable)'
+            cand --group 'A consumer group (repeatable)'
+            cand --group-pattern 'The listed groups whose names match this regular expression'
+            cand --time-mode 'How the time lag is found: exact, estimate, or none (messages only)'
+            cand --max-lag 'Exit 1 when a time lag is above this (5m, 30s)'
+            cand --max-messages 'Exit 1 when the lag in messages is above N'
+            cand --per 'What --max-messages applies to: a group''s sum over a topic, or each partition'
+            cand --watch 'Repeat every D: redraw on a terminal, append into a pipe or file. Stop with Ctrl-C'
+            cand --format 'format'
+            cand -o 'Where the report goes: - (stdout) or a file path'
+            cand --output 'Where the report goes: - (stdout) or a file path'
+            cand -X 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL'
+            cand -F 'A file of librdkafka properties (key=value lines, # comments), as kcat''s -F. Default: $WEIR_KAFKA_CONFIG'
+            cand --kafka-config 'A file of librdkafka properties (key=value lines, # comments), as kcat''s -F. Default: $WEIR_KAFKA_CONFIG'
+            cand --timeout 'How long to wait for a broker before giving up with exit code 4'
+            cand --all-groups 'Every consumer group the cluster lists'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
         }
-        &'weir;lag'= {
+        &'weir;generate'= {
+            cand --out-dir 'Folder that receives man/ and completions/'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'

@@ -31,8 +31,8 @@ complete -c weir -n "__fish_weir_needs_command" -f -a "window" -d 'Aggregate eve
 complete -c weir -n "__fish_weir_needs_command" -f -a "watermark-profile" -d 'Measure how late events arrive and recommend a watermark delay'
 complete -c weir -n "__fish_weir_needs_command" -f -a "dedupe" -d 'Drop repeated records: keep the first of each id within a horizon, with bounded memory'
 complete -c weir -n "__fish_weir_needs_command" -f -a "replay" -d 'Re-read a range of records into a sink, at a controlled rate'
+complete -c weir -n "__fish_weir_needs_command" -f -a "lag" -d 'Consumer lag in messages and in time, with thresholds for scripts'
 complete -c weir -n "__fish_weir_needs_command" -f -a "generate" -d 'Writes man pages and shell completions (for the project\'s own build)'
-complete -c weir -n "__fish_weir_needs_command" -f -a "lag" -d 'Consumer lag in messages and in time, with thresholds for scripts [not built yet: issue #7]'
 complete -c weir -n "__fish_weir_using_subcommand consume" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand consume" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
@@ -187,8 +187,28 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l dry-run -d 'Count w
 complete -c weir -n "__fish_weir_using_subcommand replay" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand lag" -s G -l group -d 'A consumer group (repeatable)' -r
+complete -c weir -n "__fish_weir_using_subcommand lag" -l group-pattern -d 'The listed groups whose names match this regular expression' -r
+complete -c weir -n "__fish_weir_using_subcommand lag" -l time-mode -d 'How the time lag is found: exact, estimate, or none (messages only)' -r -f -a "exact\t'now - timestamp of the first unconsumed record, read from the log'
+estimate\t'Interpolated between sampled (offset, time) points, never beyond them'
+none\t'Messages only: no record is read (the cheapest, for very many partitions)'"
+complete -c weir -n "__fish_weir_using_subcommand lag" -l max-lag -d 'Exit 1 when a time lag is above this (5m, 30s)' -r
+complete -c weir -n "__fish_weir_using_subcommand lag" -l max-messages -d 'Exit 1 when the lag in messages is above N' -r
+complete -c weir -n "__fish_weir_using_subcommand lag" -l per -d 'What --max-messages applies to: a group\'s sum over a topic, or each partition' -r -f -a "group\t''
+partition\t''"
+complete -c weir -n "__fish_weir_using_subcommand lag" -l watch -d 'Repeat every D: redraw on a terminal, append into a pipe or file. Stop with Ctrl-C' -r
+complete -c weir -n "__fish_weir_using_subcommand lag" -l format -r -f -a "table\t'Aligned columns, with a total line per group and topic'
+json\t'One document: groups, topics, partitions, totals and breaches'
+ndjson\t'One object per partition'
+csv\t'One row per partition, with a header'
+prometheus\t'Prometheus text exposition format (node_exporter\'s textfile collector)'"
+complete -c weir -n "__fish_weir_using_subcommand lag" -s o -l output -d 'Where the report goes: - (stdout) or a file path' -r
+complete -c weir -n "__fish_weir_using_subcommand lag" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
+complete -c weir -n "__fish_weir_using_subcommand lag" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
+complete -c weir -n "__fish_weir_using_subcommand lag" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand lag" -l all-groups -d 'Every consumer group the cluster lists'
+complete -c weir -n "__fish_weir_using_subcommand lag" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c weir -n "__fish_weir_using_subcommand lag" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand generate" -l out-dir -d 'Folder that receives man/ and completions/' -r -F
 complete -c weir -n "__fish_weir_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c weir -n "__fish_weir_using_subcommand generate" -s V -l version -d 'Print version'
-complete -c weir -n "__fish_weir_using_subcommand lag" -s h -l help -d 'Print help'
-complete -c weir -n "__fish_weir_using_subcommand lag" -s V -l version -d 'Print version'

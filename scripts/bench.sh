@@ -94,6 +94,30 @@ if [[ " $WHAT " == *" kafka "* ]]; then
   echo "  info  CPU time, kcat -C -J / weir consume -J: $(awk -v a="${CPU['weir consume -J -e']}" -v b="${CPU['kcat -C -J -e']}" 'BEGIN{printf "%.1f", b/(a<0.01?0.01:a)}')x"
 fi
 
+# weir lag (WHAT=lag, starts the test broker): 100 groups with committed offsets on a
+# 100-partition topic, 20,000 keyed records; one report of every group. Target: under 2
+# seconds. The peer is the same report through confluent-kafka's Python client
+# (list_consumer_group_offsets, get_watermark_offsets; messages only, it has no time lag), so
+# the ratio is taken with --time-mode none. The exact time lag reads one record per partition:
+# its cost is the broker's fetch, shown by kcat reading the same 100 partitions.
+if [[ " $WHAT " == *" lag "* ]]; then
+  trap 'scripts/kafka-broker.sh stop' EXIT
+  eval "$(scripts/kafka-broker.sh start)"
+  T="bench-lag-$$-$RANDOM"
+  tansu topic create --broker "tcp://$WEIR_TEST_KAFKA" --partitions 100 "$T" >/dev/null
+  data 100000
+  head -20000 "$FILE" | $WEIR replay -q --key event_id -o "kafka://$WEIR_TEST_KAFKA/$T"
+  python3 scripts/peers/kafka_groups.py commit "$WEIR_TEST_KAFKA" "$T" 100
+  LINES=10000; BYTES=1 # rows: 100 groups x 100 partitions
+  run "weir lag --time-mode none" 3 $WEIR lag "kafka://$WEIR_TEST_KAFKA/$T" --group-pattern "^$T-" --format ndjson --time-mode none
+  run "confluent-kafka (messages)" 3 python3 scripts/peers/kafka_groups.py lag "$WEIR_TEST_KAFKA" "$T" 100
+  run "weir lag (exact time lag)" 1 $WEIR lag "kafka://$WEIR_TEST_KAFKA/$T" --group-pattern "^$T-" --format ndjson
+  run "kcat -C -e (100 partitions)" 1 "$WEIR_TEST_KCAT" -b "$WEIR_TEST_KAFKA" -C -e -q -t "$T"
+  check "weir lag 100 groups x 100 partitions, messages (s)" "${SECS['weir lag --time-mode none']}" "<" 2
+  check "weir lag vs confluent-kafka Python (x)" "$(ratio 'weir lag --time-mode none' 'confluent-kafka (messages)')" ">=" 1.0
+  echo "  info  exact time lag: ${SECS['weir lag (exact time lag)']} s; one fetch of every partition by kcat: ${SECS['kcat -C -e (100 partitions)']} s"
+fi
+
 if [[ " $WHAT " == *" consume "* ]]; then
 data "$EVENTS"
 echo "# weir consume: $LINES lines, $((BYTES / 1000000)) MB ($FILE), every line checked to be JSON"

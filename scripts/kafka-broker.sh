@@ -33,6 +33,10 @@ install_tools() {
     log "installing confluent-kafka $CONFLUENT_KAFKA_VERSION (PyPI) for its librdkafka"
     python3 -m pip install -q "confluent-kafka==$CONFLUENT_KAFKA_VERSION" >&2
   fi
+  # The lag tests check the Prometheus output with the official client's parser.
+  if ! python3 -c "import prometheus_client" 2>/dev/null; then
+    python3 -m pip install -q "prometheus-client==0.21.1" >&2
+  fi
   local libs
   libs=$(python3 -c "import confluent_kafka, os; print(os.path.join(os.path.dirname(os.path.dirname(confluent_kafka.__file__)), 'confluent_kafka.libs'))")
   mkdir -p "$DIR/lib"

@@ -691,8 +691,7 @@ pub struct LagArgs {
     #[arg(long, value_name = "REGEX")]
     pub group_pattern: Option<String>,
 
-    /// exact: read the first unconsumed record's timestamp; estimate: interpolate between
-    /// sampled (offset, time) points, never beyond them.
+    /// How the time lag is found: exact, estimate, or none (messages only).
     #[arg(long, value_enum, default_value = "exact")]
     pub time_mode: LagTimeMode,
 
@@ -725,9 +724,13 @@ pub struct LagArgs {
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LagTimeMode {
+    /// now - timestamp of the first unconsumed record, read from the log.
     #[default]
     Exact,
+    /// Interpolated between sampled (offset, time) points, never beyond them.
     Estimate,
+    /// Messages only: no record is read (the cheapest, for very many partitions).
+    None,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

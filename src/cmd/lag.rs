@@ -23,8 +23,6 @@ use crate::io::spec::{parse_kafka_cluster, KafkaSpec, SinkSpec};
 
 /// Sampled points kept per partition for `--time-mode estimate --watch`.
 const HISTORY_POINTS: usize = 360;
-/// Groups whose offsets are read at the same time.
-const PARALLEL_GROUPS: usize = 8;
 
 pub fn run(args: LagArgs, stop: &AtomicBool) -> Result<()> {
     let spec = parse_kafka_cluster(&args.cluster).map_err(Error::Usage)?;
@@ -137,7 +135,7 @@ fn measure(
     }
     let groups: Vec<String> = groups.into_iter().collect();
     let log = cluster.log_offsets(&topics)?;
-    let committed = committed_offsets(cluster, &groups, &topics)?;
+    let committed = cluster.committed(&groups, &topics)?;
 
     let mut rows = Vec::new();
     for (group, offsets) in groups.iter().zip(&committed) {
@@ -199,6 +197,7 @@ fn measure(
                 r.time = exact_time_lag(o, sample, now);
             }
         }
+        LagTimeMode::None => {}
         LagTimeMode::Estimate => {
             let mut wanted = BTreeSet::new();
             for ((topic, p), &(start, end)) in &log {
@@ -255,33 +254,6 @@ fn measure(
         rows,
         groups: descriptions,
     })
-}
-
-type Committed = HashMap<(String, i32), Option<i64>>;
-
-/// Each group's committed offsets, several groups at a time.
-fn committed_offsets(
-    cluster: &Cluster,
-    groups: &[String],
-    topics: &[(String, Vec<i32>)],
-) -> Result<Vec<Committed>> {
-    let mut out = Vec::with_capacity(groups.len());
-    for batch in groups.chunks(PARALLEL_GROUPS) {
-        let results: Vec<Result<Committed>> = std::thread::scope(|s| {
-            let handles: Vec<_> = batch
-                .iter()
-                .map(|g| s.spawn(move || cluster.committed(g, topics)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("offset reader does not panic"))
-                .collect()
-        });
-        for r in results {
-            out.push(r?);
-        }
-    }
-    Ok(out)
 }
 
 fn time_lag_name(t: TimeLag) -> &'static str {
@@ -369,7 +341,11 @@ fn report_json(report: &Report, breached: &[Breach]) -> Value {
         .collect();
     json!({
         "at": format_millis(report.at),
-        "time_mode": match report.mode { LagTimeMode::Exact => "exact", LagTimeMode::Estimate => "estimate" },
+        "time_mode": match report.mode {
+            LagTimeMode::Exact => "exact",
+            LagTimeMode::Estimate => "estimate",
+            LagTimeMode::None => "none",
+        },
         "groups": groups,
         "breaches": breaches,
     })

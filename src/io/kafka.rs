@@ -703,12 +703,97 @@ mod tests {
     }
 
     #[test]
+    fn reads_are_planned_in_passes_and_rounds() {
+        let w = |t: &str, p: i32, o: i64| (t.to_string(), p, o);
+        let wanted = [
+            w("a", 0, 10),
+            w("a", 0, 12),
+            w("a", 0, 9000),
+            w("a", 1, 5),
+            w("b", 0, 1),
+            w("a", 0, 10),
+        ];
+        let rounds = plan_reads(&wanted, 100);
+        let shape: Vec<Vec<(String, i32, Vec<i64>)>> = rounds
+            .into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .map(|x| (x.topic, x.partition, x.offsets))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                vec![("a".into(), 0, vec![10, 12]), ("a".into(), 1, vec![5])],
+                vec![("a".into(), 0, vec![9000])],
+                vec![("b".into(), 0, vec![1])],
+            ]
+        );
+    }
+
+    #[test]
     fn secrets_are_recognised() {
         assert!(is_secret("sasl.password"));
         assert!(is_secret("ssl.key.password"));
         assert!(!is_secret("bootstrap.servers"));
     }
 }
+
+/// Offsets of one partition at most this far apart are read in one pass rather than by a
+/// fetch each.
+const SCAN_GAP: i64 = 5_000;
+
+/// One pass over a partition: start at the first offset, read until past the last.
+#[derive(Debug, PartialEq, Eq)]
+struct Run {
+    topic: String,
+    partition: i32,
+    offsets: Vec<i64>,
+}
+
+/// Groups the wanted offsets into passes (runs of offsets at most `gap` apart) and the passes
+/// into rounds: one topic per round (an end-of-partition event names only the partition),
+/// each partition at most once.
+fn plan_reads(wanted: &[(String, i32, i64)], gap: i64) -> Vec<Vec<Run>> {
+    let mut by_partition: std::collections::BTreeMap<(&str, i32), Vec<i64>> = Default::default();
+    for (t, p, o) in wanted {
+        by_partition.entry((t.as_str(), *p)).or_default().push(*o);
+    }
+    let mut rounds: Vec<Vec<Run>> = Vec::new();
+    for ((topic, partition), mut offsets) in by_partition {
+        offsets.sort_unstable();
+        offsets.dedup();
+        let mut runs: Vec<Vec<i64>> = Vec::new();
+        for o in offsets {
+            match runs.last_mut() {
+                Some(run) if o - run.last().expect("runs are not empty") <= gap => run.push(o),
+                _ => runs.push(vec![o]),
+            }
+        }
+        for offsets in runs {
+            let run = Run {
+                topic: topic.to_string(),
+                partition,
+                offsets,
+            };
+            match rounds
+                .iter_mut()
+                .find(|r| r[0].topic == run.topic && !r.iter().any(|x| x.partition == partition))
+            {
+                Some(round) => round.push(run),
+                None => rounds.push(vec![run]),
+            }
+        }
+    }
+    rounds
+}
+
+/// A group's committed offset per (topic, partition); `None` where it has none.
+pub type Committed = HashMap<(String, i32), Option<i64>>;
+
+/// ListConsumerGroupOffsets requests sent at once.
+const GROUPS_IN_FLIGHT: usize = 64;
 
 /// (topic, partition, asked offset) → (offset found, its timestamp).
 pub type FirstRecords = HashMap<(String, i32, i64), (i64, Millis)>;
@@ -862,99 +947,97 @@ impl Cluster {
         Ok(out)
     }
 
-    /// The group's committed offsets for these partitions; `None` where it has none.
+    /// Each group's committed offsets for these partitions (`None` where it has none),
+    /// asked with ListConsumerGroupOffsets: every group's request on one client at once.
     pub fn committed(
         &self,
-        group: &str,
+        groups: &[String],
         topics: &[(String, Vec<i32>)],
-    ) -> Result<HashMap<(String, i32), Option<i64>>> {
-        let mut config = self.config.clone();
-        config.set("group.id", group);
-        let consumer: BaseConsumer<Reporter> = config
-            .create_with_context(Reporter::default())
-            .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+    ) -> Result<Vec<Committed>> {
         let mut tpl = TopicPartitionList::new();
         for (topic, partitions) in topics {
             for &p in partitions {
                 tpl.add_partition(topic, p);
             }
         }
-        let found = consumer.committed_offsets(tpl, self.timeout).map_err(|e| {
-            unreachable(
-                &format!("cannot read group '{group}' offsets from"),
-                &self.spec,
-                e,
-            )
-        })?;
-        let mut out = HashMap::new();
-        for e in found.elements() {
-            let committed = match e.offset() {
-                Offset::Offset(n) if n >= 0 => Some(n),
-                _ => None,
-            };
-            out.insert((e.topic().to_string(), e.partition()), committed);
+        let mut out = Vec::with_capacity(groups.len());
+        for batch in groups.chunks(GROUPS_IN_FLIGHT) {
+            let mut answers =
+                list_group_offsets(&self.probe, batch, &tpl, self.timeout).map_err(|e| {
+                    Error::Unreachable(format!(
+                        "cannot read committed offsets from {}: {e}",
+                        self.spec.bootstrap_servers()
+                    ))
+                })?;
+            for g in batch {
+                out.push(answers.remove(g).unwrap_or_default());
+            }
         }
-        drop(found);
+        drop(tpl);
         Ok(out)
     }
 
     /// The first record at or after each (topic, partition, offset): its offset and timestamp.
     /// Where the offset is gone (retention), the earliest record stands in; where there is no
     /// record by the deadline, none.
+    ///
+    /// Offsets of one partition that lie close together are read in one pass (a scan from the
+    /// first to the last); the passes of a topic's partitions run together, one fetch session
+    /// for all of them.
     pub fn first_records(&self, wanted: &[(String, i32, i64)]) -> Result<FirstRecords> {
         let mut out = HashMap::new();
-        // A round reads one topic (an end-of-partition event names only the partition), each
-        // partition once: a second offset in it waits for the next round.
-        let mut rounds: Vec<Vec<&(String, i32, i64)>> = Vec::new();
-        for w in wanted {
-            match rounds
-                .iter_mut()
-                .find(|r| r[0].0 == w.0 && !r.iter().any(|x| x.1 == w.1))
-            {
-                Some(round) => round.push(w),
-                None => rounds.push(vec![w]),
-            }
+        let rounds = plan_reads(wanted, SCAN_GAP);
+        if rounds.is_empty() {
+            return Ok(out);
         }
+        let mut config = self.config.clone();
+        config.set("group.id", "weir-lag");
+        config.set("fetch.max.bytes", "8388608");
+        config.set("max.partition.fetch.bytes", "262144");
+        config.set("queued.max.messages.kbytes", "8192");
+        let consumer: BaseConsumer<Reporter> = config
+            .create_with_context(Reporter::default())
+            .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+        let deadline = Instant::now() + self.timeout;
         for round in rounds {
-            let mut config = self.config.clone();
-            config.set("group.id", "weir-lag");
-            // One record per partition is all we want: keep fetches small.
-            config.set("fetch.max.bytes", "1048576");
-            config.set("max.partition.fetch.bytes", "65536");
-            config.set("queued.max.messages.kbytes", "1024");
-            let consumer: BaseConsumer<Reporter> = config
-                .create_with_context(Reporter::default())
-                .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
             let mut tpl = TopicPartitionList::new();
-            for (topic, p, offset) in &round {
-                tpl.add_partition_offset(topic, *p, Offset::Offset(*offset))
-                    .map_err(|e| Error::Usage(format!("{topic}/{p}: {e}")))?;
+            for run in &round {
+                tpl.add_partition_offset(&run.topic, run.partition, Offset::Offset(run.offsets[0]))
+                    .map_err(|e| Error::Usage(format!("{}/{}: {e}", run.topic, run.partition)))?;
             }
             consumer
                 .assign(&tpl)
                 .map_err(|e| unreachable("cannot read from", &self.spec, e))?;
             drop(tpl);
-            let mut pending: HashMap<(String, i32), i64> = round
-                .iter()
-                .map(|(t, p, o)| ((t.clone(), *p), *o))
+            // Per partition: the offsets still waiting for a record, in order.
+            let mut pending: HashMap<i32, (String, std::collections::VecDeque<i64>)> = round
+                .into_iter()
+                .map(|r| (r.partition, (r.topic, r.offsets.into_iter().collect())))
                 .collect();
-            let deadline = Instant::now() + self.timeout;
             while !pending.is_empty() && Instant::now() < deadline {
                 match consumer.poll(Duration::from_millis(100)) {
                     None => {}
                     Some(Err(KafkaError::PartitionEOF(p))) => {
-                        pending.retain(|(_, q), _| *q != p);
+                        pending.remove(&p);
                     }
                     Some(Err(_)) => {}
                     Some(Ok(m)) => {
-                        let key = (m.topic().to_string(), m.partition());
-                        if let Some(asked) = pending.remove(&key) {
+                        let p = m.partition();
+                        let Some((topic, offsets)) = pending.get_mut(&p) else {
+                            continue;
+                        };
+                        while offsets.front().is_some_and(|&o| o <= m.offset()) {
+                            let asked = offsets.pop_front().expect("checked");
                             if let Some(ts) = m.timestamp().to_millis() {
-                                out.insert((key.0.clone(), key.1, asked), (m.offset(), ts));
+                                out.insert((topic.clone(), p, asked), (m.offset(), ts));
                             }
+                        }
+                        if offsets.is_empty() {
                             let mut stop = TopicPartitionList::new();
-                            stop.add_partition(&key.0, key.1);
+                            stop.add_partition(topic, p);
                             let _ = consumer.pause(&stop);
+                            drop(stop);
+                            pending.remove(&p);
                         }
                     }
                 }
@@ -1034,5 +1117,108 @@ fn list_groups(
         rd::rd_kafka_AdminOptions_destroy(options);
         rd::rd_kafka_queue_destroy(queue);
         result
+    }
+}
+
+/// Committed offsets of `groups` for the partitions of `tpl`, through
+/// `rd_kafka_ListConsumerGroupOffsets` (rdkafka does not wrap it): one request per group, all
+/// on one queue, so that many groups cost one round trip rather than one client each.
+fn list_group_offsets(
+    consumer: &BaseConsumer<Reporter>,
+    groups: &[String],
+    tpl: &TopicPartitionList,
+    timeout: Duration,
+) -> std::result::Result<HashMap<String, Committed>, String> {
+    use rdkafka::bindings as rd;
+    use std::ffi::{CStr, CString};
+
+    let rk = consumer.client().native_ptr();
+    let timeout_ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    let names: Vec<CString> = groups
+        .iter()
+        .map(|g| CString::new(g.as_str()).map_err(|_| format!("group name '{g}' contains NUL")))
+        .collect::<std::result::Result<_, _>>()?;
+    let mut out = HashMap::new();
+    // SAFETY: the queue, options and requests are created and destroyed here; librdkafka
+    // copies the group name and partition list into each request; everything read from an
+    // event is copied out before the event is destroyed; `rk` lives as long as `consumer`.
+    unsafe {
+        let queue = rd::rd_kafka_queue_new(rk);
+        let options = rd::rd_kafka_AdminOptions_new(
+            rk,
+            rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS,
+        );
+        let mut errstr = [0 as std::os::raw::c_char; 256];
+        rd::rd_kafka_AdminOptions_set_request_timeout(
+            options,
+            timeout_ms,
+            errstr.as_mut_ptr(),
+            errstr.len(),
+        );
+        for name in &names {
+            let mut request = rd::rd_kafka_ListConsumerGroupOffsets_new(name.as_ptr(), tpl.ptr());
+            rd::rd_kafka_ListConsumerGroupOffsets(rk, &mut request, 1, options, queue);
+            rd::rd_kafka_ListConsumerGroupOffsets_destroy(request);
+        }
+        let deadline = Instant::now() + timeout + Duration::from_secs(1);
+        let mut failure = None;
+        for _ in 0..names.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = rd::rd_kafka_queue_poll(queue, left.as_millis() as i32);
+            if event.is_null() {
+                failure = Some(format!("no answer within {timeout:?}"));
+                break;
+            }
+            if rd::rd_kafka_event_error(event)
+                != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
+            {
+                let text = rd::rd_kafka_event_error_string(event);
+                failure = Some(if text.is_null() {
+                    "ListConsumerGroupOffsets failed".into()
+                } else {
+                    CStr::from_ptr(text).to_string_lossy().into_owned()
+                });
+                rd::rd_kafka_event_destroy(event);
+                break;
+            }
+            let result = rd::rd_kafka_event_ListConsumerGroupOffsets_result(event);
+            let mut count = 0usize;
+            let results = rd::rd_kafka_ListConsumerGroupOffsets_result_groups(result, &mut count);
+            for i in 0..count {
+                let group = *results.add(i);
+                let name = CStr::from_ptr(rd::rd_kafka_group_result_name(group))
+                    .to_string_lossy()
+                    .into_owned();
+                let error = rd::rd_kafka_group_result_error(group);
+                if !error.is_null() {
+                    failure = Some(format!(
+                        "group '{name}': {}",
+                        CStr::from_ptr(rd::rd_kafka_error_string(error)).to_string_lossy()
+                    ));
+                    continue;
+                }
+                let list = rd::rd_kafka_group_result_partitions(group);
+                let mut offsets = HashMap::new();
+                if !list.is_null() {
+                    for j in 0..(*list).cnt.max(0) as usize {
+                        let e = &*(*list).elems.add(j);
+                        let topic = CStr::from_ptr(e.topic).to_string_lossy().into_owned();
+                        let committed = (e.err
+                            == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
+                            && e.offset >= 0)
+                            .then_some(e.offset);
+                        offsets.insert((topic, e.partition), committed);
+                    }
+                }
+                out.insert(name, offsets);
+            }
+            rd::rd_kafka_event_destroy(event);
+        }
+        rd::rd_kafka_AdminOptions_destroy(options);
+        rd::rd_kafka_queue_destroy(queue);
+        match failure {
+            Some(f) => Err(f),
+            None => Ok(out),
+        }
     }
 }

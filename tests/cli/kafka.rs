@@ -695,3 +695,337 @@ fn dedupe_and_profile_read_kafka_directly() {
         assert_eq!(from_kafka[part], from_file[part], "{part}");
     }
 }
+
+/// A topic of 3 partitions with 20 records each, record i in partition i % 3 at offset i / 3,
+/// timestamped base + i seconds; a group that consumed 5 records of partition 0 and all of
+/// partition 1 (committed with rdkafka directly), and nothing of partition 2.
+struct LagSetup {
+    topic: String,
+    group: String,
+    base: i64,
+}
+
+fn lag_setup(b: &Broker) -> LagSetup {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+
+    let topic = b.topic("lag", 3);
+    let group = format!("lag-group-{topic}");
+    let base = chrono::Utc::now().timestamp_millis() - 3_600_000;
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    for i in 0..60i64 {
+        let ts = chrono::DateTime::from_timestamp_millis(base + i * 1000)
+            .unwrap()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let e =
+            json!({"partition": i % 3, "timestamp": ts, "key": format!("k{i}"), "value": {"i": i}});
+        writeln!(file, "{e}").unwrap();
+    }
+    let out = weir()
+        .args(["replay", "-J", "--keep-partition", "-q"])
+        .arg(file.path())
+        .args(["-o", &b.url(&topic)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    // The independent client: consume 5 of partition 0 and 20 of partition 1, commit.
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &b.addr)
+        .set("group.id", &group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(&topic, 0, Offset::Beginning)
+        .unwrap();
+    tpl.add_partition_offset(&topic, 1, Offset::Beginning)
+        .unwrap();
+    consumer.assign(&tpl).unwrap();
+    drop(tpl);
+    let mut taken = [0i64; 2];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while (taken[0] < 5 || taken[1] < 20) && Instant::now() < deadline {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+            let p = m.partition() as usize;
+            let want = if p == 0 { 5 } else { 20 };
+            if taken[p] < want && m.offset() == taken[p] {
+                taken[p] += 1;
+            }
+        }
+    }
+    assert_eq!(taken, [5, 20]);
+    let mut commit = TopicPartitionList::new();
+    commit
+        .add_partition_offset(&topic, 0, Offset::Offset(5))
+        .unwrap();
+    commit
+        .add_partition_offset(&topic, 1, Offset::Offset(20))
+        .unwrap();
+    consumer.commit(&commit, CommitMode::Sync).unwrap();
+    drop(commit);
+    LagSetup { topic, group, base }
+}
+
+/// What an independent client sees: (committed, log end) per partition.
+fn independent_offsets(b: &Broker, s: &LagSetup) -> Vec<(Option<i64>, i64)> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &b.addr)
+        .set("group.id", &s.group)
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..3 {
+        tpl.add_partition(&s.topic, p);
+    }
+    let committed = consumer
+        .committed_offsets(tpl, Duration::from_secs(10))
+        .unwrap();
+    let out = (0..3)
+        .map(|p| {
+            let c = match committed.find_partition(&s.topic, p).unwrap().offset() {
+                Offset::Offset(n) => Some(n),
+                _ => None,
+            };
+            let (_, end) = consumer
+                .fetch_watermarks(&s.topic, p, Duration::from_secs(10))
+                .unwrap();
+            (c, end)
+        })
+        .collect();
+    drop(committed);
+    out
+}
+
+fn lag(b: &Broker, s: &LagSetup, args: &[&str]) -> Output {
+    weir()
+        .arg("lag")
+        .arg(b.url(&s.topic))
+        .args(["--group", &s.group])
+        .args(args)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn lag_matches_an_independent_client() {
+    let Some(b) = broker() else { return };
+    let s = lag_setup(&b);
+    let seen = independent_offsets(&b, &s);
+    assert_eq!(seen, vec![(Some(5), 20), (Some(20), 20), (None, 20)]);
+
+    let before = chrono::Utc::now().timestamp_millis();
+    let out = lag(&b, &s, &["--format", "ndjson"]);
+    let after = chrono::Utc::now().timestamp_millis();
+    let rows = envelopes(&out);
+    assert_eq!(rows.len(), 3);
+    for (p, row) in rows.iter().enumerate() {
+        let (committed, end) = seen[p];
+        assert_eq!(row["partition"], json!(p));
+        assert_eq!(row["committed_offset"], json!(committed));
+        assert_eq!(row["log_end_offset"], json!(end));
+        assert_eq!(row["lag_messages"], json!(committed.map(|c| end - c)));
+    }
+    // Partition 0: the first unconsumed record is offset 5, record i = 15, written at base + 15 s.
+    let written = s.base + 15_000;
+    let lag_ms = rows[0]["lag_ms"].as_i64().unwrap();
+    assert!(
+        lag_ms >= before - written && lag_ms <= after - written,
+        "{lag_ms} not in [{}, {}]",
+        before - written,
+        after - written
+    );
+    assert_eq!(rows[0]["time_lag"], json!("exact"));
+    assert_eq!(rows[1]["lag_ms"], json!(0));
+    assert_eq!(rows[1]["time_lag"], json!("caught_up"));
+    // No committed offset is no lag figure at all, not zero.
+    assert_eq!(rows[2]["lag_ms"], Value::Null);
+    assert_eq!(rows[2]["time_lag"], json!("unknown"));
+
+    // Estimate: timestamps grow linearly with offsets here, so the interpolation between the
+    // first and last records lands on the exact answer (to the rounding).
+    let est = envelopes(&lag(
+        &b,
+        &s,
+        &["--format", "ndjson", "--time-mode", "estimate"],
+    ));
+    assert_eq!(est[0]["time_lag"], json!("estimate"));
+    let diff = est[0]["lag_ms"].as_i64().unwrap() - lag_ms;
+    assert!((0..5_000).contains(&diff), "estimate off by {diff} ms");
+
+    // Messages only: the same offsets, no record read.
+    let none = envelopes(&lag(&b, &s, &["--format", "ndjson", "--time-mode", "none"]));
+    assert_eq!(none[0]["lag_messages"], json!(15));
+    assert_eq!(none[0]["lag_ms"], Value::Null);
+
+    // The group is found by listing too.
+    let listed = weir()
+        .arg("lag")
+        .arg(b.url(&s.topic))
+        .args([
+            "--group-pattern",
+            &format!("^{}$", regex_escape(&s.group)),
+            "--format",
+            "ndjson",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(envelopes(&listed).len(), 3);
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                vec![c]
+            } else {
+                vec!['\\', c]
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn lag_thresholds_set_the_exit_code() {
+    let Some(b) = broker() else { return };
+    let s = lag_setup(&b);
+    let code = |args: &[&str]| {
+        lag(&b, &s, &[&["--format", "json"], args].concat())
+            .status
+            .code()
+    };
+    // The group is 15 messages and about 59m45s behind.
+    assert_eq!(code(&["--max-messages", "15"]), Some(0));
+    assert_eq!(code(&["--max-messages", "14"]), Some(1));
+    assert_eq!(code(&["--max-lag", "2h"]), Some(0));
+    assert_eq!(code(&["--max-lag", "59m"]), Some(1));
+    assert_eq!(
+        code(&["--max-messages", "14", "--per", "partition"]),
+        Some(1)
+    );
+    assert_eq!(
+        code(&["--max-messages", "15", "--per", "partition"]),
+        Some(0)
+    );
+    let out = lag(&b, &s, &["--max-messages", "14"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("15 messages > 14"));
+}
+
+#[test]
+fn lag_output_formats() {
+    let Some(b) = broker() else { return };
+    let s = lag_setup(&b);
+    let json: Value = serde_json::from_slice(&lag(&b, &s, &["--format", "json"]).stdout).unwrap();
+    let topic = &json["groups"][0]["topics"][0];
+    assert_eq!(json["groups"][0]["group"], json!(s.group));
+    assert_eq!(topic["lag_messages"], json!(15));
+    assert_eq!(topic["partitions_without_commit"], json!(1));
+    assert_eq!(topic["partitions"].as_array().unwrap().len(), 3);
+
+    let csv = String::from_utf8(lag(&b, &s, &["--format", "csv"]).stdout).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "group,topic,partition,committed_offset,log_start_offset,log_end_offset,lag_messages,lag_ms,time_lag,understated"
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 3);
+    assert!(rows[2].ends_with(",2,,0,20,,,unknown,false"), "{}", rows[2]);
+
+    let table = String::from_utf8(lag(&b, &s, &[]).stdout).unwrap();
+    assert!(table.starts_with("GROUP"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("total") && l.contains(" 15 ")),
+        "{table}"
+    );
+
+    // Prometheus text, through the official client's parser.
+    let prom = lag(&b, &s, &["--format", "prometheus"]);
+    let mut parser = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, json\n\
+             from prometheus_client.parser import text_string_to_metric_families\n\
+             out = {}\n\
+             for f in text_string_to_metric_families(sys.stdin.read()):\n\
+             \x20   for s in f.samples:\n\
+             \x20       out.setdefault(f.name, {})[s.labels.get('partition')] = s.value\n\
+             print(json.dumps(out))",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    parser
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&prom.stdout)
+        .unwrap();
+    let parsed = parser.wait_with_output().unwrap();
+    assert!(parsed.status.success(), "{parsed:?}");
+    let metrics: Value = serde_json::from_slice(&parsed.stdout).unwrap();
+    assert_eq!(
+        metrics["weir_consumergroup_lag_messages"],
+        json!({"0": 15.0, "1": 0.0})
+    );
+    assert_eq!(metrics["weir_consumergroup_lag_seconds"]["1"], json!(0.0));
+    assert!(
+        metrics["weir_consumergroup_lag_seconds"]["0"]
+            .as_f64()
+            .unwrap()
+            > 3500.0
+    );
+    assert_eq!(metrics["weir_partition_log_end_offset"]["2"], json!(20.0));
+}
+
+#[test]
+fn lag_on_an_unreachable_cluster_exits_4() {
+    let started = Instant::now();
+    let out = weir()
+        .args([
+            "lag",
+            "kafka://127.0.0.1:1",
+            "--group",
+            "g",
+            "--timeout",
+            "2s",
+        ])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(6));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach Kafka"));
+}
+
+#[test]
+fn lag_watch_appends_into_a_pipe_until_interrupted() {
+    let Some(b) = broker() else { return };
+    let s = lag_setup(&b);
+    let child = weir_std()
+        .arg("lag")
+        .arg(b.url(&s.topic))
+        .args(["--group", &s.group, "--format", "ndjson", "--watch", "1s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2600));
+    // SIGINT, as Ctrl-C sends it.
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    // A report (3 rows) per second, appended.
+    let rows = stdout_lines(&out).len();
+    assert!((6..=12).contains(&rows), "{rows} rows");
+}
