@@ -1,7 +1,9 @@
 //! The record envelope of a broker source (DESIGN §1), written and read back losslessly.
 //!
-//!     {"topic":"t","partition":3,"offset":1042,"timestamp":"2026-11-28T12:00:01.234Z",
-//!      "timestamp_type":"create","key":"m-42","headers":{"h":"v"},"value":{...}}
+//! ```text
+//! {"topic":"t","partition":3,"offset":1042,"timestamp":"2026-11-28T12:00:01.234Z",
+//!  "timestamp_type":"create","key":"m-42","headers":{"h":"v"},"value":{...}}
+//! ```
 //!
 //! Binary safety, so that `weir replay` can produce an envelope file back byte for byte:
 //! - `value` is the payload embedded as JSON when it is one JSON text on one line without

@@ -391,7 +391,7 @@ fn exit_codes_for_usage_and_unreachable() {
         .args(["lag", "kafka://localhost:9092"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("issue #7"));
+        .stderr(predicate::str::contains("--group"));
 }
 
 /// `weir consume big.ndjson | head -1`: exit 0, nothing on stderr.
