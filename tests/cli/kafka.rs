@@ -1029,3 +1029,85 @@ fn lag_watch_appends_into_a_pipe_until_interrupted() {
     let rows = stdout_lines(&out).len();
     assert!((6..=12).contains(&rows), "{rows} rows");
 }
+
+/// A second broker implementation, librdkafka's own mock cluster (right offsets and groups),
+/// with a live member that joined by subscribing and commits as it goes. Neither this broker
+/// nor Tansu answers ListGroups/DescribeGroups, so state and members must read as unknown
+/// (null), never as made-up values.
+#[test]
+fn lag_on_a_mock_cluster_with_a_live_member() {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::mocking::MockCluster;
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    use rdkafka::ClientConfig;
+
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic("orders", 2, 1).unwrap();
+    let servers = cluster.bootstrap_servers();
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &servers)
+        .create()
+        .unwrap();
+    for i in 0..10 {
+        let key = format!("k{i}");
+        producer
+            .send(BaseRecord::to("orders").key(&key).payload("{}"))
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(10)).unwrap();
+
+    // A live member of group "billing", polling in the background.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let member = {
+        let (servers, stop) = (servers.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let consumer: BaseConsumer = ClientConfig::new()
+                .set("bootstrap.servers", &servers)
+                .set("group.id", "billing")
+                .set("auto.offset.reset", "earliest")
+                .set("auto.commit.interval.ms", "100")
+                .create()
+                .unwrap();
+            consumer.subscribe(&["orders"]).unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                let _ = consumer.poll(Duration::from_millis(50));
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let report = loop {
+        let out = weir()
+            .args([
+                "lag",
+                &format!("kafka://{servers}/orders"),
+                "--group",
+                "billing",
+                "--format",
+                "json",
+            ])
+            .timeout(Duration::from_secs(30))
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let g = &report["groups"][0];
+        // Once the member has joined and committed everything it read.
+        let topic = &g["topics"][0];
+        if topic["partitions_without_commit"] == json!(0) && topic["lag_messages"] == json!(0) {
+            break report;
+        }
+        assert!(Instant::now() < deadline, "last report: {report}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    stop.store(true, Ordering::Relaxed);
+    member.join().unwrap();
+    assert_eq!(report["groups"][0]["members"], Value::Null);
+    assert_eq!(report["groups"][0]["state"], Value::Null);
+    let parts = report["groups"][0]["topics"][0]["partitions"]
+        .as_array()
+        .unwrap();
+    let committed: i64 = parts
+        .iter()
+        .map(|p| p["committed_offset"].as_i64().unwrap())
+        .sum();
+    assert_eq!(committed, 10);
+}
