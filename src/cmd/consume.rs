@@ -182,6 +182,7 @@ fn consume_records(
     stop: &AtomicBool,
 ) -> Result<()> {
     let counters = &mut stats.counters;
+    let progress = source.total.and_then(super::record_progress);
     let mut line = Vec::with_capacity(64 * 1024);
     let topic = source.topic.clone();
     let mut wait = Duration::ZERO;
@@ -199,6 +200,9 @@ fn consume_records(
             }
             Polled::Record(m) => {
                 wait = Duration::ZERO;
+                if let Some(pb) = &progress {
+                    pb.inc(1);
+                }
                 let message = kafka::message(&m, &topic);
                 counters.read += 1;
                 counters.bytes_read += (m.payload_len() + m.key_len()) as u64;
@@ -231,6 +235,9 @@ fn consume_records(
             sink.flush()?;
         }
         source.done(partition, offset);
+    }
+    if let Some(pb) = &progress {
+        pb.finish_and_clear();
     }
     Ok(())
 }

@@ -183,7 +183,7 @@ pub fn read_records(
         Source::Kafka(source) => {
             let options = ReadOptions {
                 max_line_bytes: input.max_line_bytes,
-                progress: None,
+                progress: source.total.and_then(record_progress),
                 prepare,
             };
             NdjsonReader::spawn_kafka(source, options)
@@ -198,6 +198,21 @@ pub fn read_records(
         },
         step,
     )
+}
+
+/// A record-progress bar on stderr for a bounded broker read, only when stderr is a terminal.
+pub fn record_progress(total: u64) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{bar:40} {human_pos}/{human_len} records {per_sec} eta {eta}",
+        )
+        .expect("valid template"),
+    );
+    Some(pb)
 }
 
 /// A byte-progress bar on stderr, only when stderr is a terminal and every input is a file

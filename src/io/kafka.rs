@@ -139,6 +139,8 @@ pub struct KafkaSource {
     grouped: bool,
     /// With -e a partition is done at the end it reaches, even before its snapshot end.
     close_at_eof: bool,
+    /// How many records a bounded read will see at most (for a progress bar).
+    pub total: Option<u64>,
     timeout: Duration,
     /// When the last record (or the start) was seen, to tell a dead broker from a quiet one.
     last_progress: Instant,
@@ -232,6 +234,7 @@ impl KafkaSource {
             open: None,
             grouped: o.group.is_some(),
             close_at_eof: false,
+            total: None,
             timeout: o.timeout,
             last_progress: Instant::now(),
         };
@@ -240,6 +243,7 @@ impl KafkaSource {
         if let Some(to) = &to {
             let ends = source.resolve(&partitions, to, spec, false)?;
             let mut open = Vec::new();
+            let mut total = Some(0u64);
             for ((&p, end), start) in partitions.iter().zip(ends).zip(&starts) {
                 let Offset::Offset(end) = end else {
                     return Err(Error::Usage(format!("--to {to:?} is not an end position")));
@@ -248,8 +252,14 @@ impl KafkaSource {
                 if !matches!(start, Offset::Offset(s) if *s >= end) {
                     open.push(p);
                 }
+                // Known only when every start is an offset (not the group's stored one).
+                total = match (total, start) {
+                    (Some(t), Offset::Offset(s)) => Some(t + (end - s).max(0) as u64),
+                    _ => None,
+                };
             }
             source.open = Some(open);
+            source.total = total;
         }
         source.close_at_eof = o.exit_at_end;
         let mut assignment = TopicPartitionList::new();

@@ -317,6 +317,9 @@ impl ChunkReader {
                 }
                 Polled::Record(m) => {
                     wait = Duration::ZERO;
+                    if let Some(pb) = &self.options.progress {
+                        pb.inc(1);
+                    }
                     let message = kafka::message(&m, &topic);
                     write_envelope(&mut data, &message);
                     data.push(b'\n');
@@ -340,6 +343,9 @@ impl ChunkReader {
                 data.clear();
             }
             if at_end {
+                if let Some(pb) = &self.options.progress {
+                    pb.finish_and_clear();
+                }
                 return Ok(());
             }
         }
