@@ -1111,3 +1111,111 @@ fn lag_on_a_mock_cluster_with_a_live_member() {
         .sum();
     assert_eq!(committed, 10);
 }
+
+/// A broker of the test's own, on its own port and database, that the test can kill.
+struct OwnBroker {
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Option<std::process::Child>,
+}
+
+impl OwnBroker {
+    fn start(port: u16) -> OwnBroker {
+        let mut b = OwnBroker {
+            dir: tempfile::tempdir().unwrap(),
+            port,
+            child: None,
+        };
+        b.restart();
+        b
+    }
+
+    fn restart(&mut self) {
+        let url = format!("tcp://127.0.0.1:{}", self.port);
+        let child = Command::new("tansu")
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
+            // Tansu takes the path relative to the working directory.
+            .args(["--storage-engine", "sqlite://kafka.db"])
+            .current_dir(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tansu on PATH");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "tansu did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGKILL: no shutdown, whatever was in flight is cut.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for OwnBroker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[test]
+fn replay_survives_a_broker_killed_mid_run() {
+    let Some(_) = broker() else { return };
+    let mut own = OwnBroker::start(19192);
+    let addr = format!("127.0.0.1:{}", own.port);
+    let out = Command::new("tansu")
+        .args([
+            "topic",
+            "create",
+            "--broker",
+            &format!("tcp://{addr}"),
+            "--partitions",
+            "2",
+            "rs",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    for i in 0..3000 {
+        writeln!(file, "{{\"id\":{i}}}").unwrap();
+    }
+    // Six seconds of producing; the broker dies after two and is back a second later.
+    let producer = weir_std()
+        .args(["replay", "--rate", "500/s", "-q"])
+        .arg(file.path())
+        .args(["-o", &format!("kafka://{addr}/rs")])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    own.kill();
+    std::thread::sleep(Duration::from_secs(1));
+    own.restart();
+    let done = producer.wait_with_output().unwrap();
+    assert!(done.status.success(), "{done:?}");
+    // Every record is there once: librdkafka retried what was cut, idempotently.
+    let read = weir()
+        .args(["consume", "-e", "-q", &format!("kafka://{addr}/rs")])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let mut ids: Vec<i64> = envelopes(&read)
+        .iter()
+        .map(|v| v["id"].as_i64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..3000).collect::<Vec<_>>());
+}
