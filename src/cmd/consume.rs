@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::cli::ConsumeArgs;
 use crate::core::envelope::{write_envelope, write_value_line, KcatFormat};
 use crate::core::record::{time_of, Extractor, Position as RecordPosition};
-use crate::core::time::{now_millis, Millis, Position, TimeFormat};
+use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
 use crate::io::kafka::{self, KafkaSource, Polled};
@@ -36,19 +36,6 @@ impl TimeRange {
 
     fn is_open(&self) -> bool {
         self.from.is_none() && self.to.is_none()
-    }
-}
-
-/// On NDJSON input a position can only be a time (or an open end).
-fn ndjson_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<Option<Millis>> {
-    let Some(text) = text else { return Ok(None) };
-    match Position::parse(text, now).map_err(|e| Error::Usage(format!("{flag}: {e}")))? {
-        Position::Time(t) => Ok(Some(t)),
-        Position::Beginning if flag == "--from" => Ok(None),
-        Position::End if flag == "--to" => Ok(None),
-        other => Err(Error::Usage(format!(
-            "{flag} {text}: {other:?} positions need a Kafka or Kinesis source; on NDJSON input use an RFC 3339 or relative time with --time"
-        ))),
     }
 }
 
@@ -81,8 +68,8 @@ fn consume_ndjson(
     let now = now_millis();
     let broker = &args.input.broker;
     let range = TimeRange {
-        from: ndjson_bound("--from", broker.from.as_deref(), now)?,
-        to: ndjson_bound("--to", broker.to.as_deref(), now)?,
+        from: super::ndjson_time_bound("--from", broker.from.as_deref(), now)?,
+        to: super::ndjson_time_bound("--to", broker.to.as_deref(), now)?,
     };
     if !range.is_open() && args.time.time.is_none() {
         return Err(Error::Usage(
@@ -284,23 +271,6 @@ impl RecordStep for ConsumeStep {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bounds_on_ndjson() {
-        let now = 10_000_000;
-        assert_eq!(
-            ndjson_bound("--from", Some("-1s"), now).unwrap(),
-            Some(now - 1000)
-        );
-        assert_eq!(
-            ndjson_bound("--from", Some("beginning"), now).unwrap(),
-            None
-        );
-        assert_eq!(ndjson_bound("--to", Some("end"), now).unwrap(), None);
-        assert!(ndjson_bound("--from", Some("42"), now).is_err());
-        assert!(ndjson_bound("--from", Some("stored"), now).is_err());
-        assert!(ndjson_bound("--to", Some("beginning"), now).is_err());
-    }
 
     #[test]
     fn range_is_half_open() {

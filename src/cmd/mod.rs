@@ -15,7 +15,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{BrokerArgs, Command, InputArgs, ReportArgs};
 use crate::core::record::FieldPath;
-use crate::core::time::now_millis;
+use crate::core::time::{now_millis, Millis, Position};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
 use crate::io::kafka::{KafkaSource, SourceOptions};
@@ -80,6 +80,19 @@ pub fn source_options(broker: &BrokerArgs) -> SourceOptions<'_> {
         exit_at_end: broker.exit_at_end,
         timeout: broker.client.timeout(),
         now: now_millis(),
+    }
+}
+
+/// `--from`/`--to` on NDJSON input: only a time (or an open end) makes sense there.
+pub fn ndjson_time_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<Option<Millis>> {
+    let Some(text) = text else { return Ok(None) };
+    match Position::parse(text, now).map_err(|e| Error::Usage(format!("{flag}: {e}")))? {
+        Position::Time(t) => Ok(Some(t)),
+        Position::Beginning if flag == "--from" => Ok(None),
+        Position::End if flag == "--to" => Ok(None),
+        other => Err(Error::Usage(format!(
+            "{flag} {text}: {other:?} positions need a Kafka source; on NDJSON input use an RFC 3339 or relative time"
+        ))),
     }
 }
 
@@ -236,4 +249,26 @@ pub fn progress_for(inputs: &[Input]) -> Option<ProgressBar> {
         .expect("valid template"),
     );
     Some(pb)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_on_ndjson() {
+        let now = 10_000_000;
+        assert_eq!(
+            ndjson_time_bound("--from", Some("-1s"), now).unwrap(),
+            Some(now - 1000)
+        );
+        assert_eq!(
+            ndjson_time_bound("--from", Some("beginning"), now).unwrap(),
+            None
+        );
+        assert_eq!(ndjson_time_bound("--to", Some("end"), now).unwrap(), None);
+        assert!(ndjson_time_bound("--from", Some("42"), now).is_err());
+        assert!(ndjson_time_bound("--from", Some("stored"), now).is_err());
+        assert!(ndjson_time_bound("--to", Some("beginning"), now).is_err());
+    }
 }

@@ -9,7 +9,7 @@ use crate::cli::ReplayArgs;
 use crate::core::envelope::read_envelope;
 use crate::core::pace::{Pace, Pacer};
 use crate::core::record::{as_utf8, time_of, Extractor, RecordError};
-use crate::core::time::{now_millis, Millis, Position, TimeFormat};
+use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
 use crate::io::kafka::Outgoing;
@@ -50,8 +50,8 @@ fn replay(args: &ReplayArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
     let now = now_millis();
     let (from, to) = match &source {
         Source::Ndjson(_) => (
-            time_bound("--from", args.input.broker.from.as_deref(), now)?,
-            time_bound("--to", args.input.broker.to.as_deref(), now)?,
+            super::ndjson_time_bound("--from", args.input.broker.from.as_deref(), now)?,
+            super::ndjson_time_bound("--to", args.input.broker.to.as_deref(), now)?,
         ),
         Source::Kafka(_) => (None, None),
     };
@@ -110,18 +110,6 @@ fn replay(args: &ReplayArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
         None => Ok(()),
     };
     result.and(flushed).and(policy.flush())
-}
-
-fn time_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<Option<Millis>> {
-    let Some(text) = text else { return Ok(None) };
-    match Position::parse(text, now).map_err(|e| Error::Usage(format!("{flag}: {e}")))? {
-        Position::Time(t) => Ok(Some(t)),
-        Position::Beginning if flag == "--from" => Ok(None),
-        Position::End if flag == "--to" => Ok(None),
-        other => Err(Error::Usage(format!(
-            "{flag} {text}: {other:?} positions need a Kafka source; on NDJSON input use a time"
-        ))),
-    }
 }
 
 struct ReplayStep {

@@ -680,76 +680,6 @@ impl KafkaSink {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn properties_and_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("kafka.conf");
-        std::fs::write(
-            &file,
-            "# comment\n\nsecurity.protocol=SASL_SSL\nclient.id = from-file\n",
-        )
-        .unwrap();
-        let spec = KafkaSpec {
-            brokers: vec![super::super::spec::Broker {
-                host: "127.0.0.1".into(),
-                port: 9092,
-            }],
-            topic: Some("t".into()),
-        };
-        let c = client_config(&spec, Some(&file), &["client.id=cli".into()]).unwrap();
-        assert_eq!(c.get("bootstrap.servers"), Some("127.0.0.1:9092"));
-        assert_eq!(c.get("security.protocol"), Some("SASL_SSL"));
-        assert_eq!(c.get("client.id"), Some("cli"));
-        assert!(client_config(&spec, None, &["novalue".into()]).is_err());
-        std::fs::write(&file, "sasl.password\n").unwrap();
-        let e = client_config(&spec, Some(&file), &[])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("kafka.conf:1"), "{e}");
-    }
-
-    #[test]
-    fn reads_are_planned_in_passes_and_rounds() {
-        let w = |t: &str, p: i32, o: i64| (t.to_string(), p, o);
-        let wanted = [
-            w("a", 0, 10),
-            w("a", 0, 12),
-            w("a", 0, 9000),
-            w("a", 1, 5),
-            w("b", 0, 1),
-            w("a", 0, 10),
-        ];
-        let rounds = plan_reads(&wanted, 100);
-        let shape: Vec<Vec<(String, i32, Vec<i64>)>> = rounds
-            .into_iter()
-            .map(|r| {
-                r.into_iter()
-                    .map(|x| (x.topic, x.partition, x.offsets))
-                    .collect()
-            })
-            .collect();
-        assert_eq!(
-            shape,
-            vec![
-                vec![("a".into(), 0, vec![10, 12]), ("a".into(), 1, vec![5])],
-                vec![("a".into(), 0, vec![9000])],
-                vec![("b".into(), 0, vec![1])],
-            ]
-        );
-    }
-
-    #[test]
-    fn secrets_are_recognised() {
-        assert!(is_secret("sasl.password"));
-        assert!(is_secret("ssl.key.password"));
-        assert!(!is_secret("bootstrap.servers"));
-    }
-}
-
 /// Offsets of one partition at most this far apart are read in one pass rather than by a
 /// fetch each.
 const SCAN_GAP: i64 = 5_000;
@@ -1057,6 +987,73 @@ impl Cluster {
     }
 }
 
+/// A librdkafka admin request's queue and options, destroyed together.
+struct AdminCall {
+    queue: *mut rdkafka::bindings::rd_kafka_queue_t,
+    options: *mut rdkafka::bindings::rd_kafka_AdminOptions_t,
+}
+
+impl AdminCall {
+    /// # Safety
+    /// `rk` must stay valid for the life of the call.
+    unsafe fn new(
+        rk: *mut rdkafka::bindings::rd_kafka_t,
+        op: rdkafka::bindings::rd_kafka_admin_op_t,
+        timeout: Duration,
+    ) -> AdminCall {
+        use rdkafka::bindings as rd;
+        let queue = rd::rd_kafka_queue_new(rk);
+        let options = rd::rd_kafka_AdminOptions_new(rk, op);
+        let mut errstr = [0 as std::os::raw::c_char; 256];
+        // Fails only for an out-of-range value, which the cap rules out.
+        rd::rd_kafka_AdminOptions_set_request_timeout(
+            options,
+            timeout.as_millis().min(i32::MAX as u128) as i32,
+            errstr.as_mut_ptr(),
+            errstr.len(),
+        );
+        AdminCall { queue, options }
+    }
+
+    /// The next result event, or `None` after `wait`. The caller destroys the event.
+    unsafe fn next_event(
+        &self,
+        wait: Duration,
+    ) -> Option<*mut rdkafka::bindings::rd_kafka_event_t> {
+        let event = rdkafka::bindings::rd_kafka_queue_poll(
+            self.queue,
+            wait.as_millis().min(i32::MAX as u128) as i32,
+        );
+        (!event.is_null()).then_some(event)
+    }
+}
+
+impl Drop for AdminCall {
+    fn drop(&mut self) {
+        // SAFETY: both were created in `new` and are destroyed once, here.
+        unsafe {
+            rdkafka::bindings::rd_kafka_AdminOptions_destroy(self.options);
+            rdkafka::bindings::rd_kafka_queue_destroy(self.queue);
+        }
+    }
+}
+
+/// The error text of a failed admin result event, if it failed.
+unsafe fn event_error(event: *mut rdkafka::bindings::rd_kafka_event_t) -> Option<String> {
+    use rdkafka::bindings as rd;
+    if rd::rd_kafka_event_error(event) == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+        return None;
+    }
+    let text = rd::rd_kafka_event_error_string(event);
+    Some(if text.is_null() {
+        "the broker refused the request".into()
+    } else {
+        std::ffi::CStr::from_ptr(text)
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
 /// ListGroups through `rd_kafka_ListConsumerGroups`: (name, state) pairs.
 fn list_groups(
     consumer: &BaseConsumer<Reporter>,
@@ -1066,67 +1063,43 @@ fn list_groups(
     use std::ffi::CStr;
 
     let rk = consumer.client().native_ptr();
-    let timeout_ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    // SAFETY: every handle created here is destroyed here; `rk` outlives the call since
-    // `consumer` is borrowed for it; strings are copied before the event is destroyed.
+    // SAFETY: `rk` lives as long as the borrowed `consumer`; the event is destroyed here after
+    // its strings are copied out.
     unsafe {
-        let queue = rd::rd_kafka_queue_new(rk);
-        let options = rd::rd_kafka_AdminOptions_new(
+        let call = AdminCall::new(
             rk,
             rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS,
+            timeout,
         );
-        let mut errstr = [0 as std::os::raw::c_char; 256];
-        rd::rd_kafka_AdminOptions_set_request_timeout(
-            options,
-            timeout_ms,
-            errstr.as_mut_ptr(),
-            errstr.len(),
-        );
-        rd::rd_kafka_ListConsumerGroups(rk, options, queue);
-        let event = rd::rd_kafka_queue_poll(queue, timeout_ms.saturating_add(1000));
-        let result = if event.is_null() {
-            Err(format!("no answer within {timeout:?}"))
-        } else if rd::rd_kafka_event_error(event)
-            != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
-        {
-            let text = rd::rd_kafka_event_error_string(event);
-            Err(if text.is_null() {
-                "ListGroups failed".to_string()
-            } else {
-                CStr::from_ptr(text).to_string_lossy().into_owned()
-            })
-        } else {
-            let listing = rd::rd_kafka_event_ListConsumerGroups_result(event);
-            let mut count = 0usize;
-            let groups = rd::rd_kafka_ListConsumerGroups_result_valid(listing, &mut count);
-            let mut out = Vec::with_capacity(count);
-            for i in 0..count {
-                let g = *groups.add(i);
-                let name = CStr::from_ptr(rd::rd_kafka_ConsumerGroupListing_group_id(g))
-                    .to_string_lossy()
-                    .into_owned();
-                let state = rd::rd_kafka_ConsumerGroupListing_state(g);
-                let state = if state
-                    == rd::rd_kafka_consumer_group_state_t::RD_KAFKA_CONSUMER_GROUP_STATE_UNKNOWN
-                {
-                    None
-                } else {
-                    Some(
-                        CStr::from_ptr(rd::rd_kafka_consumer_group_state_name(state))
-                            .to_string_lossy()
-                            .into_owned(),
-                    )
-                };
-                out.push((name, state));
-            }
-            Ok(out)
-        };
-        if !event.is_null() {
+        rd::rd_kafka_ListConsumerGroups(rk, call.options, call.queue);
+        let event = call
+            .next_event(timeout + Duration::from_secs(1))
+            .ok_or_else(|| format!("no answer within {timeout:?}"))?;
+        if let Some(e) = event_error(event) {
             rd::rd_kafka_event_destroy(event);
+            return Err(e);
         }
-        rd::rd_kafka_AdminOptions_destroy(options);
-        rd::rd_kafka_queue_destroy(queue);
-        result
+        let listing = rd::rd_kafka_event_ListConsumerGroups_result(event);
+        let mut count = 0usize;
+        let groups = rd::rd_kafka_ListConsumerGroups_result_valid(listing, &mut count);
+        let mut out = Vec::with_capacity(count);
+        for i in 0..count {
+            let g = *groups.add(i);
+            let name = CStr::from_ptr(rd::rd_kafka_ConsumerGroupListing_group_id(g))
+                .to_string_lossy()
+                .into_owned();
+            let state = rd::rd_kafka_ConsumerGroupListing_state(g);
+            let state = (state
+                != rd::rd_kafka_consumer_group_state_t::RD_KAFKA_CONSUMER_GROUP_STATE_UNKNOWN)
+                .then(|| {
+                    CStr::from_ptr(rd::rd_kafka_consumer_group_state_name(state))
+                        .to_string_lossy()
+                        .into_owned()
+                });
+            out.push((name, state));
+        }
+        rd::rd_kafka_event_destroy(event);
+        Ok(out)
     }
 }
 
@@ -1143,57 +1116,38 @@ fn list_group_offsets(
     use std::ffi::{CStr, CString};
 
     let rk = consumer.client().native_ptr();
-    let timeout_ms = timeout.as_millis().min(i32::MAX as u128) as i32;
     let names: Vec<CString> = groups
         .iter()
         .map(|g| CString::new(g.as_str()).map_err(|_| format!("group name '{g}' contains NUL")))
         .collect::<std::result::Result<_, _>>()?;
     let mut out = HashMap::new();
-    // SAFETY: the queue, options and requests are created and destroyed here; librdkafka
-    // copies the group name and partition list into each request; everything read from an
-    // event is copied out before the event is destroyed; `rk` lives as long as `consumer`.
+    // SAFETY: librdkafka copies the group name and partition list into each request, which is
+    // destroyed right after; everything read from an event is copied out before the event is
+    // destroyed; `rk` lives as long as the borrowed `consumer`.
     unsafe {
-        let queue = rd::rd_kafka_queue_new(rk);
-        let options = rd::rd_kafka_AdminOptions_new(
+        let call = AdminCall::new(
             rk,
             rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS,
-        );
-        let mut errstr = [0 as std::os::raw::c_char; 256];
-        rd::rd_kafka_AdminOptions_set_request_timeout(
-            options,
-            timeout_ms,
-            errstr.as_mut_ptr(),
-            errstr.len(),
+            timeout,
         );
         for name in &names {
             let mut request = rd::rd_kafka_ListConsumerGroupOffsets_new(name.as_ptr(), tpl.ptr());
-            rd::rd_kafka_ListConsumerGroupOffsets(rk, &mut request, 1, options, queue);
+            rd::rd_kafka_ListConsumerGroupOffsets(rk, &mut request, 1, call.options, call.queue);
             rd::rd_kafka_ListConsumerGroupOffsets_destroy(request);
         }
         let deadline = Instant::now() + timeout + Duration::from_secs(1);
-        let mut failure = None;
         for _ in 0..names.len() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let event = rd::rd_kafka_queue_poll(queue, left.as_millis() as i32);
-            if event.is_null() {
-                failure = Some(format!("no answer within {timeout:?}"));
-                break;
-            }
-            if rd::rd_kafka_event_error(event)
-                != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
-            {
-                let text = rd::rd_kafka_event_error_string(event);
-                failure = Some(if text.is_null() {
-                    "ListConsumerGroupOffsets failed".into()
-                } else {
-                    CStr::from_ptr(text).to_string_lossy().into_owned()
-                });
+            let event = call
+                .next_event(deadline.saturating_duration_since(Instant::now()))
+                .ok_or_else(|| format!("no answer within {timeout:?}"))?;
+            if let Some(e) = event_error(event) {
                 rd::rd_kafka_event_destroy(event);
-                break;
+                return Err(e);
             }
             let result = rd::rd_kafka_event_ListConsumerGroupOffsets_result(event);
             let mut count = 0usize;
             let results = rd::rd_kafka_ListConsumerGroupOffsets_result_groups(result, &mut count);
+            let mut failure = None;
             for i in 0..count {
                 let group = *results.add(i);
                 let name = CStr::from_ptr(rd::rd_kafka_group_result_name(group))
@@ -1213,22 +1167,90 @@ fn list_group_offsets(
                     for j in 0..(*list).cnt.max(0) as usize {
                         let e = &*(*list).elems.add(j);
                         let topic = CStr::from_ptr(e.topic).to_string_lossy().into_owned();
-                        let committed = (e.err
-                            == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
-                            && e.offset >= 0)
-                            .then_some(e.offset);
-                        offsets.insert((topic, e.partition), committed);
+                        let ok = e.err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR;
+                        offsets.insert(
+                            (topic, e.partition),
+                            (ok && e.offset >= 0).then_some(e.offset),
+                        );
                     }
                 }
                 out.insert(name, offsets);
             }
             rd::rd_kafka_event_destroy(event);
+            if let Some(f) = failure {
+                return Err(f);
+            }
         }
-        rd::rd_kafka_AdminOptions_destroy(options);
-        rd::rd_kafka_queue_destroy(queue);
-        match failure {
-            Some(f) => Err(f),
-            None => Ok(out),
-        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kafka.conf");
+        std::fs::write(
+            &file,
+            "# comment\n\nsecurity.protocol=SASL_SSL\nclient.id = from-file\n",
+        )
+        .unwrap();
+        let spec = KafkaSpec {
+            brokers: vec![super::super::spec::Broker {
+                host: "127.0.0.1".into(),
+                port: 9092,
+            }],
+            topic: Some("t".into()),
+        };
+        let c = client_config(&spec, Some(&file), &["client.id=cli".into()]).unwrap();
+        assert_eq!(c.get("bootstrap.servers"), Some("127.0.0.1:9092"));
+        assert_eq!(c.get("security.protocol"), Some("SASL_SSL"));
+        assert_eq!(c.get("client.id"), Some("cli"));
+        assert!(client_config(&spec, None, &["novalue".into()]).is_err());
+        std::fs::write(&file, "sasl.password\n").unwrap();
+        let e = client_config(&spec, Some(&file), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("kafka.conf:1"), "{e}");
+    }
+
+    #[test]
+    fn reads_are_planned_in_passes_and_rounds() {
+        let w = |t: &str, p: i32, o: i64| (t.to_string(), p, o);
+        let wanted = [
+            w("a", 0, 10),
+            w("a", 0, 12),
+            w("a", 0, 9000),
+            w("a", 1, 5),
+            w("b", 0, 1),
+            w("a", 0, 10),
+        ];
+        let rounds = plan_reads(&wanted, 100);
+        let shape: Vec<Vec<(String, i32, Vec<i64>)>> = rounds
+            .into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .map(|x| (x.topic, x.partition, x.offsets))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                vec![("a".into(), 0, vec![10, 12]), ("a".into(), 1, vec![5])],
+                vec![("a".into(), 0, vec![9000])],
+                vec![("b".into(), 0, vec![1])],
+            ]
+        );
+    }
+
+    #[test]
+    fn secrets_are_recognised() {
+        assert!(is_secret("sasl.password"));
+        assert!(is_secret("ssl.key.password"));
+        assert!(!is_secret("bootstrap.servers"));
     }
 }
