@@ -37,10 +37,10 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l on-error -d 'What 
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand consume" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or stored with --group. On NDJSON input (consume only) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l partitions -d 'Read only these partitions' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -s G -l group -d 'Consumer group: positions from the group with --from stored; offsets committed as records are handed on' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
@@ -62,10 +62,10 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l on-error -d 'What t
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand window" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or stored with --group. On NDJSON input (consume only) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l partitions -d 'Read only these partitions' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -s G -l group -d 'Consumer group: positions from the group with --from stored; offsets committed as records are handed on' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
@@ -107,10 +107,10 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l on-error
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or stored with --group. On NDJSON input (consume only) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partitions -d 'Read only these partitions' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s G -l group -d 'Consumer group: positions from the group with --from stored; offsets committed as records are handed on' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
@@ -135,10 +135,10 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l on-error -d 'What t
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or stored with --group. On NDJSON input (consume only) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partitions -d 'Read only these partitions' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -s G -l group -d 'Consumer group: positions from the group with --from stored; offsets committed as records are handed on' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
@@ -165,10 +165,10 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l on-error -d 'What t
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand replay" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or stored with --group. On NDJSON input (consume only) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l partitions -d 'Read only these partitions' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -s G -l group -d 'Consumer group: positions from the group with --from stored; offsets committed as records are handed on' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r

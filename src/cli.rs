@@ -110,7 +110,8 @@ pub struct InputArgs {
 pub struct BrokerArgs {
     /// First position: beginning, end, stored (the group's), an offset, -N (N before the end),
     /// an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning,
-    /// or stored with --group. On NDJSON input (consume only) a time filters by --time.
+    /// or the group's offsets with --group. On NDJSON input (consume, replay) a time filters by
+    /// --time.
     #[arg(
         long,
         value_name = "POS",
@@ -141,8 +142,10 @@ pub struct BrokerArgs {
     )]
     pub partitions: Vec<i32>,
 
-    /// Consumer group: positions from the group with --from stored; offsets committed as
-    /// records are handed on.
+    /// Consumer group: weir joins it as a member and shares the partitions with the other
+    /// members (as kcat -G). Each partition starts at the group's offset, or where --from
+    /// beginning|end says when it has none; offsets are committed as records are handed on.
+    /// With --partitions: those partitions, from any --from, committed under the group.
     #[arg(short = 'G', long, value_name = "GROUP", help_heading = "Kafka")]
     pub group: Option<String>,
 

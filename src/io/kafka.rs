@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Header, Headers, Message as _, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
@@ -79,6 +79,9 @@ fn split_property(s: &str) -> std::result::Result<(&str, &str), String> {
 #[derive(Default)]
 pub struct Reporter {
     last_error: Mutex<Option<(Instant, String)>>,
+    /// The partitions the group gave us; `None` before the first assignment and while a
+    /// rebalance is under way.
+    assigned: Mutex<Option<Vec<i32>>>,
 }
 
 impl Reporter {
@@ -109,7 +112,22 @@ impl ClientContext for Reporter {
     }
 }
 
-impl ConsumerContext for Reporter {}
+impl ConsumerContext for Reporter {
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let now = match rebalance {
+            Rebalance::Assign(tpl) => Some(tpl.elements().iter().map(|e| e.partition()).collect()),
+            // Eager rebalancing revokes everything, then assigns: unknown until then.
+            Rebalance::Revoke(_) | Rebalance::Error(_) => None,
+        };
+        *self.assigned.lock().expect("not poisoned") = now;
+    }
+}
+
+impl Reporter {
+    fn assigned(&self) -> Option<Vec<i32>> {
+        self.assigned.lock().expect("not poisoned").clone()
+    }
+}
 
 fn unreachable(what: &str, spec: &KafkaSpec, e: KafkaError) -> Error {
     Error::Unreachable(format!("{what} {}: {e}", spec.bootstrap_servers()))
@@ -141,6 +159,11 @@ pub struct KafkaSource {
     close_at_eof: bool,
     /// How many records a bounded read will see at most (for a progress bar).
     pub total: Option<u64>,
+    /// A member of a consumer group: partitions come and go with rebalances.
+    balanced: bool,
+    bounded: bool,
+    /// Balanced reads: the partitions that reached their end.
+    done: std::collections::HashSet<i32>,
     timeout: Duration,
     /// When the last record (or the start) was seen, to tell a dead broker from a quiet one.
     last_progress: Instant,
@@ -160,10 +183,49 @@ impl KafkaSource {
         let topic = spec.topic.clone().ok_or_else(|| {
             Error::Usage("a Kafka source needs a topic: kafka://HOST:PORT/TOPIC".into())
         })?;
+        let from = match o.from {
+            Some(text) => {
+                Pos::parse(text, o.now).map_err(|e| Error::Usage(format!("--from: {e}")))?
+            }
+            None if o.group.is_some() => Pos::Stored,
+            None => Pos::Beginning,
+        };
+        if from == Pos::Stored && o.group.is_none() {
+            return Err(Error::Usage("--from stored needs --group".into()));
+        }
+        let to = match o.to {
+            Some(text) => {
+                Some(Pos::parse(text, o.now).map_err(|e| Error::Usage(format!("--to: {e}")))?)
+            }
+            None if o.exit_at_end => Some(Pos::End),
+            None => None,
+        };
+
+        // With a group and no explicit partitions, weir joins the group as a member and the
+        // group shares the partitions out, as kcat -G does.
+        let balanced = o.group.is_some() && o.partitions.is_empty();
+        let reset = match (&from, balanced) {
+            (_, false) | (Pos::Stored, true) => None,
+            (Pos::Beginning, true) => Some("earliest"),
+            (Pos::End, true) => Some("latest"),
+            (_, true) => {
+                return Err(Error::Usage(
+                    "with --group each partition starts where the group left off (--from beginning or end only say where it has no offset yet); read from explicit positions with --partitions".into(),
+                ))
+            }
+        };
+        if balanced && !matches!(to, None | Some(Pos::End)) {
+            return Err(Error::Usage(
+                "with --group, end with -e; --to positions need --partitions".into(),
+            ));
+        }
         let mut config = client_config(spec, o.config_file, o.properties)?;
         let bounded = o.exit_at_end || o.to.is_some();
         if let Some(group) = o.group {
             config.set("group.id", group);
+            if let Some(reset) = reset {
+                config.set("auto.offset.reset", reset);
+            }
             // Offsets are stored once a record has been handed on, then committed.
             config.set("enable.auto.offset.store", "false");
             if config.get("enable.auto.commit").is_none() {
@@ -209,24 +271,6 @@ impl KafkaSource {
             partitions.retain(|p| o.partitions.contains(p));
         }
 
-        let from = match o.from {
-            Some(text) => {
-                Pos::parse(text, o.now).map_err(|e| Error::Usage(format!("--from: {e}")))?
-            }
-            None if o.group.is_some() => Pos::Stored,
-            None => Pos::Beginning,
-        };
-        if from == Pos::Stored && o.group.is_none() {
-            return Err(Error::Usage("--from stored needs --group".into()));
-        }
-        let to = match o.to {
-            Some(text) => {
-                Some(Pos::parse(text, o.now).map_err(|e| Error::Usage(format!("--to: {e}")))?)
-            }
-            None if o.exit_at_end => Some(Pos::End),
-            None => None,
-        };
-
         let mut source = KafkaSource {
             consumer,
             topic: Arc::from(topic.as_str()),
@@ -235,9 +279,28 @@ impl KafkaSource {
             grouped: o.group.is_some(),
             close_at_eof: false,
             total: None,
+            balanced,
+            bounded,
+            done: Default::default(),
             timeout: o.timeout,
             last_progress: Instant::now(),
         };
+        if balanced {
+            if bounded {
+                let ends = source.resolve(&partitions, &Pos::End, spec, false)?;
+                for (&p, end) in partitions.iter().zip(ends) {
+                    if let Offset::Offset(end) = end {
+                        source.ends.insert(p, end);
+                    }
+                }
+            }
+            source.close_at_eof = o.exit_at_end;
+            source
+                .consumer
+                .subscribe(&[&topic])
+                .map_err(|e| unreachable("cannot join the group at", spec, e))?;
+            return Ok(source);
+        }
         // A bounded read resolves its starts to offsets, to know which partitions are empty.
         let starts = source.resolve(&partitions, &from, spec, !bounded)?;
         if let Some(to) = &to {
@@ -343,12 +406,22 @@ impl KafkaSource {
 
     /// Every partition reached its end (bounded reads only).
     pub fn at_end(&self) -> bool {
-        self.open.as_ref().is_some_and(Vec::is_empty)
+        if self.balanced {
+            // Every partition the group gave us is done (none at all is done too).
+            self.bounded
+                && self
+                    .consumer
+                    .context()
+                    .assigned()
+                    .is_some_and(|a| a.iter().all(|p| self.done.contains(p)))
+        } else {
+            self.open.as_ref().is_some_and(Vec::is_empty)
+        }
     }
 
     /// Waits up to `wait` for the next record.
     pub fn poll(&mut self, wait: Duration) -> Result<Polled<'_>> {
-        if self.open.as_ref().is_some_and(Vec::is_empty) {
+        if self.at_end() {
             return Ok(Polled::End);
         }
         let polled = self.consumer.poll(wait);
@@ -367,6 +440,7 @@ impl KafkaSource {
             Some(Err(KafkaError::PartitionEOF(p))) => {
                 if self.close_at_eof {
                     close(&mut self.open, p);
+                    self.done.insert(p);
                 }
                 Ok(Polled::Idle)
             }
@@ -377,10 +451,12 @@ impl KafkaSource {
                 if let Some(&end) = self.ends.get(&p) {
                     if m.offset() >= end {
                         close(&mut self.open, p);
+                        self.done.insert(p);
                         return Ok(Polled::Idle);
                     }
                     if m.offset() + 1 >= end {
                         close(&mut self.open, p);
+                        self.done.insert(p);
                     }
                 }
                 Ok(Polled::Record(m))

@@ -1219,3 +1219,48 @@ fn replay_survives_a_broker_killed_mid_run() {
     ids.sort_unstable();
     assert_eq!(ids, (0..3000).collect::<Vec<_>>());
 }
+
+#[test]
+fn group_members_share_the_partitions() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("members", 4);
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    for i in 0..400 {
+        writeln!(file, "{{\"id\":{i}}}").unwrap();
+    }
+    let out = weir()
+        .args(["replay", "-q", "--key", "id"])
+        .arg(file.path())
+        .args(["-o", &b.url(&topic)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let group = format!("members-{topic}");
+    // Two members of one group at once: between them every record once, none twice.
+    let members: Vec<_> = (0..2)
+        .map(|_| {
+            weir_std()
+                .args(["consume", "-q", "-e", "--from", "beginning", "-G", &group])
+                .args(["-X", "session.timeout.ms=6000", &b.url(&topic)])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut ids: Vec<i64> = Vec::new();
+    for m in members {
+        let out = m.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        ids.extend(envelopes(&out).iter().map(|v| v["id"].as_i64().unwrap()));
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (0..400).collect::<Vec<_>>());
+    // Explicit positions are for explicit partitions.
+    let out = b.consume(&topic, &["-G", &group, "--from", "5", "-e"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = b.consume(
+        &topic,
+        &["-G", &group, "--partitions", "0", "--from", "5", "-e", "-q"],
+    );
+    assert!(out.status.success(), "{out:?}");
+}
