@@ -123,7 +123,7 @@ pub fn reject_broker_flags(broker: &BrokerArgs, time_range_ok: bool) -> Result<(
 /// Where a command's records come from.
 pub enum Source {
     Ndjson(Vec<Input>),
-    Kafka(KafkaSource),
+    Kafka(Box<KafkaSource>),
 }
 
 impl Source {
@@ -134,10 +134,10 @@ impl Source {
                 reject_broker_flags(&input.broker, false)?;
                 Ok(Source::Ndjson(inputs))
             }
-            SourceSpec::Kafka(spec) => Ok(Source::Kafka(KafkaSource::open(
+            SourceSpec::Kafka(spec) => Ok(Source::Kafka(Box::new(KafkaSource::open(
                 &spec,
                 &source_options(&input.broker),
-            )?)),
+            )?))),
             SourceSpec::Kinesis(_) => Err(Error::Usage("Kinesis sources are not built yet".into())),
         }
     }
@@ -199,7 +199,7 @@ pub fn read_records(
                 progress: source.total.and_then(record_progress),
                 prepare,
             };
-            NdjsonReader::spawn_kafka(source, options)
+            NdjsonReader::spawn_kafka(*source, options)
         }
     };
     drive(
