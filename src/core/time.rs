@@ -3,6 +3,7 @@
 //! Internally every instant is `i64` milliseconds since the Unix epoch (UTC), as in Flink.
 //! Sub-millisecond input is floored, so an instant always falls in the window that contains it.
 
+use std::cell::Cell;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -153,6 +154,10 @@ fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
             c.is_ascii_digit().then(|| acc * 10 + (c - b'0') as i64)
         })
     }
+    fn two(hi: u8, lo: u8) -> Option<i64> {
+        (hi.is_ascii_digit() && lo.is_ascii_digit())
+            .then(|| ((hi - b'0') * 10 + (lo - b'0')) as i64)
+    }
     if b.len() < 20
         || b[4] != b'-'
         || b[7] != b'-'
@@ -162,30 +167,19 @@ fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
     {
         return None;
     }
-    let (year, month, day) = (num(&b[0..4])?, num(&b[5..7])?, num(&b[8..10])?);
-    let (hour, minute, second) = (num(&b[11..13])?, num(&b[14..16])?, num(&b[17..19])?);
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let month_days = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
-    if !(1..=12).contains(&month)
-        || day < 1
-        || day > month_days[month as usize - 1]
-        || hour > 23
-        || minute > 59
-        || second > 59
-    {
+    // Times in a stream share their date and hour: the seconds at the start of the hour are
+    // kept per thread for the last `YYYY-MM-DDTHH` seen, which skips the calendar math.
+    let prefix: [u8; 13] = b[..13].try_into().expect("checked length");
+    let hour_start = match HOUR_START.with(Cell::get) {
+        (cached, seconds) if cached == prefix => seconds,
+        _ => {
+            let seconds = hour_start_seconds(&prefix, num)?;
+            HOUR_START.with(|c| c.set((prefix, seconds)));
+            seconds
+        }
+    };
+    let (minute, second) = (two(b[14], b[15])?, two(b[17], b[18])?);
+    if minute > 59 || second > 59 {
         return None;
     }
     let mut i = 19;
@@ -209,7 +203,7 @@ fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
     let offset_minutes = match &b[i..] {
         [b'Z' | b'z'] => 0,
         [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-            let (h, m) = (num(&[*h1, *h2])?, num(&[*m1, *m2])?);
+            let (h, m) = (two(*h1, *h2)?, two(*m1, *m2)?);
             if h > 23 || m > 59 {
                 return None;
             }
@@ -221,6 +215,43 @@ fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
         }
         _ => return None,
     };
+    let seconds = hour_start + minute * 60 + second - offset_minutes * 60;
+    let ms = seconds * 1000 + millis;
+    (MIN_MILLIS..=MAX_MILLIS).contains(&ms).then_some(ms)
+}
+
+thread_local! {
+    /// The last `YYYY-MM-DDTHH` prefix fast_rfc3339 read, and its seconds (before the offset).
+    static HOUR_START: Cell<([u8; 13], i64)> = const { Cell::new(([0; 13], 0)) };
+}
+
+/// Seconds from the epoch to the start of the hour `YYYY-MM-DDTHH` (local to its offset),
+/// or `None` for an invalid date or hour.
+fn hour_start_seconds(p: &[u8; 13], num: fn(&[u8]) -> Option<i64>) -> Option<i64> {
+    let (year, month, day, hour) = (
+        num(&p[0..4])?,
+        num(&p[5..7])?,
+        num(&p[8..10])?,
+        num(&p[11..13])?,
+    );
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&month) || day < 1 || day > month_days[month as usize - 1] || hour > 23 {
+        return None;
+    }
     // Days from the civil date (Howard Hinnant's algorithm).
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
@@ -229,9 +260,7 @@ fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
     let doy = (153 * mp + 2) / 5 + day - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
-    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
-    let ms = seconds * 1000 + millis;
-    (MIN_MILLIS..=MAX_MILLIS).contains(&ms).then_some(ms)
+    Some(days * 86_400 + hour * 3600)
 }
 
 fn parse_pattern(s: &str, pattern: &str) -> Option<Result<Millis, TimeError>> {
