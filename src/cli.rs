@@ -237,14 +237,26 @@ Examples:
   weir consume fixtures/bad.ndjson -n 3 --dead-letter bad-lines.ndjson
 
   # Validate a compressed file, keep the summary as JSON:
-  weir consume events.ndjson.gz --stats stats.json > /dev/null";
+  weir consume events.ndjson.gz --stats stats.json > /dev/null
+
+  # The last hour of a topic as envelopes, ending at the end offsets taken at start:
+  weir consume kafka://localhost:9092/checkouts --from -1h -e -J > capture.ndjson
+
+  # kcat-style lines: the last 5 records of partitions 0 and 2:
+  weir consume kafka://localhost:9092/checkouts --partitions 0,2 --from -5 -e -f '%p %o %k %s\n'
+
+  # As a member of a consumer group, committing as it goes:
+  weir consume kafka://localhost:9092/checkouts -G audit -X session.timeout.ms=10000";
 
 /// Read records from a source and write them to a sink, unchanged.
 ///
-/// Every line is checked to be JSON; the original bytes are written, so key order and number
-/// formatting survive. With --time, --from/--to keep records whose event time lies in
-/// [from, to); on NDJSON input event time may be out of order, so the range filters rather
-/// than stops.
+/// NDJSON input: every line is checked to be JSON; the original bytes are written, so key order
+/// and number formatting survive. With --time, --from/--to keep records whose event time lies in
+/// [from, to); event time may be out of order, so the range filters rather than stops.
+///
+/// Kafka input: each record's value is written (JSON as it is, other text as a JSON string,
+/// binary as {"base64":...}), or with -J its envelope, or with -f a kcat format; --from/--to
+/// are log positions.
 #[derive(Debug, Args)]
 #[command(after_help = CONSUME_AFTER_HELP)]
 pub struct ConsumeArgs {
