@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::de::{Deserializer, Visitor};
 
-use super::scan::{scan, PathTrie, Span};
+use super::scan::{scan, special_offset, PathTrie, Span};
 use super::time::{parse_time_number, parse_time_str, Millis, TimeError, TimeFormat};
 
 /// Where a record came from, for error messages and dead letters.
@@ -188,6 +188,12 @@ pub fn validate_json(line: &[u8]) -> Result<&str, RecordError> {
 }
 
 pub fn as_utf8(line: &[u8]) -> Result<&str, RecordError> {
+    // Most lines are ASCII, which a word-at-a-time check settles in a third of the time of
+    // full UTF-8 validation.
+    if line.is_ascii() {
+        // SAFETY: ASCII is valid UTF-8.
+        return Ok(unsafe { std::str::from_utf8_unchecked(line) });
+    }
     std::str::from_utf8(line).map_err(|e| RecordError::NotUtf8 {
         valid_up_to: e.valid_up_to(),
     })
@@ -268,7 +274,11 @@ impl<'a> Scalar<'a> {
     /// Interprets a value's raw JSON text (valid JSON, as the scanner checked).
     pub fn from_raw(text: &'a str) -> Scalar<'a> {
         match text.as_bytes().first() {
-            Some(b'"') if !text.contains('\\') => {
+            // The scanner validated the string: up to its closing quote, the only special
+            // byte it can hold is a backslash.
+            Some(b'"')
+                if text.len() >= 2 && special_offset(&text.as_bytes()[1..]) == text.len() - 2 =>
+            {
                 Scalar::Str(Cow::Borrowed(&text[1..text.len() - 1]))
             }
             Some(b'"') => Scalar::Str(

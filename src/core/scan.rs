@@ -356,7 +356,7 @@ impl Scanner<'_> {
 
 /// Offset of the first `"`, `\` or control byte in `s` (or `s.len()`), eight bytes at a time.
 #[inline]
-fn special_offset(s: &[u8]) -> usize {
+pub(crate) fn special_offset(s: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let mut words = s.chunks_exact(8);
