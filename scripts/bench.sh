@@ -72,7 +72,8 @@ check() { # check LABEL VALUE OP TARGET
 # envelopes with weir consume -J -e vs kcat -C -J -e.
 if [[ " $WHAT " == *" kafka "* ]]; then
   trap 'scripts/kafka-broker.sh stop' EXIT
-  eval "$(scripts/kafka-broker.sh start)"
+  broker_env=$(scripts/kafka-broker.sh start)
+  eval "$broker_env"
   KCAT=$WEIR_TEST_KCAT
   RECORDS=${KAFKA_RECORDS:-1000000}
   FILE=$DATA/records-$RECORDS.ndjson
@@ -105,7 +106,8 @@ fi
 # its cost is the broker's fetch, shown by kcat reading the same 100 partitions.
 if [[ " $WHAT " == *" lag "* ]]; then
   trap 'scripts/kafka-broker.sh stop' EXIT
-  eval "$(scripts/kafka-broker.sh start)"
+  broker_env=$(scripts/kafka-broker.sh start)
+  eval "$broker_env"
   T="bench-lag-$$-$RANDOM"
   tansu topic create --broker "tcp://$WEIR_TEST_KAFKA" --partitions 100 "$T" >/dev/null
   data 100000

@@ -14,7 +14,9 @@ cargo clippy --locked --all-targets -- -D warnings
 # stopped by PID when this script exits. Kinesis tests will get theirs the same way.
 echo "== starting the test broker"
 trap 'scripts/kafka-broker.sh stop' EXIT
-eval "$(scripts/kafka-broker.sh start)"
+# An assignment, so that a failed start stops this script (set -e) before any test runs.
+broker_env=$(scripts/kafka-broker.sh start)
+eval "$broker_env"
 
 echo "== cargo test"
 cargo test --locked "$@"
