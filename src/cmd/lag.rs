@@ -219,15 +219,22 @@ fn measure(
                     },
                 );
             }
+            // A partition's points are the same for every group: gathered once.
+            let mut points: HashMap<(String, i32), Vec<Sample>> = log
+                .keys()
+                .map(|(t, p)| ((t.clone(), *p), history.points(t, *p).to_vec()))
+                .collect();
+            for ((t, p, _), &(offset, timestamp)) in &found {
+                if let Some(list) = points.get_mut(&(t.clone(), *p)) {
+                    list.push(Sample { offset, timestamp });
+                }
+            }
             for r in &mut rows {
                 let o = &r.offsets;
-                let mut points: Vec<Sample> = history.points(&o.topic, o.partition).to_vec();
-                for ((t, p, _), &(offset, timestamp)) in &found {
-                    if *t == o.topic && *p == o.partition {
-                        points.push(Sample { offset, timestamp });
-                    }
-                }
-                r.time = estimated_time_lag(o, &points, now);
+                let partition_points = points
+                    .get(&(o.topic.clone(), o.partition))
+                    .map_or(&[][..], Vec::as_slice);
+                r.time = estimated_time_lag(o, partition_points, now);
             }
         }
     }
