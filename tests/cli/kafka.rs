@@ -100,6 +100,18 @@ impl Broker {
             .collect()
     }
 
+    /// `weir replay FILE -o kafka://.../TOPIC` with `args`, which must succeed.
+    fn produce(&self, topic: &str, file: &std::path::Path, args: &[&str]) {
+        let out = weir()
+            .args(["replay", "-q"])
+            .args(args)
+            .arg(file)
+            .args(["-o", &self.url(topic)])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+
     fn consume(&self, topic: &str, args: &[&str]) -> Output {
         weir()
             .arg("consume")
@@ -260,13 +272,7 @@ fn replay_round_trips_envelopes_and_kcat_agrees() {
     let Some(b) = broker() else { return };
     let topic = b.topic("replay-rt", 3);
     let (file, sent) = envelope_file(3, 40, 1_767_225_600_000, 1000);
-    let out = weir()
-        .args(["replay", "-J", "--keep-partition", "-q"])
-        .arg(file.path())
-        .args(["-o", &b.url(&topic)])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    b.produce(&topic, file.path(), &["-J", "--keep-partition"]);
 
     // Read back by weir: every field but topic and offset is what was sent.
     let mut back = envelopes(&b.consume(&topic, &["-J", "-e", "-q"]));
@@ -327,13 +333,7 @@ fn ten_records(b: &Broker) -> (String, i64) {
     let topic = b.topic("positions", 1);
     let t0 = 1_767_225_600_000;
     let (file, _) = envelope_file(1, 10, t0, 1000);
-    let out = weir()
-        .args(["replay", "-J", "-q", "-X", "batch.num.messages=1"])
-        .arg(file.path())
-        .args(["-o", &b.url(&topic)])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    b.produce(&topic, file.path(), &["-J", "-X", "batch.num.messages=1"]);
     (topic, t0)
 }
 
@@ -417,13 +417,7 @@ fn window_on_kafka_equals_consume_piped_to_window() {
     let Some(b) = broker() else { return };
     let topic = b.topic("window", 3);
     let (file, _) = super::generated(3000, 7);
-    let out = weir()
-        .args(["replay", "-q", "--key", "merchant_id"])
-        .arg(file.path())
-        .args(["-o", &b.url(&topic)])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    b.produce(&topic, file.path(), &["--key", "merchant_id"]);
     // How partitions interleave differs between two reads of a topic, and with it which
     // records a short delay makes late: a delay above the data's disorder makes the result
     // independent of the interleaving, so the two must agree exactly.
@@ -609,13 +603,7 @@ fn dedupe_and_profile_read_kafka_directly() {
     let Some(b) = broker() else { return };
     let topic = b.topic("dedupe-profile", 4);
     let (envelopes_file, plain) = events_as_envelopes(4000, 11);
-    let out = weir()
-        .args(["replay", "-J", "--keep-partition", "-q"])
-        .arg(envelopes_file.path())
-        .args(["-o", &b.url(&topic)])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    b.produce(&topic, envelopes_file.path(), &["-J", "--keep-partition"]);
 
     // dedupe: the same records pass whether read from Kafka or piped from consume -J.
     // A horizon longer than the data: which ids are remembered does not depend on how the
@@ -721,13 +709,7 @@ fn lag_setup(b: &Broker) -> LagSetup {
             json!({"partition": i % 3, "timestamp": ts, "key": format!("k{i}"), "value": {"i": i}});
         writeln!(file, "{e}").unwrap();
     }
-    let out = weir()
-        .args(["replay", "-J", "--keep-partition", "-q"])
-        .arg(file.path())
-        .args(["-o", &b.url(&topic)])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    b.produce(&topic, file.path(), &["-J", "--keep-partition"]);
 
     // The independent client: consume 5 of partition 0 and 20 of partition 1, commit.
     let consumer: BaseConsumer = ClientConfig::new()
@@ -1228,13 +1210,7 @@ fn group_members_share_the_partitions() {
     for i in 0..400 {
         writeln!(file, "{{\"id\":{i}}}").unwrap();
     }
-    let out = weir()
-        .args(["replay", "-q", "--key", "id"])
-        .arg(file.path())
-        .args(["-o", &b.url(&topic)])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    b.produce(&topic, file.path(), &["--key", "id"]);
     let group = format!("members-{topic}");
     // Two members of one group at once: between them every record once, none twice.
     let members: Vec<_> = (0..2)
