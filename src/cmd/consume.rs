@@ -2,7 +2,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::cli::ConsumeArgs;
 use crate::core::envelope::{write_envelope, write_value_line, KcatFormat};
@@ -13,7 +12,7 @@ use crate::io::dead_letter::ErrorPolicy;
 use crate::io::kafka::{self, KafkaSource, Polled};
 use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
 use crate::io::sink::{LineSink, RecordFields, SinkFault};
-use crate::io::spec::{Input, KafkaSpec, SinkSpec, SourceSpec};
+use crate::io::spec::{Input, KafkaSpec, SinkSpec};
 use crate::stats::{Counters, Stats};
 
 pub fn run(args: ConsumeArgs, stop: &AtomicBool) -> Result<()> {
@@ -40,10 +39,9 @@ impl TimeRange {
 }
 
 fn consume(args: &ConsumeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    match SourceSpec::parse(&args.input.sources).map_err(Error::Usage)? {
-        SourceSpec::Ndjson(inputs) => consume_ndjson(args, inputs, stats, stop),
-        SourceSpec::Kafka(spec) => consume_kafka(args, &spec, stats, stop),
-        SourceSpec::Kinesis(_) => Err(Error::Usage("Kinesis sources are not built yet".into())),
+    match super::Source::parse(&args.input, true)? {
+        super::Source::Ndjson(inputs) => consume_ndjson(args, inputs, stats, stop),
+        super::Source::Kafka(spec) => consume_kafka(args, &spec, stats, stop),
     }
 }
 
@@ -64,7 +62,6 @@ fn consume_ndjson(
             "-J and -f describe Kafka records; NDJSON input is written as it is".into(),
         ));
     }
-    super::reject_broker_flags(&args.input.broker, true)?;
     let now = now_millis();
     let broker = &args.input.broker;
     let range = TimeRange {
@@ -145,6 +142,7 @@ fn consume_kafka(
         ));
     }
     let mut source = KafkaSource::open(spec, &super::source_options(&args.input.broker))?;
+    source.show_progress(source.total.and_then(super::record_progress));
     let result = consume_records(
         args,
         &render,
@@ -169,27 +167,20 @@ fn consume_records(
     stop: &AtomicBool,
 ) -> Result<()> {
     let counters = &mut stats.counters;
-    let progress = source.total.and_then(super::record_progress);
     let mut line = Vec::with_capacity(64 * 1024);
     let topic = source.topic.clone();
-    let mut wait = Duration::ZERO;
     while args.count.is_none_or(|n| counters.written < n) {
         if stop.load(Ordering::Relaxed) {
             return Err(Error::Interrupted);
         }
-        let (partition, offset) = match source.poll(wait)? {
+        let (partition, offset) = match source.poll()? {
             Polled::End => break,
             Polled::Idle => {
                 // Nothing ready: hand on what was written, then wait a little.
                 sink.idle()?;
-                wait = Duration::from_millis(100);
                 continue;
             }
             Polled::Record(m) => {
-                wait = Duration::ZERO;
-                if let Some(pb) = &progress {
-                    pb.inc(1);
-                }
                 let message = kafka::message(&m, &topic);
                 counters.read += 1;
                 counters.bytes_read += (m.payload_len() + m.key_len()) as u64;
@@ -222,9 +213,6 @@ fn consume_records(
             sink.flush()?;
         }
         source.done(partition, offset);
-    }
-    if let Some(pb) = &progress {
-        pb.finish_and_clear();
     }
     Ok(())
 }

@@ -24,7 +24,7 @@ pub fn run(args: DedupeArgs, stop: &AtomicBool) -> Result<()> {
 }
 
 fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let source = super::Source::open(&args.input)?;
+    let source = super::Source::parse(&args.input, false)?;
     let partition_by = source.partition_field(args.partition_by.as_ref());
     let event_time = args.horizon.is_some() && args.horizon_by == HorizonBy::Event;
     if event_time && args.time.time.is_none() {

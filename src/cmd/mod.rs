@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
 use crate::io::kafka::{KafkaSource, SourceOptions};
 use crate::io::ndjson::{drive, Drive, NdjsonReader, Prepare, ReadOptions, RecordStep};
-use crate::io::spec::{Input, SourceSpec};
+use crate::io::spec::{Input, KafkaSpec, SourceSpec};
 use crate::stats::{Counters, Stats};
 
 /// Set by SIGINT/SIGTERM; commands check it between records and stop cleanly.
@@ -98,7 +98,7 @@ pub fn ndjson_time_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<
 
 /// Kafka source options make no sense on NDJSON input; say so rather than ignore them.
 /// `consume` takes --from/--to there as an event-time range.
-pub fn reject_broker_flags(broker: &BrokerArgs, time_range_ok: bool) -> Result<()> {
+fn reject_broker_flags(broker: &BrokerArgs, time_range_ok: bool) -> Result<()> {
     let flag = if !broker.partitions.is_empty() {
         Some("--partitions")
     } else if broker.group.is_some() {
@@ -120,36 +120,24 @@ pub fn reject_broker_flags(broker: &BrokerArgs, time_range_ok: bool) -> Result<(
     }
 }
 
-/// Where a command's records come from.
+/// Where a command's records come from, as SOURCE names them. Nothing is opened or connected
+/// until `read_records`, so that every flag is checked first.
 pub enum Source {
     Ndjson(Vec<Input>),
-    Kafka(Box<KafkaSource>),
+    Kafka(KafkaSpec),
 }
 
 impl Source {
-    /// Opens SOURCE: a Kafka source connects and resolves its positions here.
-    pub fn open(input: &InputArgs) -> Result<Source> {
+    /// Parses SOURCE. Kafka-only flags are refused on NDJSON input, except --from/--to when
+    /// `time_range` says the command reads them as an event-time range there.
+    pub fn parse(input: &InputArgs, time_range: bool) -> Result<Source> {
         match SourceSpec::parse(&input.sources).map_err(Error::Usage)? {
             SourceSpec::Ndjson(inputs) => {
-                reject_broker_flags(&input.broker, false)?;
+                reject_broker_flags(&input.broker, time_range)?;
                 Ok(Source::Ndjson(inputs))
             }
-            SourceSpec::Kafka(spec) => Ok(Source::Kafka(Box::new(KafkaSource::open(
-                &spec,
-                &source_options(&input.broker),
-            )?))),
+            SourceSpec::Kafka(spec) => Ok(Source::Kafka(spec)),
             SourceSpec::Kinesis(_) => Err(Error::Usage("Kinesis sources are not built yet".into())),
-        }
-    }
-
-    /// As `open`, but --from/--to stay allowed on NDJSON input (a time range there).
-    pub fn open_for_replay(input: &InputArgs) -> Result<Source> {
-        match SourceSpec::parse(&input.sources).map_err(Error::Usage)? {
-            SourceSpec::Ndjson(inputs) => {
-                reject_broker_flags(&input.broker, true)?;
-                Ok(Source::Ndjson(inputs))
-            }
-            _ => Source::open(input),
         }
     }
 
@@ -193,13 +181,16 @@ pub fn read_records(
             };
             NdjsonReader::spawn(inputs, options)
         }
-        Source::Kafka(source) => {
+        Source::Kafka(spec) => {
+            // Connects and resolves the positions.
+            let mut source = KafkaSource::open(&spec, &source_options(&input.broker))?;
+            source.show_progress(source.total.and_then(record_progress));
             let options = ReadOptions {
                 max_line_bytes: input.max_line_bytes,
-                progress: source.total.and_then(record_progress),
+                progress: None,
                 prepare,
             };
-            NdjsonReader::spawn_kafka(*source, options)
+            NdjsonReader::spawn_kafka(source, options)
         }
     };
     drive(

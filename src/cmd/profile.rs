@@ -30,7 +30,7 @@ fn profile(args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
         .time
         .clone()
         .ok_or_else(|| Error::Usage("weir watermark-profile needs --time FIELD".into()))?;
-    let source = super::Source::open(&args.input)?;
+    let source = super::Source::parse(&args.input, false)?;
     let partition_by = source.partition_field(args.partition_by.as_ref());
     if let Some(t) = args.target.iter().find(|t| !(**t > 0.0 && **t <= 100.0)) {
         return Err(Error::Usage(format!(

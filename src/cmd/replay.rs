@@ -27,7 +27,7 @@ pub fn run(args: ReplayArgs, stop: &AtomicBool) -> Result<()> {
 }
 
 fn replay(args: &ReplayArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let source = Source::open_for_replay(&args.input)?;
+    let source = Source::parse(&args.input, true)?;
     // A broker source's records reach us as envelopes.
     let envelope = args.envelope || matches!(source, Source::Kafka(_));
     if args.keep_partition && !envelope {

@@ -38,7 +38,7 @@ fn window(
         .time
         .clone()
         .ok_or_else(|| Error::Usage("weir window needs --time FIELD".into()))?;
-    let source = super::Source::open(&args.input)?;
+    let source = super::Source::parse(&args.input, false)?;
     let partition_by = source.partition_field(args.partition_by.as_ref());
     let kind = window_kind(args)?;
     let (aggs, value_paths) = aggregate_specs(args, matches)?;

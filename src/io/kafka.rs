@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use indicatif::ProgressBar;
+
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -133,6 +135,9 @@ fn unreachable(what: &str, spec: &KafkaSpec, e: KafkaError) -> Error {
     Error::Unreachable(format!("{what} {}: {e}", spec.bootstrap_servers()))
 }
 
+/// How long a poll waits once records stop coming.
+const IDLE_WAIT: Duration = Duration::from_millis(100);
+
 /// What a Kafka source needs besides the spec: positions, partitions, group, bounds.
 pub struct SourceOptions<'a> {
     pub config_file: Option<&'a Path>,
@@ -146,27 +151,30 @@ pub struct SourceOptions<'a> {
     pub now: Millis,
 }
 
-/// A topic being read: the partitions still open, each with an optional end offset.
+/// A topic being read: its partitions, each with an optional end offset.
 pub struct KafkaSource {
     consumer: BaseConsumer<Reporter>,
     pub topic: Arc<str>,
     /// Exclusive end offset per partition (bounded reads only).
     ends: HashMap<i32, i64>,
-    /// Partitions not yet at their end; `None` when the read is unbounded.
-    open: Option<Vec<i32>>,
+    /// The partitions we assigned ourselves; `None` for a group member, whose partitions the
+    /// group gives (see `Reporter::assigned`).
+    own: Option<Vec<i32>>,
     grouped: bool,
     /// With -e a partition is done at the end it reaches, even before its snapshot end.
     close_at_eof: bool,
     /// How many records a bounded read will see at most (for a progress bar).
     pub total: Option<u64>,
-    /// A member of a consumer group: partitions come and go with rebalances.
-    balanced: bool,
+    /// The read stops once every partition has reached its end.
     bounded: bool,
-    /// Balanced reads: the partitions that reached their end.
-    done: std::collections::HashSet<i32>,
+    /// The partitions that reached their end.
+    ended: std::collections::HashSet<i32>,
     timeout: Duration,
     /// When the last record (or the start) was seen, to tell a dead broker from a quiet one.
     last_progress: Instant,
+    /// How long the next poll waits: nothing while records flow, a little once they stop.
+    wait: Duration,
+    progress: Option<ProgressBar>,
 }
 
 /// One step of a read.
@@ -275,14 +283,15 @@ impl KafkaSource {
             consumer,
             topic: Arc::from(topic.as_str()),
             ends: HashMap::new(),
-            open: None,
+            own: None,
             grouped: o.group.is_some(),
             close_at_eof: false,
             total: None,
-            balanced,
             bounded,
-            done: Default::default(),
+            ended: Default::default(),
             timeout: o.timeout,
+            wait: Duration::ZERO,
+            progress: None,
             last_progress: Instant::now(),
         };
         if balanced {
@@ -305,15 +314,14 @@ impl KafkaSource {
         let starts = source.resolve(&partitions, &from, spec, !bounded)?;
         if let Some(to) = &to {
             let ends = source.resolve(&partitions, to, spec, false)?;
-            let mut open = Vec::new();
             let mut total = Some(0u64);
             for ((&p, end), start) in partitions.iter().zip(ends).zip(&starts) {
                 let Offset::Offset(end) = end else {
                     return Err(Error::Usage(format!("--to {to:?} is not an end position")));
                 };
                 source.ends.insert(p, end);
-                if !matches!(start, Offset::Offset(s) if *s >= end) {
-                    open.push(p);
+                if matches!(start, Offset::Offset(s) if *s >= end) {
+                    source.ended.insert(p);
                 }
                 // Known only when every start is an offset (not the group's stored one).
                 total = match (total, start) {
@@ -321,18 +329,20 @@ impl KafkaSource {
                     _ => None,
                 };
             }
-            source.open = Some(open);
             source.total = total;
         }
         source.close_at_eof = o.exit_at_end;
         let mut assignment = TopicPartitionList::new();
+        let mut own = Vec::new();
         for (&p, start) in partitions.iter().zip(&starts) {
-            if source.open.as_ref().is_none_or(|o| o.contains(&p)) {
+            if !source.ended.contains(&p) {
                 assignment
                     .add_partition_offset(&topic, p, *start)
                     .map_err(|e| Error::Usage(format!("partition {p}: {e}")))?;
+                own.push(p);
             }
         }
+        source.own = Some(own);
         source
             .consumer
             .assign(&assignment)
@@ -406,25 +416,43 @@ impl KafkaSource {
 
     /// Every partition reached its end (bounded reads only).
     pub fn at_end(&self) -> bool {
-        if self.balanced {
-            // Every partition the group gave us is done (none at all is done too).
-            self.bounded
-                && self
-                    .consumer
-                    .context()
-                    .assigned()
-                    .is_some_and(|a| a.iter().all(|p| self.done.contains(p)))
-        } else {
-            self.open.as_ref().is_some_and(Vec::is_empty)
+        if !self.bounded {
+            return false;
+        }
+        let all_ended = |partitions: &[i32]| partitions.iter().all(|p| self.ended.contains(p));
+        match &self.own {
+            Some(own) => all_ended(own),
+            // Every partition the group gave us (none at all counts too); unknown while the
+            // group is still sharing them out.
+            None => self
+                .consumer
+                .context()
+                .assigned()
+                .is_some_and(|a| all_ended(&a)),
         }
     }
 
-    /// Waits up to `wait` for the next record.
-    pub fn poll(&mut self, wait: Duration) -> Result<Polled<'_>> {
+    /// Counts records on this bar (a bounded read on a terminal), cleared at the end.
+    pub fn show_progress(&mut self, bar: Option<ProgressBar>) {
+        self.progress = bar;
+    }
+
+    /// The next record, if one comes soon: `Idle` says there is none right now, so that the
+    /// caller can hand on what it has.
+    pub fn poll(&mut self) -> Result<Polled<'_>> {
         if self.at_end() {
+            if let Some(bar) = self.progress.take() {
+                bar.finish_and_clear();
+            }
             return Ok(Polled::End);
         }
-        let polled = self.consumer.poll(wait);
+        let polled = self.consumer.poll(self.wait);
+        // Records flowing: take the next at once; none: wait a little for it.
+        self.wait = if matches!(polled, Some(Ok(_))) {
+            Duration::ZERO
+        } else {
+            IDLE_WAIT
+        };
         match polled {
             None => {
                 if self.last_progress.elapsed() >= self.timeout {
@@ -439,24 +467,24 @@ impl KafkaSource {
             }
             Some(Err(KafkaError::PartitionEOF(p))) => {
                 if self.close_at_eof {
-                    close(&mut self.open, p);
-                    self.done.insert(p);
+                    self.ended.insert(p);
                 }
                 Ok(Polled::Idle)
             }
             Some(Err(e)) => Err(Error::Unreachable(format!("Kafka: {e}"))),
             Some(Ok(m)) => {
                 self.last_progress = Instant::now();
+                if let Some(bar) = &self.progress {
+                    bar.inc(1);
+                }
                 let p = m.partition();
                 if let Some(&end) = self.ends.get(&p) {
                     if m.offset() >= end {
-                        close(&mut self.open, p);
-                        self.done.insert(p);
+                        self.ended.insert(p);
                         return Ok(Polled::Idle);
                     }
                     if m.offset() + 1 >= end {
-                        close(&mut self.open, p);
-                        self.done.insert(p);
+                        self.ended.insert(p);
                     }
                 }
                 Ok(Polled::Record(m))
@@ -472,8 +500,12 @@ impl KafkaSource {
         }
     }
 
-    /// Commits what was stored (with a group), before the consumer is dropped.
+    /// Clears the progress bar and commits what was stored (with a group), before the
+    /// consumer is dropped.
     pub fn finish(&self) -> Result<()> {
+        if let Some(bar) = &self.progress {
+            bar.finish_and_clear();
+        }
         if self.grouped {
             match self.consumer.commit_consumer_state(CommitMode::Sync) {
                 Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
@@ -481,13 +513,6 @@ impl KafkaSource {
             }
         }
         Ok(())
-    }
-}
-
-/// Marks partition `p` as at its end.
-fn close(open: &mut Option<Vec<i32>>, p: i32) {
-    if let Some(open) = open {
-        open.retain(|&q| q != p);
     }
 }
 

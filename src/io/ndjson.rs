@@ -303,23 +303,14 @@ impl ChunkReader {
         data.clear();
         let mut positions = Vec::new();
         let mut next_record: u64 = 1;
-        let mut wait = Duration::ZERO;
         loop {
             if cancel.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            let polled = source.poll(wait)?;
+            let polled = source.poll()?;
             let flush = match polled {
-                Polled::End => true,
-                Polled::Idle => {
-                    wait = Duration::from_millis(100);
-                    true
-                }
+                Polled::End | Polled::Idle => true,
                 Polled::Record(m) => {
-                    wait = Duration::ZERO;
-                    if let Some(pb) = &self.options.progress {
-                        pb.inc(1);
-                    }
                     let message = kafka::message(&m, &topic);
                     write_envelope(&mut data, &message);
                     data.push(b'\n');
@@ -343,9 +334,6 @@ impl ChunkReader {
                 data.clear();
             }
             if at_end {
-                if let Some(pb) = &self.options.progress {
-                    pb.finish_and_clear();
-                }
                 return Ok(());
             }
         }
