@@ -72,6 +72,7 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
         id: String::new(),
         seq: 0,
         started: Instant::now(),
+        now: 0,
     };
     let prepare = Prepare::Extract(extractor);
     let result = super::read_records(
@@ -129,6 +130,8 @@ struct DedupeStep {
     /// Records seen, the stand-in for time without --time.
     seq: Millis,
     started: Instant,
+    /// Arrival time, read once per batch of records.
+    now: Millis,
 }
 
 impl DedupeStep {
@@ -191,10 +194,7 @@ impl RecordStep for DedupeStep {
                 }
                 verdict
             }
-            HorizonBy::Arrival => {
-                let now = self.started.elapsed().as_millis() as Millis;
-                self.ids.check(&self.id, now, now)
-            }
+            HorizonBy::Arrival => self.ids.check(&self.id, self.now, self.now),
         };
         if verdict == Verdict::Duplicate {
             counters.duplicates += 1;
@@ -206,6 +206,10 @@ impl RecordStep for DedupeStep {
             counters.written += 1;
         }
         Ok(Flow::Continue)
+    }
+
+    fn batch(&mut self) {
+        self.now = self.started.elapsed().as_millis() as Millis;
     }
 
     fn idle(&mut self) -> Result<()> {

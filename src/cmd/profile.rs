@@ -65,6 +65,7 @@ fn profile(args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<(
         partitions: PartitionIds::default(),
         max_seen: Vec::new(),
         no_time: 0,
+        read_time: 0,
     };
     let prepare = Prepare::Extract(extractor);
     super::read_records(
@@ -109,9 +110,15 @@ struct ProfileStep {
     /// Largest event time seen per partition.
     max_seen: Vec<Millis>,
     no_time: u64,
+    /// Read time (the arrival time without --arrival), once per batch of records.
+    read_time: Millis,
 }
 
 impl RecordStep for ProfileStep {
+    fn batch(&mut self) {
+        self.read_time = now_millis();
+    }
+
     fn record(&mut self, line: &Line<'_>, _: &mut Counters) -> Result<Flow, Fault> {
         let x = &self.extractor;
         let time_at = |i: usize| {
@@ -121,7 +128,7 @@ impl RecordStep for ProfileStep {
         let event = time_at(0);
         let arrival = match self.arrival_at {
             Some(i) => time_at(i),
-            None => Some(now_millis()),
+            None => Some(self.read_time),
         };
         let (Some(event), Some(arrival)) = (event, arrival) else {
             // Counted in the report: a profile measures what it can.

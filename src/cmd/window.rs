@@ -105,6 +105,7 @@ fn window(
         key: String::new(),
         inputs: Vec::new(),
         started: Instant::now(),
+        now: 0,
         written: 0,
     };
     let prepare = Prepare::Extract(step.extractor.clone());
@@ -313,6 +314,8 @@ struct WindowStep {
     key: String,
     inputs: Vec<AggInput<'static>>,
     started: Instant,
+    /// Processing time, read once per batch of records.
+    now: Millis,
     written: u64,
 }
 
@@ -419,9 +422,8 @@ impl RecordStep for WindowStep {
         let mut inputs = recycle_inputs(std::mem::take(&mut self.inputs));
         let parsed = self.parse(line, &mut inputs);
         let outcome = parsed.map(|(ts, partition)| {
-            let now = self.now();
             self.op
-                .process(&self.key, ts, partition, &inputs, now, &mut self.rows)
+                .process(&self.key, ts, partition, &inputs, self.now, &mut self.rows)
         });
         self.inputs = recycle_inputs(inputs);
         match outcome? {
@@ -450,9 +452,13 @@ impl RecordStep for WindowStep {
         self.flush()
     }
 
+    fn batch(&mut self) {
+        self.now = self.now();
+    }
+
     fn tick(&mut self) -> Result<()> {
-        let now = self.now();
-        self.op.tick(now, &mut self.rows);
+        self.now = self.now();
+        self.op.tick(self.now, &mut self.rows);
         if !self.rows.is_empty() {
             self.write_rows()?;
             self.flush()?;

@@ -354,8 +354,11 @@ impl Columns for JsonColumns<'_> {
             out.push(b':');
         }
         let _ = match value {
-            Cell::U64(n) => write!(out, "{n}"),
-            Cell::Decimal(d) => write!(out, "{d}"),
+            Cell::U64(n) => out.write_all(itoa::Buffer::new().format(n).as_bytes()),
+            Cell::Decimal(d) => {
+                write_decimal(&d, out);
+                Ok(())
+            }
             Cell::F64(f) => serde_json::to_writer(&mut *out, &f).map_err(std::io::Error::from),
             Cell::Bool(b) => write!(out, "{b}"),
             Cell::Json(text) => out.write_all(text.as_bytes()),
@@ -366,6 +369,29 @@ impl Columns for JsonColumns<'_> {
             }
             Cell::Null => out.write_all(b"null"),
         };
+    }
+}
+
+/// Writes `d` as its `Display` does (every digit of its scale kept), without the formatting
+/// machinery: this runs for every aggregate of every result row.
+pub fn write_decimal(d: &Decimal, out: &mut Vec<u8>) {
+    if d.is_sign_negative() {
+        out.push(b'-');
+    }
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(d.mantissa().unsigned_abs()).as_bytes();
+    let scale = d.scale() as usize;
+    if scale == 0 {
+        out.extend_from_slice(digits);
+    } else if digits.len() > scale {
+        let (whole, fraction) = digits.split_at(digits.len() - scale);
+        out.extend_from_slice(whole);
+        out.push(b'.');
+        out.extend_from_slice(fraction);
+    } else {
+        out.extend_from_slice(b"0.");
+        out.resize(out.len() + scale - digits.len(), b'0');
+        out.extend_from_slice(digits);
     }
 }
 
@@ -574,6 +600,23 @@ mod tests {
             if let Some(d) = plain_decimal(&text) {
                 prop_assert_eq!(d, Decimal::from_str(&text).unwrap());
             }
+        }
+
+        #[test]
+        fn small_decimals_written_as_displayed(m in -100_000i64..100_000, negative in any::<bool>(), scale in 0u32..=8) {
+            let mut d = Decimal::new(m, scale);
+            d.set_sign_negative(negative);
+            let mut out = Vec::new();
+            write_decimal(&d, &mut out);
+            prop_assert_eq!(String::from_utf8(out).unwrap(), d.to_string());
+        }
+
+        #[test]
+        fn decimals_written_as_displayed(lo in any::<u32>(), mid in any::<u32>(), hi in prop_oneof![Just(0u32), any::<u32>()], negative in any::<bool>(), scale in 0u32..=28) {
+            let d = Decimal::from_parts(lo, mid, hi, negative, scale);
+            let mut out = Vec::new();
+            write_decimal(&d, &mut out);
+            prop_assert_eq!(String::from_utf8(out).unwrap(), d.to_string());
         }
 
         #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::de::{Deserializer, Visitor};
 
 use super::scan::{scan, special_offset, PathTrie, Span};
-use super::time::{parse_time_number, parse_time_str, Millis, TimeError, TimeFormat};
+use super::time::{fast_rfc3339, parse_time_number, parse_time_str, Millis, TimeError, TimeFormat};
 
 /// Where a record came from, for error messages and dead letters.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -335,6 +335,12 @@ pub fn time_of(raw: &str, path: &FieldPath, format: &TimeFormat) -> Result<Milli
         path: path.to_string(),
         error,
     };
+    if let (TimeFormat::Auto, [b'"', inner @ .., b'"']) = (format, raw.as_bytes()) {
+        // The common case: an RFC 3339 string, which holds no escapes, read in place.
+        if let Some(ms) = fast_rfc3339(inner) {
+            return Ok(ms);
+        }
+    }
     match Scalar::from_raw(raw) {
         Scalar::Str(s) => parse_time_str(&s, format).map_err(bad),
         Scalar::Number(n) => parse_time_number(n, format).map_err(bad),

@@ -148,7 +148,7 @@ fn parse_rfc3339(s: &str) -> Option<Result<Millis, TimeError>> {
 /// The common shape `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` without chrono's generality
 /// (it is the hot path of every windowed command). Anything else, including leap seconds,
 /// returns `None` and goes to chrono; the property tests hold the two to the same answers.
-fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
+pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
     fn num(b: &[u8]) -> Option<i64> {
         b.iter().try_fold(0i64, |acc, &c| {
             c.is_ascii_digit().then(|| acc * 10 + (c - b'0') as i64)

@@ -94,6 +94,14 @@ pub struct Row {
     pub states: Box<[AggState]>,
 }
 
+/// The first eight bytes of `text` as a big-endian number, zero-padded.
+fn prefix(text: &str) -> u64 {
+    let mut bytes = [0u8; 8];
+    let n = text.len().min(8);
+    bytes[..n].copy_from_slice(&text.as_bytes()[..n]);
+    u64::from_be_bytes(bytes)
+}
+
 /// Joins key fields' JSON texts: a raw control character never occurs in JSON text.
 pub const KEY_SEPARATOR: char = '\u{1f}';
 
@@ -123,6 +131,9 @@ type KeyId = u32;
 struct Keys {
     ids: FxHashMap<Box<str>, KeyId>,
     texts: Vec<Box<str>>,
+    /// The first eight bytes of each text, big-endian: ordering by it, then by the text,
+    /// orders by the text, with most comparisons decided without a byte loop.
+    prefixes: Vec<u64>,
     refs: Vec<u32>,
     free: Vec<KeyId>,
 }
@@ -135,16 +146,26 @@ impl Keys {
         let id = match self.free.pop() {
             Some(id) => {
                 self.texts[id as usize] = text.into();
+                self.prefixes[id as usize] = prefix(text);
                 id
             }
             None => {
                 self.texts.push(text.into());
+                self.prefixes.push(prefix(text));
                 self.refs.push(0);
                 (self.texts.len() - 1) as KeyId
             }
         };
         self.ids.insert(text.into(), id);
         id
+    }
+
+    /// Orders two keys by their texts.
+    fn cmp(&self, a: KeyId, b: KeyId) -> std::cmp::Ordering {
+        let (a, b) = (a as usize, b as usize);
+        self.prefixes[a]
+            .cmp(&self.prefixes[b])
+            .then_with(|| self.texts[a].cmp(&self.texts[b]))
     }
 
     fn retain(&mut self, id: KeyId) {
@@ -406,9 +427,16 @@ impl WindowOperator {
     /// allowed lateness.
     fn fire(&mut self, out: &mut Vec<Row>) {
         let w = self.watermarks.current();
-        let first_new = out.len();
         let mut due = std::mem::take(&mut self.due);
         self.pending.take_due(w, &mut due);
+        // (end, key, start) order; the entries are distinct, so an unstable sort is
+        // deterministic.
+        let keys = &self.keys;
+        due.sort_unstable_by(|a, b| {
+            (a.0.cmp(&b.0))
+                .then_with(|| keys.cmp(a.2, b.2))
+                .then(a.1.cmp(&b.1))
+        });
         for &(end, start, key) in &due {
             let entry = self
                 .windows
@@ -421,7 +449,6 @@ impl WindowOperator {
                 entry.emitted = true;
             }
         }
-        out[first_new..].sort_by(|a, b| (a.end, &a.key, a.start).cmp(&(b.end, &b.key, b.start)));
         due.clear();
         self.expiry.take_due(w, &mut due);
         for &(_, start, key) in &due {
@@ -790,6 +817,18 @@ mod tests {
     }
 
     proptest! {
+        /// Ordering by interned key agrees with ordering by text, whatever the texts share.
+        #[test]
+        fn key_order_is_text_order(texts in prop::collection::vec("[\"ab\\x00é]{0,10}", 2..20)) {
+            let mut keys = Keys::default();
+            let ids: Vec<KeyId> = texts.iter().map(|t| keys.id(t)).collect();
+            for (a, ta) in ids.iter().zip(&texts) {
+                for (b, tb) in ids.iter().zip(&texts) {
+                    prop_assert_eq!(keys.cmp(*a, *b), ta.cmp(tb), "{:?} {:?}", ta, tb);
+                }
+            }
+        }
+
         /// Every window reported contains ts, has the right size, and the count matches the
         /// windows that truly contain ts (checked by brute force over candidate starts).
         #[test]

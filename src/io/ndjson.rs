@@ -545,6 +545,9 @@ pub trait RecordStep {
     fn tick(&mut self) -> Result<()> {
         Ok(())
     }
+    /// Called before each batch of records: read clocks here, once per batch rather than once
+    /// per record (the records of a batch were read together).
+    fn batch(&mut self) {}
 }
 
 /// Runs `step` on every record of `reader`.
@@ -590,6 +593,7 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                 d.policy.handle(&position, &prefix, &error, d.counters)?;
             }
             Item::Lines(chunk) => {
+                step.batch();
                 d.counters.bytes_read += chunk.data.len() as u64 - chunk.added_newline as u64;
                 let p = &chunk.prepared;
                 for (i, info) in p.lines.iter().enumerate() {
