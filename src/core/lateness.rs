@@ -87,6 +87,10 @@ pub struct Profile {
     groups: BTreeMap<String, Distribution>,
     dropped_groups: u64,
     drift: BTreeMap<Millis, DriftBucket>,
+    /// The bucket the last record went to (already admitted to `drift`), with the counts not
+    /// yet added there: a stream stays in one bucket for many records, so most records skip
+    /// the map.
+    recent: Option<(Millis, DriftBucket)>,
     dropped_buckets: u64,
 }
 
@@ -102,6 +106,7 @@ impl Profile {
             groups: BTreeMap::new(),
             dropped_groups: 0,
             drift: BTreeMap::new(),
+            recent: None,
             dropped_buckets: 0,
         }
     }
@@ -128,38 +133,53 @@ impl Profile {
             }
         }
         let start = event - event.rem_euclid(self.bucket);
-        let late = self.delays.first().is_some_and(|d| out_of_order > *d);
-        let room = self.drift.len() < MAX_BUCKETS;
-        match self.drift.get_mut(&start) {
-            Some(b) => {
-                b.count += 1;
-                b.late += late as u64;
+        let late = self.delays.first().is_some_and(|d| out_of_order > *d) as u64;
+        if let Some((recent, counts)) = &mut self.recent {
+            if *recent == start {
+                counts.count += 1;
+                counts.late += late;
+                return;
             }
-            None if room => {
-                self.drift.insert(
-                    start,
-                    DriftBucket {
-                        count: 1,
-                        late: late as u64,
-                    },
-                );
-            }
-            None => self.dropped_buckets += 1,
         }
+        self.flush_recent();
+        if self.drift.contains_key(&start) || self.drift.len() < MAX_BUCKETS {
+            self.drift.entry(start).or_default();
+            self.recent = Some((start, DriftBucket { count: 1, late }));
+        } else {
+            self.dropped_buckets += 1;
+        }
+    }
+
+    fn flush_recent(&mut self) {
+        if let Some((start, counts)) = self.recent.take() {
+            let b = self.drift.get_mut(&start).expect("recent bucket admitted");
+            b.count += counts.count;
+            b.late += counts.late;
+        }
+    }
+
+    /// The drift series with the recent bucket's counts included.
+    fn drift(&self) -> BTreeMap<Millis, DriftBucket> {
+        let mut drift = self.drift.clone();
+        if let Some((start, counts)) = &self.recent {
+            let b = drift.get_mut(start).expect("recent bucket admitted");
+            b.count += counts.count;
+            b.late += counts.late;
+        }
+        drift
     }
 
     pub fn report(&self, no_time: u64) -> Report {
         let summary = |d: &Distribution| self.summary(d);
-        let shares: Vec<f64> = self
-            .drift
+        let all_drift = self.drift();
+        let shares: Vec<f64> = all_drift
             .values()
             .map(|b| b.late as f64 / b.count as f64)
             .collect();
         let mut sorted = shares.clone();
         sorted.sort_by(f64::total_cmp);
         let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
-        let drift = self
-            .drift
+        let drift = all_drift
             .iter()
             .zip(&shares)
             .map(|((start, b), share)| DriftRow {
@@ -335,6 +355,26 @@ pub struct Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The drift series counts every record in its bucket, however the records jump
+        /// between buckets.
+        #[test]
+        fn drift_counts_every_record(records in prop::collection::vec((0i64..5_000, 0i64..300), 1..300)) {
+            let mut p = Profile::new(vec![100], vec![99.0], 1000);
+            let mut expected: BTreeMap<Millis, (u64, u64)> = BTreeMap::new();
+            for &(event, out_of_order) in &records {
+                p.record(None, event, event, out_of_order);
+                let e = expected.entry(event - event % 1000).or_default();
+                e.0 += 1;
+                e.1 += (out_of_order > 100) as u64;
+            }
+            let got: Vec<(u64, u64)> = p.report(0).drift.iter().map(|r| (r.count, r.late)).collect();
+            let want: Vec<(u64, u64)> = expected.into_values().collect();
+            prop_assert_eq!(got, want);
+        }
+    }
 
     #[test]
     fn recommendation_is_the_out_of_order_quantile_and_late_counts_are_exact() {

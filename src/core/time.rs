@@ -158,25 +158,23 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
         (hi.is_ascii_digit() && lo.is_ascii_digit())
             .then(|| ((hi - b'0') * 10 + (lo - b'0')) as i64)
     }
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !matches!(b[10], b'T' | b't' | b' ')
-        || b[13] != b':'
-        || b[16] != b':'
-    {
+    let head: [u8; 13] = *b.first_chunk::<13>()?;
+    if b.len() < 20 || b[13] != b':' || b[16] != b':' {
         return None;
     }
     // Times in a stream share their date and hour: the seconds at the start of the hour are
-    // kept per thread for the last `YYYY-MM-DDTHH` seen, which skips the calendar math.
-    let prefix: [u8; 13] = b[..13].try_into().expect("checked length");
-    let hour_start = match HOUR_START.with(Cell::get) {
-        (cached, seconds) if cached == prefix => seconds,
-        _ => {
-            let seconds = hour_start_seconds(&prefix, num)?;
-            HOUR_START.with(|c| c.set((prefix, seconds)));
-            seconds
+    // kept per thread for the last `YYYY-MM-DDTHH` seen (checked when it was stored), which
+    // skips the calendar math.
+    let (cached, seconds) = HOUR_START.get();
+    let hour_start = if cached == head {
+        seconds
+    } else {
+        if head[4] != b'-' || head[7] != b'-' || !matches!(head[10], b'T' | b't' | b' ') {
+            return None;
         }
+        let seconds = hour_start_seconds(&head, num)?;
+        HOUR_START.set((head, seconds));
+        seconds
     };
     let (minute, second) = (two(b[14], b[15])?, two(b[17], b[18])?);
     if minute > 59 || second > 59 {
