@@ -144,7 +144,7 @@ echo
 echo "# weir window: tumbling 1m count + sum(amount) per merchant_id (10k Zipf keys), $LINES events, $((BYTES / 1000000)) MB"
 run "weir window" 3 "$WEIR" window -q "$FILE" --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount
 # weir reads on one thread and computes on another; pinned to one core for the per-core rate.
-run "weir window (one core)" 1 taskset -c 0 "$WEIR" window -q "$FILE" --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount
+run "weir window (one core)" 3 taskset -c 0 "$WEIR" window -q "$FILE" --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount
 run "duckdb time_bucket GROUP BY" 3 python3 scripts/peers/duckdb_window.py "$FILE"
 run "mlr stats1 -g" 1 mlr --ijsonl --ojsonl put '$w = substr($occurred_at, 0, 15)' then stats1 -a count,sum -f amount -g merchant_id,w "$FILE"
 EPS=$(awk -v s="${SECS[weir window (one core)]}" -v l="$LINES" 'BEGIN{ printf "%.0f", l/s }')
@@ -161,7 +161,7 @@ echo "# weir dedupe: first of each event_id within 1h of event time, $LINES even
 run "weir dedupe" 3 "$WEIR" dedupe -q "$FILE" --id event_id --time occurred_at --horizon 1h
 # The same with a horizon that holds fewer ids (memory-latency bound: fewer cache misses).
 run "weir dedupe --horizon 10m" 3 "$WEIR" dedupe -q "$FILE" --id event_id --time occurred_at --horizon 10m
-run "weir dedupe (one core)" 1 taskset -c 0 "$WEIR" dedupe -q "$FILE" --id event_id --time occurred_at --horizon 1h
+run "weir dedupe (one core)" 3 taskset -c 0 "$WEIR" dedupe -q "$FILE" --id event_id --time occurred_at --horizon 1h
 AWK_DEDUPE='{ split($2, id, "\""); if (!seen[id[1]]++) print }'
 run "gawk !seen[id]++" 1 gawk -F'"event_id":"' "$AWK_DEDUPE" "$FILE"
 run "mawk !seen[id]++" 1 mawk -F'"event_id":"' "$AWK_DEDUPE" "$FILE"
@@ -192,7 +192,7 @@ data "$WINDOW_EVENTS"
 echo
 echo "# weir watermark-profile: lateness quantiles, $LINES events, $((BYTES / 1000000)) MB"
 run "weir watermark-profile" 3 "$WEIR" watermark-profile -q "$FILE" --time occurred_at --arrival arrived_at --format json
-run "weir watermark-profile (one core)" 1 taskset -c 0 "$WEIR" watermark-profile -q "$FILE" --time occurred_at --arrival arrived_at --format json
+run "weir watermark-profile (one core)" 3 taskset -c 0 "$WEIR" watermark-profile -q "$FILE" --time occurred_at --arrival arrived_at --format json
 run "duckdb quantile_cont" 3 python3 scripts/peers/duckdb_profile.py "$FILE"
 EPS=$(awk -v s="${SECS[weir watermark-profile (one core)]}" -v l="$LINES" 'BEGIN{ printf "%.0f", l/s }')
 check "weir watermark-profile events/s on one core" "$EPS" ">=" 3000000

@@ -326,7 +326,7 @@ fn recycle_inputs<'b>(mut v: Vec<AggInput<'_>>) -> Vec<AggInput<'b>> {
 
 impl WindowStep {
     /// Processing time, for idle partitions.
-    fn now(&self) -> Millis {
+    fn clock(&self) -> Millis {
         self.started.elapsed().as_millis() as Millis
     }
 
@@ -453,11 +453,11 @@ impl RecordStep for WindowStep {
     }
 
     fn batch(&mut self) {
-        self.now = self.now();
+        self.now = self.clock();
     }
 
     fn tick(&mut self) -> Result<()> {
-        self.now = self.now();
+        self.now = self.clock();
         self.op.tick(self.now, &mut self.rows);
         if !self.rows.is_empty() {
             self.write_rows()?;

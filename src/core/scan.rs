@@ -29,6 +29,9 @@ impl fmt::Display for ScanError {
 #[derive(Debug, Default)]
 pub struct PathTrie {
     pub children: Vec<(Box<[u8]>, PathTrie)>,
+    /// Bit n set when a child's key is n bytes long (bit 63: 63 or more), so that most keys of
+    /// a line are ruled out by their length alone.
+    pub lengths: u64,
     pub leaves: Vec<usize>,
     /// Every path index at or below this node, cleared when its key appears again (the last
     /// duplicate key wins, as in serde_json).
@@ -46,6 +49,7 @@ impl PathTrie {
             {
                 Some(at) => at,
                 None => {
+                    node.lengths |= length_bit(seg.len());
                     node.children
                         .push((seg.as_bytes().into(), PathTrie::default()));
                     node.children.len() - 1
@@ -57,11 +61,36 @@ impl PathTrie {
         node.leaves.push(index);
     }
 
+    #[inline]
     fn child(&self, key: &[u8]) -> Option<&PathTrie> {
+        if self.lengths & length_bit(key.len()) == 0 {
+            return None;
+        }
         self.children
             .iter()
-            .find(|(name, _)| **name == *key)
+            .find(|(name, _)| same_bytes(name, key))
             .map(|(_, n)| n)
+    }
+}
+
+fn length_bit(len: usize) -> u64 {
+    1 << len.min(63)
+}
+
+/// `a == b`, with keys of 4 to 16 bytes (most JSON keys) compared as two overlapping words
+/// each instead of through a `memcmp` call: every key of every line is compared here.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word8 = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8"));
+    let word4 = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4"));
+    match n {
+        8..=16 => word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8),
+        4..=7 => word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4),
+        _ => a == b,
     }
 }
 
@@ -455,6 +484,14 @@ mod tests {
         assert!(ok(&deep_ok) && value_ok(&deep_ok));
         assert!(ok(&shallow) && value_ok(&shallow));
         assert!(!ok(&deep_bad) && !value_ok(&deep_bad));
+    }
+
+    proptest! {
+        #[test]
+        fn same_bytes_is_equality(a in prop::collection::vec(prop::sample::select(b"ab".to_vec()), 0..20), b in prop::collection::vec(prop::sample::select(b"ab".to_vec()), 0..20)) {
+            prop_assert_eq!(same_bytes(&a, &b), a == b);
+            prop_assert!(same_bytes(&a, &a.clone()));
+        }
     }
 
     #[test]

@@ -180,6 +180,19 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
     if minute > 59 || second > 59 {
         return None;
     }
+    // The commonest shape, `.mmmZ`, read directly.
+    if let [b'.', m1, m2, m3, b'Z'] = b[19..] {
+        let (m1, m2, m3) = (
+            m1.wrapping_sub(b'0'),
+            m2.wrapping_sub(b'0'),
+            m3.wrapping_sub(b'0'),
+        );
+        if m1 < 10 && m2 < 10 && m3 < 10 {
+            let millis = m1 as i64 * 100 + m2 as i64 * 10 + m3 as i64;
+            let ms = (hour_start + minute * 60 + second) * 1000 + millis;
+            return (MIN_MILLIS..=MAX_MILLIS).contains(&ms).then_some(ms);
+        }
+    }
     let mut i = 19;
     let mut millis = 0;
     if b[i] == b'.' {
@@ -692,6 +705,14 @@ mod tests {
             };
             let chrono_ms = DateTime::parse_from_rfc3339(&text).map(|d| d.timestamp_millis()).ok();
             prop_assert_eq!(fast_rfc3339(text.as_bytes()), chrono_ms.filter(|m| (MIN_MILLIS..=MAX_MILLIS).contains(m)), "{}", text);
+        }
+
+        /// The commonest shape, UTC with milliseconds, read right.
+        #[test]
+        fn fast_path_reads_utc_millis(ms in MIN_MILLIS..=MAX_MILLIS) {
+            let Some(dt) = DateTime::<Utc>::from_timestamp_millis(ms) else { return Ok(()) };
+            let text = dt.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+            prop_assert_eq!(fast_rfc3339(text.as_bytes()), Some(ms), "{}", text);
         }
 
         /// ... and never accepts what chrono rejects, or reads it differently.
