@@ -9,7 +9,9 @@ use clap::ArgMatches;
 use serde_json::Map;
 
 use crate::cli::WindowArgs;
-use crate::core::aggregate::{prepare, AggInput, AggKind, AggSpec, Cell, Columns, JsonColumns};
+use crate::core::aggregate::{
+    is_plain_name, prepare, AggInput, AggKind, AggSpec, Cell, Columns, JsonColumns,
+};
 use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
 use crate::core::time::{Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
@@ -58,6 +60,7 @@ fn window(
         .map(|a| a.field.map(|f| values_at + f))
         .collect();
 
+    let step_aggs_plain = aggs.iter().all(|a| is_plain_name(&a.name));
     let cfg = WindowConfig {
         kind,
         allowed_lateness: args.allowed_lateness,
@@ -97,6 +100,7 @@ fn window(
         partition_at,
         keys_at,
         key_columns: args.keys.iter().map(FieldPath::column_name).collect(),
+        plain_names: args.keys.iter().all(|k| is_plain_name(&k.column_name())) && step_aggs_plain,
         agg_fields,
         partitions: PartitionIds::default(),
         table: TableWriter::new(sink, args.format),
@@ -306,6 +310,8 @@ struct WindowStep {
     partition_at: Option<usize>,
     keys_at: usize,
     key_columns: Vec<String>,
+    /// No column name needs JSON escaping (percentile columns add only `_p99`-style suffixes).
+    plain_names: bool,
     agg_fields: Vec<Option<usize>>,
     partitions: PartitionIds,
     table: TableWriter,
@@ -337,6 +343,7 @@ impl WindowStep {
             table,
             key_columns,
             written,
+            plain_names,
             ..
         } = self;
         for row in rows.drain(..) {
@@ -345,7 +352,11 @@ impl WindowStep {
                 TableWriter::Ndjson { sink, scratch } => {
                     scratch.clear();
                     scratch.push(b'{');
-                    fill_row(&row, key_columns, op.aggs(), &mut JsonColumns(scratch));
+                    let mut columns = JsonColumns {
+                        out: scratch,
+                        plain_names: *plain_names,
+                    };
+                    fill_row(&row, key_columns, op.aggs(), &mut columns);
                     scratch.push(b'}');
                     sink.write_line(scratch)?;
                 }

@@ -79,23 +79,19 @@ fn plain_decimal(text: &str) -> Option<Decimal> {
         return None;
     }
     let mut mantissa: i64 = 0;
-    let mut scale: Option<u32> = None;
+    let mut dot = None;
     for (i, &c) in digits.iter().enumerate() {
-        match c {
-            b'0'..=b'9' => {
-                mantissa = mantissa * 10 + (c - b'0') as i64;
-                if let Some(s) = &mut scale {
-                    *s += 1;
-                }
-            }
-            b'.' if scale.is_none() && i > 0 && i + 1 < digits.len() => scale = Some(0),
-            _ => return None,
+        let digit = c.wrapping_sub(b'0');
+        if digit < 10 {
+            mantissa = mantissa * 10 + digit as i64;
+        } else if c == b'.' && dot.is_none() && i > 0 && i + 1 < digits.len() {
+            dot = Some(i);
+        } else {
+            return None;
         }
     }
-    let d = Decimal::new(
-        if negative { -mantissa } else { mantissa },
-        scale.unwrap_or(0),
-    );
+    let scale = dot.map_or(0, |i| (digits.len() - i - 1) as u32);
+    let d = Decimal::new(if negative { -mantissa } else { mantissa }, scale);
     Some(d)
 }
 
@@ -333,19 +329,26 @@ impl Columns for Map<String, Value> {
 }
 
 /// Appends `"name":value` pairs (comma-separated) to an NDJSON line being built.
-pub struct JsonColumns<'b>(pub &'b mut Vec<u8>);
+pub struct JsonColumns<'b> {
+    pub out: &'b mut Vec<u8>,
+    /// Every column name is known to need no JSON escaping (checked once, up front).
+    pub plain_names: bool,
+}
+
+/// Whether `name` can be written between quotes as it is.
+pub fn is_plain_name(name: &str) -> bool {
+    name.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
 
 impl Columns for JsonColumns<'_> {
     fn put(&mut self, name: &str, value: Cell<'_>) {
         use std::io::Write;
-        let out = &mut *self.0;
+        let out = &mut *self.out;
         if out.last() != Some(&b'{') {
             out.push(b',');
         }
-        if name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
+        if self.plain_names || is_plain_name(name) {
             out.push(b'"');
             out.extend_from_slice(name.as_bytes());
             out.extend_from_slice(b"\":");

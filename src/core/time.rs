@@ -379,25 +379,22 @@ pub fn write_millis(ms: Millis, out: &mut Vec<u8>) {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    let digits = |out: &mut Vec<u8>, v: i64, width: u32| {
-        for i in (0..width).rev() {
-            out.push(b'0' + (v / 10i64.pow(i) % 10) as u8);
+    // Digits written into a fixed template, right to left: one copy into `out`, no pushes.
+    let mut text = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, mut v: i64, width: usize| {
+        for c in text[at..at + width].iter_mut().rev() {
+            *c = b'0' + (v % 10) as u8;
+            v /= 10;
         }
     };
-    digits(out, year, 4);
-    out.push(b'-');
-    digits(out, month, 2);
-    out.push(b'-');
-    digits(out, day, 2);
-    out.push(b'T');
-    digits(out, in_day / 3_600_000, 2);
-    out.push(b':');
-    digits(out, in_day / 60_000 % 60, 2);
-    out.push(b':');
-    digits(out, in_day / 1000 % 60, 2);
-    out.push(b'.');
-    digits(out, in_day % 1000, 3);
-    out.push(b'Z');
+    put(0, year, 4);
+    put(5, month, 2);
+    put(8, day, 2);
+    put(11, in_day / 3_600_000, 2);
+    put(14, in_day / 60_000 % 60, 2);
+    put(17, in_day / 1000 % 60, 2);
+    put(20, in_day % 1000, 3);
+    out.extend_from_slice(&text);
 }
 
 pub fn now_millis() -> Millis {

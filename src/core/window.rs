@@ -8,6 +8,7 @@
 
 use std::collections::hash_map::Entry as Entry_;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 
@@ -84,8 +85,9 @@ pub struct WindowConfig {
 /// One result row.
 #[derive(Clone, Debug)]
 pub struct Row {
-    /// The key fields' JSON texts joined by `KEY_SEPARATOR`.
-    pub key: Box<str>,
+    /// The key fields' JSON texts joined by `KEY_SEPARATOR`, shared with the operator's
+    /// interned key (a row costs no copy of it).
+    pub key: Rc<str>,
     pub start: Millis,
     pub end: Millis,
     /// This row replaces an earlier row for the same key and window.
@@ -129,8 +131,8 @@ type KeyId = u32;
 /// Interned keys with reference counts, so keys of closed windows are forgotten.
 #[derive(Debug, Default)]
 struct Keys {
-    ids: FxHashMap<Box<str>, KeyId>,
-    texts: Vec<Box<str>>,
+    ids: FxHashMap<Rc<str>, KeyId>,
+    texts: Vec<Rc<str>>,
     /// The first eight bytes of each text, big-endian: ordering by it, then by the text,
     /// orders by the text, with most comparisons decided without a byte loop.
     prefixes: Vec<u64>,
@@ -143,20 +145,21 @@ impl Keys {
         if let Some(id) = self.ids.get(text) {
             return *id;
         }
+        let text: Rc<str> = text.into();
         let id = match self.free.pop() {
             Some(id) => {
-                self.texts[id as usize] = text.into();
-                self.prefixes[id as usize] = prefix(text);
+                self.texts[id as usize] = text.clone();
+                self.prefixes[id as usize] = prefix(&text);
                 id
             }
             None => {
-                self.texts.push(text.into());
-                self.prefixes.push(prefix(text));
+                self.texts.push(text.clone());
+                self.prefixes.push(prefix(&text));
                 self.refs.push(0);
                 (self.texts.len() - 1) as KeyId
             }
         };
-        self.ids.insert(text.into(), id);
+        self.ids.insert(text, id);
         id
     }
 
@@ -445,7 +448,20 @@ impl WindowOperator {
             debug_assert_eq!(entry.end, end);
             entry.fired = true;
             if self.cfg.emit == EmitMode::Final {
-                out.push(row(&self.keys.texts[key as usize], start, entry));
+                // A window past its lateness is dropped below, in this same step: its states
+                // move into the row instead of being copied.
+                let states = if w >= end.saturating_add(self.cfg.allowed_lateness) {
+                    std::mem::take(&mut entry.states)
+                } else {
+                    entry.states.clone()
+                };
+                out.push(Row {
+                    key: self.keys.texts[key as usize].clone(),
+                    start,
+                    end,
+                    update: entry.emitted,
+                    states,
+                });
                 entry.emitted = true;
             }
         }
@@ -507,9 +523,9 @@ impl Schedule {
     }
 }
 
-fn row(key: &str, start: Millis, entry: &Entry) -> Row {
+fn row(key: &Rc<str>, start: Millis, entry: &Entry) -> Row {
     Row {
-        key: key.into(),
+        key: key.clone(),
         start,
         end: entry.end,
         update: entry.emitted,

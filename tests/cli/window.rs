@@ -336,6 +336,36 @@ fn csv_output_and_renamed_aggregates() {
 }
 
 #[test]
+fn a_column_name_that_needs_escaping_stays_valid_json() {
+    let out = weir()
+        .args(["window", "fixtures/times.ndjson", "--time", "t"])
+        .args([
+            "--tumbling",
+            "1h",
+            "--delay",
+            "1h",
+            "--count",
+            "--as",
+            "n \"x\"",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Hand-checked from fixtures/README.md: b in the 11:00 hour, the other six in 12:00.
+    let counts: Vec<u64> = rows
+        .iter()
+        .map(|r| r["n \"x\""].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [1, 6]);
+}
+
+#[test]
 fn bad_input_follows_the_error_policy() {
     let out = weir()
         .args([
