@@ -156,10 +156,12 @@ impl DedupeStep {
                     reason: "the id is null".into(),
                 });
             }
-            if i > 0 {
-                self.id.push(KEY_SEPARATOR);
+            if self.id_fields > 1 {
+                if i > 0 {
+                    self.id.push(KEY_SEPARATOR);
+                }
+                self.id.push_str(text);
             }
-            self.id.push_str(text);
         }
         // Without a time field, arrival order stands in for time, so that --max-keys
         // evicts the ids seen longest ago.
@@ -185,16 +187,21 @@ impl DedupeStep {
 impl RecordStep for DedupeStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         let (t, partition) = self.parse(line)?;
+        // One id field is read in place; several are joined in `self.id`.
+        let id = match self.id_fields {
+            1 => line.field(0).expect("parse found it"),
+            _ => self.id.as_str(),
+        };
         let verdict = match self.horizon_by {
             HorizonBy::Event => {
-                let verdict = self.ids.check(&self.id, t, self.watermarks.current());
+                let verdict = self.ids.check(id, t, self.watermarks.current());
                 if self.time_at.is_some() {
                     // No idle timeout here, so the watermark never reads processing time.
                     self.watermarks.observe(partition, t, 0);
                 }
                 verdict
             }
-            HorizonBy::Arrival => self.ids.check(&self.id, self.now, self.now),
+            HorizonBy::Arrival => self.ids.check(id, self.now, self.now),
         };
         if verdict == Verdict::Duplicate {
             counters.duplicates += 1;

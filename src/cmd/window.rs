@@ -379,13 +379,14 @@ impl WindowStep {
         Ok(())
     }
 
-    /// Reads the record's fields: its event time and partition; its key goes to `self.key`
-    /// and its aggregate inputs to `inputs`.
+    /// Reads the record's fields: its event time, its partition, and its key (the field
+    /// itself when there is one key field, else `None` and the joined key is in `self.key`);
+    /// its aggregate inputs go to `inputs`.
     fn parse<'a>(
         &mut self,
         line: &Line<'a>,
         inputs: &mut Vec<AggInput<'a>>,
-    ) -> Result<(Millis, usize), RecordError> {
+    ) -> Result<(Millis, usize, Option<&'a str>), RecordError> {
         let WindowStep {
             op,
             extractor: x,
@@ -407,13 +408,20 @@ impl WindowStep {
                     reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
                 })?,
         };
-        key.clear();
-        for i in *keys_at..*keys_at + key_columns.len() {
-            if i > *keys_at {
-                key.push(KEY_SEPARATOR);
+        // One key field is used in place; several are joined in `key`.
+        let single_key = match key_columns.len() {
+            1 => Some(field(*keys_at)?),
+            _ => {
+                key.clear();
+                for i in *keys_at..*keys_at + key_columns.len() {
+                    if i > *keys_at {
+                        key.push(KEY_SEPARATOR);
+                    }
+                    key.push_str(field(i)?);
+                }
+                None
             }
-            key.push_str(field(i)?);
-        }
+        };
         for (spec, field_at) in op.aggs().iter().zip(agg_fields.iter()) {
             let value = field_at.and_then(|i| line.field(i));
             let input = prepare(&spec.kind, value).map_err(|reason| RecordError::BadValue {
@@ -424,7 +432,7 @@ impl WindowStep {
             })?;
             inputs.push(input);
         }
-        Ok((ts, partition))
+        Ok((ts, partition, single_key))
     }
 }
 
@@ -432,9 +440,10 @@ impl RecordStep for WindowStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         let mut inputs = recycle_inputs(std::mem::take(&mut self.inputs));
         let parsed = self.parse(line, &mut inputs);
-        let outcome = parsed.map(|(ts, partition)| {
+        let outcome = parsed.map(|(ts, partition, single_key)| {
+            let key = single_key.unwrap_or(&self.key);
             self.op
-                .process(&self.key, ts, partition, &inputs, self.now, &mut self.rows)
+                .process(key, ts, partition, &inputs, self.now, &mut self.rows)
         });
         self.inputs = recycle_inputs(inputs);
         match outcome? {

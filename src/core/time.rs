@@ -158,7 +158,7 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
         (hi.is_ascii_digit() && lo.is_ascii_digit())
             .then(|| ((hi - b'0') * 10 + (lo - b'0')) as i64)
     }
-    let head: [u8; 13] = *b.first_chunk::<13>()?;
+    let head: &[u8; 13] = b.first_chunk::<13>()?;
     if b.len() < 20 || b[13] != b':' || b[16] != b':' {
         return None;
     }
@@ -166,14 +166,14 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
     // kept per thread for the last `YYYY-MM-DDTHH` seen (checked when it was stored), which
     // skips the calendar math.
     let (cached, seconds) = HOUR_START.get();
-    let hour_start = if cached == head {
+    let hour_start = if cached == *head {
         seconds
     } else {
         if head[4] != b'-' || head[7] != b'-' || !matches!(head[10], b'T' | b't' | b' ') {
             return None;
         }
-        let seconds = hour_start_seconds(&head, num)?;
-        HOUR_START.set((head, seconds));
+        let seconds = hour_start_seconds(head, num)?;
+        HOUR_START.set((*head, seconds));
         seconds
     };
     let (minute, second) = (two(b[14], b[15])?, two(b[17], b[18])?);
