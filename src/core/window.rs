@@ -513,7 +513,7 @@ impl Schedule {
 
     /// Moves every entry due at or before `w` to `out`, as (time, start, key).
     fn take_due(&mut self, w: Millis, out: &mut Vec<(Millis, Millis, KeyId)>) {
-        if !self.earliest.is_some_and(|e| e <= w) {
+        if self.earliest.is_none_or(|e| e > w) {
             return;
         }
         while let Some(entry) = self.by_time.first_entry() {
