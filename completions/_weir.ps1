@@ -182,6 +182,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--partition-by', '--partition-by', [CompletionResultType]::ParameterName, 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)')
             [CompletionResult]::new('--max-keys', '--max-keys', [CompletionResultType]::ParameterName, 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached')
             [CompletionResult]::new('--duplicates', '--duplicates', [CompletionResultType]::ParameterName, 'Write the dropped repeats, unchanged, to PATH')
+            [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'Which record of an id''s group to write: the first, at once, or the last, held until the id is forgotten (expired, evicted, or the input ends)')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC')
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Kafka sink: the record key is this field''s value (strings as they are, other JSON as its text)')

@@ -164,7 +164,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__dedupe)
-            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --group --kafka-config --timeout --id --time --time-format --horizon --horizon-by --delay --partition-by --max-keys --exact-ids --duplicates --output --key --header --stats --quiet --help --version"
+            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --group --kafka-config --timeout --id --time --time-format --horizon --horizon-by --delay --partition-by --max-keys --exact-ids --duplicates --keep --output --key --header --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -252,6 +252,10 @@ _weir() {
                     ;;
                 --duplicates)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keep)
+                    COMPREPLY=($(compgen -W "first last" -- "${cur}"))
                     return 0
                     ;;
                 --output)

@@ -175,6 +175,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --partition-by 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)'
             cand --max-keys 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached'
             cand --duplicates 'Write the dropped repeats, unchanged, to PATH'
+            cand --keep 'Which record of an id''s group to write: the first, at once, or the last, held until the id is forgotten (expired, evicted, or the input ends)'
             cand -o 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC'
             cand --output 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC'
             cand --key 'Kafka sink: the record key is this field''s value (strings as they are, other JSON as its text)'

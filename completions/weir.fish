@@ -152,6 +152,8 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l delay -d 'Watermark
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partition-by -d 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-keys -d 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l duplicates -d 'Write the dropped repeats, unchanged, to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l keep -d 'Which record of an id\'s group to write: the first, at once, or the last, held until the id is forgotten (expired, evicted, or the input ends)' -r -f -a "first\t'The first record of each id within the horizon, written as it arrives'
+last\t'The last record of each id within the horizon, written when the id is forgotten'"
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s o -l output -d 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key -d 'Kafka sink: the record key is this field\'s value (strings as they are, other JSON as its text)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable)' -r

@@ -447,10 +447,14 @@ Examples:
   # At most 1M ids in memory, whatever the input size:
   weir dedupe big.ndjson.gz --id user.id --max-keys 1000000 --stats stats.json > unique.ndjson
 
+  # The latest version of each order within 10 minutes, written when the 10 minutes are up:
+  weir dedupe orders.ndjson --id order_id --time updated_at --horizon 10m --keep last
+
 Ids compare by their JSON text (the string \"1\" and the number 1 differ); a record whose id
 field is missing or null is a bad record. A remembered id costs its 128-bit hash and its time
 (24 bytes in the map; 44 bytes of RSS per id measured at 10M ids; at most 72 bytes per
---max-keys key plus a 1 MiB Bloom filter); --exact-ids keeps the text instead.";
+--max-keys key plus a 1 MiB Bloom filter); --exact-ids keeps the text instead. --keep last
+also holds one record per remembered id.";
 
 /// Drop repeated records: keep the first of each id within a horizon, with bounded memory.
 ///
@@ -500,11 +504,25 @@ pub struct DedupeArgs {
     #[arg(long, value_name = "PATH")]
     pub duplicates: Option<PathBuf>,
 
+    /// Which record of an id's group to write: the first, at once, or the last, held until
+    /// the id is forgotten (expired, evicted, or the input ends).
+    #[arg(long, value_enum, default_value = "first")]
+    pub keep: Keep,
+
     #[command(flatten)]
     pub sink: RecordSinkArgs,
 
     #[command(flatten)]
     pub report: ReportArgs,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Keep {
+    /// The first record of each id within the horizon, written as it arrives.
+    #[default]
+    First,
+    /// The last record of each id within the horizon, written when the id is forgotten.
+    Last,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

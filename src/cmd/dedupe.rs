@@ -4,7 +4,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::cli::{DedupeArgs, HorizonBy};
+use crate::cli::{DedupeArgs, HorizonBy, Keep};
 use crate::core::dedupe::{hash_id, DedupeCounts, Deduper, IdHash, Verdict};
 use crate::core::record::{time_of, Extractor, RecordError};
 use crate::core::time::{Millis, TimeFormat};
@@ -13,7 +13,7 @@ use crate::core::window::KEY_SEPARATOR;
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
 use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
-use crate::io::sink::{LineSink, RecordFields};
+use crate::io::sink::{LineSink, RecordFields, SinkFault};
 use crate::io::spec::SinkSpec;
 use crate::stats::{Counters, Stats};
 
@@ -52,10 +52,13 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
         Some(path) => Some(LineSink::open(&SinkSpec::File(path.clone()))?),
         None => None,
     };
-    let ids = if args.exact_ids {
-        Ids::Exact(Deduper::new(args.horizon, args.max_keys))
-    } else {
-        Ids::Hashed(Deduper::new(args.horizon, args.max_keys))
+    let ids = match (args.keep, args.exact_ids) {
+        (Keep::First, true) => Ids::Exact(Deduper::new(args.horizon, args.max_keys)),
+        (Keep::First, false) => Ids::Hashed(Deduper::new(args.horizon, args.max_keys)),
+        (Keep::Last, true) => Ids::ExactLast(Deduper::with_held(args.horizon, args.max_keys, true)),
+        (Keep::Last, false) => {
+            Ids::HashedLast(Deduper::with_held(args.horizon, args.max_keys, true))
+        }
     };
     let mut step = DedupeStep {
         ids,
@@ -73,6 +76,7 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
         seq: 0,
         started: Instant::now(),
         now: 0,
+        released: Vec::new(),
     };
     let prepare = Prepare::Extract(extractor);
     let result = super::read_records(
@@ -84,6 +88,14 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
         stop,
         &mut step,
     );
+    // The end of the input, or a clean stop: every held record goes out.
+    let result = match result {
+        Ok(()) | Err(Error::Interrupted) => {
+            step.ids.finish(&mut step.released);
+            step.write_released(&mut stats.counters).and(result)
+        }
+        failed => failed,
+    };
     let counts = step.ids.counts();
     stats.counters.evicted = counts.evicted;
     stats.counters.possibly_duplicates = counts.possibly_duplicate;
@@ -92,24 +104,65 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
     result.and(flushed)
 }
 
-/// Remembered ids: hashed (the default) or as text (`--exact-ids`).
+/// Remembered ids: hashed (the default) or as text (`--exact-ids`); with `--keep last`,
+/// each with its latest record.
 enum Ids {
     Hashed(Deduper<IdHash>),
     Exact(Deduper<Box<str>>),
+    HashedLast(Deduper<IdHash, Held>),
+    ExactLast(Deduper<Box<str>, Held>),
+}
+
+/// A record held for `--keep last`: its place in the input (to order what is released
+/// together, and to name it in errors) and its bytes.
+struct Held {
+    seq: u64,
+    bytes: Box<[u8]>,
 }
 
 impl Ids {
-    fn check(&mut self, id: &str, t: Millis, clock: Millis) -> Verdict {
+    /// Judges a record; with `--keep last`, holds it, and returns the record it replaces.
+    fn check(
+        &mut self,
+        id: &str,
+        t: Millis,
+        clock: Millis,
+        record: impl FnOnce() -> Held,
+    ) -> (Verdict, Option<Held>) {
         match self {
-            Ids::Hashed(d) => d.check(&hash_id(id.as_bytes()), t, clock),
-            Ids::Exact(d) => d.check(&id.into(), t, clock),
+            Ids::Hashed(d) => (d.check(&hash_id(id.as_bytes()), t, clock), None),
+            Ids::Exact(d) => (d.check(&id.into(), t, clock), None),
+            Ids::HashedLast(d) => d.check_held(&hash_id(id.as_bytes()), t, clock, record()),
+            Ids::ExactLast(d) => d.check_held(&id.into(), t, clock, record()),
         }
+    }
+
+    fn take_released(&mut self, out: &mut Vec<(Millis, Held)>) {
+        match self {
+            Ids::HashedLast(d) => d.take_released(out),
+            Ids::ExactLast(d) => d.take_released(out),
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<(Millis, Held)>) {
+        match self {
+            Ids::HashedLast(d) => d.finish(out),
+            Ids::ExactLast(d) => d.finish(out),
+            _ => {}
+        }
+    }
+
+    fn holding(&self) -> bool {
+        matches!(self, Ids::HashedLast(_) | Ids::ExactLast(_))
     }
 
     fn counts(&self) -> DedupeCounts {
         match self {
             Ids::Hashed(d) => d.counts(),
             Ids::Exact(d) => d.counts(),
+            Ids::HashedLast(d) => d.counts(),
+            Ids::ExactLast(d) => d.counts(),
         }
     }
 }
@@ -132,6 +185,8 @@ struct DedupeStep {
     started: Instant,
     /// Arrival time, read once per batch of records.
     now: Millis,
+    /// Held records released by the last check (`--keep last`).
+    released: Vec<(Millis, Held)>,
 }
 
 impl DedupeStep {
@@ -139,6 +194,30 @@ impl DedupeStep {
         self.sink.flush()?;
         if let Some(d) = &mut self.duplicates {
             d.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the held records whose groups ended, in the order their groups opened (then
+    /// input order).
+    fn write_released(&mut self, counters: &mut Counters) -> Result<()> {
+        if self.released.is_empty() {
+            return Ok(());
+        }
+        self.released
+            .sort_unstable_by_key(|(opened, held)| (*opened, held.seq));
+        for (_, held) in self.released.drain(..) {
+            match self.sink.write_record(&held.bytes) {
+                Ok(()) => counters.written += 1,
+                // The record is not the one being read: name it by its place in the input.
+                Err(SinkFault::Record(e)) => {
+                    return Err(Error::BadInput {
+                        position: format!("record {} (held for --keep last)", held.seq),
+                        reason: e.to_string(),
+                    })
+                }
+                Err(SinkFault::Fatal(e)) => return Err(e),
+            }
         }
         Ok(())
     }
@@ -192,26 +271,43 @@ impl RecordStep for DedupeStep {
             1 => line.field(0).expect("parse found it"),
             _ => self.id.as_str(),
         };
-        let verdict = match self.horizon_by {
+        let seq = self.seq as u64;
+        let held = || Held {
+            seq,
+            bytes: line.bytes.into(),
+        };
+        let (verdict, replaced) = match self.horizon_by {
             HorizonBy::Event => {
-                let verdict = self.ids.check(id, t, self.watermarks.current());
+                let judged = self.ids.check(id, t, self.watermarks.current(), held);
                 if self.time_at.is_some() {
                     // No idle timeout here, so the watermark never reads processing time.
                     self.watermarks.observe(partition, t, 0);
                 }
-                verdict
+                judged
             }
-            HorizonBy::Arrival => self.ids.check(id, self.now, self.now),
+            HorizonBy::Arrival => self.ids.check(id, self.now, self.now, held),
         };
-        if verdict == Verdict::Duplicate {
+        if !self.ids.holding() {
+            if verdict == Verdict::Duplicate {
+                counters.duplicates += 1;
+                if let Some(d) = &mut self.duplicates {
+                    d.write_line(line.bytes)?;
+                }
+            } else {
+                self.sink.write_record(line.bytes)?;
+                counters.written += 1;
+            }
+            return Ok(Flow::Continue);
+        }
+        // --keep last: a repeat takes the place of the record held so far, which is dropped.
+        if let Some(earlier) = replaced {
             counters.duplicates += 1;
             if let Some(d) = &mut self.duplicates {
-                d.write_line(line.bytes)?;
+                d.write_line(&earlier.bytes)?;
             }
-        } else {
-            self.sink.write_record(line.bytes)?;
-            counters.written += 1;
         }
+        self.ids.take_released(&mut self.released);
+        self.write_released(counters)?;
         Ok(Flow::Continue)
     }
 

@@ -70,19 +70,39 @@ pub fn hash_id(text: &[u8]) -> IdHash {
 /// memory rather than all of it.
 const SHARDS: usize = 64;
 
-pub struct Deduper<K: IdKey> {
+/// Keeps the first record of each id (`H = ()`), or, for `--keep last`, holds the latest
+/// record of each id (`H` = the record) until the id is forgotten: expired, evicted, or at the
+/// end of the input. An id's *group* is its records from the one that opened it (the one
+/// keep-first would write) to the last repeat before it is forgotten.
+pub struct Deduper<K: IdKey, H = ()> {
     horizon: Option<Millis>,
     max_keys: usize,
-    shards: Vec<FxHashMap<K, Millis>>,
+    /// Id → (time its group opened, held record).
+    shards: Vec<FxHashMap<K, (Millis, H)>>,
     len: usize,
     evicted: Option<Bloom>,
     counts: DedupeCounts,
     /// The clock at the last sweep of expired ids.
     swept_at: Millis,
+    /// Held records of groups that ended, with their opening times (only when holding).
+    released: Vec<(Millis, H)>,
+    holding: bool,
 }
 
 impl<K: IdKey> Deduper<K> {
     pub fn new(horizon: Option<Millis>, max_keys: usize) -> Deduper<K> {
+        Deduper::with_held(horizon, max_keys, false)
+    }
+
+    /// Judges a record with id `id` at time `t`, the clock standing at `clock`.
+    pub fn check(&mut self, id: &K, t: Millis, clock: Millis) -> Verdict {
+        self.judge(id, t, clock, ()).0
+    }
+}
+
+impl<K: IdKey, H> Deduper<K, H> {
+    /// A deduper that holds a record per id when `holding` (`--keep last`).
+    pub fn with_held(horizon: Option<Millis>, max_keys: usize, holding: bool) -> Deduper<K, H> {
         Deduper {
             horizon,
             max_keys: max_keys.max(1),
@@ -91,7 +111,36 @@ impl<K: IdKey> Deduper<K> {
             evicted: None,
             counts: DedupeCounts::default(),
             swept_at: Millis::MIN,
+            released: Vec::new(),
+            holding,
         }
+    }
+
+    /// Judges a record and holds `record` as its id's latest. For a repeat, returns the
+    /// record it replaces (a dropped duplicate). Records of groups that ended are then in
+    /// `take_released`.
+    pub fn check_held(
+        &mut self,
+        id: &K,
+        t: Millis,
+        clock: Millis,
+        record: H,
+    ) -> (Verdict, Option<H>) {
+        self.judge(id, t, clock, record)
+    }
+
+    /// The held records of groups that ended since the last call, with the times their
+    /// groups opened, in the order they ended.
+    pub fn take_released(&mut self, out: &mut Vec<(Millis, H)>) {
+        out.append(&mut self.released);
+    }
+
+    /// The end of the input: every group ends; their held records, with opening times.
+    pub fn finish(&mut self, out: &mut Vec<(Millis, H)>) {
+        for shard in &mut self.shards {
+            out.extend(shard.drain().map(|(_, slot)| slot));
+        }
+        self.len = 0;
     }
 
     pub fn counts(&self) -> DedupeCounts {
@@ -109,56 +158,76 @@ impl<K: IdKey> Deduper<K> {
     /// Keeps the shard's entries for which `keep` holds, rebuilding the table so that no
     /// tombstones are left behind; returns how many were dropped.
     fn rebuild(
-        shard: &mut FxHashMap<K, Millis>,
+        shard: &mut FxHashMap<K, (Millis, H)>,
+        released: &mut Vec<(Millis, H)>,
+        holding: bool,
         mut keep: impl FnMut(&K, Millis) -> bool,
     ) -> usize {
         let before = shard.len();
-        let kept: Vec<(K, Millis)> = shard.drain().filter(|(k, t)| keep(k, *t)).collect();
+        let mut kept = Vec::with_capacity(shard.len());
+        for (k, slot) in shard.drain() {
+            if keep(&k, slot.0) {
+                kept.push((k, slot));
+            } else if holding {
+                released.push(slot);
+            }
+        }
         shard.extend(kept);
         before - shard.len()
     }
 
-    /// Judges a record with id `id` at time `t`, the clock standing at `clock`.
-    pub fn check(&mut self, id: &K, t: Millis, clock: Millis) -> Verdict {
+    fn judge(&mut self, id: &K, t: Millis, clock: Millis, record: H) -> (Verdict, Option<H>) {
         use std::collections::hash_map::Entry;
         let at = Self::shard(id);
         let horizon = self.horizon;
         let expired = |since: Millis| horizon.is_some_and(|h| clock >= since.saturating_add(h));
         let already_past = expired(t);
         // One probe of the map in the common cases (a repeat, or a new id with room).
+        // A record that opens a group nothing would remember (the clock is already past its
+        // horizon) ends its group at once.
+        let mut ended_at_once = None;
         match self.shards[at].entry(id.clone()) {
             Entry::Occupied(mut e) => {
-                if !expired(*e.get()) {
-                    return Verdict::Duplicate;
+                if !expired(e.get().0) {
+                    let replaced = std::mem::replace(&mut e.get_mut().1, record);
+                    return (Verdict::Duplicate, Some(replaced));
                 }
-                // Remembered but expired: the record is a first occurrence again.
-                if already_past {
-                    e.remove();
+                // Remembered but expired: its group ends, and the record opens a new one.
+                let old = if already_past {
                     self.len -= 1;
+                    ended_at_once = Some((t, record));
+                    e.remove()
                 } else {
-                    e.insert(t);
+                    e.insert((t, record))
+                };
+                if self.holding {
+                    self.released.push(old);
                 }
             }
             Entry::Vacant(e) if !already_past && self.len < self.max_keys => {
-                e.insert(t);
+                e.insert((t, record));
                 self.len += 1;
             }
             Entry::Vacant(_) if !already_past => {
                 self.make_room(clock);
-                self.shards[at].insert(id.clone(), t);
+                self.shards[at].insert(id.clone(), (t, record));
                 self.len += 1;
             }
-            Entry::Vacant(_) => {}
+            Entry::Vacant(_) => ended_at_once = Some((t, record)),
+        }
+        if let (true, Some(slot)) = (self.holding, ended_at_once) {
+            self.released.push(slot);
         }
         self.counts.peak_keys = self.counts.peak_keys.max(self.len as u64);
         self.maybe_sweep(clock);
-        match &self.evicted {
+        let verdict = match &self.evicted {
             Some(bloom) if bloom.contains(id.hash128()) => {
                 self.counts.possibly_duplicate += 1;
                 Verdict::PossiblyDuplicate
             }
             _ => Verdict::First,
-        }
+        };
+        (verdict, None)
     }
 
     /// Drops expired ids once the clock has moved a quarter horizon since the last sweep, so
@@ -171,7 +240,9 @@ impl<K: IdKey> Deduper<K> {
         self.swept_at = clock;
         let mut dropped = 0;
         for shard in &mut self.shards {
-            dropped += Self::rebuild(shard, |_, t0| clock < t0.saturating_add(h));
+            dropped += Self::rebuild(shard, &mut self.released, self.holding, |_, t0| {
+                clock < t0.saturating_add(h)
+            });
         }
         self.len -= dropped;
         self.counts.expired += dropped as u64;
@@ -195,11 +266,11 @@ impl<K: IdKey> Deduper<K> {
                 continue;
             }
             times.clear();
-            times.extend(shard.values().copied());
+            times.extend(shard.values().map(|slot| slot.0));
             let cut = (times.len() / 8).max(1);
             let (_, &mut threshold, _) = times.select_nth_unstable(cut - 1);
             let mut taken = 0;
-            evicted += Self::rebuild(shard, |id, t0| {
+            evicted += Self::rebuild(shard, &mut self.released, self.holding, |id, t0| {
                 let keep = t0 > threshold || taken >= cut;
                 if !keep {
                     bloom.insert(id.hash128());
@@ -254,6 +325,30 @@ mod tests {
             .iter()
             .map(|(id, t, clock)| d.check(&hash_id(&id.to_le_bytes()), *t, *clock))
             .collect()
+    }
+
+    /// `--keep last`: every held record comes back exactly once, whether its group ended by
+    /// expiry, eviction or the end of the input, and a repeat hands back the one it replaces.
+    #[test]
+    fn held_records_come_back_once() {
+        let mut d: Deduper<IdHash, u32> = Deduper::with_held(Some(100), 8, true);
+        let mut dropped = Vec::new();
+        let mut released = Vec::new();
+        for n in 0..40u32 {
+            // Ids 0..20, then 0..20 again: the second round repeats within the horizon for
+            // the ids still remembered, and eviction (8 ids at most) forgot the others.
+            let id = hash_id(&(n % 20).to_le_bytes());
+            let t = n as Millis;
+            let (verdict, replaced) = d.check_held(&id, t, t, n);
+            assert_eq!(verdict == Verdict::Duplicate, replaced.is_some());
+            dropped.extend(replaced);
+            d.take_released(&mut released);
+        }
+        assert!(d.counts().evicted > 0);
+        d.finish(&mut released);
+        let mut seen: Vec<u32> = released.iter().map(|(_, n)| *n).chain(dropped).collect();
+        seen.sort();
+        assert_eq!(seen, (0..40).collect::<Vec<u32>>());
     }
 
     #[test]
