@@ -62,3 +62,48 @@ fn sigint_stops_cleanly() {
 fn sigterm_stops_cleanly() {
     stops_cleanly_on("-TERM");
 }
+
+/// `dedupe --keep last` on a live pipe: Ctrl-C writes the records it holds, like the end of
+/// the input would.
+#[test]
+fn sigint_writes_what_keep_last_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let dups = dir.path().join("dups.ndjson");
+    let mut child = weir_std()
+        .args(["dedupe", "--id", "id", "--keep", "last", "--duplicates"])
+        .arg(&dups)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"id\":\"a\",\"v\":1}\n{\"id\":\"b\",\"v\":1}\n{\"id\":\"a\",\"v\":2}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    // The first "a" is replaced, and written aside, once weir has read the second.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&dups).unwrap_or_default() != "{\"id\":\"a\",\"v\":1}\n" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the repeat was not read"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    // Groups in the order they opened: "a" (its last record), then "b".
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"id\":\"a\",\"v\":2}\n{\"id\":\"b\",\"v\":1}\n"
+    );
+    assert!(err.contains("written 2"), "{err}");
+    drop(stdin);
+}
