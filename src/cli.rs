@@ -308,8 +308,11 @@ Examples:
 Output rows carry the key fields, window_start and window_end (RFC 3339 UTC), then the
 aggregates: count, sum_F, min_F, max_F, avg_F, distinct_F, pN_F, first_F, last_F (F with
 dots as _, or the name given by --as right after the aggregate). A row that replaces an
-earlier row for the same key and window has \"update\": true. Sums, minima, maxima and averages
-are exact decimals; null or missing values are ignored, as in SQL.";
+earlier row for the same key and window has \"update\": true. When a late record moves a
+fired session's start (it extends the session to the left, or merges sessions), the row for
+the old start is withdrawn with \"retract\": true and no aggregates, so a sink upserting on
+(key, window_start) stays right. Sums, minima, maxima and averages are exact decimals; null or
+missing values are ignored, as in SQL.";
 
 /// Aggregate events per key per event-time window, with watermarks and a late-data policy.
 ///

@@ -15,7 +15,9 @@ use crate::core::aggregate::{
 use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
 use crate::core::time::{Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
-use crate::core::window::{Outcome, Row, WindowConfig, WindowKind, WindowOperator, KEY_SEPARATOR};
+use crate::core::window::{
+    EmitMode, Outcome, Row, WindowConfig, WindowKind, WindowOperator, KEY_SEPARATOR,
+};
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
 use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
@@ -101,6 +103,7 @@ fn window(
         keys_at,
         key_columns: args.keys.iter().map(FieldPath::column_name).collect(),
         plain_names: args.keys.iter().all(|k| is_plain_name(&k.column_name())) && step_aggs_plain,
+        marks: args.allowed_lateness > 0 || args.emit == EmitMode::Updates,
         agg_fields,
         partitions: PartitionIds::default(),
         table: TableWriter::new(sink, args.format),
@@ -294,6 +297,10 @@ fn fill_row(row: &Row, key_columns: &[String], aggs: &[AggSpec], out: &mut impl 
     }
     out.put("window_start", Cell::Time(row.start));
     out.put("window_end", Cell::Time(row.end));
+    if row.retract {
+        out.put("retract", Cell::Bool(true));
+        return;
+    }
     for (state, spec) in row.states.iter().zip(aggs) {
         state.output(spec, out);
     }
@@ -312,6 +319,8 @@ struct WindowStep {
     key_columns: Vec<String>,
     /// No column name needs JSON escaping (percentile columns add only `_p99`-style suffixes).
     plain_names: bool,
+    /// Rows can be updates or retractions (allowed lateness, or --emit updates).
+    marks: bool,
     agg_fields: Vec<Option<usize>>,
     partitions: PartitionIds,
     table: TableWriter,
@@ -344,6 +353,7 @@ impl WindowStep {
             key_columns,
             written,
             plain_names,
+            marks,
             ..
         } = self;
         for row in rows.drain(..) {
@@ -363,6 +373,12 @@ impl WindowStep {
                 csv => {
                     let mut map = Map::new();
                     fill_row(&row, key_columns, op.aggs(), &mut map);
+                    if *marks {
+                        // CSV columns come from the first row: when rows can be updates or
+                        // retractions, every row carries both marks.
+                        map.entry("update").or_insert(false.into());
+                        map.entry("retract").or_insert(false.into());
+                    }
                     csv.write_row(&map)?;
                 }
             }

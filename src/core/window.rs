@@ -92,6 +92,9 @@ pub struct Row {
     pub end: Millis,
     /// This row replaces an earlier row for the same key and window.
     pub update: bool,
+    /// This row withdraws an earlier row for the same key and window: a session it described
+    /// was merged into one that starts elsewhere. It carries no aggregates.
+    pub retract: bool,
     /// The aggregates, in the order of `WindowConfig::aggs`.
     pub states: Box<[AggState]>,
 }
@@ -124,6 +127,8 @@ struct Entry {
     fired: bool,
     /// Some row for this window has been emitted (so the next one is an update).
     emitted: bool,
+    /// A row for this very window (key and start) has gone out, so a sink holds it.
+    row_out: bool,
 }
 
 type KeyId = u32;
@@ -334,6 +339,7 @@ impl WindowOperator {
                         states,
                         fired: false,
                         emitted: false,
+                        row_out: false,
                     })
                 }
             };
@@ -348,6 +354,7 @@ impl WindowOperator {
             if cfg.emit == EmitMode::Updates {
                 out.push(row(&keys.texts[key as usize], start, entry));
                 entry.emitted = true;
+                entry.row_out = true;
             }
         });
         accepted
@@ -387,6 +394,7 @@ impl WindowOperator {
             .map(|a| AggState::new(&a.kind))
             .collect();
         let mut emitted = false;
+        let mut withdrawn = Vec::new();
         for s in absorbed {
             let old = self.windows.remove(&(key, s)).expect("session in state");
             self.pending.remove(old.end, s, key);
@@ -396,6 +404,9 @@ impl WindowOperator {
             start = start.min(s);
             end = end.max(old.end);
             emitted |= old.emitted;
+            if old.row_out {
+                withdrawn.push((s, old.end));
+            }
             for ((mine, spec), theirs) in states
                 .iter_mut()
                 .zip(&self.cfg.aggs)
@@ -406,6 +417,22 @@ impl WindowOperator {
         }
         for ((state, spec), input) in states.iter_mut().zip(&self.cfg.aggs).zip(inputs) {
             state.update(&spec.kind, input, ts);
+        }
+        // An emitted session now inside one that starts elsewhere: its row is withdrawn, so a
+        // sink upserting on (key, window_start) does not keep it beside the merged one. One
+        // that starts where the merged session does is replaced by its next row.
+        let row_out = withdrawn.iter().any(|(s, _)| *s == start);
+        for (old_start, old_end) in withdrawn {
+            if old_start != start {
+                out.push(Row {
+                    key: self.keys.texts[key as usize].clone(),
+                    start: old_start,
+                    end: old_end,
+                    update: false,
+                    retract: true,
+                    states: Box::default(),
+                });
+            }
         }
         let starts = self.sessions.get_mut(&key).expect("created above");
         let at = starts.partition_point(|s| *s < start);
@@ -418,10 +445,12 @@ impl WindowOperator {
             states,
             fired: false,
             emitted,
+            row_out,
         });
         if self.cfg.emit == EmitMode::Updates {
             out.push(row(&self.keys.texts[key as usize], start, entry));
             entry.emitted = true;
+            entry.row_out = true;
         }
         true
     }
@@ -460,9 +489,11 @@ impl WindowOperator {
                     start,
                     end,
                     update: entry.emitted,
+                    retract: false,
                     states,
                 });
                 entry.emitted = true;
+                entry.row_out = true;
             }
         }
         due.clear();
@@ -538,6 +569,7 @@ fn row(key: &Rc<str>, start: Millis, entry: &Entry) -> Row {
         start,
         end: entry.end,
         update: entry.emitted,
+        retract: false,
         states: entry.states.clone(),
     }
 }
@@ -693,6 +725,24 @@ mod tests {
             vec![("k".into(), 10, 25, 4, true)],
             "an update of the emitted session"
         );
+    }
+
+    #[test]
+    fn a_session_extended_to_the_left_withdraws_its_row() {
+        let mut op = op(WindowKind::Session { gap: 5 }, 0, 100, EmitMode::Final);
+        feed(&mut op, "k", 10);
+        feed(&mut op, "k", 12);
+        let (_, rows) = feed(&mut op, "k", 20);
+        assert_eq!(summary(&rows), vec![("k".into(), 10, 17, 2, false)]);
+        // [7, 12) overlaps the emitted [10, 17): the session is now [7, 17), complete at
+        // W = 20, and the row for [10, 17) is withdrawn first.
+        let (outcome, rows) = feed(&mut op, "k", 7);
+        assert_eq!(outcome, Outcome::Accepted);
+        assert_eq!(rows.len(), 2);
+        assert!(rows[0].retract && rows[0].states.is_empty());
+        assert_eq!((rows[0].start, rows[0].end), (10, 17));
+        assert!(!rows[1].retract);
+        assert_eq!(summary(&rows[1..]), vec![("k".into(), 7, 17, 3, true)]);
     }
 
     #[test]

@@ -187,10 +187,15 @@ fn session_equals_batch_when_delay_covers_disorder() {
     let (file, events) = gen(103);
     let gap = 20_000;
     let (rows, late, _) = run_window(&file, &["--session", "20s"], max_disorder(&events));
-    // Batch sessions: per key, sort by time; a record within the running session's end
-    // (touching included) joins it.
+    assert_eq!(rows, batch_sessions(events.iter(), gap));
+    assert!(late.is_empty());
+}
+
+/// Batch sessions: per key, sort by time; a record within the running session's end
+/// (touching included) joins it.
+fn batch_sessions<'a>(events: impl Iterator<Item = &'a Event>, gap: Millis) -> Batch {
     let mut by_key: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
-    for e in &events {
+    for e in events {
         by_key.entry(merchant(e)).or_default().push(e);
     }
     let mut batch = Batch::new();
@@ -216,8 +221,74 @@ fn session_equals_batch_when_delay_covers_disorder() {
         let (s, _, n, c) = current.unwrap();
         batch.insert((key, s), (n, c));
     }
-    assert_eq!(rows, batch);
-    assert!(late.is_empty());
+    batch
+}
+
+/// Sessions with allowed lateness: late records extend and merge fired sessions. Applied to
+/// a table upserting on (key, window_start), where a `retract` row deletes, the rows leave
+/// exactly the batch sessions of the records that were not late.
+#[test]
+fn session_updates_and_retractions_upsert_to_the_batch_result() {
+    let (file, events) = gen(106);
+    let out = weir()
+        .arg("window")
+        .arg(file.path())
+        .args([
+            "--time",
+            "occurred_at",
+            "--key",
+            "merchant_id",
+            "--count",
+            "--sum",
+            "amount",
+        ])
+        .args([
+            "--session",
+            "20s",
+            "--delay",
+            "2s",
+            "--allowed-lateness",
+            "10m",
+            "-q",
+        ])
+        .args(["--late-output", "/dev/stderr"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let late: BTreeSet<String> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| v["event_id"].as_str().unwrap().to_string())
+        .collect();
+    let mut table = Batch::new();
+    let (mut updates, mut retractions) = (0, 0);
+    for line in stdout_lines(&out) {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let start = weir::core::time::parse_time_str(
+            v["window_start"].as_str().unwrap(),
+            &Default::default(),
+        )
+        .unwrap();
+        let key = (v["merchant_id"].as_str().unwrap().to_string(), start);
+        if v["retract"] == true {
+            retractions += 1;
+            assert!(
+                table.remove(&key).is_some(),
+                "a retraction withdraws a row: {line}"
+            );
+            continue;
+        }
+        updates += (v["update"] == true) as u32;
+        let cents = v["sum_amount"].to_string().parse::<Decimal>().unwrap() * Decimal::from(100);
+        table.insert(key, (v["count"].as_u64().unwrap(), cents.to_i64().unwrap()));
+    }
+    assert!(
+        updates > 0 && retractions > 0,
+        "{updates} updates, {retractions} retractions"
+    );
+    assert!(!late.is_empty());
+    let on_time = events.iter().filter(|e| !late.contains(&id(e)));
+    assert_eq!(table, batch_sessions(on_time, 20_000));
 }
 
 /// With a delay shorter than the disorder, the late records are exactly those the DESIGN
@@ -632,4 +703,40 @@ fn all_aggregates_equal_batch() {
             );
         }
     }
+}
+
+/// In CSV, the update and retract marks are columns from the first row on whenever rows can
+/// carry them (the header comes from the first row).
+#[test]
+fn csv_rows_carry_update_and_retract_columns() {
+    let (file, _) = gen(106);
+    let out = weir()
+        .arg("window")
+        .arg(file.path())
+        .args(["--time", "occurred_at", "--key", "merchant_id", "--count"])
+        .args([
+            "--session",
+            "20s",
+            "--delay",
+            "2s",
+            "--allowed-lateness",
+            "10m",
+            "-q",
+        ])
+        .args(["--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("merchant_id,window_start,window_end,count,update,retract")
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert!(rows.iter().any(|r| r.ends_with(",true,false")), "an update");
+    assert!(
+        rows.iter().any(|r| r.ends_with(",,false,true")),
+        "a retraction, no count"
+    );
 }
