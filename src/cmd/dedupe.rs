@@ -121,19 +121,23 @@ struct Held {
 }
 
 impl Ids {
-    /// Judges a record; with `--keep last`, holds it, and returns the record it replaces.
-    fn check(
-        &mut self,
-        id: &str,
-        t: Millis,
-        clock: Millis,
-        record: impl FnOnce() -> Held,
-    ) -> (Verdict, Option<Held>) {
+    /// Judges a record (keep-first). Only a verdict comes back: the hot path keeps it in a
+    /// register, where a wider result would be stored and reloaded across the watermark call,
+    /// and that reload waits behind the table's cache-missing stores.
+    fn check(&mut self, id: &str, t: Millis, clock: Millis) -> Verdict {
         match self {
-            Ids::Hashed(d) => (d.check(&hash_id(id.as_bytes()), t, clock), None),
-            Ids::Exact(d) => (d.check(&id.into(), t, clock), None),
-            Ids::HashedLast(d) => d.check_held(&hash_id(id.as_bytes()), t, clock, record()),
-            Ids::ExactLast(d) => d.check_held(&id.into(), t, clock, record()),
+            Ids::Hashed(d) => d.check(&hash_id(id.as_bytes()), t, clock),
+            Ids::Exact(d) => d.check(&id.into(), t, clock),
+            Ids::HashedLast(_) | Ids::ExactLast(_) => unreachable!("keep-last uses check_held"),
+        }
+    }
+
+    /// Judges a record for `--keep last`: holds it, and returns the record it replaces.
+    fn check_held(&mut self, id: &str, t: Millis, clock: Millis, record: Held) -> Option<Held> {
+        match self {
+            Ids::HashedLast(d) => d.check_held(&hash_id(id.as_bytes()), t, clock, record).1,
+            Ids::ExactLast(d) => d.check_held(&id.into(), t, clock, record).1,
+            Ids::Hashed(_) | Ids::Exact(_) => unreachable!("keep-first uses check"),
         }
     }
 
@@ -271,23 +275,18 @@ impl RecordStep for DedupeStep {
             1 => line.field(0).expect("parse found it"),
             _ => self.id.as_str(),
         };
-        let seq = self.seq as u64;
-        let held = || Held {
-            seq,
-            bytes: line.bytes.into(),
+        // The clock is the watermark on arrival (event-time horizon) or the read time.
+        let (t, clock) = match self.horizon_by {
+            HorizonBy::Event => (t, self.watermarks.current()),
+            HorizonBy::Arrival => (self.now, self.now),
         };
-        let (verdict, replaced) = match self.horizon_by {
-            HorizonBy::Event => {
-                let judged = self.ids.check(id, t, self.watermarks.current(), held);
-                if self.time_at.is_some() {
-                    // No idle timeout here, so the watermark never reads processing time.
-                    self.watermarks.observe(partition, t, 0);
-                }
-                judged
-            }
-            HorizonBy::Arrival => self.ids.check(id, self.now, self.now, held),
-        };
+        let observe = self.time_at.is_some() && self.horizon_by == HorizonBy::Event;
         if !self.ids.holding() {
+            let verdict = self.ids.check(id, t, clock);
+            if observe {
+                // No idle timeout here, so the watermark never reads processing time.
+                self.watermarks.observe(partition, t, 0);
+            }
             if verdict == Verdict::Duplicate {
                 counters.duplicates += 1;
                 if let Some(d) = &mut self.duplicates {
@@ -300,6 +299,14 @@ impl RecordStep for DedupeStep {
             return Ok(Flow::Continue);
         }
         // --keep last: a repeat takes the place of the record held so far, which is dropped.
+        let held = Held {
+            seq: self.seq as u64,
+            bytes: line.bytes.into(),
+        };
+        let replaced = self.ids.check_held(id, t, clock, held);
+        if observe {
+            self.watermarks.observe(partition, t, 0);
+        }
         if let Some(earlier) = replaced {
             counters.duplicates += 1;
             if let Some(d) = &mut self.duplicates {
