@@ -16,7 +16,7 @@ use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
 use crate::core::time::{Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::{
-    EmitMode, Outcome, Row, WindowConfig, WindowKind, WindowOperator, KEY_SEPARATOR,
+    EmitMode, Outcome, Row, TooManyWindows, WindowConfig, WindowKind, WindowOperator, KEY_SEPARATOR,
 };
 use crate::error::{Error, Result};
 use crate::io::dead_letter::ErrorPolicy;
@@ -470,12 +470,12 @@ impl RecordStep for WindowStep {
                     late.write_line(line.bytes)?;
                 }
             }
-            Err(too_many) => {
+            Err(TooManyWindows) => {
                 return Err(Fault::Fatal(Error::BadInput {
                     position: line.position().to_string(),
                     reason: format!(
                         "more than {} open windows (--max-open-windows); raise it, or lower --delay or --allowed-lateness",
-                        too_many.0
+                        self.op.max_open_windows()
                     ),
                 }))
             }
