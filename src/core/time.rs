@@ -180,6 +180,11 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
     if minute > 59 || second > 59 {
         return None;
     }
+    let instant = |millis: i64, offset_minutes: i64| {
+        let seconds = hour_start + minute * 60 + second - offset_minutes * 60;
+        let ms = seconds * 1000 + millis;
+        (MIN_MILLIS..=MAX_MILLIS).contains(&ms).then_some(ms)
+    };
     // The commonest shape, `.mmmZ`, read directly.
     if let [b'.', m1, m2, m3, b'Z'] = b[19..] {
         let (m1, m2, m3) = (
@@ -188,9 +193,7 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
             m3.wrapping_sub(b'0'),
         );
         if m1 < 10 && m2 < 10 && m3 < 10 {
-            let millis = m1 as i64 * 100 + m2 as i64 * 10 + m3 as i64;
-            let ms = (hour_start + minute * 60 + second) * 1000 + millis;
-            return (MIN_MILLIS..=MAX_MILLIS).contains(&ms).then_some(ms);
+            return instant(m1 as i64 * 100 + m2 as i64 * 10 + m3 as i64, 0);
         }
     }
     let mut i = 19;
@@ -226,9 +229,7 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
         }
         _ => return None,
     };
-    let seconds = hour_start + minute * 60 + second - offset_minutes * 60;
-    let ms = seconds * 1000 + millis;
-    (MIN_MILLIS..=MAX_MILLIS).contains(&ms).then_some(ms)
+    instant(millis, offset_minutes)
 }
 
 thread_local! {
