@@ -78,6 +78,13 @@ struct DriftBucket {
     late: u64,
 }
 
+/// Adds the recent bucket's pending counts to its entry (admitted when the bucket began).
+fn add_recent(drift: &mut BTreeMap<Millis, DriftBucket>, (start, counts): &(Millis, DriftBucket)) {
+    let b = drift.get_mut(start).expect("recent bucket admitted");
+    b.count += counts.count;
+    b.late += counts.late;
+}
+
 /// The whole profile, pure: the command feeds it records.
 pub struct Profile {
     delays: Vec<Millis>,
@@ -151,20 +158,16 @@ impl Profile {
     }
 
     fn flush_recent(&mut self) {
-        if let Some((start, counts)) = self.recent.take() {
-            let b = self.drift.get_mut(&start).expect("recent bucket admitted");
-            b.count += counts.count;
-            b.late += counts.late;
+        if let Some(recent) = self.recent.take() {
+            add_recent(&mut self.drift, &recent);
         }
     }
 
     /// The drift series with the recent bucket's counts included.
     fn drift(&self) -> BTreeMap<Millis, DriftBucket> {
         let mut drift = self.drift.clone();
-        if let Some((start, counts)) = &self.recent {
-            let b = drift.get_mut(start).expect("recent bucket admitted");
-            b.count += counts.count;
-            b.late += counts.late;
+        if let Some(recent) = &self.recent {
+            add_recent(&mut drift, recent);
         }
         drift
     }
