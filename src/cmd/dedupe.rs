@@ -55,10 +55,8 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
     let ids = match (args.keep, args.exact_ids) {
         (Keep::First, true) => Ids::Exact(Deduper::new(args.horizon, args.max_keys)),
         (Keep::First, false) => Ids::Hashed(Deduper::new(args.horizon, args.max_keys)),
-        (Keep::Last, true) => Ids::ExactLast(Deduper::with_held(args.horizon, args.max_keys, true)),
-        (Keep::Last, false) => {
-            Ids::HashedLast(Deduper::with_held(args.horizon, args.max_keys, true))
-        }
+        (Keep::Last, true) => Ids::ExactLast(Deduper::keeping_last(args.horizon, args.max_keys)),
+        (Keep::Last, false) => Ids::HashedLast(Deduper::keeping_last(args.horizon, args.max_keys)),
     };
     let mut step = DedupeStep {
         ids,
@@ -202,6 +200,15 @@ impl DedupeStep {
         Ok(())
     }
 
+    /// Counts a dropped repeat and writes it to --duplicates.
+    fn drop_duplicate(&mut self, bytes: &[u8], counters: &mut Counters) -> Result<()> {
+        counters.duplicates += 1;
+        match &mut self.duplicates {
+            Some(d) => d.write_line(bytes),
+            None => Ok(()),
+        }
+    }
+
     /// Writes the held records whose groups ended, in the order their groups opened (then
     /// input order).
     fn write_released(&mut self, counters: &mut Counters) -> Result<()> {
@@ -226,7 +233,8 @@ impl DedupeStep {
         Ok(())
     }
 
-    /// The record's id text (in `self.id`), its time and partition.
+    /// Checks the record's id fields (a composite id is joined in `self.id`), and reads its
+    /// time and partition.
     fn parse(&mut self, line: &Line<'_>) -> Result<(Millis, usize), RecordError> {
         let x = &self.extractor;
         let field = |i: usize| line.field(i).ok_or_else(|| x.missing(i, line.text()));
@@ -280,7 +288,8 @@ impl RecordStep for DedupeStep {
             HorizonBy::Event => (t, self.watermarks.current()),
             HorizonBy::Arrival => (self.now, self.now),
         };
-        let observe = self.time_at.is_some() && self.horizon_by == HorizonBy::Event;
+        // `time_at` is set only for an event-time horizon.
+        let observe = self.time_at.is_some();
         if !self.ids.holding() {
             let verdict = self.ids.check(id, t, clock);
             if observe {
@@ -288,10 +297,7 @@ impl RecordStep for DedupeStep {
                 self.watermarks.observe(partition, t, 0);
             }
             if verdict == Verdict::Duplicate {
-                counters.duplicates += 1;
-                if let Some(d) = &mut self.duplicates {
-                    d.write_line(line.bytes)?;
-                }
+                self.drop_duplicate(line.bytes, counters)?;
             } else {
                 self.sink.write_record(line.bytes)?;
                 counters.written += 1;
@@ -308,10 +314,7 @@ impl RecordStep for DedupeStep {
             self.watermarks.observe(partition, t, 0);
         }
         if let Some(earlier) = replaced {
-            counters.duplicates += 1;
-            if let Some(d) = &mut self.duplicates {
-                d.write_line(&earlier.bytes)?;
-            }
+            self.drop_duplicate(&earlier.bytes, counters)?;
         }
         self.ids.take_released(&mut self.released);
         self.write_released(counters)?;

@@ -91,7 +91,7 @@ pub struct Deduper<K: IdKey, H = ()> {
 
 impl<K: IdKey> Deduper<K> {
     pub fn new(horizon: Option<Millis>, max_keys: usize) -> Deduper<K> {
-        Deduper::with_held(horizon, max_keys, false)
+        Deduper::build(horizon, max_keys, false)
     }
 
     /// Judges a record with id `id` at time `t`, the clock standing at `clock`.
@@ -101,8 +101,12 @@ impl<K: IdKey> Deduper<K> {
 }
 
 impl<K: IdKey, H> Deduper<K, H> {
-    /// A deduper that holds a record per id when `holding` (`--keep last`).
-    pub fn with_held(horizon: Option<Millis>, max_keys: usize, holding: bool) -> Deduper<K, H> {
+    /// A deduper that holds the latest record of each id (`--keep last`).
+    pub fn keeping_last(horizon: Option<Millis>, max_keys: usize) -> Deduper<K, H> {
+        Deduper::build(horizon, max_keys, true)
+    }
+
+    fn build(horizon: Option<Millis>, max_keys: usize, holding: bool) -> Deduper<K, H> {
         Deduper {
             horizon,
             max_keys: max_keys.max(1),
@@ -331,7 +335,7 @@ mod tests {
     /// expiry, eviction or the end of the input, and a repeat hands back the one it replaces.
     #[test]
     fn held_records_come_back_once() {
-        let mut d: Deduper<IdHash, u32> = Deduper::with_held(Some(100), 8, true);
+        let mut d: Deduper<IdHash, u32> = Deduper::keeping_last(Some(100), 8);
         let mut dropped = Vec::new();
         let mut released = Vec::new();
         for n in 0..40u32 {
