@@ -359,7 +359,12 @@ impl WindowOperator {
                 pending.insert(end, start, key);
             }
             if cfg.emit == EmitMode::Updates {
-                out.push(row(&keys.texts[key as usize], start, entry));
+                out.push(row(
+                    &keys.texts[key as usize],
+                    start,
+                    entry,
+                    entry.states.clone(),
+                ));
                 entry.emitted = true;
                 entry.row_out = true;
             }
@@ -455,7 +460,12 @@ impl WindowOperator {
             row_out,
         });
         if self.cfg.emit == EmitMode::Updates {
-            out.push(row(&self.keys.texts[key as usize], start, entry));
+            out.push(row(
+                &self.keys.texts[key as usize],
+                start,
+                entry,
+                entry.states.clone(),
+            ));
             entry.emitted = true;
             entry.row_out = true;
         }
@@ -491,14 +501,7 @@ impl WindowOperator {
                 } else {
                     entry.states.clone()
                 };
-                out.push(Row {
-                    key: self.keys.texts[key as usize].clone(),
-                    start,
-                    end,
-                    update: entry.emitted,
-                    retract: false,
-                    states,
-                });
+                out.push(row(&self.keys.texts[key as usize], start, entry, states));
                 entry.emitted = true;
                 entry.row_out = true;
             }
@@ -570,14 +573,15 @@ impl Schedule {
     }
 }
 
-fn row(key: &Rc<str>, start: Millis, entry: &Entry) -> Row {
+/// The row for a window, with its states copied (the window stays) or moved out of it.
+fn row(key: &Rc<str>, start: Millis, entry: &Entry, states: Box<[AggState]>) -> Row {
     Row {
         key: key.clone(),
         start,
         end: entry.end,
         update: entry.emitted,
         retract: false,
-        states: entry.states.clone(),
+        states,
     }
 }
 
