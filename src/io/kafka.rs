@@ -1116,16 +1116,26 @@ impl AdminCall {
         AdminCall { queue, options }
     }
 
-    /// The next result event, or `None` after `wait`. The caller destroys the event.
-    unsafe fn next_event(
+    /// The next result event, if it succeeded. An error when none comes within `wait`
+    /// (reported as `timeout`, the request's own), or when the broker refused the request.
+    /// The caller destroys a returned event.
+    unsafe fn next_result(
         &self,
         wait: Duration,
-    ) -> Option<*mut rdkafka::bindings::rd_kafka_event_t> {
+        timeout: Duration,
+    ) -> Result<*mut rdkafka::bindings::rd_kafka_event_t, String> {
         let event = rdkafka::bindings::rd_kafka_queue_poll(
             self.queue,
             wait.as_millis().min(i32::MAX as u128) as i32,
         );
-        (!event.is_null()).then_some(event)
+        if event.is_null() {
+            return Err(format!("no answer within {timeout:?}"));
+        }
+        if let Some(e) = event_error(event) {
+            rdkafka::bindings::rd_kafka_event_destroy(event);
+            return Err(e);
+        }
+        Ok(event)
     }
 }
 
@@ -1173,13 +1183,7 @@ fn list_groups(
             timeout,
         );
         rd::rd_kafka_ListConsumerGroups(rk, call.options, call.queue);
-        let event = call
-            .next_event(timeout + Duration::from_secs(1))
-            .ok_or_else(|| format!("no answer within {timeout:?}"))?;
-        if let Some(e) = event_error(event) {
-            rd::rd_kafka_event_destroy(event);
-            return Err(e);
-        }
+        let event = call.next_result(timeout + Duration::from_secs(1), timeout)?;
         let listing = rd::rd_kafka_event_ListConsumerGroups_result(event);
         let mut count = 0usize;
         let groups = rd::rd_kafka_ListConsumerGroups_result_valid(listing, &mut count);
@@ -1238,13 +1242,8 @@ fn list_group_offsets(
         }
         let deadline = Instant::now() + timeout + Duration::from_secs(1);
         for _ in 0..names.len() {
-            let event = call
-                .next_event(deadline.saturating_duration_since(Instant::now()))
-                .ok_or_else(|| format!("no answer within {timeout:?}"))?;
-            if let Some(e) = event_error(event) {
-                rd::rd_kafka_event_destroy(event);
-                return Err(e);
-            }
+            let event =
+                call.next_result(deadline.saturating_duration_since(Instant::now()), timeout)?;
             let result = rd::rd_kafka_event_ListConsumerGroupOffsets_result(event);
             let mut count = 0usize;
             let results = rd::rd_kafka_ListConsumerGroupOffsets_result_groups(result, &mut count);
