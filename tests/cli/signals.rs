@@ -1,19 +1,23 @@
 //! SIGINT/SIGTERM: a clean stop that flushes output, prints the summary and exits 130.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::Stdio;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::weir_std;
 
-fn stops_cleanly_on(signal: &str) {
-    let mut child = weir_std()
-        .arg("consume")
+/// weir on a live pipe: every stream piped, stdin kept open by the test.
+fn spawn_live(command: &mut Command) -> Child {
+    command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+fn stops_cleanly_on(signal: &str) {
+    let mut child = spawn_live(weir_std().arg("consume"));
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"{\"n\":1}\n{\"n\":2}\n").unwrap();
     stdin.flush().unwrap();
@@ -69,14 +73,11 @@ fn sigterm_stops_cleanly() {
 fn sigint_writes_what_keep_last_holds() {
     let dir = tempfile::tempdir().unwrap();
     let dups = dir.path().join("dups.ndjson");
-    let mut child = weir_std()
-        .args(["dedupe", "--id", "id", "--keep", "last", "--duplicates"])
-        .arg(&dups)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_live(
+        weir_std()
+            .args(["dedupe", "--id", "id", "--keep", "last", "--duplicates"])
+            .arg(&dups),
+    );
     let mut stdin = child.stdin.take().unwrap();
     stdin
         .write_all(b"{\"id\":\"a\",\"v\":1}\n{\"id\":\"b\",\"v\":1}\n{\"id\":\"a\",\"v\":2}\n")

@@ -89,30 +89,51 @@ fn run_window(
             v.get("update").is_none(),
             "no updates without allowed lateness: {line}"
         );
-        let start = weir::core::time::parse_time_str(
-            v["window_start"].as_str().unwrap(),
-            &Default::default(),
-        )
-        .unwrap();
-        let cents = v["sum_amount"].to_string().parse::<Decimal>().unwrap() * Decimal::from(100);
-        assert!(cents.fract().is_zero(), "{line}");
-        let key = (v["merchant_id"].as_str().unwrap().to_string(), start);
-        let previous = rows.insert(key, (v["count"].as_u64().unwrap(), cents.to_i64().unwrap()));
+        let previous = rows.insert(row_key(&v), row_totals(&line, &v));
         assert!(previous.is_none(), "one row per key and window: {line}");
     }
-    let late_ids = std::fs::read_to_string(&late)
-        .unwrap()
-        .lines()
+    let late_ids = event_ids(&std::fs::read_to_string(&late).unwrap());
+    let stats: Value = serde_json::from_str(&std::fs::read_to_string(stats).unwrap()).unwrap();
+    (rows, late_ids, stats)
+}
+
+/// A result row's (merchant_id, window_start).
+fn row_key(v: &Value) -> (String, Millis) {
+    let start =
+        weir::core::time::parse_time_str(v["window_start"].as_str().unwrap(), &Default::default())
+            .unwrap();
+    (v["merchant_id"].as_str().unwrap().to_string(), start)
+}
+
+/// A result row's count and sum in cents (which must be whole).
+fn row_totals(line: &str, v: &Value) -> (u64, i64) {
+    let cents = v["sum_amount"].to_string().parse::<Decimal>().unwrap() * Decimal::from(100);
+    assert!(cents.fract().is_zero(), "{line}");
+    (v["count"].as_u64().unwrap(), cents.to_i64().unwrap())
+}
+
+/// The event ids of NDJSON records (a --late-output file).
+fn event_ids(text: &str) -> Vec<String> {
+    text.lines()
         .map(|l| {
             serde_json::from_str::<Value>(l).unwrap()["event_id"]
                 .as_str()
                 .unwrap()
                 .to_string()
         })
-        .collect();
-    let stats: Value = serde_json::from_str(&std::fs::read_to_string(stats).unwrap()).unwrap();
-    (rows, late_ids, stats)
+        .collect()
 }
+
+/// Sessions whose late records still update fired ones: a short delay, a long lateness.
+const LATE_SESSIONS: [&str; 7] = [
+    "--session",
+    "20s",
+    "--delay",
+    "2s",
+    "--allowed-lateness",
+    "10m",
+    "-q",
+];
 
 fn id(e: &Event) -> String {
     format!("evt-{:012}", e.id)
@@ -242,34 +263,19 @@ fn session_updates_and_retractions_upsert_to_the_batch_result() {
             "--sum",
             "amount",
         ])
-        .args([
-            "--session",
-            "20s",
-            "--delay",
-            "2s",
-            "--allowed-lateness",
-            "10m",
-            "-q",
-        ])
+        .args(LATE_SESSIONS)
         .args(["--late-output", "/dev/stderr"])
         .output()
         .unwrap();
     assert!(out.status.success());
-    let late: BTreeSet<String> = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .map(|v| v["event_id"].as_str().unwrap().to_string())
+    let late: BTreeSet<String> = event_ids(&String::from_utf8_lossy(&out.stderr))
+        .into_iter()
         .collect();
     let mut table = Batch::new();
     let (mut updates, mut retractions) = (0, 0);
     for line in stdout_lines(&out) {
         let v: Value = serde_json::from_str(&line).unwrap();
-        let start = weir::core::time::parse_time_str(
-            v["window_start"].as_str().unwrap(),
-            &Default::default(),
-        )
-        .unwrap();
-        let key = (v["merchant_id"].as_str().unwrap().to_string(), start);
+        let key = row_key(&v);
         if v["retract"] == true {
             retractions += 1;
             assert!(
@@ -279,8 +285,7 @@ fn session_updates_and_retractions_upsert_to_the_batch_result() {
             continue;
         }
         updates += (v["update"] == true) as u32;
-        let cents = v["sum_amount"].to_string().parse::<Decimal>().unwrap() * Decimal::from(100);
-        table.insert(key, (v["count"].as_u64().unwrap(), cents.to_i64().unwrap()));
+        table.insert(key, row_totals(&line, &v));
     }
     assert!(
         updates > 0 && retractions > 0,
@@ -714,15 +719,7 @@ fn csv_rows_carry_update_and_retract_columns() {
         .arg("window")
         .arg(file.path())
         .args(["--time", "occurred_at", "--key", "merchant_id", "--count"])
-        .args([
-            "--session",
-            "20s",
-            "--delay",
-            "2s",
-            "--allowed-lateness",
-            "10m",
-            "-q",
-        ])
+        .args(LATE_SESSIONS)
         .args(["--format", "csv"])
         .output()
         .unwrap();
