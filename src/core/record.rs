@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::de::{Deserializer, Visitor};
 
-use super::scan::{scan, special_offset, PathTrie, Span};
+use super::scan::{scan, special_offset, PathTrie, Scanned, Shape, Span};
 use super::time::{fast_rfc3339, parse_time_number, parse_time_str, Millis, TimeError, TimeFormat};
 
 /// Where a record came from, for error messages and dead letters.
@@ -182,9 +182,34 @@ impl std::error::Error for RecordError {}
 
 /// Checks that bytes are UTF-8 and valid JSON (any value); the cheapest full validation.
 pub fn validate_json(line: &[u8]) -> Result<&str, RecordError> {
-    let text = as_utf8(line)?;
-    scan(line, &PathTrie::default(), &mut []).map_err(|e| RecordError::NotJson(e.to_string()))?;
-    Ok(text)
+    validate_json_shaped(line, None)
+}
+
+/// `validate_json`, with the layout of the last line (see [`Shape`]) when the caller keeps it.
+pub fn validate_json_shaped<'a>(
+    line: &'a [u8],
+    shape: Option<&mut Shape>,
+) -> Result<&'a str, RecordError> {
+    match scan(line, &PathTrie::default(), &mut [], shape) {
+        Ok(scanned) => checked_utf8(line, scanned),
+        Err(e) => {
+            // Bad UTF-8 is reported before bad JSON.
+            as_utf8(line)?;
+            Err(RecordError::NotJson(e.to_string()))
+        }
+    }
+}
+
+/// The text of a line the scanner accepted: only a line with bytes above ASCII needs the
+/// full UTF-8 check.
+fn checked_utf8(line: &[u8], scanned: Scanned) -> Result<&str, RecordError> {
+    if scanned.ascii {
+        debug_assert!(line.is_ascii());
+        // SAFETY: the scanner saw no byte above ASCII, and ASCII is valid UTF-8.
+        Ok(unsafe { std::str::from_utf8_unchecked(line) })
+    } else {
+        as_utf8(line)
+    }
 }
 
 pub fn as_utf8(line: &[u8]) -> Result<&str, RecordError> {
@@ -231,21 +256,25 @@ impl Extractor {
     /// Validates `line` as one JSON object and fills `out` with where the fields are.
     /// Duplicate keys: the last one wins, as in jq and serde_json.
     pub fn extract(&self, line: &str, out: &mut Fields) -> Result<(), RecordError> {
-        self.extract_bytes(line.as_bytes(), out)
+        self.extract_bytes(line.as_bytes(), out, None).map(|_| ())
     }
 
-    /// `extract` on bytes whose UTF-8 the caller checks separately (the scanner checks the
-    /// JSON grammar; non-ASCII bytes can only pass inside strings).
-    pub fn extract_bytes(&self, line: &[u8], out: &mut Fields) -> Result<(), RecordError> {
+    /// `extract` on bytes, also checked as UTF-8 (after the JSON), with the layout of the last
+    /// line (see [`Shape`]) when the caller keeps one for this extractor. Returns the text.
+    pub fn extract_bytes<'a>(
+        &self,
+        line: &'a [u8],
+        out: &mut Fields,
+        shape: Option<&mut Shape>,
+    ) -> Result<&'a str, RecordError> {
         out.clear();
         out.resize(self.paths.len(), None);
-        let is_object =
-            scan(line, &self.trie, out).map_err(|e| RecordError::NotJson(e.to_string()))?;
-        if is_object {
-            Ok(())
-        } else {
-            Err(RecordError::NotObject)
+        let scanned =
+            scan(line, &self.trie, out, shape).map_err(|e| RecordError::NotJson(e.to_string()))?;
+        if !scanned.object {
+            return Err(RecordError::NotObject);
         }
+        checked_utf8(line, scanned)
     }
 
     /// The error for a path that `extract` did not find, with a suggestion from the line.

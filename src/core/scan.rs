@@ -5,7 +5,12 @@
 //! still and accepts lines with garbage after the wanted fields. This scanner checks the full
 //! RFC 8259 grammar (the same acceptance as `serde_json::from_str::<IgnoredAny>`, which the
 //! property tests hold it to, except that nesting stops at 127 levels as serde_json's `Value`
-//! parser does) and copies nothing. UTF-8 is checked before, by the caller.
+//! parser does) and copies nothing. It notes whether any byte is above ASCII, so that the
+//! caller's UTF-8 check is needed only for lines that have such bytes.
+//!
+//! Lines of one stream almost always repeat one layout: the same keys in the same order. A
+//! [`Shape`] remembers the last object line's text between its values, and a line that
+//! repeats that text byte for byte needs only its values scanned.
 
 use std::fmt;
 
@@ -61,15 +66,15 @@ impl PathTrie {
         node.leaves.push(index);
     }
 
+    /// The position of the child for `key` in `children`.
     #[inline]
-    fn child(&self, key: &[u8]) -> Option<&PathTrie> {
+    fn child_index(&self, key: &[u8]) -> Option<usize> {
         if self.lengths & length_bit(key.len()) == 0 {
             return None;
         }
         self.children
             .iter()
-            .find(|(name, _)| same_bytes(name, key))
-            .map(|(_, n)| n)
+            .position(|(name, _)| same_bytes(name, key))
     }
 }
 
@@ -77,8 +82,9 @@ fn length_bit(len: usize) -> u64 {
     1 << len.min(63)
 }
 
-/// `a == b`, with keys of 4 to 16 bytes (most JSON keys) compared as two overlapping words
-/// each instead of through a `memcmp` call: every key of every line is compared here.
+/// `a == b`, with texts of 4 to 32 bytes (most JSON keys, and the text between two values)
+/// compared as overlapping words instead of through a `memcmp` call: every key of every line
+/// is compared here.
 #[inline(always)]
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
@@ -87,27 +93,75 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     }
     let word8 = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8"));
     let word4 = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4"));
+    let same8 = |at: usize| word8(a, at) == word8(b, at);
     match n {
-        8..=16 => word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8),
+        17..=32 => same8(0) & same8(8) & same8(n - 16) & same8(n - 8),
+        8..=16 => same8(0) & same8(n - 8),
         4..=7 => word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4),
         _ => a == b,
     }
 }
 
+/// Whether `line` holds `text` at `at`.
+#[inline(always)]
+fn has_at(line: &[u8], at: usize, text: &[u8]) -> bool {
+    line.len() - at >= text.len() && same_bytes(&line[at..at + text.len()], text)
+}
+
 /// Byte range of a captured value in the line.
 pub type Span = (u32, u32);
 
+/// What a scan found out about a valid line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scanned {
+    /// The value is an object.
+    pub object: bool,
+    /// Every byte is ASCII, so the line is UTF-8 with no further check. (Bytes above ASCII
+    /// can only pass inside strings, and the string scan sees every byte of a string.)
+    pub ascii: bool,
+}
+
 /// Scans `line` as one JSON value; for each path of `trie` found, stores the value's span in
-/// `out[index]` (the last occurrence wins). Returns whether the value is an object.
-pub fn scan(line: &[u8], trie: &PathTrie, out: &mut [Option<Span>]) -> Result<bool, ScanError> {
-    let mut s = Scanner {
-        b: line,
-        i: 0,
-        depth: 0,
-        error: None,
+/// `out[index]` (the last occurrence wins; `out` starts all `None`).
+///
+/// With a `shape` (kept by the caller from line to line, always with the same `trie`), a line
+/// laid out like the last object line is checked against that layout, and any other line is
+/// scanned in full and becomes the new layout. Both ways accept and capture exactly the same.
+pub fn scan(
+    line: &[u8],
+    trie: &PathTrie,
+    out: &mut [Option<Span>],
+    shape: Option<&mut Shape>,
+) -> Result<Scanned, ScanError> {
+    let Some(shape) = shape else {
+        return scan_in_full(line, trie, out, None);
     };
+    if shape.known {
+        if let Some(scanned) = shape.scan(line, trie, out) {
+            return Ok(scanned);
+        }
+        out.fill(None);
+    }
+    shape.marks.clear();
+    let scanned = scan_in_full(line, trie, out, Some(&mut shape.marks));
+    match scanned {
+        Ok(Scanned { object: true, .. }) => shape.learn(line),
+        Ok(_) => shape.known = false,
+        // A bad line leaves the layout as it was: the next line most likely has it.
+        Err(_) => {}
+    }
+    scanned
+}
+
+fn scan_in_full(
+    line: &[u8],
+    trie: &PathTrie,
+    out: &mut [Option<Span>],
+    marks: Option<&mut Vec<Mark>>,
+) -> Result<Scanned, ScanError> {
+    let mut s = Scanner::new(line, marks);
     s.ws();
-    let is_object = s.peek() == Some(b'{');
+    let object = s.peek() == Some(b'{');
     let scanned = s.value(Some(trie), out).and_then(|_| {
         s.ws();
         if s.i < line.len() {
@@ -117,8 +171,113 @@ pub fn scan(line: &[u8], trie: &PathTrie, out: &mut [Option<Span>]) -> Result<bo
         }
     });
     match scanned {
-        Ok(()) => Ok(is_object),
+        Ok(()) => Ok(Scanned {
+            object,
+            ascii: s.high == 0,
+        }),
         Err(Stop) => Err(s.error.take().expect("a stop records its error")),
+    }
+}
+
+/// The layout of the last object line scanned in full: the text before each member's value
+/// (`{"a":`, then `,"b":` and so on, spaces included), the text after the last value, and
+/// which requested field, if any, each member is.
+#[derive(Debug, Default)]
+pub struct Shape {
+    known: bool,
+    /// The texts, one after another.
+    text: Vec<u8>,
+    /// The texts are all ASCII (a key may not be).
+    ascii: bool,
+    members: Vec<Member>,
+    /// Where the text after the last value ends in `text` (it starts where the last member's
+    /// lead ends).
+    end: u32,
+    /// The full scan's record of the top-level members, to learn from.
+    marks: Vec<Mark>,
+}
+
+/// Layouts longer than this are not kept: matching them would save little.
+const MAX_SHAPE_TEXT: usize = 4096;
+
+/// No requested field starts at this member.
+const NO_CHILD: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct Member {
+    /// The member's text before its value ends here in `Shape::text`; it starts where the
+    /// previous member's ends.
+    lead_end: u32,
+    /// Index of the member's key in the trie's root children, or `NO_CHILD`.
+    child: u32,
+}
+
+/// A top-level member as the full scan found it.
+#[derive(Clone, Copy, Debug)]
+struct Mark {
+    value_start: u32,
+    value_end: u32,
+    child: u32,
+}
+
+impl Shape {
+    fn learn(&mut self, line: &[u8]) {
+        self.text.clear();
+        self.members.clear();
+        let mut from = 0;
+        for mark in &self.marks {
+            self.text
+                .extend_from_slice(&line[from..mark.value_start as usize]);
+            self.members.push(Member {
+                lead_end: self.text.len() as u32,
+                child: mark.child,
+            });
+            from = mark.value_end as usize;
+        }
+        self.text.extend_from_slice(&line[from..]);
+        self.end = self.text.len() as u32;
+        self.ascii = self.text.is_ascii();
+        self.known = self.text.len() <= MAX_SHAPE_TEXT;
+    }
+
+    /// Scans a line laid out like this shape, or returns `None` for any other line (valid or
+    /// not), which the full scan must then judge.
+    fn scan(&self, line: &[u8], trie: &PathTrie, out: &mut [Option<Span>]) -> Option<Scanned> {
+        let mut s = Scanner::new(line, None);
+        // Inside the top-level object, as the full scan is when it reaches a member's value.
+        s.depth = 1;
+        let mut lead_start = 0;
+        for member in &self.members {
+            let lead = &self.text[lead_start..member.lead_end as usize];
+            lead_start = member.lead_end as usize;
+            if !has_at(line, s.i, lead) {
+                return None;
+            }
+            s.i += lead.len();
+            let child = trie.children.get(member.child as usize).map(|(_, n)| n);
+            if let Some(c) = child {
+                for &i in &c.below {
+                    out[i] = None;
+                }
+            }
+            let start = s.i;
+            let value = if s.peek() == Some(b'"') {
+                s.string().map(|_| ())
+            } else {
+                s.value(child, out)
+            };
+            value.ok()?;
+            if let Some(c) = child {
+                for &leaf in &c.leaves {
+                    out[leaf] = Some((start as u32, s.i as u32));
+                }
+            }
+        }
+        let end = &self.text[lead_start..self.end as usize];
+        (line.len() - s.i == end.len() && same_bytes(&line[s.i..], end)).then_some(Scanned {
+            object: true,
+            ascii: s.high == 0 && self.ascii,
+        })
     }
 }
 
@@ -126,14 +285,29 @@ pub fn scan(line: &[u8], trie: &PathTrie, out: &mut [Option<Span>]) -> Result<bo
 /// this zero-sized marker.
 struct Stop;
 
-struct Scanner<'a> {
+struct Scanner<'a, 'm> {
     b: &'a [u8],
     i: usize,
     depth: u32,
+    /// Nonzero once a byte above ASCII has been seen.
+    high: u64,
     error: Option<ScanError>,
+    /// Where to record the top-level members, when learning a shape.
+    marks: Option<&'m mut Vec<Mark>>,
 }
 
-impl Scanner<'_> {
+impl<'a, 'm> Scanner<'a, 'm> {
+    fn new(b: &'a [u8], marks: Option<&'m mut Vec<Mark>>) -> Self {
+        Scanner {
+            b,
+            i: 0,
+            depth: 0,
+            high: 0,
+            error: None,
+            marks,
+        }
+    }
+
     #[inline]
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
@@ -201,19 +375,20 @@ impl Scanner<'_> {
             let key_start = self.i + 1;
             let escaped = self.string()?;
             let key = &self.b[key_start..self.i - 1];
-            let child = match node {
+            let child_index = match node {
                 Some(n) if !n.children.is_empty() => {
                     if escaped {
                         let unescaped: String =
                             serde_json::from_slice(&self.b[key_start - 1..self.i])
                                 .unwrap_or_default();
-                        n.child(unescaped.as_bytes())
+                        n.child_index(unescaped.as_bytes())
                     } else {
-                        n.child(key)
+                        n.child_index(key)
                     }
                 }
                 _ => None,
             };
+            let child = child_index.and_then(|k| Some(&node?.children[k].1));
             self.ws();
             match self.peek() {
                 Some(b':') => self.i += 1,
@@ -237,6 +412,15 @@ impl Scanner<'_> {
             if let Some(c) = child {
                 for &leaf in &c.leaves {
                     out[leaf] = Some((start as u32, self.i as u32));
+                }
+            }
+            if self.depth == 1 {
+                if let Some(marks) = self.marks.as_mut() {
+                    marks.push(Mark {
+                        value_start: start as u32,
+                        value_end: self.i as u32,
+                        child: child_index.map_or(NO_CHILD, |k| k as u32),
+                    });
                 }
             }
             self.ws();
@@ -290,7 +474,9 @@ impl Scanner<'_> {
         self.i += 1;
         let mut escaped = false;
         loop {
-            self.i += special_offset(&self.b[self.i..]);
+            let (offset, high) = find_special(&self.b[self.i..]);
+            self.i += offset;
+            self.high |= high;
             match self.peek() {
                 Some(b'"') => {
                     self.i += 1;
@@ -383,17 +569,49 @@ impl Scanner<'_> {
     }
 }
 
-/// Offset of the first `"`, `\` or control byte in `s` (or `s.len()`), eight bytes at a time.
+/// Offset of the first `"`, `\` or control byte in `s` (or `s.len()`).
 #[inline]
 pub(crate) fn special_offset(s: &[u8]) -> usize {
+    find_special(s).0
+}
+
+/// Offset of the first `"`, `\` or control byte in `s` (or `s.len()`), and a value that is
+/// nonzero when a byte above ASCII comes before it (or shortly after: the bytes after it are
+/// the next token's, which the grammar checks anyway). Sixteen bytes at a time with SSE2,
+/// which every x86-64 has, then eight at a time.
+#[inline(always)]
+fn find_special(s: &[u8]) -> (usize, u64) {
+    let mut at = 0;
+    let mut high = 0;
+    #[cfg(target_arch = "x86_64")]
+    while s.len() - at >= 16 {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86-64, and the load reads `s[at..at + 16]`.
+        let (special, above_ascii) = unsafe {
+            let v = _mm_loadu_si128(s.as_ptr().add(at).cast());
+            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+            let special = _mm_or_si128(_mm_or_si128(quote, backslash), control);
+            (
+                _mm_movemask_epi8(special) as u32,
+                _mm_movemask_epi8(v) as u32,
+            )
+        };
+        high |= above_ascii as u64;
+        if special != 0 {
+            return (at + special.trailing_zeros() as usize, high);
+        }
+        at += 16;
+    }
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let mut words = s.chunks_exact(8);
-    let mut at = 0;
+    let mut words = s[at..].chunks_exact(8);
     for word in words.by_ref() {
         let v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
         let quote = v ^ (ONES * b'"' as u64);
         let backslash = v ^ (ONES * b'\\' as u64);
+        high |= v & HIGHS;
         // A byte is flagged when it is zero (quote/backslash) or below 0x20; bytes >= 0x80
         // (UTF-8) are excluded by `!v`. Borrows only run upward, so the lowest flag is exact.
         let flags = ((quote.wrapping_sub(ONES) & !quote)
@@ -402,15 +620,18 @@ pub(crate) fn special_offset(s: &[u8]) -> usize {
             & !v
             & HIGHS;
         if flags != 0 {
-            return at + (flags.trailing_zeros() / 8) as usize;
+            return (at + (flags.trailing_zeros() / 8) as usize, high);
         }
         at += 8;
     }
-    let rest = words.remainder();
-    at + rest
-        .iter()
-        .position(|c| matches!(c, b'"' | b'\\' | 0..=0x1f))
-        .unwrap_or(rest.len())
+    for &c in words.remainder() {
+        if matches!(c, b'"' | b'\\' | 0..=0x1f) {
+            break;
+        }
+        high |= (c & 0x80) as u64;
+        at += 1;
+    }
+    (at, high)
 }
 
 #[cfg(test)]
@@ -419,7 +640,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn ok(s: &str) -> bool {
-        scan(s.as_bytes(), &PathTrie::default(), &mut []).is_ok()
+        scan(s.as_bytes(), &PathTrie::default(), &mut [], None).is_ok()
     }
 
     fn serde_ok(s: &str) -> bool {
@@ -488,7 +709,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn same_bytes_is_equality(a in prop::collection::vec(prop::sample::select(b"ab".to_vec()), 0..20), b in prop::collection::vec(prop::sample::select(b"ab".to_vec()), 0..20)) {
+        fn same_bytes_is_equality(a in prop::collection::vec(prop::sample::select(b"ab".to_vec()), 0..40), b in prop::collection::vec(prop::sample::select(b"ab".to_vec()), 0..40)) {
             prop_assert_eq!(same_bytes(&a, &b), a == b);
             prop_assert!(same_bytes(&a, &a.clone()));
         }
@@ -502,6 +723,28 @@ mod tests {
         assert_eq!(special_offset("ééééé\"".as_bytes()), 10);
         assert_eq!(special_offset(b"abcdefgh"), 8);
         assert_eq!(special_offset(b"\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x1f"), 8);
+        let long = b"0123456789abcdefghijklmnopqrstuvwxyz\"";
+        assert_eq!(special_offset(long), 36);
+        assert_eq!(special_offset(&long[..36]), 36);
+        assert_eq!(special_offset(b"0123456789abcdef\x00"), 16);
+        assert_eq!(special_offset(b"0123456789abcdefghijklm\\"), 23);
+    }
+
+    proptest! {
+        /// Across the SSE2 blocks, the words and the last bytes: the offset is the first
+        /// special byte's, and a byte above ASCII before it is always noticed.
+        #[test]
+        fn find_special_is_the_first_special_byte(text in prop::collection::vec(prop::sample::select(b"ab\"\\\x01\x1f\x20\x7f\x80\xc3\xff".to_vec()), 0..50)) {
+            let (at, high) = find_special(&text);
+            let first = text.iter().position(|c| matches!(c, b'"' | b'\\' | 0..=0x1f)).unwrap_or(text.len());
+            prop_assert_eq!(at, first);
+            if !text[..first].is_ascii() {
+                prop_assert!(high != 0);
+            }
+            if text.is_ascii() {
+                prop_assert_eq!(high, 0);
+            }
+        }
     }
 
     #[test]
@@ -512,13 +755,17 @@ mod tests {
         trie.insert(&["b".into()], 2);
         let line = r#"{"a\u0020":0,"a": "x" ,"b":{"c":[1,2],"d":1}}"#;
         let mut out = [None; 3];
-        assert_eq!(scan(line.as_bytes(), &trie, &mut out), Ok(true));
+        assert!(scan(line.as_bytes(), &trie, &mut out, None).unwrap().object);
         let text = |i: usize| out[i].map(|(s, e)| &line[s as usize..e as usize]);
         assert_eq!(text(0), Some("\"x\""));
         assert_eq!(text(1), Some("[1,2]"));
         assert_eq!(text(2), Some(r#"{"c":[1,2],"d":1}"#));
         let mut out = [None; 3];
-        assert_eq!(scan(br#"{"\u0061":7}"#, &trie, &mut out), Ok(true));
+        assert!(
+            scan(br#"{"\u0061":7}"#, &trie, &mut out, None)
+                .unwrap()
+                .object
+        );
         assert_eq!(out[0], Some((10, 11)), "the 7 after the escaped key");
     }
 
@@ -545,7 +792,68 @@ mod tests {
         })
     }
 
+    /// Lines of one stream: objects whose keys usually repeat one of two layouts (spaces
+    /// included) but whose values change kind from line to line, some corrupted.
+    fn stream() -> impl Strategy<Value = Vec<String>> {
+        let key = prop::sample::select(vec!["a", "b", "c", "ab", "é"]).prop_map(String::from);
+        let layout =
+            move || prop::collection::vec((key.clone(), prop::sample::select(vec!["", " "])), 0..5);
+        let line = |keys: Vec<(String, &'static str)>| {
+            let n = keys.len();
+            (
+                Just(keys),
+                prop::collection::vec(json_text(), n),
+                any::<prop::sample::Index>(),
+                prop::sample::select(b"{}[]\",:\\ 0-.eEtfnu\x01x".to_vec()),
+                0..4u8,
+            )
+                .prop_map(|(keys, values, cut, byte, corrupt)| {
+                    let body: Vec<String> = keys
+                        .iter()
+                        .zip(&values)
+                        .map(|((k, space), v)| format!("{space}\"{k}\":{space}{v}"))
+                        .collect();
+                    let text = format!("{{{}}}", body.join(","));
+                    if corrupt > 0 {
+                        return text;
+                    }
+                    let mut bytes = text.into_bytes();
+                    let at = cut.index(bytes.len());
+                    if bytes[at].is_ascii() {
+                        bytes[at] = byte;
+                    }
+                    String::from_utf8(bytes).unwrap_or_default()
+                })
+        };
+        (layout(), layout()).prop_flat_map(move |(one, two)| {
+            let pick = prop_oneof![Just(one.clone()), Just(two.clone()), layout()];
+            prop::collection::vec(pick.prop_flat_map(line), 1..12)
+        })
+    }
+
     proptest! {
+        /// A scan that keeps the layout from line to line accepts, rejects, captures and
+        /// reports ASCII exactly as a scan of each line on its own.
+        #[test]
+        fn shaped_scans_agree_with_full_scans(lines in stream(), paths in prop::collection::vec("(a|b|ab)(\\.[a-c])?", 1..4)) {
+            let mut trie = PathTrie::default();
+            for (i, path) in paths.iter().enumerate() {
+                trie.insert(&path.split('.').map(String::from).collect::<Vec<_>>(), i);
+            }
+            let mut shape = Shape::default();
+            for line in &lines {
+                let mut full = vec![None; paths.len()];
+                let mut shaped = vec![None; paths.len()];
+                let expected = scan(line.as_bytes(), &trie, &mut full, None);
+                let got = scan(line.as_bytes(), &trie, &mut shaped, Some(&mut shape));
+                prop_assert_eq!(&got, &expected, "{}", line);
+                if let Ok(scanned) = got {
+                    prop_assert_eq!(&shaped, &full, "{}", line);
+                    prop_assert_eq!(scanned.ascii, line.is_ascii(), "{}", line);
+                }
+            }
+        }
+
         /// Valid JSON is accepted, and any corruption is judged exactly as serde_json judges it.
         #[test]
         fn agrees_with_serde_json(text in json_text(), cut in any::<prop::sample::Index>(), byte in prop::sample::select(b"{}[]\",:\\ 0-.eEtfnu\t\x01x".to_vec())) {
@@ -572,7 +880,7 @@ mod tests {
             let mut trie = PathTrie::default();
             trie.insert(&segments, 0);
             let mut out = [None];
-            scan(text.as_bytes(), &trie, &mut out).unwrap();
+            scan(text.as_bytes(), &trie, &mut out, None).unwrap();
             let value: serde_json::Value = serde_json::from_str(&text).unwrap();
             let expected = segments.iter().try_fold(&value, |v, s| v.as_object()?.get(s));
             let got: Option<serde_json::Value> = out[0].map(|(s, e)| serde_json::from_str(&text[s as usize..e as usize]).unwrap());

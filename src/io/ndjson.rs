@@ -17,7 +17,8 @@ use super::dead_letter::ErrorPolicy;
 use super::kafka::{self, KafkaSource, Polled};
 use super::spec::Input;
 use crate::core::envelope::write_envelope;
-use crate::core::record::{as_utf8, validate_json, Extractor, Fields, Position, RecordError};
+use crate::core::record::{validate_json_shaped, Extractor, Fields, Position, RecordError};
+use crate::core::scan::Shape;
 use crate::core::scan::Span;
 use crate::error::{Error, Result};
 use crate::stats::Counters;
@@ -93,7 +94,7 @@ enum Status {
 }
 
 impl Prepared {
-    fn fill(&mut self, data: &[u8], prepare: &Prepare, max_line: usize, scratch: &mut Fields) {
+    fn fill(&mut self, data: &[u8], prepare: &Prepare, max_line: usize, scratch: &mut Scratch) {
         self.lines.clear();
         self.spans.clear();
         self.errors.clear();
@@ -118,18 +119,19 @@ impl Prepared {
                     })
                 } else {
                     match prepare {
-                        Prepare::Validate => validate_json(bytes).map(|_| ()),
-                        Prepare::Extract(x) => {
-                            // UTF-8 is checked on the command's thread, where the text is used.
-                            x.extract_bytes(bytes, scratch)
+                        Prepare::Validate => {
+                            validate_json_shaped(bytes, Some(&mut scratch.shape)).map(|_| ())
                         }
+                        Prepare::Extract(x) => x
+                            .extract_bytes(bytes, &mut scratch.fields, Some(&mut scratch.shape))
+                            .map(|_| ()),
                     }
                 };
                 match checked {
                     Ok(()) => {
                         let at = self.spans.len() as u32;
                         if self.width > 0 {
-                            self.spans.extend_from_slice(scratch);
+                            self.spans.extend_from_slice(&scratch.fields);
                         }
                         Status::Record(at)
                     }
@@ -228,7 +230,7 @@ impl NdjsonReader {
                     out: item_tx,
                     spare: spare_rx,
                     spare_prepared: spare_prepared_rx,
-                    scratch: Vec::new(),
+                    scratch: Scratch::default(),
                     options,
                 };
                 if let Err(e) = work(&mut reader, &thread_cancel) {
@@ -256,8 +258,16 @@ struct ChunkReader {
     out: SyncSender<Item>,
     spare: Receiver<Vec<u8>>,
     spare_prepared: Receiver<Prepared>,
-    scratch: Fields,
+    scratch: Scratch,
     options: ReadOptions,
+}
+
+/// The reader thread's working state for checking lines.
+#[derive(Default)]
+struct Scratch {
+    fields: Fields,
+    /// The layout of the last line, which most lines repeat.
+    shape: Shape,
 }
 
 impl ChunkReader {
@@ -607,22 +617,18 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                     let result = match info.status {
                         Status::Record(at) => {
                             let fields = &p.spans[at as usize..at as usize + p.width];
-                            // One UTF-8 check per line, where the fields are read.
-                            let text = if p.width > 0 { as_utf8(bytes) } else { Ok("") };
-                            match text {
-                                Ok(text) => {
-                                    let line = Line {
-                                        bytes,
-                                        text,
-                                        origin: &chunk.origin,
-                                        number,
-                                        fields,
-                                        kafka: chunk.kafka.get(i).copied(),
-                                    };
-                                    step.record(&line, d.counters)
-                                }
-                                Err(e) => Err(Fault::Record(e)),
-                            }
+                            // SAFETY: the reader thread marks a line as a record only after
+                            // checking that it is UTF-8.
+                            let text = unsafe { std::str::from_utf8_unchecked(bytes) };
+                            let line = Line {
+                                bytes,
+                                text,
+                                origin: &chunk.origin,
+                                number,
+                                fields,
+                                kafka: chunk.kafka.get(i).copied(),
+                            };
+                            step.record(&line, d.counters)
                         }
                         Status::Bad(e) => Err(Fault::Record(p.errors[e as usize].clone())),
                         Status::Blank => unreachable!("skipped above"),

@@ -11,7 +11,7 @@ use super::kafka::{KafkaSink, Outgoing, SendError};
 use super::ndjson::Fault;
 use super::spec::SinkSpec;
 use crate::cli::BrokerArgs;
-use crate::core::record::{as_utf8, raw, Extractor, FieldPath, Fields, RecordError};
+use crate::core::record::{raw, Extractor, FieldPath, Fields, RecordError};
 use crate::error::{Error, Result};
 
 const OUT_BUFFER: usize = 256 * 1024;
@@ -248,9 +248,9 @@ impl KafkaLines {
     fn send(&mut self, line: &[u8]) -> Result<(), SinkFault> {
         let mut values: Vec<Option<Cow<'_, [u8]>>> = Vec::new();
         if let Some(x) = &self.fields {
-            x.extract_bytes(line, &mut self.spans)
+            let text = x
+                .extract_bytes(line, &mut self.spans, None)
                 .map_err(SinkFault::Record)?;
-            let text = as_utf8(line).map_err(SinkFault::Record)?;
             values.extend(
                 self.spans
                     .iter()
