@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::cli::{DedupeArgs, HorizonBy, Keep};
-use crate::core::dedupe::{hash_id, DedupeCounts, Deduper, IdHash, Verdict};
+use crate::core::dedupe::{hash_id, DedupeCounts, Deduper, IdHash, IdKey, Verdict};
 use crate::core::record::{time_of, Extractor, RecordError};
 use crate::core::time::{Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
@@ -113,6 +113,7 @@ enum Ids {
 
 /// A record held for `--keep last`: its place in the input (to order what is released
 /// together, and to name it in errors) and its bytes.
+#[derive(Default)]
 struct Held {
     seq: u64,
     bytes: Box<[u8]>,
@@ -127,6 +128,18 @@ impl Ids {
             Ids::Hashed(d) => d.check(&hash_id(id.as_bytes()), t, clock),
             Ids::Exact(d) => d.check(&id.into(), t, clock),
             Ids::HashedLast(_) | Ids::ExactLast(_) => unreachable!("keep-last uses check_held"),
+        }
+    }
+
+    /// Brings the place of `id` in the map into cache, for a check soon after.
+    fn prefetch(&self, id: &str) {
+        // Hashed and exact ids are both placed by the hash of their text.
+        let hash = hash_id(id.as_bytes()).hash128();
+        match self {
+            Ids::Hashed(d) => d.prefetch(hash),
+            Ids::Exact(d) => d.prefetch(hash),
+            Ids::HashedLast(d) => d.prefetch(hash),
+            Ids::ExactLast(d) => d.prefetch(hash),
         }
     }
 
@@ -323,6 +336,16 @@ impl RecordStep for DedupeStep {
 
     fn batch(&mut self) {
         self.now = self.started.elapsed().as_millis() as Millis;
+    }
+
+    fn ahead(&mut self, line: &Line<'_>) {
+        // The id map is far larger than the cache: each record's lookup would otherwise wait
+        // for memory on its own.
+        if self.id_fields == 1 {
+            if let Some(id) = line.field(0) {
+                self.ids.prefetch(id);
+            }
+        }
     }
 
     fn idle(&mut self) -> Result<()> {

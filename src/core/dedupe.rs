@@ -6,8 +6,10 @@
 //! Otherwise it passes, and X is remembered from t unless `C >= t + horizon` already (then
 //! nothing would remember it). Without a horizon, ids are remembered until evicted.
 //!
-//! Memory: a remembered id is its 128-bit hash and its time (24 bytes in a hash map, about 28
-//! to 57 bytes each with the map's spare room, 42 at 10M ids), or its text with `--exact-ids`. Expired ids are
+//! Memory: a remembered id is its 128-bit hash and its time (24 bytes and a tag byte in the
+//! [`IdTable`], about 28 to 57 bytes each with the table's spare room, 43 at 10M ids), or its
+//! text with `--exact-ids`. The command prefetches each id's place a few records ahead
+//! ([`Deduper::prefetch`]), since at millions of ids every lookup misses the cache. Expired ids are
 //! treated as absent when looked up (so expiry is exact) and swept out in passes whose cost
 //! is spread over the records. `max_keys` is a hard bound: when full, the oldest eighth of each
 //! of the 64 shards is
@@ -16,8 +18,7 @@
 
 use std::hash::Hash;
 
-use rustc_hash::FxHashMap;
-
+use super::id_table::IdTable;
 use super::time::Millis;
 
 /// What happened to a record.
@@ -40,8 +41,18 @@ pub struct DedupeCounts {
 }
 
 /// The id as kept: a 128-bit hash, or the text itself.
-pub trait IdKey: Hash + Eq + Clone {
+pub trait IdKey: Hash + Eq + Clone + Default {
     fn hash128(&self) -> u128;
+}
+
+/// Where an id's hash places it: its shard (the top bits) and its hash within the shard's
+/// table (the low word).
+fn place(hash: u128) -> (usize, u64) {
+    ((hash >> 122) as usize % SHARDS, hash as u64)
+}
+
+fn table_hash<K: IdKey>(id: &K) -> u64 {
+    place(id.hash128()).1
 }
 
 /// A 128-bit hash as two words: `u128` is 16-byte aligned, which would pad each map entry
@@ -78,7 +89,7 @@ pub struct Deduper<K: IdKey, H = ()> {
     horizon: Option<Millis>,
     max_keys: usize,
     /// Id → (time its group opened, held record).
-    shards: Vec<FxHashMap<K, (Millis, H)>>,
+    shards: Vec<IdTable<K, (Millis, H)>>,
     len: usize,
     evicted: Option<Bloom>,
     counts: DedupeCounts,
@@ -100,7 +111,7 @@ impl<K: IdKey> Deduper<K> {
     }
 }
 
-impl<K: IdKey, H> Deduper<K, H> {
+impl<K: IdKey, H: Default> Deduper<K, H> {
     /// A deduper that holds the latest record of each id (`--keep last`).
     pub fn keeping_last(horizon: Option<Millis>, max_keys: usize) -> Deduper<K, H> {
         Deduper::build(horizon, max_keys, true)
@@ -110,7 +121,7 @@ impl<K: IdKey, H> Deduper<K, H> {
         Deduper {
             horizon,
             max_keys: max_keys.max(1),
-            shards: (0..SHARDS).map(|_| FxHashMap::default()).collect(),
+            shards: (0..SHARDS).map(|_| IdTable::default()).collect(),
             len: 0,
             evicted: None,
             counts: DedupeCounts::default(),
@@ -147,6 +158,12 @@ impl<K: IdKey, H> Deduper<K, H> {
         self.len = 0;
     }
 
+    /// Brings the place of the id with this `hash128` into cache, for a `check` soon after.
+    pub fn prefetch(&self, hash: u128) {
+        let (shard, hash) = place(hash);
+        self.shards[shard].prefetch(hash);
+    }
+
     pub fn counts(&self) -> DedupeCounts {
         self.counts
     }
@@ -155,14 +172,10 @@ impl<K: IdKey, H> Deduper<K, H> {
         self.len
     }
 
-    fn shard(id: &K) -> usize {
-        (id.hash128() >> 122) as usize % SHARDS
-    }
-
     /// Keeps the shard's entries for which `keep` holds, rebuilding the table so that no
     /// tombstones are left behind; returns how many were dropped.
     fn rebuild(
-        shard: &mut FxHashMap<K, (Millis, H)>,
+        shard: &mut IdTable<K, (Millis, H)>,
         released: &mut Vec<(Millis, H)>,
         holding: bool,
         mut keep: impl FnMut(&K, Millis) -> bool,
@@ -176,13 +189,14 @@ impl<K: IdKey, H> Deduper<K, H> {
                 released.push(slot);
             }
         }
-        shard.extend(kept);
+        for (k, slot) in kept {
+            shard.insert_new(k.clone(), table_hash(&k), slot, table_hash);
+        }
         before - shard.len()
     }
 
     fn judge(&mut self, id: &K, t: Millis, clock: Millis, record: H) -> (Verdict, Option<H>) {
-        use std::collections::hash_map::Entry;
-        let at = Self::shard(id);
+        let (at, hash) = place(id.hash128());
         let horizon = self.horizon;
         let expired = |since: Millis| horizon.is_some_and(|h| clock >= since.saturating_add(h));
         let already_past = expired(t);
@@ -190,34 +204,36 @@ impl<K: IdKey, H> Deduper<K, H> {
         // A record that opens a group nothing would remember (the clock is already past its
         // horizon) ends its group at once.
         let mut ended_at_once = None;
-        match self.shards[at].entry(id.clone()) {
-            Entry::Occupied(mut e) => {
-                if !expired(e.get().0) {
-                    let replaced = std::mem::replace(&mut e.get_mut().1, record);
+        let shard = &mut self.shards[at];
+        match shard.find(id, hash) {
+            Some(slot) => {
+                let entry = shard.value_mut(slot);
+                if !expired(entry.0) {
+                    let replaced = std::mem::replace(&mut entry.1, record);
                     return (Verdict::Duplicate, Some(replaced));
                 }
                 // Remembered but expired: its group ends, and the record opens a new one.
                 let old = if already_past {
                     self.len -= 1;
                     ended_at_once = Some((t, record));
-                    e.remove()
+                    shard.remove_at(slot)
                 } else {
-                    e.insert((t, record))
+                    std::mem::replace(entry, (t, record))
                 };
                 if self.holding {
                     self.released.push(old);
                 }
             }
-            Entry::Vacant(e) if !already_past && self.len < self.max_keys => {
-                e.insert((t, record));
+            None if !already_past && self.len < self.max_keys => {
+                shard.insert_new(id.clone(), hash, (t, record), table_hash);
                 self.len += 1;
             }
-            Entry::Vacant(_) if !already_past => {
+            None if !already_past => {
                 self.make_room(clock);
-                self.shards[at].insert(id.clone(), (t, record));
+                self.shards[at].insert_new(id.clone(), hash, (t, record), table_hash);
                 self.len += 1;
             }
-            Entry::Vacant(_) => ended_at_once = Some((t, record)),
+            None => ended_at_once = Some((t, record)),
         }
         if let (true, Some(slot)) = (self.holding, ended_at_once) {
             self.released.push(slot);

@@ -3,6 +3,7 @@
 pub mod aggregate;
 pub mod dedupe;
 pub mod envelope;
+pub mod id_table;
 pub mod lag;
 pub mod lateness;
 pub mod pace;

@@ -558,6 +558,35 @@ pub trait RecordStep {
     /// Called before each batch of records: read clocks here, once per batch rather than once
     /// per record (the records of a batch were read together).
     fn batch(&mut self) {}
+    /// Shown a record `LOOKAHEAD` records before it comes to `record`, so that the state it
+    /// will touch can be fetched into cache while earlier records are worked on.
+    fn ahead(&mut self, _line: &Line<'_>) {}
+}
+
+/// How far ahead `RecordStep::ahead` sees: enough records to cover a memory access's
+/// latency, few enough that what they fetch is still in cache when they come.
+const LOOKAHEAD: usize = 8;
+
+impl Chunk {
+    /// Line `i` of the chunk, if it is a record.
+    fn record_line(&self, i: usize) -> Option<Line<'_>> {
+        let p = &self.prepared;
+        let info = p.lines.get(i)?;
+        let Status::Record(at) = info.status else {
+            return None;
+        };
+        let bytes = &self.data[info.start as usize..info.end as usize];
+        Some(Line {
+            bytes,
+            // SAFETY: the reader thread marks a line as a record only after checking that it
+            // is UTF-8.
+            text: unsafe { std::str::from_utf8_unchecked(bytes) },
+            origin: &self.origin,
+            number: self.first_line + i as u64,
+            fields: &p.spans[at as usize..at as usize + p.width],
+            kafka: self.kafka.get(i).copied(),
+        })
+    }
 }
 
 /// Runs `step` on every record of `reader`.
@@ -606,28 +635,25 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                 step.batch();
                 d.counters.bytes_read += chunk.data.len() as u64 - chunk.added_newline as u64;
                 let p = &chunk.prepared;
+                for i in 0..LOOKAHEAD {
+                    if let Some(line) = chunk.record_line(i) {
+                        step.ahead(&line);
+                    }
+                }
                 for (i, info) in p.lines.iter().enumerate() {
                     let bytes = &chunk.data[info.start as usize..info.end as usize];
                     let number = chunk.first_line + i as u64;
+                    if let Some(line) = chunk.record_line(i + LOOKAHEAD) {
+                        step.ahead(&line);
+                    }
                     if let Status::Blank = info.status {
                         d.counters.blank_lines += 1;
                         continue;
                     }
                     d.counters.read += 1;
                     let result = match info.status {
-                        Status::Record(at) => {
-                            let fields = &p.spans[at as usize..at as usize + p.width];
-                            // SAFETY: the reader thread marks a line as a record only after
-                            // checking that it is UTF-8.
-                            let text = unsafe { std::str::from_utf8_unchecked(bytes) };
-                            let line = Line {
-                                bytes,
-                                text,
-                                origin: &chunk.origin,
-                                number,
-                                fields,
-                                kafka: chunk.kafka.get(i).copied(),
-                            };
+                        Status::Record(_) => {
+                            let line = chunk.record_line(i).expect("a record");
                             step.record(&line, d.counters)
                         }
                         Status::Bad(e) => Err(Fault::Record(p.errors[e as usize].clone())),
