@@ -145,6 +145,12 @@ pub fn prepare<'a>(kind: &AggKind, value: Option<&'a str>) -> Result<AggInput<'a
     if *kind == AggKind::Count {
         return Ok(AggInput::Missing);
     }
+    // Most values are plain JSON numbers, read here as `parse_decimal` would read them.
+    if kind.numeric() {
+        if let Some(v) = plain_decimal(raw) {
+            return number_input(kind, v);
+        }
+    }
     let scalar = Scalar::from_raw(raw);
     if scalar == Scalar::Null {
         return Ok(AggInput::Missing);
@@ -152,7 +158,10 @@ pub fn prepare<'a>(kind: &AggKind, value: Option<&'a str>) -> Result<AggInput<'a
     if !kind.numeric() {
         return Ok(AggInput::Json(raw));
     }
-    let v = parse_decimal(&scalar)?;
+    number_input(kind, parse_decimal(&scalar)?)
+}
+
+fn number_input<'a>(kind: &AggKind, v: Decimal) -> Result<AggInput<'a>, String> {
     if matches!(kind, AggKind::Percentile(_)) && v.is_sign_negative() && !v.is_zero() {
         return Err(format!("percentiles need non-negative numbers, got {v}"));
     }
