@@ -82,6 +82,11 @@ pub struct WindowConfig {
     pub max_open_windows: usize,
 }
 
+/// A window's aggregate states, one per aggregate. Most commands ask for one or two, held in
+/// the window's own entry rather than in an allocation of their own (one cache miss less
+/// per record).
+pub type States = smallvec::SmallVec<[AggState; 2]>;
+
 /// One result row.
 #[derive(Clone, Debug)]
 pub struct Row {
@@ -96,7 +101,7 @@ pub struct Row {
     /// was merged into one that starts elsewhere. It carries no aggregates.
     pub retract: bool,
     /// The aggregates, in the order of `WindowConfig::aggs`.
-    pub states: Box<[AggState]>,
+    pub states: States,
 }
 
 /// The first eight bytes of `text` as a big-endian number, zero-padded.
@@ -125,7 +130,7 @@ pub struct TooManyWindows;
 #[derive(Debug)]
 struct Entry {
     end: Millis,
-    states: Box<[AggState]>,
+    states: States,
     /// Emitted and not changed since.
     fired: bool,
     /// Some row for this window has been emitted (so the next one is an update).
@@ -399,7 +404,7 @@ impl WindowOperator {
         // Hold the key for the merged session before releasing the absorbed ones, so its
         // count never touches zero in between.
         self.keys.retain(key);
-        let mut states: Box<[AggState]> = self
+        let mut states: States = self
             .cfg
             .aggs
             .iter()
@@ -419,11 +424,7 @@ impl WindowOperator {
             if old.row_out {
                 withdrawn.push((s, old.end));
             }
-            for ((mine, spec), theirs) in states
-                .iter_mut()
-                .zip(&self.cfg.aggs)
-                .zip(old.states.into_vec())
-            {
+            for ((mine, spec), theirs) in states.iter_mut().zip(&self.cfg.aggs).zip(old.states) {
                 mine.merge(&spec.kind, theirs);
             }
         }
@@ -442,7 +443,7 @@ impl WindowOperator {
                     end: old_end,
                     update: false,
                     retract: true,
-                    states: Box::default(),
+                    states: States::new(),
                 });
             }
         }
@@ -574,7 +575,7 @@ impl Schedule {
 }
 
 /// The row for a window, with its states copied (the window stays) or moved out of it.
-fn row(key: &Rc<str>, start: Millis, entry: &Entry, states: Box<[AggState]>) -> Row {
+fn row(key: &Rc<str>, start: Millis, entry: &Entry, states: States) -> Row {
     Row {
         key: key.clone(),
         start,
