@@ -104,7 +104,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Largest value of FIELD')
             [CompletionResult]::new('--avg', '--avg', [CompletionResultType]::ParameterName, 'Mean of FIELD')
             [CompletionResult]::new('--distinct', '--distinct', [CompletionResultType]::ParameterName, 'Distinct values of FIELD: exact up to 10,000 per window, then a HyperLogLog++ estimate flagged by distinct_F_estimated')
-            [CompletionResult]::new('--percentile', '--percentile', [CompletionResultType]::ParameterName, 'Percentiles of FIELD (non-negative numbers), as FIELD:p50,p99,p99.9; 3 significant digits')
+            [CompletionResult]::new('--percentile', '--percentile', [CompletionResultType]::ParameterName, 'Percentiles of FIELD (non-negative numbers), as FIELD:p50,p99,p99.9; exact up to 256 values per window, then 3 significant digits')
             [CompletionResult]::new('--first', '--first', [CompletionResultType]::ParameterName, 'Value of FIELD at the earliest event time')
             [CompletionResult]::new('--last', '--last', [CompletionResultType]::ParameterName, 'Value of FIELD at the latest event time')
             [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'Names the output column of the aggregate just before it')

@@ -99,7 +99,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --max 'Largest value of FIELD'
             cand --avg 'Mean of FIELD'
             cand --distinct 'Distinct values of FIELD: exact up to 10,000 per window, then a HyperLogLog++ estimate flagged by distinct_F_estimated'
-            cand --percentile 'Percentiles of FIELD (non-negative numbers), as FIELD:p50,p99,p99.9; 3 significant digits'
+            cand --percentile 'Percentiles of FIELD (non-negative numbers), as FIELD:p50,p99,p99.9; exact up to 256 values per window, then 3 significant digits'
             cand --first 'Value of FIELD at the earliest event time'
             cand --last 'Value of FIELD at the latest event time'
             cand --as 'Names the output column of the aggregate just before it'

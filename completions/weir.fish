@@ -89,7 +89,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l min -d 'Smallest va
 complete -c weir -n "__fish_weir_using_subcommand window" -l max -d 'Largest value of FIELD' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l avg -d 'Mean of FIELD' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l distinct -d 'Distinct values of FIELD: exact up to 10,000 per window, then a HyperLogLog++ estimate flagged by distinct_F_estimated' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l percentile -d 'Percentiles of FIELD (non-negative numbers), as FIELD:p50,p99,p99.9; 3 significant digits' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l percentile -d 'Percentiles of FIELD (non-negative numbers), as FIELD:p50,p99,p99.9; exact up to 256 values per window, then 3 significant digits' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l first -d 'Value of FIELD at the earliest event time' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l last -d 'Value of FIELD at the latest event time' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l as -d 'Names the output column of the aggregate just before it' -r

@@ -405,7 +405,8 @@ pub struct WindowArgs {
     #[arg(long, value_name = "FIELD", help_heading = "Aggregates")]
     pub distinct: Vec<FieldPath>,
 
-    /// Percentiles of FIELD (non-negative numbers), as FIELD:p50,p99,p99.9; 3 significant digits.
+    /// Percentiles of FIELD (non-negative numbers), as FIELD:p50,p99,p99.9; exact up to 256
+    /// values per window, then 3 significant digits.
     #[arg(long, value_name = "FIELD:PCTS", help_heading = "Aggregates")]
     pub percentile: Vec<String>,
 
