@@ -233,6 +233,9 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
 }
 
 thread_local! {
+    /// The last two instants `write_millis` wrote, newer first (Millis::MIN: none yet, and
+    /// outside the range written this way).
+    static WRITTEN: Cell<[(Millis, [u8; 24]); 2]> = const { Cell::new([(Millis::MIN, [0; 24]); 2]) };
     /// The last `YYYY-MM-DDTHH` prefix fast_rfc3339 read, and its seconds (before the offset).
     static HOUR_START: Cell<([u8; 13], i64)> = const { Cell::new(([0; 13], 0)) };
 }
@@ -368,6 +371,21 @@ pub fn write_millis(ms: Millis, out: &mut Vec<u8>) {
         out.extend_from_slice(text.as_bytes());
         return;
     }
+    // Result rows repeat their window's bounds: the last two instants are kept written.
+    let [newer, older] = WRITTEN.get();
+    for (at, text) in [newer, older] {
+        if at == ms {
+            out.extend_from_slice(&text);
+            return;
+        }
+    }
+    let text = rfc3339_millis(ms);
+    WRITTEN.set([(ms, text), newer]);
+    out.extend_from_slice(&text);
+}
+
+/// `ms` (within `MIN_MILLIS..=MAX_MILLIS`) as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn rfc3339_millis(ms: Millis) -> [u8; 24] {
     // The civil date from days (Howard Hinnant's algorithm).
     let days = ms.div_euclid(86_400_000);
     let in_day = ms.rem_euclid(86_400_000);
@@ -395,7 +413,7 @@ pub fn write_millis(ms: Millis, out: &mut Vec<u8>) {
     put(14, in_day / 60_000 % 60, 2);
     put(17, in_day / 1000 % 60, 2);
     put(20, in_day % 1000, 3);
-    out.extend_from_slice(&text);
+    text
 }
 
 pub fn now_millis() -> Millis {
@@ -660,6 +678,23 @@ mod tests {
         fn formatting_agrees_with_chrono(ms in MIN_MILLIS..=MAX_MILLIS) {
             let chrono_text = DateTime::<Utc>::from_timestamp_millis(ms).unwrap().to_rfc3339_opts(SecondsFormat::Millis, true);
             prop_assert_eq!(format_millis(ms), chrono_text);
+        }
+
+        /// Instants written again (as result rows write their window bounds) come out the
+        /// same as the first time, whatever was written in between.
+        #[test]
+        fn repeated_instants_written_the_same(picks in prop::collection::vec((0usize..4, any::<bool>()), 1..40), pool in prop::array::uniform4(MIN_MILLIS..=MAX_MILLIS)) {
+            let mut out = Vec::new();
+            for (i, out_of_range) in picks {
+                let ms = if out_of_range { MAX_MILLIS + 1 + pool[i].rem_euclid(1000) } else { pool[i] };
+                out.clear();
+                write_millis(ms, &mut out);
+                let expected = match DateTime::<Utc>::from_timestamp_millis(ms) {
+                    Some(dt) => dt.to_rfc3339_opts(SecondsFormat::Millis, true),
+                    None => ms.to_string(),
+                };
+                prop_assert_eq!(String::from_utf8(out.clone()).unwrap(), expected);
+            }
         }
 
         #[test]
