@@ -292,8 +292,13 @@ fn parse_percentile(text: &str) -> Result<(FieldPath, Vec<f64>)> {
 
 /// A result row's columns: key fields, window bounds, aggregates, and the update flag.
 fn fill_row(row: &Row, key_columns: &[String], aggs: &[AggSpec], out: &mut impl Columns) {
-    for (column, text) in key_columns.iter().zip(row.key.split(KEY_SEPARATOR)) {
-        out.put(column, Cell::Json(text));
+    if let [column] = key_columns {
+        // One key field (the common case): its text is the whole key, nothing to split.
+        out.put(column, Cell::Json(&row.key));
+    } else {
+        for (column, text) in key_columns.iter().zip(row.key.split(KEY_SEPARATOR)) {
+            out.put(column, Cell::Json(text));
+        }
     }
     out.put("window_start", Cell::Time(row.start));
     out.put("window_end", Cell::Time(row.end));
