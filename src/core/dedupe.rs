@@ -153,7 +153,7 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
     /// The end of the input: every group ends; their held records, with opening times.
     pub fn finish(&mut self, out: &mut Vec<(Millis, H)>) {
         for shard in &mut self.shards {
-            out.extend(shard.drain().map(|(_, slot)| slot));
+            out.extend(shard.drain().into_iter().map(|(_, slot)| slot));
         }
         self.len = 0;
     }
