@@ -507,7 +507,7 @@ impl<'a> Line<'a> {
         self.text.get(start as usize..end as usize)
     }
 
-    /// The whole record as text (empty when the command reads no fields).
+    /// The whole record as text.
     pub fn text(&self) -> &'a str {
         self.text
     }
