@@ -476,7 +476,7 @@ impl ChunkReader {
 /// and where the requested fields lie (the reader already checked it is valid).
 pub struct Line<'a> {
     pub bytes: &'a [u8],
-    /// The record as text: checked to be UTF-8 when the command reads fields.
+    /// The record as text (the reader thread checked it to be UTF-8).
     text: &'a str,
     pub origin: &'a Arc<str>,
     pub number: u64,
