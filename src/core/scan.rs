@@ -8,9 +8,9 @@
 //! parser does) and copies nothing. It notes whether any byte is above ASCII, so that the
 //! caller's UTF-8 check is needed only for lines that have such bytes.
 //!
-//! Lines of one stream almost always repeat one layout: the same keys in the same order. A
-//! [`Shape`] remembers the last object line's text between its values, and a line that
-//! repeats that text byte for byte needs only its values scanned.
+//! Lines of one stream almost always repeat one of a few layouts: the same keys in the same
+//! order. A [`Shape`] remembers the text between the values of the last few layouts seen, and
+//! a line that repeats one of them byte for byte needs only its values scanned.
 
 use std::fmt;
 
@@ -125,8 +125,8 @@ pub struct Scanned {
 /// `out[index]` (the last occurrence wins; `out` starts all `None`).
 ///
 /// With a `shape` (kept by the caller from line to line, always with the same `trie`), a line
-/// laid out like the last object line is checked against that layout, and any other line is
-/// scanned in full and becomes the new layout. Both ways accept and capture exactly the same.
+/// laid out like a recent object line is checked against that layout, and any other line is
+/// scanned in full and its layout remembered. Both ways accept and capture exactly the same.
 pub fn scan(
     line: &[u8],
     trie: &PathTrie,
@@ -136,19 +136,31 @@ pub fn scan(
     let Some(shape) = shape else {
         return scan_in_full(line, trie, out, None);
     };
-    if shape.known {
-        if let Some(scanned) = shape.scan(line, trie, out) {
+    if shape.resting > 0 {
+        shape.resting -= 1;
+        return scan_in_full(line, trie, out, None);
+    }
+    for k in 0..shape.layouts.len() {
+        if let Some(scanned) = shape.layouts[k].scan(line, trie, out) {
+            // Most recently matched first.
+            shape.layouts[..=k].rotate_right(1);
+            shape.misses = 0;
             return Ok(scanned);
         }
         out.fill(None);
     }
+    // Lines that share no layout (keys in any order) would pay for trying and learning
+    // layouts on every line: after a run of misses, layouts rest for a while.
+    shape.misses += 1;
+    if shape.misses == MISSES_BEFORE_REST {
+        shape.misses = 0;
+        shape.resting = REST_LINES;
+    }
     shape.marks.clear();
     let scanned = scan_in_full(line, trie, out, Some(&mut shape.marks));
-    match scanned {
-        Ok(Scanned { object: true, .. }) => shape.learn(line),
-        Ok(_) => shape.known = false,
-        // A bad line leaves the layout as it was: the next line most likely has it.
-        Err(_) => {}
+    // Only valid objects teach a layout; a bad line leaves the layouts as they were.
+    if let Ok(Scanned { object: true, .. }) = scanned {
+        shape.learn(line);
     }
     scanned
 }
@@ -179,12 +191,29 @@ fn scan_in_full(
     }
 }
 
-/// The layout of the last object line scanned in full: the text before each member's value
-/// (`{"a":`, then `,"b":` and so on, spaces included), the text after the last value, and
-/// which requested field, if any, each member is.
+/// The layouts of the last few object lines that were scanned in full, most recently
+/// matched first, and the full scan's record of a line's top-level members, to learn from.
 #[derive(Debug, Default)]
 pub struct Shape {
-    known: bool,
+    layouts: Vec<Layout>,
+    marks: Vec<Mark>,
+    /// Lines in a row that matched no layout.
+    misses: u32,
+    /// Lines still to scan in full without trying layouts.
+    resting: u32,
+}
+
+/// Layouts kept: streams that mix a few kinds of event (say, orders and refunds) keep each.
+const MAX_LAYOUTS: usize = 4;
+/// Misses in a row after which layouts rest, and for how many lines.
+const MISSES_BEFORE_REST: u32 = 8;
+const REST_LINES: u32 = 1024;
+
+/// An object line's layout: the text before each member's value (`{"a":`, then `,"b":` and so
+/// on, spaces included), the text after the last value, and which requested field, if any,
+/// each member is.
+#[derive(Debug, Default)]
+struct Layout {
     /// The texts, one after another.
     text: Vec<u8>,
     /// The texts are all ASCII (a key may not be).
@@ -193,8 +222,6 @@ pub struct Shape {
     /// Where the text after the last value ends in `text` (it starts where the last member's
     /// lead ends).
     end: u32,
-    /// The full scan's record of the top-level members, to learn from.
-    marks: Vec<Mark>,
 }
 
 /// Layouts longer than this are not kept: matching them would save little.
@@ -205,7 +232,7 @@ const NO_CHILD: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug)]
 struct Member {
-    /// The member's text before its value ends here in `Shape::text`; it starts where the
+    /// The member's text before its value ends here in `Layout::text`; it starts where the
     /// previous member's ends.
     lead_end: u32,
     /// Index of the member's key in the trie's root children, or `NO_CHILD`.
@@ -221,11 +248,28 @@ struct Mark {
 }
 
 impl Shape {
+    /// Remembers `line`'s layout (from `marks`) in front, in place of the least recently
+    /// matched one when all places are taken.
     fn learn(&mut self, line: &[u8]) {
+        if self.layouts.len() < MAX_LAYOUTS {
+            self.layouts.push(Layout::default());
+        }
+        let last = self.layouts.len() - 1;
+        if self.layouts[last].learn(line, &self.marks) {
+            self.layouts.rotate_right(1);
+        } else {
+            self.layouts.pop();
+        }
+    }
+}
+
+impl Layout {
+    /// Learns `line`'s layout; returns whether it is worth keeping.
+    fn learn(&mut self, line: &[u8], marks: &[Mark]) -> bool {
         self.text.clear();
         self.members.clear();
         let mut from = 0;
-        for mark in &self.marks {
+        for mark in marks {
             self.text
                 .extend_from_slice(&line[from..mark.value_start as usize]);
             self.members.push(Member {
@@ -237,7 +281,7 @@ impl Shape {
         self.text.extend_from_slice(&line[from..]);
         self.end = self.text.len() as u32;
         self.ascii = self.text.is_ascii();
-        self.known = self.text.len() <= MAX_SHAPE_TEXT;
+        self.text.len() <= MAX_SHAPE_TEXT
     }
 
     /// Scans a line laid out like this shape, or returns `None` for any other line (valid or
