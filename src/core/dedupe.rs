@@ -180,19 +180,15 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         holding: bool,
         mut keep: impl FnMut(&K, Millis) -> bool,
     ) -> usize {
-        let before = shard.len();
-        let mut kept = Vec::with_capacity(shard.len());
-        for (k, slot) in shard.drain() {
-            if keep(&k, slot.0) {
-                kept.push((k, slot));
-            } else if holding {
-                released.push(slot);
-            }
-        }
-        for (k, slot) in kept {
-            shard.insert_new(k.clone(), table_hash(&k), slot, table_hash);
-        }
-        before - shard.len()
+        shard.retain(
+            |k, slot| keep(k, slot.0),
+            |slot| {
+                if holding {
+                    released.push(slot);
+                }
+            },
+            table_hash,
+        )
     }
 
     fn judge(&mut self, id: &K, t: Millis, clock: Millis, record: H) -> (Verdict, Option<H>) {

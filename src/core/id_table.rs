@@ -76,7 +76,52 @@ fn group_masks(tags: &[u8], tag: u8) -> (u32, u32) {
     }
 }
 
+/// The slots of a group that hold an entry (tags with the top bit set), as a bit mask.
+#[inline(always)]
+fn full_mask(tags: &[u8]) -> u32 {
+    let group: &[u8; GROUP] = tags.try_into().expect("a whole group");
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86-64, and the load reads the 16 bytes of `group`.
+        unsafe { _mm_movemask_epi8(_mm_loadu_si128(group.as_ptr().cast())) as u32 }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        group
+            .iter()
+            .enumerate()
+            .fold(0u32, |m, (i, &t)| m | ((t >= 0x80) as u32) << i)
+    }
+}
+
 impl<K: Eq + Default, V: Default> IdTable<K, V> {
+    /// The slots holding entries, in order, found sixteen tags at a time.
+    fn full_slots(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.capacity()).step_by(GROUP).flat_map(move |at| {
+            let mut mask = full_mask(&self.tags[at..at + GROUP]);
+            std::iter::from_fn(move || {
+                (mask != 0).then(|| {
+                    let slot = at + mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    slot
+                })
+            })
+        })
+    }
+
+    /// Takes each entry out, in slot order; the tags are left for the caller to reset.
+    fn take_each(&mut self, mut f: impl FnMut((K, V))) {
+        for at in (0..self.capacity()).step_by(GROUP) {
+            let mut mask = full_mask(&self.tags[at..at + GROUP]);
+            while mask != 0 {
+                let slot = at + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                f(mem::take(&mut self.slots[slot]));
+            }
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -187,25 +232,45 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
     }
 
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.tags
-            .iter()
-            .zip(&self.slots)
-            .filter(|(t, _)| **t >= 0x80)
-            .map(|(_, (_, v))| v)
+        self.full_slots().map(|slot| &self.slots[slot].1)
     }
 
     /// Takes every entry out, keeping the room.
     pub fn drain(&mut self) -> Vec<(K, V)> {
         let mut entries = Vec::with_capacity(self.len);
-        for (tag, entry) in self.tags.iter().zip(&mut self.slots) {
-            if *tag >= 0x80 {
-                entries.push(mem::take(entry));
-            }
-        }
+        self.take_each(|entry| entries.push(entry));
         self.tags.fill(EMPTY);
         self.len = 0;
         self.used = 0;
         entries
+    }
+
+    /// Keeps the entries for which `keep` holds and hands the others' values to `dropped`.
+    /// The kept ones are put back in slot order, so no tombstones are left (and their new
+    /// places are written nearly in order). Returns how many were dropped.
+    pub fn retain(
+        &mut self,
+        mut keep: impl FnMut(&K, &V) -> bool,
+        mut dropped: impl FnMut(V),
+        rehash: fn(&K) -> u64,
+    ) -> usize {
+        let mut kept = Vec::with_capacity(self.len);
+        let before = self.len;
+        self.take_each(|(k, v)| {
+            if keep(&k, &v) {
+                kept.push((k, v));
+            } else {
+                dropped(v);
+            }
+        });
+        self.tags.fill(EMPTY);
+        self.len = 0;
+        self.used = 0;
+        for (k, v) in kept {
+            let h = rehash(&k);
+            self.insert_new(k, h, v, rehash);
+        }
+        before - self.len
     }
 
     /// Doubles the room (or, when tombstones make up much of what is used, clears them at the
