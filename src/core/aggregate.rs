@@ -46,6 +46,11 @@ pub const DISTINCT_EXACT_LIMIT: usize = 10_000;
 pub enum Distinct {
     Exact(FxHashSet<Box<str>>),
     Estimated(Box<CardinalityEstimator<str>>),
+    /// Only the answer, for a result row (see `AggState::summary`).
+    Counted {
+        count: u64,
+        estimated: bool,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -74,6 +79,9 @@ const PERCENTILE_SCALE: f64 = 1000.0;
 pub enum Quantiles {
     Few(Vec<u64>),
     Many(Box<Histogram<u64>>),
+    /// Only the answers, one per requested percentile, for a result row (see
+    /// `AggState::summary`).
+    Picked(Vec<Option<u64>>),
 }
 
 /// Values kept as they are (2 KiB) before a window's percentiles move to a histogram.
@@ -91,16 +99,19 @@ impl Quantiles {
                 *self = Quantiles::Many(Box::new(h));
             }
             Quantiles::Many(h) => record_saturating(h, value),
+            Quantiles::Picked(_) => unreachable!("a summary is only written"),
         }
     }
 
     fn merge(&mut self, other: Quantiles) {
         match other {
+            Quantiles::Picked(_) => unreachable!("a summary is only written"),
             Quantiles::Few(values) => values.into_iter().for_each(|v| self.record(v)),
             Quantiles::Many(theirs) => match self {
                 Quantiles::Many(mine) => mine
                     .add(&*theirs)
                     .expect("histograms of the same precision merge"),
+                Quantiles::Picked(_) => unreachable!("a summary is only written"),
                 Quantiles::Few(values) => {
                     let mut merged = theirs;
                     for &v in values.iter() {
@@ -123,6 +134,7 @@ impl Quantiles {
                 Some(sorted[rank as usize - 1])
             }
             Quantiles::Many(h) => Some(percentile_of(h, p)),
+            Quantiles::Picked(_) => unreachable!("a summary answers by position"),
         }
     }
 }
@@ -287,6 +299,24 @@ impl AggState {
         }
     }
 
+    /// What a result row needs of this state: the state itself where that is small, else
+    /// only its answers. Rows re-emitted per record (`--emit updates`, late updates) would
+    /// otherwise copy a whole distinct set or value list every time.
+    pub fn summary(&self, kind: &AggKind) -> AggState {
+        match (self, kind) {
+            (AggState::Distinct(d @ (Distinct::Exact(_) | Distinct::Estimated(_))), _) => {
+                AggState::Distinct(Distinct::Counted {
+                    count: d.count(),
+                    estimated: d.is_estimated(),
+                })
+            }
+            (AggState::Percentile(q), AggKind::Percentile(ps)) => AggState::Percentile(
+                Quantiles::Picked(ps.iter().map(|p| q.percentile(*p)).collect()),
+            ),
+            (state, _) => state.clone(),
+        }
+    }
+
     /// Folds `other` (the same kind of aggregate, over other records) into `self`.
     pub fn merge(&mut self, kind: &AggKind, other: AggState) {
         match (self, other) {
@@ -334,13 +364,17 @@ impl AggState {
             }
             (AggState::Distinct(d), _) => {
                 out.put(name, Cell::U64(d.count()));
-                if matches!(d, Distinct::Estimated(_)) {
+                if d.is_estimated() {
                     out.put(&format!("{name}_estimated"), Cell::Bool(true));
                 }
             }
             (AggState::Percentile(q), AggKind::Percentile(ps)) => {
-                for p in ps {
-                    let v = q.percentile(*p).map(|v| v as f64 / PERCENTILE_SCALE);
+                for (i, p) in ps.iter().enumerate() {
+                    let answer = match q {
+                        Quantiles::Picked(answers) => answers[i],
+                        q => q.percentile(*p),
+                    };
+                    let v = answer.map(|v| v as f64 / PERCENTILE_SCALE);
                     out.put(
                         &percentile_column(name, *p),
                         v.map_or(Cell::Null, Cell::F64),
@@ -518,6 +552,7 @@ impl Distinct {
                 }
             }
             Distinct::Estimated(e) => e.insert(value),
+            Distinct::Counted { .. } => unreachable!("a summary is only written"),
         }
     }
 
@@ -534,6 +569,7 @@ impl Distinct {
 
     fn merge(&mut self, other: Distinct) {
         match other {
+            Distinct::Counted { .. } => unreachable!("a summary is only written"),
             Distinct::Exact(set) => {
                 for v in set {
                     self.insert(&v);
@@ -552,6 +588,15 @@ impl Distinct {
         match self {
             Distinct::Exact(set) => set.len() as u64,
             Distinct::Estimated(e) => e.estimate() as u64,
+            Distinct::Counted { count, .. } => *count,
+        }
+    }
+
+    fn is_estimated(&self) -> bool {
+        match self {
+            Distinct::Exact(_) => false,
+            Distinct::Estimated(_) => true,
+            Distinct::Counted { estimated, .. } => *estimated,
         }
     }
 }
@@ -650,6 +695,46 @@ mod tests {
             assert!((p(k) - exact).abs() <= exact * 0.001, "{k}: {out}");
         }
         assert_eq!(percentile_column("p_amount", 99.0), "p99_amount");
+    }
+
+    /// A summary writes the same columns as the state it summarises, for every kind, with a
+    /// distinct set past its exact limit and percentiles past their few values.
+    #[test]
+    fn summaries_write_what_their_states_write() {
+        let kinds = [
+            AggKind::Count,
+            AggKind::Sum,
+            AggKind::Avg,
+            AggKind::Min,
+            AggKind::Max,
+            AggKind::Distinct,
+            AggKind::Percentile(vec![50.0, 99.0, 99.9]),
+            AggKind::First,
+            AggKind::Last,
+        ];
+        for n in [0, 3, 300, DISTINCT_EXACT_LIMIT + 50] {
+            for kind in &kinds {
+                let mut state = AggState::new(kind);
+                for i in 0..n {
+                    let text = if kind.numeric() {
+                        format!("{}.{}", i % 997, i % 10)
+                    } else {
+                        format!("\"v{i}\"")
+                    };
+                    let input = prepare(kind, Some(&text)).unwrap();
+                    state.update(kind, &input, i as Millis);
+                }
+                let spec = AggSpec {
+                    kind: kind.clone(),
+                    field: Some(0),
+                    name: "x".into(),
+                };
+                let (mut full, mut summary) = (Map::new(), Map::new());
+                state.output(&spec, &mut full);
+                state.summary(kind).output(&spec, &mut summary);
+                assert_eq!(summary, full, "{kind:?} over {n} values");
+            }
+        }
     }
 
     proptest! {

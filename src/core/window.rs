@@ -368,7 +368,7 @@ impl WindowOperator {
                     &keys.texts[key as usize],
                     start,
                     entry,
-                    entry.states.clone(),
+                    summaries(&entry.states, &cfg.aggs),
                 ));
                 entry.emitted = true;
                 entry.row_out = true;
@@ -465,7 +465,7 @@ impl WindowOperator {
                 &self.keys.texts[key as usize],
                 start,
                 entry,
-                entry.states.clone(),
+                summaries(&entry.states, &self.cfg.aggs),
             ));
             entry.emitted = true;
             entry.row_out = true;
@@ -500,7 +500,7 @@ impl WindowOperator {
                 let states = if w >= end.saturating_add(self.cfg.allowed_lateness) {
                     std::mem::take(&mut entry.states)
                 } else {
-                    entry.states.clone()
+                    summaries(&entry.states, &self.cfg.aggs)
                 };
                 out.push(row(&self.keys.texts[key as usize], start, entry, states));
                 entry.emitted = true;
@@ -574,7 +574,17 @@ impl Schedule {
     }
 }
 
-/// The row for a window, with its states copied (the window stays) or moved out of it.
+/// What a row needs of a window that stays open: its states' answers, not the sets or value
+/// lists behind them.
+fn summaries(states: &States, aggs: &[AggSpec]) -> States {
+    states
+        .iter()
+        .zip(aggs)
+        .map(|(state, spec)| state.summary(&spec.kind))
+        .collect()
+}
+
+/// The row for a window, with its states summarised (the window stays) or moved out of it.
 fn row(key: &Rc<str>, start: Millis, entry: &Entry, states: States) -> Row {
     Row {
         key: key.clone(),
