@@ -124,17 +124,26 @@ impl Quantiles {
     }
 
     /// The nearest-rank percentile: exact among few values, else as `percentile_of`.
+    #[cfg(test)]
     fn percentile(&self, p: f64) -> Option<u64> {
+        self.answers(&[p])[0]
+    }
+
+    /// The nearest-rank percentiles `ps`, in order (the few values are sorted once).
+    fn answers(&self, ps: &[f64]) -> Vec<Option<u64>> {
         match self {
-            Quantiles::Few(values) if values.is_empty() => None,
             Quantiles::Few(values) => {
                 let mut sorted = values.clone();
                 sorted.sort_unstable();
-                let rank = nearest_rank(p, sorted.len() as u64);
-                Some(sorted[rank as usize - 1])
+                ps.iter()
+                    .map(|p| {
+                        let n = sorted.len() as u64;
+                        (n > 0).then(|| sorted[nearest_rank(*p, n) as usize - 1])
+                    })
+                    .collect()
             }
-            Quantiles::Many(h) => Some(percentile_of(h, p)),
-            Quantiles::Picked(_) => unreachable!("a summary answers by position"),
+            Quantiles::Many(h) => ps.iter().map(|p| Some(percentile_of(h, *p))).collect(),
+            Quantiles::Picked(answers) => answers.clone(),
         }
     }
 }
@@ -310,9 +319,9 @@ impl AggState {
                     estimated: d.is_estimated(),
                 })
             }
-            (AggState::Percentile(q), AggKind::Percentile(ps)) => AggState::Percentile(
-                Quantiles::Picked(ps.iter().map(|p| q.percentile(*p)).collect()),
-            ),
+            (AggState::Percentile(q), AggKind::Percentile(ps)) => {
+                AggState::Percentile(Quantiles::Picked(q.answers(ps)))
+            }
             (state, _) => state.clone(),
         }
     }
@@ -369,11 +378,7 @@ impl AggState {
                 }
             }
             (AggState::Percentile(q), AggKind::Percentile(ps)) => {
-                for (i, p) in ps.iter().enumerate() {
-                    let answer = match q {
-                        Quantiles::Picked(answers) => answers[i],
-                        q => q.percentile(*p),
-                    };
+                for (p, answer) in ps.iter().zip(q.answers(ps)) {
                     let v = answer.map(|v| v as f64 / PERCENTILE_SCALE);
                     out.put(
                         &percentile_column(name, *p),
