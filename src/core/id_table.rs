@@ -147,8 +147,9 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         }
     }
 
-    /// Asks the processor to fetch where `hash`'s key would be: the tags and the entry at its
-    /// home slot. Nothing else changes.
+    /// Asks the processor to fetch where `hash`'s key would be: the tags at its home slot, and
+    /// the two cache lines from its home entry on (an entry may straddle two lines, and a new
+    /// key usually lands at its home or just after). Nothing else changes.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
         if self.tags.is_empty() {
@@ -158,10 +159,14 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::*;
-            // SAFETY: a prefetch reads nothing and cannot fault; both pointers are in bounds.
+            // SAFETY: a prefetch reads nothing and cannot fault; `add` stays in bounds.
             unsafe {
                 _mm_prefetch::<_MM_HINT_T0>(self.tags.as_ptr().add(at).cast());
-                _mm_prefetch::<_MM_HINT_T0>(self.slots.as_ptr().add(at).cast());
+                let entry = self.slots.as_ptr().add(at).cast::<i8>();
+                _mm_prefetch::<_MM_HINT_T0>(entry);
+                // `wrapping_add`: past the last entry this points beyond the table, which a
+                // prefetch may do.
+                _mm_prefetch::<_MM_HINT_T0>(entry.wrapping_add(64));
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
