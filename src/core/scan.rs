@@ -218,10 +218,8 @@ struct Layout {
     text: Vec<u8>,
     /// The texts are all ASCII (a key may not be).
     ascii: bool,
+    /// The text after the last value is the rest of `text`.
     members: Vec<Member>,
-    /// Where the text after the last value ends in `text` (it starts where the last member's
-    /// lead ends).
-    end: u32,
 }
 
 /// Layouts longer than this are not kept: matching them would save little.
@@ -279,7 +277,6 @@ impl Layout {
             from = mark.value_end as usize;
         }
         self.text.extend_from_slice(&line[from..]);
-        self.end = self.text.len() as u32;
         self.ascii = self.text.is_ascii();
         self.text.len() <= MAX_SHAPE_TEXT
     }
@@ -299,25 +296,9 @@ impl Layout {
             }
             s.i += lead.len();
             let child = trie.children.get(member.child as usize).map(|(_, n)| n);
-            if let Some(c) = child {
-                for &i in &c.below {
-                    out[i] = None;
-                }
-            }
-            let start = s.i;
-            let value = if s.peek() == Some(b'"') {
-                s.string().map(|_| ())
-            } else {
-                s.value(child, out)
-            };
-            value.ok()?;
-            if let Some(c) = child {
-                for &leaf in &c.leaves {
-                    out[leaf] = Some((start as u32, s.i as u32));
-                }
-            }
+            s.member_value(child, out).ok()?;
         }
-        let end = &self.text[lead_start..self.end as usize];
+        let end = &self.text[lead_start..];
         (line.len() - s.i == end.len() && same_bytes(&line[s.i..], end)).then_some(Scanned {
             object: true,
             ascii: s.high == 0 && self.ascii,
@@ -441,23 +422,7 @@ impl<'a, 'm> Scanner<'a, 'm> {
             }
             self.ws();
             let start = self.i;
-            if let Some(c) = child {
-                for &i in &c.below {
-                    out[i] = None;
-                }
-            }
-            // Most values are strings: scan them here rather than through the recursive
-            // dispatch.
-            if self.peek() == Some(b'"') {
-                self.string()?;
-            } else {
-                self.value(child, out)?;
-            }
-            if let Some(c) = child {
-                for &leaf in &c.leaves {
-                    out[leaf] = Some((start as u32, self.i as u32));
-                }
-            }
+            self.member_value(child, out)?;
             if self.depth == 1 {
                 if let Some(marks) = self.marks.as_mut() {
                     marks.push(Mark {
@@ -482,6 +447,35 @@ impl<'a, 'm> Scanner<'a, 'm> {
                 None => return Err(self.eof("EOF while parsing an object")),
             }
         }
+    }
+
+    /// Scans an object member's value, `child` being its key's node in the trie: the paths
+    /// below it found earlier are forgotten (the last duplicate key wins), and the paths
+    /// ending at it capture the value.
+    #[inline(always)]
+    fn member_value(
+        &mut self,
+        child: Option<&PathTrie>,
+        out: &mut [Option<Span>],
+    ) -> Result<(), Stop> {
+        let start = self.i;
+        if let Some(c) = child {
+            for &i in &c.below {
+                out[i] = None;
+            }
+        }
+        // Most values are strings: scan them here rather than through the recursive dispatch.
+        if self.peek() == Some(b'"') {
+            self.string()?;
+        } else {
+            self.value(child, out)?;
+        }
+        if let Some(c) = child {
+            for &leaf in &c.leaves {
+                out[leaf] = Some((start as u32, self.i as u32));
+            }
+        }
+        Ok(())
     }
 
     fn array(&mut self, out: &mut [Option<Span>]) -> Result<(), Stop> {

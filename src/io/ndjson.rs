@@ -18,8 +18,7 @@ use super::kafka::{self, KafkaSource, Polled};
 use super::spec::Input;
 use crate::core::envelope::write_envelope;
 use crate::core::record::{validate_json_shaped, Extractor, Fields, Position, RecordError};
-use crate::core::scan::Shape;
-use crate::core::scan::Span;
+use crate::core::scan::{Shape, Span};
 use crate::error::{Error, Result};
 use crate::stats::Counters;
 
