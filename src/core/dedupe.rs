@@ -192,7 +192,9 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
     }
 
     fn judge(&mut self, id: &K, t: Millis, clock: Millis, record: H) -> (Verdict, Option<H>) {
-        let (at, hash) = place(id.hash128());
+        // Hashed once: for an exact id, it is a hash of the text.
+        let hash128 = id.hash128();
+        let (at, hash) = place(hash128);
         let horizon = self.horizon;
         let expired = |since: Millis| horizon.is_some_and(|h| clock >= since.saturating_add(h));
         let already_past = expired(t);
@@ -237,7 +239,7 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         self.counts.peak_keys = self.counts.peak_keys.max(self.len as u64);
         self.maybe_sweep(clock);
         let verdict = match &self.evicted {
-            Some(bloom) if bloom.contains(id.hash128()) => {
+            Some(bloom) if bloom.contains(hash128) => {
                 self.counts.possibly_duplicate += 1;
                 Verdict::PossiblyDuplicate
             }
