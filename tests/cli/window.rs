@@ -58,18 +58,8 @@ fn run_window(
     let dir = tempfile::tempdir().unwrap();
     let late = dir.path().join("late.ndjson");
     let stats = dir.path().join("stats.json");
-    let out = weir()
-        .arg("window")
-        .arg(file.path())
-        .args([
-            "--time",
-            "occurred_at",
-            "--key",
-            "merchant_id",
-            "--count",
-            "--sum",
-            "amount",
-        ])
+    let out = window_by_merchant(file)
+        .args(["--sum", "amount"])
         .args(window)
         .args(["--delay", &format!("{delay}ms"), "--late-output"])
         .arg(&late)
@@ -95,6 +85,19 @@ fn run_window(
     let late_ids = event_ids(&std::fs::read_to_string(&late).unwrap());
     let stats: Value = serde_json::from_str(&std::fs::read_to_string(stats).unwrap()).unwrap();
     (rows, late_ids, stats)
+}
+
+/// `weir window` over generated events: counts by merchant_id in event time.
+fn window_by_merchant(file: &tempfile::NamedTempFile) -> assert_cmd::Command {
+    let mut cmd = weir();
+    cmd.arg("window").arg(file.path()).args([
+        "--time",
+        "occurred_at",
+        "--key",
+        "merchant_id",
+        "--count",
+    ]);
+    cmd
 }
 
 /// A result row's (merchant_id, window_start).
@@ -251,18 +254,8 @@ fn batch_sessions<'a>(events: impl Iterator<Item = &'a Event>, gap: Millis) -> B
 #[test]
 fn session_updates_and_retractions_upsert_to_the_batch_result() {
     let (file, events) = gen(106);
-    let out = weir()
-        .arg("window")
-        .arg(file.path())
-        .args([
-            "--time",
-            "occurred_at",
-            "--key",
-            "merchant_id",
-            "--count",
-            "--sum",
-            "amount",
-        ])
+    let out = window_by_merchant(&file)
+        .args(["--sum", "amount"])
         .args(LATE_SESSIONS)
         .args(["--late-output", "/dev/stderr"])
         .output()
@@ -349,19 +342,8 @@ fn session_short_delay_accounts_for_every_record() {
 #[test]
 fn rows_are_ordered_by_window_end_then_key() {
     let (file, events) = gen(106);
-    let out = weir()
-        .arg("window")
-        .arg(file.path())
-        .args([
-            "--time",
-            "occurred_at",
-            "--key",
-            "merchant_id",
-            "--tumbling",
-            "1m",
-            "--count",
-            "-q",
-        ])
+    let out = window_by_merchant(&file)
+        .args(["--tumbling", "1m", "-q"])
         .args(["--delay", &format!("{}ms", max_disorder(&events))])
         .output()
         .unwrap();
@@ -715,10 +697,7 @@ fn all_aggregates_equal_batch() {
 #[test]
 fn csv_rows_carry_update_and_retract_columns() {
     let (file, _) = gen(106);
-    let out = weir()
-        .arg("window")
-        .arg(file.path())
-        .args(["--time", "occurred_at", "--key", "merchant_id", "--count"])
+    let out = window_by_merchant(&file)
         .args(LATE_SESSIONS)
         .args(["--format", "csv"])
         .output()
