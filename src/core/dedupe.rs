@@ -95,6 +95,9 @@ pub struct Deduper<K: IdKey, H = ()> {
     counts: DedupeCounts,
     /// The clock at the last sweep of expired ids.
     swept_at: Millis,
+    /// No remembered group opened before this (a lower bound): until the clock passes it by
+    /// the horizon, a sweep would find nothing to expire and is skipped.
+    oldest: Millis,
     /// Held records of groups that ended, with their opening times (only when holding).
     released: Vec<(Millis, H)>,
     holding: bool,
@@ -126,6 +129,7 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
             evicted: None,
             counts: DedupeCounts::default(),
             swept_at: Millis::MIN,
+            oldest: Millis::MAX,
             released: Vec::new(),
             holding,
         }
@@ -172,9 +176,9 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         self.len
     }
 
-    /// Keeps the shard's entries for which `keep` holds, rebuilding the table so that no
-    /// tombstones are left behind; returns how many were dropped.
-    fn rebuild(
+    /// Keeps the shard's entries for which `keep` holds (the others' held records are
+    /// released); returns how many were dropped.
+    fn forget(
         shard: &mut IdTable<K, (Millis, H)>,
         released: &mut Vec<(Millis, H)>,
         holding: bool,
@@ -187,7 +191,6 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
                     released.push(slot);
                 }
             },
-            table_hash,
         )
     }
 
@@ -216,6 +219,7 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
                     ended_at_once = Some((t, record));
                     shard.remove_at(slot)
                 } else {
+                    self.oldest = self.oldest.min(t);
                     std::mem::replace(entry, (t, record))
                 };
                 if self.holding {
@@ -225,11 +229,13 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
             None if !already_past && self.len < self.max_keys => {
                 shard.insert_new(id.clone(), hash, (t, record), table_hash);
                 self.len += 1;
+                self.oldest = self.oldest.min(t);
             }
             None if !already_past => {
                 self.make_room(clock);
                 self.shards[at].insert_new(id.clone(), hash, (t, record), table_hash);
                 self.len += 1;
+                self.oldest = self.oldest.min(t);
             }
             None => ended_at_once = Some((t, record)),
         }
@@ -256,12 +262,21 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
             return;
         }
         self.swept_at = clock;
+        if clock < self.oldest.saturating_add(h) {
+            return;
+        }
         let mut dropped = 0;
+        let mut oldest = Millis::MAX;
         for shard in &mut self.shards {
-            dropped += Self::rebuild(shard, &mut self.released, self.holding, |_, t0| {
-                clock < t0.saturating_add(h)
+            dropped += Self::forget(shard, &mut self.released, self.holding, |_, t0| {
+                let keep = clock < t0.saturating_add(h);
+                if keep {
+                    oldest = oldest.min(t0);
+                }
+                keep
             });
         }
+        self.oldest = oldest;
         self.len -= dropped;
         self.counts.expired += dropped as u64;
     }
@@ -288,7 +303,7 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
             let cut = (times.len() / 8).max(1);
             let (_, &mut threshold, _) = times.select_nth_unstable(cut - 1);
             let mut taken = 0;
-            evicted += Self::rebuild(shard, &mut self.released, self.holding, |id, t0| {
+            evicted += Self::forget(shard, &mut self.released, self.holding, |id, t0| {
                 let keep = t0 > threshold || taken >= cut;
                 if !keep {
                     bloom.insert(id.hash128());

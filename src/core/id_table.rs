@@ -250,36 +250,37 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         entries
     }
 
-    /// Keeps the entries for which `keep` holds and hands the others' values to `dropped`.
-    /// The kept ones are put back in slot order, so no tombstones are left (and their new
-    /// places are written nearly in order). Returns how many were dropped.
+    /// Keeps the entries for which `keep` holds and hands the others' values to `dropped`,
+    /// leaving tombstones in their slots: one pass over the table in slot order, nothing
+    /// moved or allocated (inserts reuse the tombstones; `grow` clears them when they fill
+    /// the table). Returns how many were dropped.
     pub fn retain(
         &mut self,
         mut keep: impl FnMut(&K, &V) -> bool,
         mut dropped: impl FnMut(V),
-        rehash: fn(&K) -> u64,
     ) -> usize {
-        let mut kept = Vec::with_capacity(self.len);
-        let before = self.len;
-        self.take_each(|(k, v)| {
-            if keep(&k, &v) {
-                kept.push((k, v));
-            } else {
-                dropped(v);
+        let mut gone = 0;
+        for at in (0..self.capacity()).step_by(GROUP) {
+            let mut mask = full_mask(&self.tags[at..at + GROUP]);
+            while mask != 0 {
+                let slot = at + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let (k, v) = &self.slots[slot];
+                if !keep(k, v) {
+                    self.set_tag(slot, DELETED);
+                    dropped(mem::take(&mut self.slots[slot]).1);
+                    gone += 1;
+                }
             }
-        });
-        self.tags.fill(EMPTY);
-        self.len = 0;
-        self.used = 0;
-        for (k, v) in kept {
-            let h = rehash(&k);
-            self.insert_new(k, h, v, rehash);
         }
-        before - self.len
+        self.len -= gone;
+        gone
     }
 
     /// Doubles the room (or, when tombstones make up much of what is used, clears them at the
-    /// same size) and puts every entry back.
+    /// same size) and moves every entry to its place in the new arrays. The old entries are
+    /// read in slot order, which is their hashes' order, so the new places are written
+    /// nearly in order too.
     fn grow(&mut self, rehash: fn(&K) -> u64) {
         let slots = if self.slots.is_empty() {
             GROUP
@@ -288,13 +289,17 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         } else {
             self.capacity() * 2
         };
-        let entries = self.drain();
-        self.tags = vec![EMPTY; slots + GROUP];
-        self.slots.clear();
-        self.slots.resize_with(slots, Default::default);
-        for (k, v) in entries {
-            let h = rehash(&k);
-            self.insert_new(k, h, v, rehash);
+        let old_tags = mem::replace(&mut self.tags, vec![EMPTY; slots + GROUP]);
+        let mut new_slots = Vec::new();
+        new_slots.resize_with(slots, Default::default);
+        let old_slots = mem::replace(&mut self.slots, new_slots);
+        self.len = 0;
+        self.used = 0;
+        for (entry, tag) in old_slots.into_iter().zip(old_tags) {
+            if tag >= 0x80 {
+                let h = rehash(&entry.0);
+                self.insert_new(entry.0, h, entry.1, rehash);
+            }
         }
     }
 }
@@ -310,6 +315,8 @@ mod tests {
         Insert(u16),
         Remove(u16),
         Drain,
+        /// Keeps the keys not divisible by this.
+        Retain(u16),
     }
 
     /// A poor hash: keys share a few homes (so runs pass many groups and wrap around the
@@ -325,6 +332,7 @@ mod tests {
             60 => any::<u16>().prop_map(|k| Op::Insert(k % 300)),
             15 => any::<u16>().prop_map(|k| Op::Remove(k % 300)),
             1 => Just(Op::Drain),
+            2 => (2u16..6).prop_map(Op::Retain),
         ], 0..1000)) {
             let mut table: IdTable<u32, u64> = IdTable::default();
             let mut model: HashMap<u32, u64> = HashMap::new();
@@ -351,6 +359,18 @@ mod tests {
                         let mut expected: Vec<(u32, u64)> = model.drain().collect();
                         expected.sort_unstable();
                         prop_assert_eq!(drained, expected);
+                    }
+                    Op::Retain(d) => {
+                        let d = d as u32;
+                        let mut dropped = Vec::new();
+                        let gone = table.retain(|k, _| k % d != 0, |v| dropped.push(v));
+                        let mut expected: Vec<u64> =
+                            model.iter().filter(|(k, _)| *k % d == 0).map(|(_, v)| *v).collect();
+                        model.retain(|k, _| k % d != 0);
+                        dropped.sort_unstable();
+                        expected.sort_unstable();
+                        prop_assert_eq!(gone, dropped.len());
+                        prop_assert_eq!(dropped, expected);
                     }
                 }
                 prop_assert_eq!(table.len(), model.len());
