@@ -226,7 +226,8 @@ pub struct WindowOperator {
     windows: FxHashMap<(KeyId, Millis), Entry>,
     /// Windows waiting to fire: (end, start, key).
     pending: Schedule,
-    /// Every window in state, by when it may be dropped: (end + lateness, start, key).
+    /// Windows kept after they fire, by when they may be dropped: (end + lateness, start,
+    /// key). Only with an allowed lateness: without one, a window is dropped as it fires.
     expiry: Schedule,
     /// Scratch for `fire`.
     due: Vec<(Millis, Millis, KeyId)>,
@@ -344,7 +345,9 @@ impl WindowOperator {
                 Entry_::Vacant(v) => {
                     keys.retain(key);
                     pending.insert(end, start, key);
-                    expiry.insert(end.saturating_add(cfg.allowed_lateness), start, key);
+                    if cfg.allowed_lateness > 0 {
+                        expiry.insert(end.saturating_add(cfg.allowed_lateness), start, key);
+                    }
                     let states = cfg.aggs.iter().map(|a| AggState::new(&a.kind)).collect();
                     v.insert(Entry {
                         end,
@@ -415,8 +418,10 @@ impl WindowOperator {
         for s in absorbed {
             let old = self.windows.remove(&(key, s)).expect("session in state");
             self.pending.remove(old.end, s, key);
-            self.expiry
-                .remove(old.end.saturating_add(self.cfg.allowed_lateness), s, key);
+            if self.cfg.allowed_lateness > 0 {
+                self.expiry
+                    .remove(old.end.saturating_add(self.cfg.allowed_lateness), s, key);
+            }
             self.keys.release(key);
             start = start.min(s);
             end = end.max(old.end);
@@ -451,8 +456,10 @@ impl WindowOperator {
         let at = starts.partition_point(|s| *s < start);
         starts.insert(at, start);
         self.pending.insert(end, start, key);
-        self.expiry
-            .insert(end.saturating_add(self.cfg.allowed_lateness), start, key);
+        if self.cfg.allowed_lateness > 0 {
+            self.expiry
+                .insert(end.saturating_add(self.cfg.allowed_lateness), start, key);
+        }
         let entry = self.windows.entry((key, start)).or_insert(Entry {
             end,
             states,
@@ -487,41 +494,64 @@ impl WindowOperator {
                 .then_with(|| keys.cmp(a.2, b.2))
                 .then(a.1.cmp(&b.1))
         });
+        let final_rows = self.cfg.emit == EmitMode::Final;
         for &(end, start, key) in &due {
-            let entry = self
-                .windows
-                .get_mut(&(key, start))
-                .expect("pending window in state");
-            debug_assert_eq!(entry.end, end);
-            entry.fired = true;
-            if self.cfg.emit == EmitMode::Final {
-                // A window past its lateness is dropped below, in this same step: its states
-                // move into the row instead of being copied.
-                let states = if w >= end.saturating_add(self.cfg.allowed_lateness) {
-                    std::mem::take(&mut entry.states)
-                } else {
-                    summaries(&entry.states, &self.cfg.aggs)
-                };
-                out.push(row(&self.keys.texts[key as usize], start, entry, states));
-                entry.emitted = true;
-                entry.row_out = true;
+            let text = &self.keys.texts[key as usize];
+            if w >= end.saturating_add(self.cfg.allowed_lateness) {
+                // Past its lateness too: the window is dropped now, and its states move into
+                // the row instead of being copied.
+                let mut entry = self
+                    .windows
+                    .remove(&(key, start))
+                    .expect("pending window in state");
+                debug_assert_eq!(entry.end, end);
+                if final_rows {
+                    let states = std::mem::take(&mut entry.states);
+                    out.push(row(text, start, &entry, states));
+                }
+                self.forget_window(key, start);
+            } else {
+                let entry = self
+                    .windows
+                    .get_mut(&(key, start))
+                    .expect("pending window in state");
+                debug_assert_eq!(entry.end, end);
+                entry.fired = true;
+                if final_rows {
+                    out.push(row(
+                        text,
+                        start,
+                        entry,
+                        summaries(&entry.states, &self.cfg.aggs),
+                    ));
+                    entry.emitted = true;
+                    entry.row_out = true;
+                }
             }
         }
         due.clear();
         self.expiry.take_due(w, &mut due);
         for &(_, start, key) in &due {
-            self.windows.remove(&(key, start));
-            if let WindowKind::Session { .. } = self.cfg.kind {
-                let starts = self.sessions.get_mut(&key).expect("session key");
-                starts.retain(|s| *s != start);
-                if starts.is_empty() {
-                    self.sessions.remove(&key);
-                }
+            // A window that fired past its lateness in this step is already gone.
+            if self.windows.remove(&(key, start)).is_some() {
+                self.forget_window(key, start);
             }
-            self.keys.release(key);
         }
         due.clear();
         self.due = due;
+    }
+
+    /// What remains of a window just dropped from state: its place among its key's sessions,
+    /// and its hold on the key.
+    fn forget_window(&mut self, key: KeyId, start: Millis) {
+        if let WindowKind::Session { .. } = self.cfg.kind {
+            let starts = self.sessions.get_mut(&key).expect("session key");
+            starts.retain(|s| *s != start);
+            if starts.is_empty() {
+                self.sessions.remove(&key);
+            }
+        }
+        self.keys.release(key);
     }
 }
 
