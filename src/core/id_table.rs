@@ -176,6 +176,13 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
     /// The slot holding `key`, if any.
     #[inline]
     pub fn find(&self, key: &K, hash: u64) -> Option<usize> {
+        self.find_by(hash, |k| k == key)
+    }
+
+    /// The slot holding the key with this `hash` for which `is` holds, if any: for keys
+    /// looked up by something other than themselves (by a text, for a key holding its id).
+    #[inline]
+    pub fn find_by(&self, hash: u64, is: impl Fn(&K) -> bool) -> Option<usize> {
         if self.tags.is_empty() {
             return None;
         }
@@ -183,14 +190,15 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         let mask = self.capacity() - 1;
         let mut at = self.home(hash);
         // Used slots are at most 7/8 of all, so some slot is empty. A key sits at or after
-        // its home with no empty slot between (slots are only emptied by a rebuild).
+        // its home, in the first group of sixteen from there that holds an empty slot or
+        // before it (`vacate` empties a slot only where that stays true).
         loop {
             let (mut hits, empty) = group_masks(&self.tags[at..at + GROUP], tag);
             // Hits after the first empty slot are mirrored tags seen again, or keys of
             // another run: both harmless to compare.
             while hits != 0 {
                 let slot = (at + hits.trailing_zeros() as usize) & mask;
-                if self.slots[slot].0 == *key {
+                if is(&self.slots[slot].0) {
                     return Some(slot);
                 }
                 hits &= hits - 1;
@@ -202,12 +210,20 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         }
     }
 
+    pub fn key_at(&self, slot: usize) -> &K {
+        &self.slots[slot].0
+    }
+
+    pub fn value_at(&self, slot: usize) -> &V {
+        &self.slots[slot].1
+    }
+
     pub fn value_mut(&mut self, slot: usize) -> &mut V {
         &mut self.slots[slot].1
     }
 
-    /// Inserts `key`, which must not be in the table.
-    pub fn insert_new(&mut self, key: K, hash: u64, value: V, rehash: fn(&K) -> u64) {
+    /// Inserts `key`, which must not be in the table; returns its slot.
+    pub fn insert_new(&mut self, key: K, hash: u64, value: V, rehash: fn(&K) -> u64) -> usize {
         if (self.used + 1) * 8 > self.capacity() * 7 {
             self.grow(rehash);
         }
@@ -222,18 +238,38 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
                 self.set_tag(slot, tag_of(hash));
                 self.slots[slot] = (key, value);
                 self.len += 1;
-                return;
+                return slot;
             }
             at = (at + GROUP) & mask;
         }
     }
 
-    /// Removes the entry in `slot`, leaving a tombstone; returns its value.
+    /// Removes the entry in `slot`; returns its value.
     pub fn remove_at(&mut self, slot: usize) -> V {
         debug_assert!(self.tags[slot] >= 0x80);
-        self.set_tag(slot, DELETED);
+        self.vacate(slot);
         self.len -= 1;
         mem::take(&mut self.slots[slot]).1
+    }
+
+    /// Marks a slot whose entry is leaving as empty when no probe needs to pass over it, else
+    /// as deleted, so that a table whose keys come and go does not fill up with tombstones
+    /// (hashbrown does the same). A probe must pass a slot only on its way to a key beyond
+    /// the first sixteen slots from that key's home, and every slot from such a key's home
+    /// to the key is in use: a run of at least seventeen. So a slot whose neighbours in use
+    /// number fewer than sixteen may be empty.
+    fn vacate(&mut self, slot: usize) {
+        let after = slot + 1;
+        let before = (slot + self.capacity() - GROUP) & (self.capacity() - 1);
+        let (_, empty_after) = group_masks(&self.tags[after..after + GROUP], EMPTY);
+        let (_, empty_before) = group_masks(&self.tags[before..before + GROUP], EMPTY);
+        let run = (empty_after as u16).trailing_zeros() + (empty_before as u16).leading_zeros();
+        if run >= GROUP as u32 {
+            self.set_tag(slot, DELETED);
+        } else {
+            self.set_tag(slot, EMPTY);
+            self.used -= 1;
+        }
     }
 
     pub fn values(&self) -> impl Iterator<Item = &V> {
@@ -251,9 +287,9 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
     }
 
     /// Keeps the entries for which `keep` holds and hands the others' values to `dropped`,
-    /// leaving tombstones in their slots: one pass over the table in slot order, nothing
-    /// moved or allocated (inserts reuse the tombstones; `grow` clears them when they fill
-    /// the table). Returns how many were dropped.
+    /// vacating their slots: one pass over the table in slot order, nothing moved or
+    /// allocated (inserts reuse tombstones; `grow` clears them when they fill the table).
+    /// Returns how many were dropped.
     pub fn retain(
         &mut self,
         mut keep: impl FnMut(&K, &V) -> bool,
@@ -267,7 +303,7 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
                 mask &= mask - 1;
                 let (k, v) = &self.slots[slot];
                 if !keep(k, v) {
-                    self.set_tag(slot, DELETED);
+                    self.vacate(slot);
                     dropped(mem::take(&mut self.slots[slot]).1);
                     gone += 1;
                 }
