@@ -485,7 +485,9 @@ impl RecordStep for WindowStep {
                 }))
             }
         }
-        self.write_rows()?;
+        if !self.rows.is_empty() {
+            self.write_rows()?;
+        }
         Ok(Flow::Continue)
     }
 

@@ -584,10 +584,15 @@ impl Schedule {
     }
 
     /// Moves every entry due at or before `w` to `out`, as (time, start, key).
+    #[inline]
     fn take_due(&mut self, w: Millis, out: &mut Vec<(Millis, Millis, KeyId)>) {
-        if self.earliest.is_none_or(|e| e > w) {
-            return;
+        // Most records find nothing due: answered here, without a call.
+        if self.earliest.is_some_and(|e| e <= w) {
+            self.take_due_now(w, out);
         }
+    }
+
+    fn take_due_now(&mut self, w: Millis, out: &mut Vec<(Millis, Millis, KeyId)>) {
         while let Some(entry) = self.by_time.first_entry() {
             if *entry.key() > w {
                 break;
