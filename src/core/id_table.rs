@@ -231,9 +231,9 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         let mut at = self.home(hash);
         loop {
             // The first slot from here that is empty or deleted.
-            let free = self.tags[at..at + GROUP].iter().position(|&t| t < 0x80);
-            if let Some(i) = free {
-                let slot = (at + i) & mask;
+            let free = !full_mask(&self.tags[at..at + GROUP]) & 0xffff;
+            if free != 0 {
+                let slot = (at + free.trailing_zeros() as usize) & mask;
                 self.used += (self.tags[slot] == EMPTY) as usize;
                 self.set_tag(slot, tag_of(hash));
                 self.slots[slot] = (key, value);
