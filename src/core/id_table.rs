@@ -176,13 +176,6 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
     /// The slot holding `key`, if any.
     #[inline]
     pub fn find(&self, key: &K, hash: u64) -> Option<usize> {
-        self.find_by(hash, |k| k == key)
-    }
-
-    /// The slot holding the key with this `hash` for which `is` holds, if any: for keys
-    /// looked up by something other than themselves (by a text, for a key holding its id).
-    #[inline]
-    pub fn find_by(&self, hash: u64, is: impl Fn(&K) -> bool) -> Option<usize> {
         if self.tags.is_empty() {
             return None;
         }
@@ -198,7 +191,7 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
             // another run: both harmless to compare.
             while hits != 0 {
                 let slot = (at + hits.trailing_zeros() as usize) & mask;
-                if is(&self.slots[slot].0) {
+                if self.slots[slot].0 == *key {
                     return Some(slot);
                 }
                 hits &= hits - 1;
@@ -210,20 +203,12 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         }
     }
 
-    pub fn key_at(&self, slot: usize) -> &K {
-        &self.slots[slot].0
-    }
-
-    pub fn value_at(&self, slot: usize) -> &V {
-        &self.slots[slot].1
-    }
-
     pub fn value_mut(&mut self, slot: usize) -> &mut V {
         &mut self.slots[slot].1
     }
 
-    /// Inserts `key`, which must not be in the table; returns its slot.
-    pub fn insert_new(&mut self, key: K, hash: u64, value: V, rehash: fn(&K) -> u64) -> usize {
+    /// Inserts `key`, which must not be in the table.
+    pub fn insert_new(&mut self, key: K, hash: u64, value: V, rehash: fn(&K) -> u64) {
         if (self.used + 1) * 8 > self.capacity() * 7 {
             self.grow(rehash);
         }
@@ -238,7 +223,7 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
                 self.set_tag(slot, tag_of(hash));
                 self.slots[slot] = (key, value);
                 self.len += 1;
-                return slot;
+                return;
             }
             at = (at + GROUP) & mask;
         }
