@@ -621,6 +621,7 @@ impl Distinct {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn normalized_equals_normalize() {
@@ -649,7 +650,6 @@ mod tests {
             }
         }
     }
-    use proptest::prelude::*;
 
     fn raw(s: &str) -> &str {
         s
