@@ -338,13 +338,14 @@ impl RecordStep for DedupeStep {
         self.now = self.started.elapsed().as_millis() as Millis;
     }
 
-    fn ahead(&mut self, line: &Line<'_>) {
+    fn ahead<'l>(&mut self, next: impl FnOnce() -> Option<Line<'l>>) {
         // The id map is far larger than the cache: each record's lookup would otherwise wait
         // for memory on its own.
-        if self.id_fields == 1 {
-            if let Some(id) = line.field(0) {
-                self.ids.prefetch(id);
-            }
+        if self.id_fields != 1 {
+            return;
+        }
+        if let Some(id) = next().and_then(|line| line.field(0)) {
+            self.ids.prefetch(id);
         }
     }
 

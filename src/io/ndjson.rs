@@ -558,8 +558,9 @@ pub trait RecordStep {
     /// per record (the records of a batch were read together).
     fn batch(&mut self) {}
     /// Shown a record `LOOKAHEAD` records before it comes to `record`, so that the state it
-    /// will touch can be fetched into cache while earlier records are worked on.
-    fn ahead(&mut self, _line: &Line<'_>) {}
+    /// will touch can be fetched into cache while earlier records are worked on. `next`
+    /// makes the record's `Line` (or says it is not a record), only for steps that look.
+    fn ahead<'l>(&mut self, _next: impl FnOnce() -> Option<Line<'l>>) {}
 }
 
 /// How far ahead `RecordStep::ahead` sees: enough records to cover a memory access's
@@ -635,16 +636,12 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                 d.counters.bytes_read += chunk.data.len() as u64 - chunk.added_newline as u64;
                 let p = &chunk.prepared;
                 for i in 0..LOOKAHEAD {
-                    if let Some(line) = chunk.record_line(i) {
-                        step.ahead(&line);
-                    }
+                    step.ahead(|| chunk.record_line(i));
                 }
                 for (i, info) in p.lines.iter().enumerate() {
                     let bytes = &chunk.data[info.start as usize..info.end as usize];
                     let number = chunk.first_line + i as u64;
-                    if let Some(line) = chunk.record_line(i + LOOKAHEAD) {
-                        step.ahead(&line);
-                    }
+                    step.ahead(|| chunk.record_line(i + LOOKAHEAD));
                     if let Status::Blank = info.status {
                         d.counters.blank_lines += 1;
                         continue;
