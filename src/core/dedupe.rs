@@ -16,8 +16,6 @@
 //! evicted, counted, and remembered in a Bloom filter so that a later repeat of an evicted id
 //! is counted as "possibly duplicate" (it passes).
 
-use std::hash::Hash;
-
 use super::id_table::IdTable;
 use super::time::Millis;
 
@@ -41,7 +39,7 @@ pub struct DedupeCounts {
 }
 
 /// The id as kept: a 128-bit hash, or the text itself.
-pub trait IdKey: Hash + Eq + Clone + Default {
+pub trait IdKey: Eq + Clone + Default {
     fn hash128(&self) -> u128;
 }
 
