@@ -14,7 +14,7 @@ use std::mem;
 
 /// Slots probed together.
 const GROUP: usize = 16;
-/// A tag: the slot was never used since the last rebuild.
+/// A tag: the slot holds no entry, and no probe needs to pass it.
 const EMPTY: u8 = 0;
 /// A tag: the slot's entry was removed; probing goes on past it.
 const DELETED: u8 = 1;
@@ -110,14 +110,15 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         })
     }
 
-    /// Takes each entry out, in slot order; the tags are left for the caller to reset.
-    fn take_each(&mut self, mut f: impl FnMut((K, V))) {
+    /// Calls `f` with each slot that holds an entry when its group is reached, in slot order
+    /// (`f` may empty the slot).
+    fn each_full_slot(&mut self, mut f: impl FnMut(&mut Self, usize)) {
         for at in (0..self.capacity()).step_by(GROUP) {
             let mut mask = full_mask(&self.tags[at..at + GROUP]);
             while mask != 0 {
                 let slot = at + mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                f(mem::take(&mut self.slots[slot]));
+                f(self, slot);
             }
         }
     }
@@ -264,7 +265,7 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
     /// Takes every entry out, keeping the room.
     pub fn drain(&mut self) -> Vec<(K, V)> {
         let mut entries = Vec::with_capacity(self.len);
-        self.take_each(|entry| entries.push(entry));
+        self.each_full_slot(|table, slot| entries.push(mem::take(&mut table.slots[slot])));
         self.tags.fill(EMPTY);
         self.len = 0;
         self.used = 0;
@@ -281,19 +282,14 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         mut dropped: impl FnMut(V),
     ) -> usize {
         let mut gone = 0;
-        for at in (0..self.capacity()).step_by(GROUP) {
-            let mut mask = full_mask(&self.tags[at..at + GROUP]);
-            while mask != 0 {
-                let slot = at + mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                let (k, v) = &self.slots[slot];
-                if !keep(k, v) {
-                    self.vacate(slot);
-                    dropped(mem::take(&mut self.slots[slot]).1);
-                    gone += 1;
-                }
+        self.each_full_slot(|table, slot| {
+            let (k, v) = &table.slots[slot];
+            if !keep(k, v) {
+                table.vacate(slot);
+                dropped(mem::take(&mut table.slots[slot]).1);
+                gone += 1;
             }
-        }
+        });
         self.len -= gone;
         gone
     }
