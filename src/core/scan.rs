@@ -298,8 +298,8 @@ impl Layout {
             let child = trie.children.get(member.child as usize).map(|(_, n)| n);
             s.member_value(child, out).ok()?;
         }
-        let end = &self.text[lead_start..];
-        (line.len() - s.i == end.len() && same_bytes(&line[s.i..], end)).then_some(Scanned {
+        // The rest of the line must be the text after the last value, no more.
+        same_bytes(&line[s.i..], &self.text[lead_start..]).then_some(Scanned {
             object: true,
             ascii: s.high == 0 && self.ascii,
         })
