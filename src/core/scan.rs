@@ -284,26 +284,64 @@ impl Layout {
     /// Scans a line laid out like this shape, or returns `None` for any other line (valid or
     /// not), which the full scan must then judge.
     fn scan(&self, line: &[u8], trie: &PathTrie, out: &mut [Option<Span>]) -> Option<Scanned> {
-        let mut s = Scanner::new(line, None);
-        // Inside the top-level object, as the full scan is when it reaches a member's value.
-        s.depth = 1;
+        // The position and the above-ASCII flag live in registers here; the general scanner
+        // is called only for values other than strings without escapes.
+        let mut i = 0;
+        let mut high = 0;
         let mut lead_start = 0;
         for member in &self.members {
             let lead = &self.text[lead_start..member.lead_end as usize];
             lead_start = member.lead_end as usize;
-            if !has_at(line, s.i, lead) {
+            if !has_at(line, i, lead) {
                 return None;
             }
-            s.i += lead.len();
+            i += lead.len();
+            let start = i;
             let child = trie.children.get(member.child as usize).map(|(_, n)| n);
-            s.member_value(child, out).ok()?;
+            if let Some(c) = child {
+                for &below in &c.below {
+                    out[below] = None;
+                }
+            }
+            match plain_string_end(line, i) {
+                Some((end, above_ascii)) => {
+                    i = end;
+                    high |= above_ascii;
+                }
+                None => {
+                    let mut s = Scanner::new(line, None);
+                    // Inside the top-level object, as the full scan is at a member's value.
+                    s.depth = 1;
+                    s.i = i;
+                    s.value(child, out).ok()?;
+                    i = s.i;
+                    high |= s.high;
+                }
+            }
+            if let Some(c) = child {
+                for &leaf in &c.leaves {
+                    out[leaf] = Some((start as u32, i as u32));
+                }
+            }
         }
         // The rest of the line must be the text after the last value, no more.
-        same_bytes(&line[s.i..], &self.text[lead_start..]).then_some(Scanned {
+        same_bytes(&line[i..], &self.text[lead_start..]).then_some(Scanned {
             object: true,
-            ascii: s.high == 0 && self.ascii,
+            ascii: high == 0 && self.ascii,
         })
     }
+}
+
+/// When `line[at..]` starts with a string that holds no escape or control character: the
+/// offset just past its closing quote, and `find_special`'s above-ASCII flag for it.
+#[inline(always)]
+fn plain_string_end(line: &[u8], at: usize) -> Option<(usize, u64)> {
+    if line.get(at) != Some(&b'"') {
+        return None;
+    }
+    let (offset, high) = find_special(&line[at + 1..]);
+    let end = at + 1 + offset;
+    (line.get(end) == Some(&b'"')).then_some((end + 1, high))
 }
 
 /// Scanning stopped at an error, which the scanner holds: the hot path passes back only
