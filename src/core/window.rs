@@ -482,8 +482,16 @@ impl WindowOperator {
 
     /// Emits every pending window the watermark completed, then drops windows past their
     /// allowed lateness.
+    #[inline]
     fn fire(&mut self, out: &mut Vec<Row>) {
         let w = self.watermarks.current();
+        // Most records complete no window: answered here, without a call.
+        if self.pending.due_by(w) || self.expiry.due_by(w) {
+            self.fire_due(w, out);
+        }
+    }
+
+    fn fire_due(&mut self, w: Millis, out: &mut Vec<Row>) {
         let mut due = std::mem::take(&mut self.due);
         self.pending.take_due(w, &mut due);
         // (end, key, start) order; the entries are distinct, so an unstable sort is
@@ -583,16 +591,17 @@ impl Schedule {
         }
     }
 
-    /// Moves every entry due at or before `w` to `out`, as (time, start, key).
+    /// Whether some entry is due at or before `w`.
     #[inline]
-    fn take_due(&mut self, w: Millis, out: &mut Vec<(Millis, Millis, KeyId)>) {
-        // Most records find nothing due: answered here, without a call.
-        if self.earliest.is_some_and(|e| e <= w) {
-            self.take_due_now(w, out);
-        }
+    fn due_by(&self, w: Millis) -> bool {
+        self.earliest.is_some_and(|e| e <= w)
     }
 
-    fn take_due_now(&mut self, w: Millis, out: &mut Vec<(Millis, Millis, KeyId)>) {
+    /// Moves every entry due at or before `w` to `out`, as (time, start, key).
+    fn take_due(&mut self, w: Millis, out: &mut Vec<(Millis, Millis, KeyId)>) {
+        if !self.due_by(w) {
+            return;
+        }
         while let Some(entry) = self.by_time.first_entry() {
             if *entry.key() > w {
                 break;
