@@ -359,17 +359,22 @@ impl<'de> serde::Deserialize<'de> for StrOrCow<'de> {
 }
 
 /// Reads an event time from a field's raw JSON.
+#[inline]
 pub fn time_of(raw: &str, path: &FieldPath, format: &TimeFormat) -> Result<Millis, RecordError> {
-    let bad = |error| RecordError::BadTime {
-        path: path.to_string(),
-        error,
-    };
     if let (TimeFormat::Auto, [b'"', inner @ .., b'"']) = (format, raw.as_bytes()) {
         // The common case: an RFC 3339 string, which holds no escapes, read in place.
         if let Some(ms) = fast_rfc3339(inner) {
             return Ok(ms);
         }
     }
+    any_time_of(raw, path, format)
+}
+
+fn any_time_of(raw: &str, path: &FieldPath, format: &TimeFormat) -> Result<Millis, RecordError> {
+    let bad = |error| RecordError::BadTime {
+        path: path.to_string(),
+        error,
+    };
     match Scalar::from_raw(raw) {
         Scalar::Str(s) => parse_time_str(&s, format).map_err(bad),
         Scalar::Number(n) => parse_time_number(n, format).map_err(bad),

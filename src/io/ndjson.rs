@@ -479,7 +479,9 @@ pub struct Line<'a> {
     text: &'a str,
     pub origin: &'a Arc<str>,
     pub number: u64,
-    pub fields: &'a [Option<Span>],
+    /// Where the requested fields lie: spans the scanner found, each from the first byte of
+    /// a JSON value to just past its last, so both ends fall on ASCII bytes (or the end).
+    fields: &'a [Option<Span>],
     /// (partition, offset) of a Kafka record.
     pub kafka: Option<(i32, i64)>,
 }
@@ -503,7 +505,14 @@ impl<'a> Line<'a> {
     #[inline]
     pub fn field(&self, i: usize) -> Option<&'a str> {
         let (start, end) = self.fields[i]?;
-        self.text.get(start as usize..end as usize)
+        let (start, end) = (start as usize, end as usize);
+        // Every record reads a few fields: `str::get`'s two char-boundary checks are
+        // replaced by the scanner's guarantee that a value starts and ends on an ASCII byte.
+        debug_assert!(self.text.is_char_boundary(start) && self.text.is_char_boundary(end));
+        let bytes = self.text.as_bytes().get(start..end)?;
+        // SAFETY: `bytes` is a range of the UTF-8 `text` whose ends are char boundaries (see
+        // `fields`), so it is UTF-8 itself.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
     }
 
     /// The whole record as text.
