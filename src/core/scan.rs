@@ -102,6 +102,28 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// Whether the bytes of `a` and `b` that `mask` selects (bit k for byte k) are the same.
+#[inline(always)]
+fn same_under_mask(a: &[u8], b: &[u8; 16], mask: u32) -> bool {
+    let a: &[u8; 16] = a.try_into().expect("16 bytes");
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86-64, and the loads read the 16 bytes of `a` and `b`.
+        let same = unsafe {
+            _mm_movemask_epi8(_mm_cmpeq_epi8(
+                _mm_loadu_si128(a.as_ptr().cast()),
+                _mm_loadu_si128(b.as_ptr().cast()),
+            )) as u32
+        };
+        same & mask == mask
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        (0..16).all(|k| mask & 1 << k == 0 || a[k] == b[k])
+    }
+}
+
 /// Whether `line` holds `text` at `at`.
 #[inline(always)]
 fn has_at(line: &[u8], at: usize, text: &[u8]) -> bool {
@@ -218,8 +240,9 @@ struct Layout {
     text: Vec<u8>,
     /// The texts are all ASCII (a key may not be).
     ascii: bool,
-    /// The text after the last value is the rest of `text`.
     members: Vec<Member>,
+    /// Where the text after the last value starts in `text`.
+    tail_start: usize,
 }
 
 /// Layouts longer than this are not kept: matching them would save little.
@@ -230,11 +253,16 @@ const NO_CHILD: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug)]
 struct Member {
-    /// The member's text before its value ends here in `Layout::text`; it starts where the
-    /// previous member's ends.
-    lead_end: u32,
+    /// Where the member's text before its value starts in `Layout::text`, and its length.
+    lead_start: u32,
+    lead_len: u32,
     /// Index of the member's key in the trie's root children, or `NO_CHILD`.
     child: u32,
+    /// The member's text before its value, zero-padded, when it has at most 16 bytes (most
+    /// do): compared with the line in one step.
+    short_lead: [u8; 16],
+    /// A bit for each byte of `short_lead` that belongs to the text; 0 for a longer text.
+    short_mask: u32,
 }
 
 /// A top-level member as the full scan found it.
@@ -268,14 +296,25 @@ impl Layout {
         self.members.clear();
         let mut from = 0;
         for mark in marks {
-            self.text
-                .extend_from_slice(&line[from..mark.value_start as usize]);
+            let lead = &line[from..mark.value_start as usize];
+            let lead_start = self.text.len() as u32;
+            self.text.extend_from_slice(lead);
+            let mut short_lead = [0; 16];
+            let mut short_mask = 0;
+            if lead.len() <= 16 {
+                short_lead[..lead.len()].copy_from_slice(lead);
+                short_mask = (1 << lead.len()) - 1;
+            }
             self.members.push(Member {
-                lead_end: self.text.len() as u32,
+                lead_start,
+                lead_len: lead.len() as u32,
                 child: mark.child,
+                short_lead,
+                short_mask,
             });
             from = mark.value_end as usize;
         }
+        self.tail_start = self.text.len();
         self.text.extend_from_slice(&line[from..]);
         self.ascii = self.text.is_ascii();
         self.text.len() <= MAX_SHAPE_TEXT
@@ -288,16 +327,27 @@ impl Layout {
         // is called only for values other than strings without escapes.
         let mut i = 0;
         let mut high = 0;
-        let mut lead_start = 0;
         for member in &self.members {
-            let lead = &self.text[lead_start..member.lead_end as usize];
-            lead_start = member.lead_end as usize;
-            if !has_at(line, i, lead) {
+            let lead_len = member.lead_len as usize;
+            let same = match line.get(i..i + 16) {
+                Some(window) if member.short_mask != 0 => {
+                    same_under_mask(window, &member.short_lead, member.short_mask)
+                }
+                _ => has_at(
+                    line,
+                    i,
+                    &self.text[member.lead_start as usize..][..lead_len],
+                ),
+            };
+            if !same {
                 return None;
             }
-            i += lead.len();
+            i += lead_len;
             let start = i;
-            let child = trie.children.get(member.child as usize).map(|(_, n)| n);
+            let child = match member.child {
+                NO_CHILD => None,
+                k => trie.children.get(k as usize).map(|(_, n)| n),
+            };
             if let Some(c) = child {
                 for &below in &c.below {
                     out[below] = None;
@@ -325,7 +375,7 @@ impl Layout {
             }
         }
         // The rest of the line must be the text after the last value, no more.
-        same_bytes(&line[i..], &self.text[lead_start..]).then_some(Scanned {
+        same_bytes(&line[i..], &self.text[self.tail_start..]).then_some(Scanned {
             object: true,
             ascii: high == 0 && self.ascii,
         })
