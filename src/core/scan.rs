@@ -353,7 +353,12 @@ impl Layout {
                     out[below] = None;
                 }
             }
-            match plain_string_end(line, i) {
+            let plain = match line.get(i) {
+                Some(b'"') => plain_string_end(line, i),
+                Some(b'-' | b'0'..=b'9') => plain_number_end(line, i).map(|end| (end, 0)),
+                _ => None,
+            };
+            match plain {
                 Some((end, above_ascii)) => {
                     i = end;
                     high |= above_ascii;
@@ -392,6 +397,36 @@ fn plain_string_end(line: &[u8], at: usize) -> Option<(usize, u64)> {
     let (offset, high) = find_special(&line[at + 1..]);
     let end = at + 1 + offset;
     (line.get(end) == Some(&b'"')).then_some((end + 1, high))
+}
+
+/// When `line[at..]` starts with a number without an exponent, valid as far as it goes: the
+/// offset just past it. (The number ends where the scanner's would; what follows is the next
+/// member's text, which the caller checks.) Anything else, including a leading zero followed by
+/// digits, is left to the scanner.
+#[inline(always)]
+fn plain_number_end(line: &[u8], at: usize) -> Option<usize> {
+    let digits_from = |mut i: usize| {
+        while let Some(b'0'..=b'9') = line.get(i) {
+            i += 1;
+        }
+        i
+    };
+    let whole = at + (line.get(at) == Some(&b'-')) as usize;
+    let mut end = digits_from(whole);
+    if end == whole || (end - whole > 1 && line[whole] == b'0') {
+        return None;
+    }
+    if line.get(end) == Some(&b'.') {
+        let fraction_end = digits_from(end + 1);
+        if fraction_end == end + 1 {
+            return None;
+        }
+        end = fraction_end;
+    }
+    match line.get(end) {
+        Some(b'e' | b'E') => None,
+        _ => Some(end),
+    }
 }
 
 /// Scanning stopped at an error, which the scanner holds: the hot path passes back only
@@ -977,6 +1012,23 @@ mod tests {
                     prop_assert_eq!(&shaped, &full, "{}", line);
                     prop_assert_eq!(scanned.ascii, line.is_ascii(), "{}", line);
                 }
+            }
+        }
+
+        /// Number-like values of a learned layout's members (which the layout scan reads
+        /// itself) are accepted, rejected and captured as the full scan does.
+        #[test]
+        fn shaped_numbers_agree_with_full_scans(values in prop::collection::vec("-?0?[0-9]{0,3}(\\.[0-9]{0,2})?([eE][+-]?[0-9]{0,2})?[x.-]?", 1..8)) {
+            let mut trie = PathTrie::default();
+            trie.insert(&["a".to_string()], 0);
+            let mut shape = Shape::default();
+            for value in std::iter::once("1".to_string()).chain(values) {
+                let line = format!("{{\"a\":{value},\"b\":\"x\"}}");
+                let (mut full, mut shaped) = (vec![None], vec![None]);
+                let expected = scan(line.as_bytes(), &trie, &mut full, None);
+                let got = scan(line.as_bytes(), &trie, &mut shaped, Some(&mut shape));
+                prop_assert_eq!(&got, &expected, "{}", line);
+                prop_assert_eq!(&shaped, &full, "{}", line);
             }
         }
 
