@@ -651,6 +651,18 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                     let bytes = &chunk.data[info.start as usize..info.end as usize];
                     let number = chunk.first_line + i as u64;
                     step.ahead(|| chunk.record_line(i + LOOKAHEAD));
+                    // The reader checked this chunk a few chunks ago, and its bytes have left
+                    // the cache since: the start of the line that `ahead` will be shown next
+                    // is fetched now, so that looking ahead does not wait for it. (dedupe on
+                    // one core, 5M events, A/B of 5: 1.97 -> 1.89 s; window level.)
+                    if let Some(later) = p.lines.get(i + 2 * LOOKAHEAD) {
+                        #[cfg(target_arch = "x86_64")]
+                        if let Some(byte) = chunk.data.get(later.start as usize) {
+                            use std::arch::x86_64::*;
+                            // SAFETY: a prefetch reads nothing and cannot fault.
+                            unsafe { _mm_prefetch::<_MM_HINT_T0>((byte as *const u8).cast()) };
+                        }
+                    }
                     if let Status::Blank = info.status {
                         d.counters.blank_lines += 1;
                         continue;
