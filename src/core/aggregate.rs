@@ -63,8 +63,10 @@ pub enum AggState {
     },
     Min(Option<Decimal>),
     Max(Option<Decimal>),
-    Distinct(Distinct),
-    Percentile(Quantiles),
+    /// Boxed, as is `Percentile`: every window holds its states in its own entry, and these
+    /// rarer states would make every state (and so every window) a word larger.
+    Distinct(Box<Distinct>),
+    Percentile(Box<Quantiles>),
     /// First/last by event time: the time and the value's JSON text.
     ByTime(Option<(Millis, Box<str>)>),
 }
@@ -275,8 +277,10 @@ impl AggState {
             },
             AggKind::Min => AggState::Min(None),
             AggKind::Max => AggState::Max(None),
-            AggKind::Distinct => AggState::Distinct(Distinct::Exact(FxHashSet::default())),
-            AggKind::Percentile(_) => AggState::Percentile(Quantiles::Few(Vec::new())),
+            AggKind::Distinct => {
+                AggState::Distinct(Box::new(Distinct::Exact(FxHashSet::default())))
+            }
+            AggKind::Percentile(_) => AggState::Percentile(Box::new(Quantiles::Few(Vec::new()))),
             AggKind::First | AggKind::Last => AggState::ByTime(None),
         }
     }
@@ -331,14 +335,14 @@ impl AggState {
     /// otherwise copy a whole distinct set or value list every time.
     pub fn summary(&self, kind: &AggKind) -> AggState {
         match (self, kind) {
-            (AggState::Distinct(d @ (Distinct::Exact(_) | Distinct::Estimated(_))), _) => {
-                AggState::Distinct(Distinct::Counted {
+            (AggState::Distinct(d), _) if !matches!(**d, Distinct::Counted { .. }) => {
+                AggState::Distinct(Box::new(Distinct::Counted {
                     count: d.count(),
                     estimated: d.is_estimated(),
-                })
+                }))
             }
             (AggState::Percentile(q), AggKind::Percentile(ps)) => {
-                AggState::Percentile(Quantiles::Picked(q.answers(ps)))
+                AggState::Percentile(Box::new(Quantiles::Picked(q.answers(ps))))
             }
             (state, _) => state.clone(),
         }
@@ -354,8 +358,8 @@ impl AggState {
             }
             (AggState::Min(a), AggState::Min(b)) => *a = min_opt(*a, b, Decimal::min),
             (AggState::Max(a), AggState::Max(b)) => *a = min_opt(*a, b, Decimal::max),
-            (AggState::Distinct(a), AggState::Distinct(b)) => a.merge(b),
-            (AggState::Percentile(a), AggState::Percentile(b)) => a.merge(b),
+            (AggState::Distinct(a), AggState::Distinct(b)) => a.merge(*b),
+            (AggState::Percentile(a), AggState::Percentile(b)) => a.merge(*b),
             (AggState::ByTime(a), AggState::ByTime(b)) => {
                 if let Some((tb, vb)) = b {
                     let take = match (&a, kind) {
@@ -849,6 +853,13 @@ mod tests {
         let n = out["x"].as_f64().unwrap();
         assert!((n - 30_000.0).abs() / 30_000.0 < 0.05, "{out}");
         assert_eq!(out["x_estimated"], true);
+    }
+
+    /// Every open window holds its states inline: a state is four words, the boxed rare ones
+    /// included.
+    #[test]
+    fn states_stay_small() {
+        assert!(std::mem::size_of::<AggState>() <= 32);
     }
 
     proptest! {
