@@ -648,6 +648,40 @@ mod tests {
 
     const MIN: Millis = 60_000;
 
+    proptest! {
+        /// Interning gives one id per distinct text and forgets a text when released, for
+        /// texts that share their first 8 or 16 bytes, differ only after them, or have a
+        /// multi-byte character across byte 8.
+        #[test]
+        fn keys_intern_texts_exactly(ops in prop::collection::vec(("(ab|é|x){0,10}", any::<bool>(), any::<bool>()), 1..80)) {
+            let mut keys = Keys::default();
+            let mut model: std::collections::HashMap<String, (KeyId, u32)> = Default::default();
+            for (text, release, long) in ops {
+                let head = if long { "0123456789abcdef" } else { "0123456" };
+                let text = format!("{head}{text}");
+                let id = keys.id(&text);
+                match model.get(&text) {
+                    Some(&(known, _)) => prop_assert_eq!(id, known, "{}", text),
+                    None => prop_assert!(model.values().all(|&(other, _)| other != id), "{}", text),
+                }
+                keys.retain(id);
+                model.entry(text.clone()).or_insert((id, 0)).1 += 1;
+                if release {
+                    keys.release(id);
+                    let held = &mut model.get_mut(&text).expect("interned").1;
+                    *held -= 1;
+                    if *held == 0 {
+                        model.remove(&text);
+                    }
+                }
+                prop_assert_eq!(keys.live(), model.len());
+                for (text, &(id, _)) in &model {
+                    prop_assert_eq!(&*keys.texts[id as usize], text.as_str());
+                }
+            }
+        }
+    }
+
     fn op(kind: WindowKind, delay: Millis, lateness: Millis, emit: EmitMode) -> WindowOperator {
         let cfg = WindowConfig {
             kind,
