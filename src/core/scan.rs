@@ -66,6 +66,23 @@ impl PathTrie {
         node.leaves.push(index);
     }
 
+    /// Forgets what the paths at or below this node captured: its key appeared again, and
+    /// the last duplicate key wins (as in serde_json).
+    #[inline]
+    fn forget_below(&self, out: &mut [Option<Span>]) {
+        for &i in &self.below {
+            out[i] = None;
+        }
+    }
+
+    /// Captures `span` for the paths that end at this node.
+    #[inline]
+    fn capture(&self, span: Span, out: &mut [Option<Span>]) {
+        for &leaf in &self.leaves {
+            out[leaf] = Some(span);
+        }
+    }
+
     /// The position of the child for `key` in `children`.
     #[inline]
     fn child_index(&self, key: &[u8]) -> Option<usize> {
@@ -324,7 +341,8 @@ impl Layout {
     /// not), which the full scan must then judge.
     fn scan(&self, line: &[u8], trie: &PathTrie, out: &mut [Option<Span>]) -> Option<Scanned> {
         // The position and the above-ASCII flag live in registers here; the general scanner
-        // is called only for values other than strings without escapes.
+        // is called only for values other than strings without escapes and numbers without
+        // exponents (the scan as `Scanner::member_value`, which the full scan uses).
         let mut i = 0;
         let mut high = 0;
         for member in &self.members {
@@ -349,9 +367,7 @@ impl Layout {
                 k => trie.children.get(k as usize).map(|(_, n)| n),
             };
             if let Some(c) = child {
-                for &below in &c.below {
-                    out[below] = None;
-                }
+                c.forget_below(out);
             }
             let plain = match line.get(i) {
                 Some(b'"') => plain_string_end(line, i),
@@ -374,9 +390,7 @@ impl Layout {
                 }
             }
             if let Some(c) = child {
-                for &leaf in &c.leaves {
-                    out[leaf] = Some((start as u32, i as u32));
-                }
+                c.capture((start as u32, i as u32), out);
             }
         }
         // The rest of the line must be the text after the last value, no more.
@@ -583,9 +597,7 @@ impl<'a, 'm> Scanner<'a, 'm> {
     ) -> Result<(), Stop> {
         let start = self.i;
         if let Some(c) = child {
-            for &i in &c.below {
-                out[i] = None;
-            }
+            c.forget_below(out);
         }
         // Most values are strings: scan them here rather than through the recursive dispatch.
         if self.peek() == Some(b'"') {
@@ -594,9 +606,7 @@ impl<'a, 'm> Scanner<'a, 'm> {
             self.value(child, out)?;
         }
         if let Some(c) = child {
-            for &leaf in &c.leaves {
-                out[leaf] = Some((start as u32, self.i as u32));
-            }
+            c.capture((start as u32, self.i as u32), out);
         }
         Ok(())
     }

@@ -577,6 +577,27 @@ pub trait RecordStep {
 const LOOKAHEAD: usize = 8;
 
 impl Chunk {
+    /// Fetches the start of line `i` into cache. The reader checked the chunk a few chunks
+    /// ago, and its bytes have left the cache since: the driver fetches the line that `ahead`
+    /// will be shown next, so that looking ahead does not wait for memory. (dedupe on one
+    /// core, 5M events, A/B of 5: 1.97 -> 1.89 s; window level.)
+    #[inline]
+    fn prefetch_line(&self, i: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(byte) = self
+            .prepared
+            .lines
+            .get(i)
+            .and_then(|line| self.data.get(line.start as usize))
+        {
+            use std::arch::x86_64::*;
+            // SAFETY: a prefetch reads nothing and cannot fault.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>((byte as *const u8).cast()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
+
     /// Line `i` of the chunk, if it is a record.
     fn record_line(&self, i: usize) -> Option<Line<'_>> {
         let p = &self.prepared;
@@ -651,18 +672,7 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
                     let bytes = &chunk.data[info.start as usize..info.end as usize];
                     let number = chunk.first_line + i as u64;
                     step.ahead(|| chunk.record_line(i + LOOKAHEAD));
-                    // The reader checked this chunk a few chunks ago, and its bytes have left
-                    // the cache since: the start of the line that `ahead` will be shown next
-                    // is fetched now, so that looking ahead does not wait for it. (dedupe on
-                    // one core, 5M events, A/B of 5: 1.97 -> 1.89 s; window level.)
-                    if let Some(later) = p.lines.get(i + 2 * LOOKAHEAD) {
-                        #[cfg(target_arch = "x86_64")]
-                        if let Some(byte) = chunk.data.get(later.start as usize) {
-                            use std::arch::x86_64::*;
-                            // SAFETY: a prefetch reads nothing and cannot fault.
-                            unsafe { _mm_prefetch::<_MM_HINT_T0>((byte as *const u8).cast()) };
-                        }
-                    }
+                    chunk.prefetch_line(i + 2 * LOOKAHEAD);
                     if let Status::Blank = info.status {
                         d.counters.blank_lines += 1;
                         continue;
