@@ -401,13 +401,11 @@ impl Layout {
     }
 }
 
-/// When `line[at..]` starts with a string that holds no escape or control character: the
+/// When the string whose opening quote is at `at` holds no escape or control character: the
 /// offset just past its closing quote, and `find_special`'s above-ASCII flag for it.
 #[inline(always)]
 fn plain_string_end(line: &[u8], at: usize) -> Option<(usize, u64)> {
-    if line.get(at) != Some(&b'"') {
-        return None;
-    }
+    debug_assert_eq!(line.get(at), Some(&b'"'));
     let (offset, high) = find_special(&line[at + 1..]);
     let end = at + 1 + offset;
     (line.get(end) == Some(&b'"')).then_some((end + 1, high))
@@ -419,19 +417,13 @@ fn plain_string_end(line: &[u8], at: usize) -> Option<(usize, u64)> {
 /// digits, is left to the scanner.
 #[inline(always)]
 fn plain_number_end(line: &[u8], at: usize) -> Option<usize> {
-    let digits_from = |mut i: usize| {
-        while let Some(b'0'..=b'9') = line.get(i) {
-            i += 1;
-        }
-        i
-    };
     let whole = at + (line.get(at) == Some(&b'-')) as usize;
-    let mut end = digits_from(whole);
+    let mut end = digits_end(line, whole);
     if end == whole || (end - whole > 1 && line[whole] == b'0') {
         return None;
     }
     if line.get(end) == Some(&b'.') {
-        let fraction_end = digits_from(end + 1);
+        let fraction_end = digits_end(line, end + 1);
         if fraction_end == end + 1 {
             return None;
         }
@@ -441,6 +433,15 @@ fn plain_number_end(line: &[u8], at: usize) -> Option<usize> {
         Some(b'e' | b'E') => None,
         _ => Some(end),
     }
+}
+
+/// The offset of the first byte at or after `from` that is not a decimal digit.
+#[inline(always)]
+fn digits_end(b: &[u8], mut from: usize) -> usize {
+    while let Some(b'0'..=b'9') = b.get(from) {
+        from += 1;
+    }
+    from
 }
 
 /// Scanning stopped at an error, which the scanner holds: the hot path passes back only
@@ -681,9 +682,7 @@ impl<'a, 'm> Scanner<'a, 'm> {
 
     fn digits(&mut self) -> usize {
         let start = self.i;
-        while let Some(b'0'..=b'9') = self.peek() {
-            self.i += 1;
-        }
+        self.i = digits_end(self.b, start);
         self.i - start
     }
 
