@@ -200,6 +200,28 @@ pub fn validate_json_shaped<'a>(
     }
 }
 
+/// For the line at the start of `data` that repeats a layout of `shape` (see
+/// [`Shape::scan_line`]): the offset of its newline, which scanning the line found. `None`
+/// when no layout fits, the line does not end in a newline, or it is not UTF-8: the caller
+/// then splits the line off and checks it in full, which reports any error.
+pub fn validate_line(data: &[u8], shape: &mut Shape) -> Option<usize> {
+    known_line(data, shape.scan_line(data, &PathTrie::default(), &mut []))
+}
+
+/// The newline after a line that a layout matched, once the line is known to be UTF-8.
+#[inline]
+fn known_line(data: &[u8], matched: Option<(usize, Scanned)>) -> Option<usize> {
+    let (end, scanned) = matched?;
+    let newline = end + (data.get(end) == Some(&b'\r')) as usize;
+    if data.get(newline) != Some(&b'\n') {
+        return None;
+    }
+    // The line's text is what comes before its newline, less one `\r`, as for any line.
+    let text_end = newline - (newline > 0 && data[newline - 1] == b'\r') as usize;
+    checked_utf8(&data[..text_end], scanned).ok()?;
+    Some(newline)
+}
+
 /// The text of a line the scanner accepted: only a line with bytes above ASCII needs the
 /// full UTF-8 check.
 fn checked_utf8(line: &[u8], scanned: Scanned) -> Result<&str, RecordError> {
@@ -269,6 +291,29 @@ impl Extractor {
     ) -> Result<&'a str, RecordError> {
         out.clear();
         out.resize(self.paths.len(), None);
+        self.extract_into(line, out, shape)
+    }
+
+    /// `validate_line` that also finds the fields, into `out` as `extract_into` does.
+    #[inline]
+    pub fn extract_line(
+        &self,
+        data: &[u8],
+        out: &mut [Option<Span>],
+        shape: &mut Shape,
+    ) -> Option<usize> {
+        known_line(data, shape.scan_line(data, &self.trie, out))
+    }
+
+    /// `extract_bytes` into `out`, one slot per path, which must hold `None`s.
+    #[inline]
+    pub fn extract_into<'a>(
+        &self,
+        line: &'a [u8],
+        out: &mut [Option<Span>],
+        shape: Option<&mut Shape>,
+    ) -> Result<&'a str, RecordError> {
+        debug_assert!(out.len() == self.paths.len() && out.iter().all(Option::is_none));
         let scanned =
             scan(line, &self.trie, out, shape).map_err(|e| RecordError::NotJson(e.to_string()))?;
         if !scanned.object {

@@ -75,6 +75,15 @@ impl PathTrie {
         }
     }
 
+    /// The one path that ends at this node, when no other path passes through it: its value
+    /// is captured with a single store, nothing below to forget.
+    fn sole_leaf(&self) -> Option<usize> {
+        match (&self.leaves[..], &self.below[..]) {
+            ([leaf], [below]) if leaf == below => Some(*leaf),
+            _ => None,
+        }
+    }
+
     /// Captures `span` for the paths that end at this node.
     #[inline]
     fn capture(&self, span: Span, out: &mut [Option<Span>]) {
@@ -179,13 +188,11 @@ pub fn scan(
         shape.resting -= 1;
         return scan_in_full(line, trie, out, None);
     }
-    for k in 0..shape.layouts.len() {
-        if let Some(scanned) = shape.layouts[k].scan(line, trie, out) {
-            // Most recently matched first.
-            shape.layouts[..=k].rotate_right(1);
-            shape.misses = 0;
+    if let Some((len, scanned)) = shape.scan_line(line, trie, out) {
+        if len == line.len() {
             return Ok(scanned);
         }
+        // A layout matched the start of `line` only: the full scan judges the line.
         out.fill(None);
     }
     // Lines that share no layout (keys in any order) would pay for trying and learning
@@ -267,6 +274,8 @@ const MAX_SHAPE_TEXT: usize = 4096;
 
 /// No requested field starts at this member.
 const NO_CHILD: u32 = u32::MAX;
+/// A member that is not a requested path's sole leaf (see `PathTrie::sole_leaf`).
+const NO_LEAF: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug)]
 struct Member {
@@ -275,6 +284,9 @@ struct Member {
     lead_len: u32,
     /// Index of the member's key in the trie's root children, or `NO_CHILD`.
     child: u32,
+    /// The path index when the member's key is that path's sole leaf (the common case of a
+    /// requested top-level field), or `NO_LEAF`.
+    leaf: u32,
     /// The member's text before its value, zero-padded, when it has at most 16 bytes (most
     /// do): compared with the line in one step.
     short_lead: [u8; 16],
@@ -288,9 +300,35 @@ struct Mark {
     value_start: u32,
     value_end: u32,
     child: u32,
+    leaf: u32,
 }
 
 impl Shape {
+    /// Scans the line at the start of `data` when it begins with a learned layout: returns
+    /// where the layout's last text ends and what the scan found, so that the line's end is
+    /// found by scanning it (the caller checks that the line ends there). `None` when no layout
+    /// fits, or layouts are resting: `scan` must then judge the line (and count the miss).
+    pub fn scan_line(
+        &mut self,
+        data: &[u8],
+        trie: &PathTrie,
+        out: &mut [Option<Span>],
+    ) -> Option<(usize, Scanned)> {
+        if self.resting > 0 {
+            return None;
+        }
+        for k in 0..self.layouts.len() {
+            if let Some(found) = self.layouts[k].scan(data, trie, out) {
+                // Most recently matched first.
+                self.layouts[..=k].rotate_right(1);
+                self.misses = 0;
+                return Some(found);
+            }
+            out.fill(None);
+        }
+        None
+    }
+
     /// Remembers `line`'s layout (from `marks`) in front, in place of the least recently
     /// matched one when all places are taken.
     fn learn(&mut self, line: &[u8]) {
@@ -326,6 +364,7 @@ impl Layout {
                 lead_start,
                 lead_len: lead.len() as u32,
                 child: mark.child,
+                leaf: mark.leaf,
                 short_lead,
                 short_mask,
             });
@@ -337,14 +376,28 @@ impl Layout {
         self.text.len() <= MAX_SHAPE_TEXT
     }
 
-    /// Scans a line laid out like this shape, or returns `None` for any other line (valid or
+    /// Scans the line at the start of `data` when it is laid out like this shape, and returns
+    /// the length of its text with what the scan found; `None` for any other line (valid or
     /// not), which the full scan must then judge.
-    fn scan(&self, line: &[u8], trie: &PathTrie, out: &mut [Option<Span>]) -> Option<Scanned> {
+    ///
+    /// `data` may go on past the line: the scan cannot cross a newline, because the texts
+    /// between values hold none, plain strings and numbers stop at one, and the general
+    /// scanner is given the line alone. The caller checks that the line ends where the
+    /// layout's last text does.
+    fn scan(
+        &self,
+        data: &[u8],
+        trie: &PathTrie,
+        out: &mut [Option<Span>],
+    ) -> Option<(usize, Scanned)> {
         // The position and the above-ASCII flag live in registers here; the general scanner
         // is called only for values other than strings without escapes and numbers without
         // exponents (the scan as `Scanner::member_value`, which the full scan uses).
+        let line = data;
         let mut i = 0;
         let mut high = 0;
+        // Where the line ends, found only for the general scanner.
+        let mut line_end = None;
         for member in &self.members {
             let lead_len = member.lead_len as usize;
             let same = match line.get(i..i + 16) {
@@ -362,9 +415,12 @@ impl Layout {
             }
             i += lead_len;
             let start = i;
-            let child = match member.child {
-                NO_CHILD => None,
-                k => trie.children.get(k as usize).map(|(_, n)| n),
+            // A sole leaf is stored once its value is scanned; other requested members
+            // forget what an earlier duplicate of their key captured, then capture.
+            let child = match (member.leaf, member.child) {
+                (NO_LEAF, NO_CHILD) => None,
+                (NO_LEAF, k) => trie.children.get(k as usize).map(|(_, n)| n),
+                _ => None,
             };
             if let Some(c) = child {
                 c.forget_below(out);
@@ -380,7 +436,10 @@ impl Layout {
                     high |= above_ascii;
                 }
                 None => {
-                    let mut s = Scanner::new(line, None);
+                    let end = *line_end.get_or_insert_with(|| {
+                        memchr::memchr(b'\n', &data[i..]).map_or(data.len(), |k| i + k)
+                    });
+                    let mut s = Scanner::new(&data[..end], None);
                     // Inside the top-level object, as the full scan is at a member's value.
                     s.depth = 1;
                     s.i = i;
@@ -391,13 +450,20 @@ impl Layout {
             }
             if let Some(c) = child {
                 c.capture((start as u32, i as u32), out);
+            } else if let Some(slot) = out.get_mut(member.leaf as usize) {
+                *slot = Some((start as u32, i as u32));
             }
         }
         // The rest of the line must be the text after the last value, no more.
-        same_bytes(&line[i..], &self.text[self.tail_start..]).then_some(Scanned {
-            object: true,
-            ascii: high == 0 && self.ascii,
-        })
+        let tail = &self.text[self.tail_start..];
+        let end = i + tail.len();
+        same_bytes(data.get(i..end)?, tail).then_some((
+            end,
+            Scanned {
+                object: true,
+                ascii: high == 0 && self.ascii,
+            },
+        ))
     }
 }
 
@@ -567,6 +633,9 @@ impl<'a, 'm> Scanner<'a, 'm> {
                         value_start: start as u32,
                         value_end: self.i as u32,
                         child: child_index.map_or(NO_CHILD, |k| k as u32),
+                        leaf: child
+                            .and_then(PathTrie::sole_leaf)
+                            .map_or(NO_LEAF, |l| l as u32),
                     });
                 }
             }

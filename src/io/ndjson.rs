@@ -17,7 +17,9 @@ use super::dead_letter::ErrorPolicy;
 use super::kafka::{self, KafkaSource, Polled};
 use super::spec::Input;
 use crate::core::envelope::write_envelope;
-use crate::core::record::{validate_json_shaped, Extractor, Fields, Position, RecordError};
+use crate::core::record::{
+    validate_json_shaped, validate_line, Extractor, Fields, Position, RecordError,
+};
 use crate::core::scan::{Shape, Span};
 use crate::error::{Error, Result};
 use crate::stats::Counters;
@@ -102,15 +104,47 @@ impl Prepared {
             Prepare::Extract(x) => x.paths().len(),
         };
         let mut start = 0;
-        for newline in memchr::memchr_iter(b'\n', data) {
+        while start < data.len() {
+            let rest = &data[start..];
+            let at = self.spans.len();
+            // Most lines repeat a learned layout, and scanning one finds where it ends: no
+            // separate search for its newline.
+            self.spans.resize(at + self.width, None);
+            let known = match prepare {
+                Prepare::Validate => validate_line(rest, &mut scratch.shape),
+                Prepare::Extract(x) => {
+                    x.extract_line(rest, &mut self.spans[at..], &mut scratch.shape)
+                }
+            };
+            if known.is_none() {
+                self.spans.truncate(at);
+            }
+            let Some(newline) = known.or_else(|| memchr::memchr(b'\n', rest)) else {
+                break;
+            };
+            let newline = start + newline;
             let mut end = newline;
             if end > start && data[end - 1] == b'\r' {
                 end -= 1;
+            }
+            if known.is_some() {
+                if end - start <= max_line {
+                    self.lines.push(LineInfo {
+                        start: start as u32,
+                        end: end as u32,
+                        status: Status::Record(at as u32),
+                    });
+                    start = newline + 1;
+                    continue;
+                }
+                self.spans.truncate(at);
             }
             let bytes = &data[start..end];
             let status = if bytes.iter().all(u8::is_ascii_whitespace) {
                 Status::Blank
             } else {
+                // The record's spans are found in place, at the end of `spans`.
+                let at = self.spans.len();
                 let checked = if bytes.len() > max_line {
                     Err(RecordError::LineTooLong {
                         len: bytes.len() as u64,
@@ -121,20 +155,17 @@ impl Prepared {
                         Prepare::Validate => {
                             validate_json_shaped(bytes, Some(&mut scratch.shape)).map(|_| ())
                         }
-                        Prepare::Extract(x) => x
-                            .extract_bytes(bytes, &mut scratch.fields, Some(&mut scratch.shape))
-                            .map(|_| ()),
+                        Prepare::Extract(x) => {
+                            self.spans.resize(at + self.width, None);
+                            x.extract_into(bytes, &mut self.spans[at..], Some(&mut scratch.shape))
+                                .map(|_| ())
+                        }
                     }
                 };
                 match checked {
-                    Ok(()) => {
-                        let at = self.spans.len() as u32;
-                        if self.width > 0 {
-                            self.spans.extend_from_slice(&scratch.fields);
-                        }
-                        Status::Record(at)
-                    }
+                    Ok(()) => Status::Record(at as u32),
                     Err(e) => {
+                        self.spans.truncate(at);
                         self.errors.push(e);
                         Status::Bad(self.errors.len() as u32 - 1)
                     }
@@ -264,7 +295,6 @@ struct ChunkReader {
 /// The reader thread's working state for checking lines.
 #[derive(Default)]
 struct Scratch {
-    fields: Fields,
     /// The layout of the last line, which most lines repeat.
     shape: Shape,
 }
@@ -706,7 +736,111 @@ pub fn drive(reader: NdjsonReader, d: Drive<'_>, step: &mut impl RecordStep) -> 
 mod tests {
     use super::*;
     use crate::io::dead_letter::OnError;
+    use proptest::prelude::*;
     use std::io::Write;
+
+    /// A line of a stream that mostly repeats a few layouts, with the endings, values and
+    /// faults that a layout scan running past the line's end must not misjudge.
+    fn stream_line() -> impl Strategy<Value = Vec<u8>> {
+        let value = prop::sample::select(vec![
+            "1",
+            "-0.5",
+            "12e3",
+            "\"x\"",
+            "\"\\u00e9\"",
+            "\"a\\nb\"",
+            "\"é\"",
+            "{\"c\":2}",
+            "[1, 2]",
+            "null",
+            "{\"c\":",
+        ]);
+        let ending = prop::sample::select(vec!["", "", "", "\r", "\r\r", " ", "x", "}"]);
+        let layout = prop::sample::select(vec![0, 1, 2]);
+        (layout, value.clone(), value, ending, 0..14usize).prop_map(|(layout, a, b, end, fault)| {
+            let mut line = match layout {
+                0 => format!("{{\"a\":{a},\"b\":{b}}}"),
+                1 => format!("{{\"b\":{b}, \"a\":{a}}}"),
+                _ => format!("{{\"a\":{a}}}"),
+            }
+            .into_bytes();
+            line.extend_from_slice(end.as_bytes());
+            match fault {
+                // Not UTF-8, inside a string.
+                0 => line.splice(1..1, *b"\"\xff\":0,").for_each(drop),
+                1 => line = b"   ".to_vec(),
+                // A value cut at the line's end, and a line that would complete it.
+                2 => line = b"{\"a\":{\"c\":".to_vec(),
+                3 => line = b"1}}".to_vec(),
+                _ => {}
+            }
+            line.push(b'\n');
+            line
+        })
+    }
+
+    proptest! {
+        /// The reader finds each line's end by scanning it when it repeats a layout; the
+        /// lines, their statuses and their fields must be what splitting at every newline and
+        /// checking each line alone in full (no layouts) gives.
+        #[test]
+        fn prepared_lines_agree_with_lines_checked_alone(
+            lines in prop::collection::vec(stream_line(), 1..60),
+            extract in any::<bool>(),
+            max_line in 8usize..40,
+        ) {
+            let data = lines.concat();
+            let paths = ["a", "b", "a.c"].iter().map(|p| p.parse().unwrap()).collect();
+            let extractor = Arc::new(Extractor::new(paths));
+            let prepare = if extract { Prepare::Extract(extractor.clone()) } else { Prepare::Validate };
+            let mut prepared = Prepared::default();
+            prepared.fill(&data, &prepare, max_line, &mut Scratch::default());
+
+            let mut expected = Vec::new();
+            let mut start = 0;
+            for newline in memchr::memchr_iter(b'\n', &data) {
+                let end = newline - (newline > start && data[newline - 1] == b'\r') as usize;
+                let bytes = &data[start..end];
+                let status = if bytes.iter().all(u8::is_ascii_whitespace) {
+                    "blank".to_string()
+                } else if bytes.len() > max_line {
+                    "too long".to_string()
+                } else if extract {
+                    let mut fields = Fields::new();
+                    match extractor.extract_bytes(bytes, &mut fields, None) {
+                        Ok(_) => format!("{fields:?}"),
+                        Err(e) => e.to_string(),
+                    }
+                } else {
+                    match validate_json_shaped(bytes, None) {
+                        Ok(_) => "[]".to_string(),
+                        Err(e) => e.to_string(),
+                    }
+                };
+                expected.push((start, end, status));
+                start = newline + 1;
+            }
+            let found: Vec<_> = prepared
+                .lines
+                .iter()
+                .map(|line| {
+                    let status = match line.status {
+                        Status::Blank => "blank".to_string(),
+                        Status::Record(at) => {
+                            let at = at as usize;
+                            format!("{:?}", &prepared.spans[at..at + prepared.width])
+                        }
+                        Status::Bad(e) => match &prepared.errors[e as usize] {
+                            RecordError::LineTooLong { .. } => "too long".to_string(),
+                            e => e.to_string(),
+                        },
+                    };
+                    (line.start as usize, line.end as usize, status)
+                })
+                .collect();
+            prop_assert_eq!(found, expected);
+        }
+    }
 
     struct Collect(Vec<(u64, String)>);
 
