@@ -282,7 +282,8 @@ struct Member {
     /// Where the member's text before its value starts in `Layout::text`, and its length.
     lead_start: u32,
     lead_len: u32,
-    /// Index of the member's key in the trie's root children, or `NO_CHILD`.
+    /// Index of the member's key in the trie's root children, or `NO_CHILD` (also when
+    /// `leaf` says all there is to do).
     child: u32,
     /// The path index when the member's key is that path's sole leaf (the common case of a
     /// requested top-level field), or `NO_LEAF`.
@@ -363,7 +364,11 @@ impl Layout {
             self.members.push(Member {
                 lead_start,
                 lead_len: lead.len() as u32,
-                child: mark.child,
+                child: if mark.leaf == NO_LEAF {
+                    mark.child
+                } else {
+                    NO_CHILD
+                },
                 leaf: mark.leaf,
                 short_lead,
                 short_mask,
@@ -417,10 +422,9 @@ impl Layout {
             let start = i;
             // A sole leaf is stored once its value is scanned; other requested members
             // forget what an earlier duplicate of their key captured, then capture.
-            let child = match (member.leaf, member.child) {
-                (NO_LEAF, NO_CHILD) => None,
-                (NO_LEAF, k) => trie.children.get(k as usize).map(|(_, n)| n),
-                _ => None,
+            let child = match member.child {
+                NO_CHILD => None,
+                k => trie.children.get(k as usize).map(|(_, n)| n),
             };
             if let Some(c) = child {
                 c.forget_below(out);
