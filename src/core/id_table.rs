@@ -213,6 +213,13 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         if (self.used + 1) * 8 > self.capacity() * 7 {
             self.grow(rehash);
         }
+        self.put(key, hash, value);
+    }
+
+    /// Puts `key`, which is not in the table, in the first free slot from its home: the
+    /// table has room (`insert_new` made it, or `grow` moves entries into a larger table).
+    #[inline(always)]
+    fn put(&mut self, key: K, hash: u64, value: V) {
         let mask = self.capacity() - 1;
         let mut at = self.home(hash);
         loop {
@@ -315,7 +322,7 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         for (entry, tag) in old_slots.into_iter().zip(old_tags) {
             if tag >= 0x80 {
                 let h = rehash(&entry.0);
-                self.insert_new(entry.0, h, entry.1, rehash);
+                self.put(entry.0, h, entry.1);
             }
         }
     }
