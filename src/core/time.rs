@@ -237,7 +237,8 @@ thread_local! {
     /// outside the range written this way).
     static WRITTEN: Cell<[(Millis, [u8; 24]); 2]> = const { Cell::new([(Millis::MIN, [0; 24]); 2]) };
     /// The last `YYYY-MM-DDTHH` prefix fast_rfc3339 read, and its seconds (before the offset).
-    static HOUR_START: Cell<([u8; 13], i64)> = const { Cell::new(([0; 13], 0)) };
+    /// At first, a prefix no text has (0xff is never in UTF-8).
+    static HOUR_START: Cell<([u8; 13], i64)> = const { Cell::new(([0xff; 13], 0)) };
 }
 
 /// Seconds from the epoch to the start of the hour `YYYY-MM-DDTHH` (local to its offset),
@@ -671,6 +672,14 @@ mod tests {
             Ok(Position::Time(1000))
         );
         assert!(Position::parse("soon", now).is_err());
+    }
+
+    /// The hour cache starts with a prefix no text has: thirteen NUL bytes are no hour.
+    #[test]
+    fn an_unset_hour_cache_matches_nothing() {
+        let text = "\0\0\0\0\0\0\0\0\0\0\0\0\0:00:00.000Z";
+        let first = std::thread::spawn(move || fast_rfc3339(text.as_bytes()));
+        assert_eq!(first.join().unwrap(), None);
     }
 
     proptest! {
