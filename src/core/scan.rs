@@ -382,8 +382,8 @@ impl Layout {
     }
 
     /// Scans the line at the start of `data` when it is laid out like this shape, and returns
-    /// the length of its text with what the scan found; `None` for any other line (valid or
-    /// not), which the full scan must then judge.
+    /// where the layout's last text ends with what the scan found; `None` for any other line
+    /// (valid or not), which the full scan must then judge.
     ///
     /// `data` may go on past the line: the scan cannot cross a newline, because the texts
     /// between values hold none, plain strings and numbers stop at one, and the general
@@ -398,19 +398,18 @@ impl Layout {
         // The position and the above-ASCII flag live in registers here; the general scanner
         // is called only for values other than strings without escapes and numbers without
         // exponents (the scan as `Scanner::member_value`, which the full scan uses).
-        let line = data;
         let mut i = 0;
         let mut high = 0;
         // Where the line ends, found only for the general scanner.
         let mut line_end = None;
         for member in &self.members {
             let lead_len = member.lead_len as usize;
-            let same = match line.get(i..i + 16) {
+            let same = match data.get(i..i + 16) {
                 Some(window) if member.short_mask != 0 => {
                     same_under_mask(window, &member.short_lead, member.short_mask)
                 }
                 _ => has_at(
-                    line,
+                    data,
                     i,
                     &self.text[member.lead_start as usize..][..lead_len],
                 ),
@@ -429,9 +428,9 @@ impl Layout {
             if let Some(c) = child {
                 c.forget_below(out);
             }
-            let plain = match line.get(i) {
-                Some(b'"') => plain_string_end(line, i),
-                Some(b'-' | b'0'..=b'9') => plain_number_end(line, i).map(|end| (end, 0)),
+            let plain = match data.get(i) {
+                Some(b'"') => plain_string_end(data, i),
+                Some(b'-' | b'0'..=b'9') => plain_number_end(data, i).map(|end| (end, 0)),
                 _ => None,
             };
             match plain {

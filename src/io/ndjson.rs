@@ -143,8 +143,7 @@ impl Prepared {
             let status = if bytes.iter().all(u8::is_ascii_whitespace) {
                 Status::Blank
             } else {
-                // The record's spans are found in place, at the end of `spans`.
-                let at = self.spans.len();
+                // The record's spans are found in place, at the end of `spans` (at `at`).
                 let checked = if bytes.len() > max_line {
                     Err(RecordError::LineTooLong {
                         len: bytes.len() as u64,
