@@ -148,6 +148,7 @@ fn parse_rfc3339(s: &str) -> Option<Result<Millis, TimeError>> {
 /// The common shape `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` without chrono's generality
 /// (it is the hot path of every windowed command). Anything else, including leap seconds,
 /// returns `None` and goes to chrono; the property tests hold the two to the same answers.
+/// `b` must be the bytes of a `str`: the hour cache starts with bytes UTF-8 never has.
 pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
     fn num(b: &[u8]) -> Option<i64> {
         b.iter().try_fold(0i64, |acc, &c| {
