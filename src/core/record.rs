@@ -216,9 +216,8 @@ fn known_line(data: &[u8], matched: Option<(usize, Scanned)>) -> Option<usize> {
     if data.get(newline) != Some(&b'\n') {
         return None;
     }
-    // The line's text is what comes before its newline, less one `\r`, as for any line.
-    let text_end = newline - (newline > 0 && data[newline - 1] == b'\r') as usize;
-    checked_utf8(&data[..text_end], scanned).ok()?;
+    // What the layout scanned is the line's text, give or take a `\r`: the same for UTF-8.
+    checked_utf8(&data[..end], scanned).ok()?;
     Some(newline)
 }
 

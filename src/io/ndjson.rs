@@ -116,10 +116,8 @@ impl Prepared {
                     x.extract_line(rest, &mut self.spans[at..], &mut scratch.shape)
                 }
             };
-            if known.is_none() {
-                self.spans.truncate(at);
-            }
             let Some(newline) = known.or_else(|| memchr::memchr(b'\n', rest)) else {
+                self.spans.truncate(at);
                 break;
             };
             let newline = start + newline;
@@ -127,18 +125,17 @@ impl Prepared {
             if end > start && data[end - 1] == b'\r' {
                 end -= 1;
             }
-            if known.is_some() {
-                if end - start <= max_line {
-                    self.lines.push(LineInfo {
-                        start: start as u32,
-                        end: end as u32,
-                        status: Status::Record(at as u32),
-                    });
-                    start = newline + 1;
-                    continue;
-                }
-                self.spans.truncate(at);
+            if known.is_some() && end - start <= max_line {
+                self.lines.push(LineInfo {
+                    start: start as u32,
+                    end: end as u32,
+                    status: Status::Record(at as u32),
+                });
+                start = newline + 1;
+                continue;
             }
+            // Checked in full below: what the layout scan wrote is dropped.
+            self.spans.truncate(at);
             let bytes = &data[start..end];
             let status = if bytes.iter().all(u8::is_ascii_whitespace) {
                 Status::Blank
