@@ -288,7 +288,7 @@ impl AggState {
     /// Adds one record's prepared value at event time `ts`. Cannot fail: `prepare` checked it.
     /// Counts and sums, the commonest aggregates, are updated in the caller's code; the
     /// others through a call.
-    #[inline]
+    #[inline(always)]
     pub fn update(&mut self, kind: &AggKind, input: &AggInput<'_>, ts: Millis) {
         match (self, input) {
             (AggState::Count(n), _) => *n += 1,
