@@ -294,11 +294,7 @@ impl AggState {
             (AggState::Count(n), _) => *n += 1,
             (_, AggInput::Missing) => {}
             (AggState::Sum { sum, n }, AggInput::Number(v)) => {
-                *sum = sum.checked_add(*v).unwrap_or(if v.is_sign_negative() {
-                    Decimal::MIN
-                } else {
-                    Decimal::MAX
-                });
+                *sum = add_saturating(*sum, *v);
                 *n += 1;
             }
             (state, input) => state.update_other(kind, input, ts),
@@ -514,6 +510,33 @@ impl Columns for JsonColumns<'_> {
             Cell::Null => out.write_all(b"null"),
         };
     }
+}
+
+/// `a + b`, saturating at `Decimal::MIN`/`MAX`, exactly as `Decimal::checked_add`.
+///
+/// Values of one scale (amounts with a fixed number of decimals) add as integers. That is
+/// not only fewer instructions: `checked_add` builds its result in memory a 32-bit part at a
+/// time, and copying it into the state as one 16-byte value waits for those stores to land.
+#[inline(always)]
+pub fn add_saturating(a: Decimal, b: Decimal) -> Decimal {
+    if a.is_zero() {
+        return b;
+    }
+    if a.scale() == b.scale() {
+        // Mantissas are at most 96 bits, so the i128 sum cannot overflow. A zero sum is left
+        // to `checked_add`, whose sign of zero follows its operands.
+        let sum = a.mantissa() + b.mantissa();
+        if sum != 0 {
+            if let Ok(sum) = Decimal::try_from_i128_with_scale(sum, a.scale()) {
+                return sum;
+            }
+        }
+    }
+    a.checked_add(b).unwrap_or(if b.is_sign_negative() {
+        Decimal::MIN
+    } else {
+        Decimal::MAX
+    })
 }
 
 /// Writes `d` as its `Display` does (every digit of its scale kept), without the formatting
@@ -804,7 +827,37 @@ mod tests {
         }
     }
 
+    /// Decimals of every size and scale, both zeros among them, most sharing a few scales.
+    fn decimals() -> impl Strategy<Value = Decimal> {
+        let max = (1i128 << 96) - 1;
+        let mantissa = prop_oneof![
+            Just(0i128),
+            -1000i128..1000,
+            -max..=max,
+            Just(max),
+            Just(-max)
+        ];
+        let scale = prop_oneof![0u32..3, 0u32..=28];
+        (mantissa, scale, any::<bool>()).prop_map(|(m, scale, negate)| {
+            let mut d = Decimal::from_i128_with_scale(m, scale);
+            d.set_sign_negative(d.is_sign_negative() ^ negate);
+            d
+        })
+    }
+
     proptest! {
+        /// The sum's integer path gives `checked_add`'s very bits (sign of zero and scale
+        /// included), and both saturate alike.
+        #[test]
+        fn add_saturating_is_checked_add(a in decimals(), b in decimals()) {
+            let expected = a.checked_add(b).unwrap_or(if b.is_sign_negative() {
+                Decimal::MIN
+            } else {
+                Decimal::MAX
+            });
+            prop_assert_eq!(add_saturating(a, b).serialize(), expected.serialize());
+        }
+
         /// Few values give the exact nearest rank; many (in a histogram) stay within 0.1% of
         /// it; and merging windows, whichever form each is in, equals recording every value
         /// in one.
