@@ -519,17 +519,15 @@ impl Columns for JsonColumns<'_> {
 /// time, and copying it into the state as one 16-byte value waits for those stores to land.
 #[inline(always)]
 pub fn add_saturating(a: Decimal, b: Decimal) -> Decimal {
+    // As `checked_add`: a zero plus `b` is `b`, bit for bit (`0 + -0` is `-0`).
     if a.is_zero() {
         return b;
     }
     if a.scale() == b.scale() {
-        // Mantissas are at most 96 bits, so the i128 sum cannot overflow. A zero sum is left
-        // to `checked_add`, whose sign of zero follows its operands.
+        // Mantissas are at most 96 bits, so the i128 sum cannot overflow.
         let sum = a.mantissa() + b.mantissa();
-        if sum != 0 {
-            if let Ok(sum) = Decimal::try_from_i128_with_scale(sum, a.scale()) {
-                return sum;
-            }
+        if let Ok(sum) = Decimal::try_from_i128_with_scale(sum, a.scale()) {
+            return sum;
         }
     }
     a.checked_add(b).unwrap_or(if b.is_sign_negative() {
@@ -856,6 +854,20 @@ mod tests {
                 Decimal::MAX
             });
             prop_assert_eq!(add_saturating(a, b).serialize(), expected.serialize());
+        }
+
+        /// A value and its negation, in either order and either sign of zero, sum to
+        /// `checked_add`'s zero; a value and itself, to its double or the saturated end.
+        #[test]
+        fn add_saturating_of_opposites_and_doubles(a in decimals()) {
+            for (x, y) in [(a, -a), (-a, a), (a, a)] {
+                let expected = x.checked_add(y).unwrap_or(if y.is_sign_negative() {
+                    Decimal::MIN
+                } else {
+                    Decimal::MAX
+                });
+                prop_assert_eq!(add_saturating(x, y).serialize(), expected.serialize(), "{} + {}", x, y);
+            }
         }
 
         /// Few values give the exact nearest rank; many (in a histogram) stay within 0.1% of
