@@ -233,7 +233,7 @@ pub struct WindowOperator {
     due: Vec<(Millis, Millis, KeyId)>,
     /// Session starts per key, sorted (sessions of a key never overlap or touch).
     sessions: FxHashMap<KeyId, Vec<Millis>>,
-    /// The tumbling window of the last record, `[start, end)`.
+    /// The tumbling window of the last record, `[start, end)` (empty before the first).
     last_tumble: (Millis, Millis),
     peaks: Peaks,
 }
