@@ -1,4 +1,5 @@
-//! Writes generated NDJSON events to stdout (see `weir::gen`).
+//! Writes generated NDJSON events to stdout (the generator is `tests/support/gen.rs`, which
+//! the tests share; it stays out of the weir binary).
 //!
 //!     cargo run --release --example gen_events -- --events 1000000 --seed 7 > events.ndjson
 
@@ -6,7 +7,9 @@ use std::io::{BufWriter, Write};
 
 use clap::Parser;
 use weir::core::time::parse_time_str;
-use weir::gen::{GenConfig, Generator};
+#[path = "../tests/support/gen.rs"]
+mod gen;
+use gen::{GenConfig, Generator};
 
 #[derive(Parser)]
 struct Args {

@@ -7,8 +7,10 @@ use clap::{Args, Parser, Subcommand};
 use crate::core::record::FieldPath;
 use crate::core::time::{duration_millis, parse_duration, Millis, TimeFormat};
 use crate::core::window::EmitMode;
-use crate::io::dead_letter::OnError;
 use crate::io::sink::TableFormat;
+use crate::report::lag::{LagFormat, LagTimeMode};
+use crate::report::profile::ReportFormat;
+use crate::runtime::OnError;
 
 const ABOUT: &str =
     "A command-line stream toolkit: consume, window, dedupe, profile lateness and check lag \
@@ -617,13 +619,6 @@ pub struct ProfileArgs {
     pub report: ReportArgs,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    #[default]
-    Text,
-    Json,
-}
-
 /// A duration as milliseconds (zero allowed).
 pub fn duration_ms(s: &str) -> Result<Millis, String> {
     parse_duration(s).map(duration_millis)
@@ -757,32 +752,6 @@ pub struct LagArgs {
 
     #[command(flatten)]
     pub client: ClientArgs,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LagTimeMode {
-    /// now - timestamp of the first unconsumed record, read from the log.
-    #[default]
-    Exact,
-    /// Interpolated between sampled (offset, time) points, never beyond them.
-    Estimate,
-    /// Messages only: no record is read (the cheapest, for very many partitions).
-    None,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LagFormat {
-    /// Aligned columns, with a total line per group and topic.
-    #[default]
-    Table,
-    /// One document: groups, topics, partitions, totals and breaches.
-    Json,
-    /// One object per partition.
-    Ndjson,
-    /// One row per partition, with a header.
-    Csv,
-    /// Prometheus text exposition format (node_exporter's textfile collector).
-    Prometheus,
 }
 
 #[derive(Debug, Args)]

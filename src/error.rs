@@ -1,6 +1,9 @@
-//! The one error type, and the exit codes it maps to (DESIGN §3).
+//! The one error type, the exit codes it maps to, and the per-record fault every layer
+//! reports (a bad record goes to the error policy; anything else ends the run).
 
 use std::io;
+
+use crate::core::record::RecordError;
 
 /// Exit codes, as documented in the README and man pages.
 pub mod exit {
@@ -62,3 +65,23 @@ impl From<io::Error> for Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why one record could not be handled: the record itself is bad (it goes to the error
+/// policy: `--on-error`, `--dead-letter`), or the run cannot go on.
+#[derive(Debug)]
+pub enum Fault {
+    Record(RecordError),
+    Fatal(Error),
+}
+
+impl From<RecordError> for Fault {
+    fn from(e: RecordError) -> Fault {
+        Fault::Record(e)
+    }
+}
+
+impl From<Error> for Fault {
+    fn from(e: Error) -> Fault {
+        Fault::Fatal(e)
+    }
+}

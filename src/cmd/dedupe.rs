@@ -6,50 +6,78 @@ use std::time::Instant;
 
 use crate::cli::{DedupeArgs, HorizonBy, Keep};
 use crate::core::dedupe::{hash_id, DedupeCounts, Deduper, IdHash, IdKey, Verdict};
-use crate::core::record::{time_of, Extractor, RecordError};
+use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
 use crate::core::time::{Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::KEY_SEPARATOR;
-use crate::error::{Error, Result};
-use crate::io::dead_letter::ErrorPolicy;
-use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
-use crate::io::sink::{LineSink, RecordFields, SinkFault};
+use crate::error::{Error, Fault, Result};
+use crate::io::kafka::Render;
+use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan};
 use crate::io::spec::SinkSpec;
-use crate::stats::{Counters, Stats};
+use crate::runtime::summary::finish;
+use crate::runtime::{
+    read_records, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run, Stats,
+};
+
+use super::InputPlan;
 
 pub fn run(args: DedupeArgs, stop: &AtomicBool) -> Result<()> {
     let mut stats = Stats::new("dedupe");
-    let result = dedupe(&args, &mut stats, stop);
-    super::finish(&stats, &args.report, result)
+    let report = super::report_plan(&args.report);
+    let result = Plan::new(&args).and_then(|plan| dedupe(plan, &args, &mut stats, stop));
+    finish(&stats, &report, result)
 }
 
-fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let source = super::Source::parse(&args.input, false)?;
-    let partition_by = source.partition_field(args.partition_by.as_ref());
-    let event_time = args.horizon.is_some() && args.horizon_by == HorizonBy::Event;
-    if event_time && args.time.time.is_none() {
-        return Err(Error::Usage(
-            "an event-time --horizon needs --time FIELD (or use --horizon-by arrival)".into(),
-        ));
+/// A dedupe run, checked.
+struct Plan {
+    input: InputPlan,
+    sink: SinkPlan,
+    /// The id fields, then the time and partition fields an event-time horizon reads.
+    paths: Vec<FieldPath>,
+    time_at: Option<usize>,
+    partition_at: Option<usize>,
+}
+
+impl Plan {
+    fn new(args: &DedupeArgs) -> Result<Plan> {
+        let input = InputPlan::new(&args.input, false)?;
+        let partition_by = input.partition_field(args.partition_by.as_ref());
+        let event_time = args.horizon.is_some() && args.horizon_by == HorizonBy::Event;
+        if event_time && args.time.time.is_none() {
+            return Err(Error::Usage(
+                "an event-time --horizon needs --time FIELD (or use --horizon-by arrival)".into(),
+            ));
+        }
+        let mut paths = args.ids.clone();
+        let time_at = args.time.time.clone().filter(|_| event_time).map(|t| {
+            paths.push(t);
+            paths.len() - 1
+        });
+        let partition_at = partition_by.filter(|_| event_time).map(|p| {
+            paths.push(p);
+            paths.len() - 1
+        });
+        let sink = SinkPlan::new(
+            SinkSpec::parse(&args.sink.output).map_err(Error::Usage)?,
+            RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?,
+            super::client_options(&args.input.broker.client)?,
+        )?;
+        Ok(Plan {
+            input,
+            sink,
+            paths,
+            time_at,
+            partition_at,
+        })
     }
-    let mut paths = args.ids.clone();
-    let time_at = args.time.time.clone().filter(|_| event_time).map(|t| {
-        paths.push(t);
-        paths.len() - 1
-    });
-    let partition_at = partition_by.clone().filter(|_| event_time).map(|p| {
-        paths.push(p);
-        paths.len() - 1
-    });
-    let extractor = Arc::new(Extractor::new(paths));
-    let mut policy = ErrorPolicy::new(args.input.on_error, args.input.dead_letter.as_deref())?;
-    let sink = LineSink::open_with(
-        &SinkSpec::parse(&args.sink.output).map_err(Error::Usage)?,
-        Some(&args.input.broker),
-        RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?,
-    )?;
+}
+
+fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
+    let source = plan.input.open_source(Render::Envelope)?;
+    let mut policy = ErrorPolicy::open(&plan.input.policy)?;
+    let sink = LineSink::open(&plan.sink)?;
     let duplicates = match &args.duplicates {
-        Some(path) => Some(LineSink::open(&SinkSpec::File(path.clone()))?),
+        Some(path) => Some(LineSink::open_file(path)?),
         None => None,
     };
     let ids = match (args.keep, args.exact_ids) {
@@ -58,13 +86,14 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
         (Keep::Last, true) => Ids::ExactLast(Deduper::keeping_last(args.horizon, args.max_keys)),
         (Keep::Last, false) => Ids::HashedLast(Deduper::keeping_last(args.horizon, args.max_keys)),
     };
+    let extractor = Arc::new(Extractor::new(plan.paths));
     let mut step = DedupeStep {
         ids,
         extractor: extractor.clone(),
         id_fields: args.ids.len(),
-        time_at,
+        time_at: plan.time_at,
         time_format: args.time.time_format.clone(),
-        partition_at,
+        partition_at: plan.partition_at,
         partitions: PartitionIds::default(),
         watermarks: Watermarks::new(args.delay, None),
         horizon_by: args.horizon_by,
@@ -76,16 +105,15 @@ fn dedupe(args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()>
         now: 0,
         released: Vec::new(),
     };
-    let prepare = Prepare::Extract(extractor);
-    let result = super::read_records(
+    let run = Run {
         source,
-        &args.input,
-        prepare,
-        &mut stats.counters,
-        &mut policy,
+        prepare: Prepare::Extract(extractor),
+        max_line_bytes: plan.input.max_line_bytes,
+        counters: &mut stats.counters,
+        policy: &mut policy,
         stop,
-        &mut step,
-    );
+    };
+    let result = read_records(run, &mut step);
     // The end of the input, or a clean stop: every held record goes out.
     let result = match result {
         Ok(()) | Err(Error::Interrupted) => {
@@ -234,13 +262,13 @@ impl DedupeStep {
             match self.sink.write_record(&held.bytes) {
                 Ok(()) => counters.written += 1,
                 // The record is not the one being read: name it by its place in the input.
-                Err(SinkFault::Record(e)) => {
+                Err(Fault::Record(e)) => {
                     return Err(Error::BadInput {
                         position: format!("record {} (held for --keep last)", held.seq),
                         reason: e.to_string(),
                     })
                 }
-                Err(SinkFault::Fatal(e)) => return Err(e),
+                Err(Fault::Fatal(e)) => return Err(e),
             }
         }
         Ok(())

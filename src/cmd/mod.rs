@@ -1,4 +1,7 @@
-//! One module per subcommand; this file holds what every command's run shares.
+//! One module per subcommand. Each first turns its arguments into a plan, checking every
+//! rule (no file is created, truncated or appended to, no client connected, before the plan
+//! holds), then opens the source and sinks and runs its step on the shared record path.
+//! This file holds what the commands' plans share.
 
 pub mod consume;
 pub mod dedupe;
@@ -8,88 +11,150 @@ pub mod profile;
 pub mod replay;
 pub mod window;
 
-use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
-use crate::cli::{BrokerArgs, Command, InputArgs, ReportArgs};
+use crate::cli::{BrokerArgs, ClientArgs, Command, InputArgs, ReportArgs};
 use crate::core::record::FieldPath;
-use crate::core::time::{now_millis, Millis, Position};
+use crate::core::time::{now_millis, LogPosition, Millis};
 use crate::error::{Error, Result};
-use crate::io::dead_letter::ErrorPolicy;
-use crate::io::kafka::{KafkaSource, SourceOptions};
-use crate::io::ndjson::{drive, Drive, NdjsonReader, Prepare, ReadOptions, RecordStep};
+use crate::io::kafka::{ClientOptions, KafkaSource, ReadPlan, ReadRequest, Render};
+use crate::io::ndjson::NdjsonSource;
 use crate::io::spec::{Input, KafkaSpec, SourceSpec};
-use crate::stats::{Counters, Stats};
-
-/// Set by SIGINT/SIGTERM; commands check it between records and stop cleanly.
-static STOP: AtomicBool = AtomicBool::new(false);
+use crate::runtime::summary::ReportPlan;
+use crate::runtime::{progress, signals, PolicyPlan, Source};
 
 /// Runs one parsed command line; `matches` are the subcommand's own (for flag order).
 pub fn run(command: Command, matches: &clap::ArgMatches) -> Result<()> {
-    install_signal_handler();
+    signals::install();
+    let stop = &signals::STOP;
     match command {
-        Command::Consume(args) => consume::run(args, &STOP),
-        Command::Window(args) => window::run(args, matches, &STOP),
-        Command::Dedupe(args) => dedupe::run(args, &STOP),
-        Command::WatermarkProfile(args) => profile::run(args, &STOP),
-        Command::Replay(args) => replay::run(args, &STOP),
-        Command::Lag(args) => lag::run(args, &STOP),
+        Command::Consume(args) => consume::run(args, stop),
+        Command::Window(args) => window::run(args, matches, stop),
+        Command::Dedupe(args) => dedupe::run(args, stop),
+        Command::WatermarkProfile(args) => profile::run(args, stop),
+        Command::Replay(args) => replay::run(args, stop),
+        Command::Lag(args) => lag::run(args, stop),
         Command::Generate(args) => generate::run(&args.out_dir),
     }
 }
 
-/// The first signal asks for a clean stop (flush, summary, exit 130); a second one exits now.
-fn install_signal_handler() {
-    let _ = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
-            std::process::exit(crate::error::exit::INTERRUPTED as i32);
-        }
-    });
+/// `--stats` and `--quiet`.
+pub fn report_plan(report: &ReportArgs) -> ReportPlan {
+    ReportPlan {
+        stats: report.stats.clone(),
+        quiet: report.quiet,
+    }
 }
 
-/// Ends a run: the stderr summary (unless quiet, or stdout was closed under us) and the
-/// `--stats` JSON, then the run's own result.
-pub fn finish(stats: &Stats, report: &ReportArgs, result: Result<()>) -> Result<()> {
-    let broken_pipe = matches!(result, Err(Error::BrokenPipe));
-    // A usage error means nothing ran: there is nothing to summarise.
-    let usage = matches!(result, Err(Error::Usage(_)));
-    if !report.quiet && !broken_pipe && !usage {
-        eprintln!("{}", stats.summary_line());
-    }
-    if let Some(path) = &report.stats {
-        let (code, message) = match &result {
-            Ok(()) => (0, None),
-            Err(e) => (e.exit_code(), (!broken_pipe).then(|| e.to_string())),
+/// A Kafka client's options (`-X`, `-F`, `--timeout`), the config file read and parsed.
+pub fn client_options(client: &ClientArgs) -> Result<ClientOptions> {
+    ClientOptions::resolve(
+        client.config_file.as_deref(),
+        &client.properties,
+        client.timeout(),
+    )
+}
+
+/// Where a command's records come from, checked, with nothing opened yet.
+pub enum SourcePlan {
+    Ndjson(Vec<Input>),
+    Kafka {
+        spec: KafkaSpec,
+        read: ReadPlan,
+        client: ClientOptions,
+    },
+}
+
+/// A command's input: the source, the error policy, the line limit.
+pub struct InputPlan {
+    pub source: SourcePlan,
+    pub policy: PolicyPlan,
+    pub max_line_bytes: usize,
+}
+
+impl InputPlan {
+    /// Checks SOURCE and the flags that go with it. Kafka-only flags are refused on NDJSON
+    /// input, except --from/--to when `time_range` says the command reads them as an
+    /// event-time range there. Every input file must exist.
+    pub fn new(input: &InputArgs, time_range: bool) -> Result<InputPlan> {
+        let source = match SourceSpec::parse(&input.sources).map_err(Error::Usage)? {
+            SourceSpec::Ndjson(inputs) => {
+                reject_broker_flags(&input.broker, time_range)?;
+                for i in &inputs {
+                    if let Input::File(path) = i {
+                        std::fs::metadata(path).map_err(|e| {
+                            Error::Unreachable(format!("cannot read {}: {e}", path.display()))
+                        })?;
+                    }
+                }
+                SourcePlan::Ndjson(inputs)
+            }
+            SourceSpec::Kafka(spec) => {
+                let b = &input.broker;
+                let request = ReadRequest {
+                    partitions: b.partitions.clone(),
+                    group: b.group.clone(),
+                    from: b.from.clone(),
+                    to: b.to.clone(),
+                    exit_at_end: b.exit_at_end,
+                };
+                let read = ReadPlan::new(&spec, &request, now_millis())?;
+                let client = client_options(&b.client)?;
+                SourcePlan::Kafka { spec, read, client }
+            }
+            SourceSpec::Kinesis(_) => {
+                return Err(Error::Usage("Kinesis sources are not built yet".into()))
+            }
         };
-        stats.write_json(path, code, message)?;
+        Ok(InputPlan {
+            source,
+            policy: PolicyPlan::new(input.on_error, input.dead_letter.as_deref()),
+            max_line_bytes: input.max_line_bytes,
+        })
     }
-    result
-}
 
-/// The Kafka source options of a command line.
-pub fn source_options(broker: &BrokerArgs) -> SourceOptions<'_> {
-    SourceOptions {
-        config_file: broker.client.config_file.as_deref(),
-        properties: &broker.client.properties,
-        partitions: &broker.partitions,
-        group: broker.group.as_deref(),
-        from: broker.from.as_deref(),
-        to: broker.to.as_deref(),
-        exit_at_end: broker.exit_at_end,
-        timeout: broker.client.timeout(),
-        now: now_millis(),
+    pub fn is_broker(&self) -> bool {
+        matches!(self.source, SourcePlan::Kafka { .. })
+    }
+
+    /// The envelope field holding the broker timestamp, for a broker source.
+    pub fn broker_timestamp_field(&self) -> Option<FieldPath> {
+        self.is_broker()
+            .then(|| "timestamp".parse().expect("a valid path"))
+    }
+
+    /// The field that tells partitions apart when the command was not given one: a broker
+    /// source's records are envelopes with their `partition`.
+    pub fn partition_field(&self, given: Option<&FieldPath>) -> Option<FieldPath> {
+        match given {
+            Some(f) => Some(f.clone()),
+            None => self
+                .is_broker()
+                .then(|| "partition".parse().expect("a valid path")),
+        }
+    }
+
+    /// Opens the source: connects to a broker and resolves its positions; a broker's records
+    /// are rendered as `render` says. Files are opened by the reader as it comes to them.
+    pub fn open_source(&self, render: Render) -> Result<Box<dyn Source>> {
+        Ok(match &self.source {
+            SourcePlan::Ndjson(inputs) => {
+                Box::new(NdjsonSource::new(inputs.clone(), progress::bytes(inputs)))
+            }
+            SourcePlan::Kafka { spec, read, client } => {
+                let mut source = KafkaSource::open(spec, read, client, render)?;
+                source.show_progress(source.total.and_then(progress::records));
+                Box::new(source)
+            }
+        })
     }
 }
 
 /// `--from`/`--to` on NDJSON input: only a time (or an open end) makes sense there.
 pub fn ndjson_time_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<Option<Millis>> {
     let Some(text) = text else { return Ok(None) };
-    match Position::parse(text, now).map_err(|e| Error::Usage(format!("{flag}: {e}")))? {
-        Position::Time(t) => Ok(Some(t)),
-        Position::Beginning if flag == "--from" => Ok(None),
-        Position::End if flag == "--to" => Ok(None),
+    match LogPosition::parse(text, now).map_err(|e| Error::Usage(format!("{flag}: {e}")))? {
+        LogPosition::Time(t) => Ok(Some(t)),
+        LogPosition::Beginning if flag == "--from" => Ok(None),
+        LogPosition::End if flag == "--to" => Ok(None),
         other => Err(Error::Usage(format!(
             "{flag} {text}: {other:?} positions need a Kafka source; on NDJSON input use an RFC 3339 or relative time"
         ))),
@@ -118,128 +183,6 @@ fn reject_broker_flags(broker: &BrokerArgs, time_range_ok: bool) -> Result<()> {
         ))),
         None => Ok(()),
     }
-}
-
-/// Where a command's records come from, as SOURCE names them. Nothing is opened or connected
-/// until `read_records`, so that every flag is checked first.
-pub enum Source {
-    Ndjson(Vec<Input>),
-    Kafka(KafkaSpec),
-}
-
-impl Source {
-    /// Parses SOURCE. Kafka-only flags are refused on NDJSON input, except --from/--to when
-    /// `time_range` says the command reads them as an event-time range there.
-    pub fn parse(input: &InputArgs, time_range: bool) -> Result<Source> {
-        match SourceSpec::parse(&input.sources).map_err(Error::Usage)? {
-            SourceSpec::Ndjson(inputs) => {
-                reject_broker_flags(&input.broker, time_range)?;
-                Ok(Source::Ndjson(inputs))
-            }
-            SourceSpec::Kafka(spec) => Ok(Source::Kafka(spec)),
-            SourceSpec::Kinesis(_) => Err(Error::Usage("Kinesis sources are not built yet".into())),
-        }
-    }
-
-    /// The envelope field holding the broker timestamp, for a broker source.
-    pub fn broker_timestamp_field(&self) -> Option<FieldPath> {
-        match self {
-            Source::Kafka(_) => Some("timestamp".parse().expect("a valid path")),
-            Source::Ndjson(_) => None,
-        }
-    }
-
-    /// The field that tells partitions apart when the command was not given one: a broker
-    /// source's records are envelopes with their `partition` (DESIGN §2).
-    pub fn partition_field(&self, given: Option<&FieldPath>) -> Option<FieldPath> {
-        match (given, self) {
-            (Some(f), _) => Some(f.clone()),
-            (None, Source::Kafka(_)) => Some("partition".parse().expect("a valid path")),
-            (None, Source::Ndjson(_)) => None,
-        }
-    }
-}
-
-/// Reads `source` on the reader thread, which checks each line as `prepare` says, and runs
-/// `step` on every record under the error policy.
-pub fn read_records(
-    source: Source,
-    input: &InputArgs,
-    prepare: Prepare,
-    counters: &mut Counters,
-    policy: &mut ErrorPolicy,
-    stop: &AtomicBool,
-    step: &mut impl RecordStep,
-) -> Result<()> {
-    let reader = match source {
-        Source::Ndjson(inputs) => {
-            let progress = progress_for(&inputs);
-            let options = ReadOptions {
-                max_line_bytes: input.max_line_bytes,
-                progress,
-                prepare,
-            };
-            NdjsonReader::spawn(inputs, options)
-        }
-        Source::Kafka(spec) => {
-            // Connects and resolves the positions.
-            let mut source = KafkaSource::open(&spec, &source_options(&input.broker))?;
-            source.show_progress(source.total.and_then(record_progress));
-            let options = ReadOptions {
-                max_line_bytes: input.max_line_bytes,
-                progress: None,
-                prepare,
-            };
-            NdjsonReader::spawn_kafka(source, options)
-        }
-    };
-    drive(
-        reader,
-        Drive {
-            counters,
-            policy,
-            stop,
-        },
-        step,
-    )
-}
-
-/// A record-progress bar on stderr for a bounded broker read, only when stderr is a terminal.
-pub fn record_progress(total: u64) -> Option<ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    pb.set_style(
-        ProgressStyle::with_template(
-            "{bar:40} {human_pos}/{human_len} records {per_sec} eta {eta}",
-        )
-        .expect("valid template"),
-    );
-    Some(pb)
-}
-
-/// A byte-progress bar on stderr, only when stderr is a terminal and every input is a file
-/// (the work is bounded and its size known).
-pub fn progress_for(inputs: &[Input]) -> Option<ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let mut total = 0;
-    for input in inputs {
-        match input {
-            Input::File(path) => total += std::fs::metadata(path).ok()?.len(),
-            Input::Stdin => return None,
-        }
-    }
-    let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    pb.set_style(
-        ProgressStyle::with_template(
-            "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
-        )
-        .expect("valid template"),
-    );
-    Some(pb)
 }
 
 #[cfg(test)]

@@ -10,100 +10,134 @@ use crate::core::envelope::read_envelope;
 use crate::core::pace::{Pace, Pacer};
 use crate::core::record::{as_utf8, time_of, Extractor, RecordError};
 use crate::core::time::{now_millis, Millis, TimeFormat};
-use crate::error::{Error, Result};
-use crate::io::dead_letter::ErrorPolicy;
-use crate::io::kafka::Outgoing;
-use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
-use crate::io::sink::{LineSink, RecordFields};
+use crate::error::{Error, Fault, Result};
+use crate::io::kafka::{Outgoing, Render};
+use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan};
 use crate::io::spec::SinkSpec;
-use crate::stats::{Counters, Stats};
+use crate::runtime::summary::finish;
+use crate::runtime::{
+    read_records, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run, Stats,
+};
 
-use super::Source;
+use super::InputPlan;
 
 pub fn run(args: ReplayArgs, stop: &AtomicBool) -> Result<()> {
     let mut stats = Stats::new("replay");
-    let result = replay(&args, &mut stats, stop);
-    super::finish(&stats, &args.report, result)
+    let report = super::report_plan(&args.report);
+    let result = Plan::new(&args).and_then(|plan| replay(plan, &mut stats, stop));
+    finish(&stats, &report, result)
 }
 
-fn replay(args: &ReplayArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let source = Source::parse(&args.input, true)?;
-    // A broker source's records reach us as envelopes.
-    let envelope = args.envelope || matches!(source, Source::Kafka(_));
-    if args.keep_partition && !envelope {
-        return Err(Error::Usage(
-            "--keep-partition needs envelopes (-J, or a Kafka source)".into(),
-        ));
-    }
-    if envelope && (args.sink.key.is_some() || !args.sink.headers.is_empty()) {
-        return Err(Error::Usage(
-            "envelopes carry their own key and headers; --key/--header are for plain lines".into(),
-        ));
-    }
-    if args.speed.is_some() && !envelope && args.time.time.is_none() {
-        return Err(Error::Usage(
-            "--speed keeps the gaps between timestamps: give --time FIELD, or use envelopes (-J)"
-                .into(),
-        ));
-    }
-    // On NDJSON input --from/--to are a time range, of the envelope timestamp or --time.
-    let now = now_millis();
-    let (from, to) = match &source {
-        Source::Ndjson(_) => (
-            super::ndjson_time_bound("--from", args.input.broker.from.as_deref(), now)?,
-            super::ndjson_time_bound("--to", args.input.broker.to.as_deref(), now)?,
-        ),
-        Source::Kafka(_) => (None, None),
-    };
-    if (from.is_some() || to.is_some()) && !envelope && args.time.time.is_none() {
-        return Err(Error::Usage(
-            "--from/--to on NDJSON input need --time FIELD (or envelopes, -J)".into(),
-        ));
-    }
-    let mut policy = ErrorPolicy::new(args.input.on_error, args.input.dead_letter.as_deref())?;
-    let sink_spec = SinkSpec::parse(&args.sink.output).map_err(Error::Usage)?;
-    let sink = if args.dry_run {
-        None
-    } else {
-        Some(LineSink::open_with(
-            &sink_spec,
-            Some(&args.input.broker),
+/// A replay run, checked.
+struct Plan {
+    input: InputPlan,
+    /// `None` on --dry-run.
+    sink: Option<SinkPlan>,
+    envelope: bool,
+    keep_partition: bool,
+    time: Option<Arc<Extractor>>,
+    time_format: TimeFormat,
+    from: Option<Millis>,
+    to: Option<Millis>,
+    pace: Pace,
+}
+
+impl Plan {
+    fn new(args: &ReplayArgs) -> Result<Plan> {
+        let input = InputPlan::new(&args.input, true)?;
+        // A broker source's records reach us as envelopes.
+        let envelope = args.envelope || input.is_broker();
+        if args.keep_partition && !envelope {
+            return Err(Error::Usage(
+                "--keep-partition needs envelopes (-J, or a Kafka source)".into(),
+            ));
+        }
+        if envelope && (args.sink.key.is_some() || !args.sink.headers.is_empty()) {
+            return Err(Error::Usage(
+                "envelopes carry their own key and headers; --key/--header are for plain lines"
+                    .into(),
+            ));
+        }
+        if args.speed.is_some() && !envelope && args.time.time.is_none() {
+            return Err(Error::Usage(
+                "--speed keeps the gaps between timestamps: give --time FIELD, or use envelopes (-J)"
+                    .into(),
+            ));
+        }
+        // On NDJSON input --from/--to are a time range, of the envelope timestamp or --time.
+        let now = now_millis();
+        let (from, to) = if input.is_broker() {
+            (None, None)
+        } else {
+            (
+                super::ndjson_time_bound("--from", args.input.broker.from.as_deref(), now)?,
+                super::ndjson_time_bound("--to", args.input.broker.to.as_deref(), now)?,
+            )
+        };
+        if (from.is_some() || to.is_some()) && !envelope && args.time.time.is_none() {
+            return Err(Error::Usage(
+                "--from/--to on NDJSON input need --time FIELD (or envelopes, -J)".into(),
+            ));
+        }
+        let sink = SinkPlan::new(
+            SinkSpec::parse(&args.sink.output).map_err(Error::Usage)?,
             RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?,
-        )?)
-    };
-    let time = (!envelope)
-        .then(|| args.time.time.clone())
-        .flatten()
-        .map(|t| Arc::new(Extractor::new(vec![t])));
-    let prepare = match &time {
+            super::client_options(&args.input.broker.client)?,
+        )?;
+        let time = (!envelope)
+            .then(|| args.time.time.clone())
+            .flatten()
+            .map(|t| Arc::new(Extractor::new(vec![t])));
+        let pace = match (args.rate, args.speed) {
+            (Some(r), _) => Pace::Rate(r),
+            (None, Some(s)) => Pace::Speed(s),
+            (None, None) => Pace::Unlimited,
+        };
+        Ok(Plan {
+            input,
+            sink: (!args.dry_run).then_some(sink),
+            envelope,
+            keep_partition: args.keep_partition,
+            time,
+            time_format: args.time.time_format.clone(),
+            from,
+            to,
+            pace,
+        })
+    }
+}
+
+fn replay(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
+    let prepare = match &plan.time {
         Some(x) => Prepare::Extract(x.clone()),
         None => Prepare::Validate,
     };
-    let pace = match (args.rate, args.speed) {
-        (Some(r), _) => Pace::Rate(r),
-        (None, Some(s)) => Pace::Speed(s),
-        (None, None) => Pace::Unlimited,
+    let source = plan.input.open_source(Render::Envelope)?;
+    let mut policy = ErrorPolicy::open(&plan.input.policy)?;
+    let sink = match &plan.sink {
+        Some(sink) => Some(LineSink::open(sink)?),
+        None => None,
     };
     let mut step = ReplayStep {
         sink,
-        envelope,
-        keep_partition: args.keep_partition,
-        time,
-        time_format: args.time.time_format.clone(),
-        from,
-        to,
-        pacer: Pacer::new(pace),
+        envelope: plan.envelope,
+        keep_partition: plan.keep_partition,
+        time: plan.time,
+        time_format: plan.time_format,
+        from: plan.from,
+        to: plan.to,
+        pacer: Pacer::new(plan.pace),
         started: Instant::now(),
     };
-    let result = super::read_records(
+    let run = Run {
         source,
-        &args.input,
         prepare,
-        &mut stats.counters,
-        &mut policy,
+        max_line_bytes: plan.input.max_line_bytes,
+        counters: &mut stats.counters,
+        policy: &mut policy,
         stop,
-        &mut step,
-    );
+    };
+    let result = read_records(run, &mut step);
     // Every record handed to the sink is delivered (or reported) before we exit.
     let flushed = match &mut step.sink {
         Some(sink) => sink.flush(),

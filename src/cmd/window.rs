@@ -1,6 +1,7 @@
 //! `weir window`: event-time window aggregates, wiring a source, the window operator and a
 //! table sink.
 
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,95 +19,140 @@ use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::{
     EmitMode, Outcome, Row, TooManyWindows, WindowConfig, WindowKind, WindowOperator, KEY_SEPARATOR,
 };
-use crate::error::{Error, Result};
-use crate::io::dead_letter::ErrorPolicy;
-use crate::io::ndjson::{Fault, Flow, Line, Prepare, RecordStep};
-use crate::io::sink::{LineSink, RecordFields, TableFormat, TableWriter};
+use crate::error::{Error, Fault, Result};
+use crate::io::kafka::Render;
+use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan, TableFormat, TableWriter};
 use crate::io::spec::SinkSpec;
-use crate::stats::{Counters, Stats};
+use crate::runtime::summary::finish;
+use crate::runtime::{
+    read_records, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run, Stats,
+};
+
+use super::InputPlan;
 
 pub fn run(args: WindowArgs, matches: &ArgMatches, stop: &AtomicBool) -> Result<()> {
     let mut stats = Stats::new("window");
-    let result = window(&args, matches, &mut stats, stop);
-    super::finish(&stats, &args.report, result)
+    let report = super::report_plan(&args.report);
+    let result = Plan::new(&args, matches).and_then(|plan| window(plan, &mut stats, stop));
+    finish(&stats, &report, result)
 }
 
-fn window(
-    args: &WindowArgs,
-    matches: &ArgMatches,
-    stats: &mut Stats,
-    stop: &AtomicBool,
-) -> Result<()> {
-    let time = args
-        .time
-        .time
-        .clone()
-        .ok_or_else(|| Error::Usage("weir window needs --time FIELD".into()))?;
-    let source = super::Source::parse(&args.input, false)?;
-    let partition_by = source.partition_field(args.partition_by.as_ref());
-    let kind = window_kind(args)?;
-    let (aggs, value_paths) = aggregate_specs(args, matches)?;
+/// A window run, checked.
+struct Plan {
+    input: InputPlan,
+    sink: SinkPlan,
+    format: TableFormat,
+    late_output: Option<PathBuf>,
+    config: WindowConfig,
+    delay: Millis,
+    idle_timeout: Option<Millis>,
+    /// Every field the command reads, in one extractor: time, partition, keys, values.
+    paths: Vec<FieldPath>,
+    time_format: TimeFormat,
+    partition_at: Option<usize>,
+    keys_at: usize,
+    key_columns: Vec<String>,
+    agg_fields: Vec<Option<usize>>,
+}
 
-    // One extractor pulls every field the command needs in one pass over the line.
-    let mut paths = vec![time];
-    let partition_at = partition_by.clone().map(|p| {
-        paths.push(p);
-        paths.len() - 1
-    });
-    let keys_at = paths.len();
-    paths.extend(args.keys.iter().cloned());
-    let values_at = paths.len();
-    paths.extend(value_paths);
-    let agg_fields: Vec<Option<usize>> = aggs
-        .iter()
-        .map(|a| a.field.map(|f| values_at + f))
-        .collect();
+impl Plan {
+    fn new(args: &WindowArgs, matches: &ArgMatches) -> Result<Plan> {
+        let time = args
+            .time
+            .time
+            .clone()
+            .ok_or_else(|| Error::Usage("weir window needs --time FIELD".into()))?;
+        let input = InputPlan::new(&args.input, false)?;
+        let partition_by = input.partition_field(args.partition_by.as_ref());
+        let kind = window_kind(args)?;
+        let (aggs, value_paths) = aggregate_specs(args, matches)?;
 
-    let step_aggs_plain = aggs.iter().all(|a| is_plain_name(&a.name));
-    let cfg = WindowConfig {
-        kind,
-        allowed_lateness: args.allowed_lateness,
-        emit: args.emit,
-        aggs,
-        max_open_windows: args.max_open_windows,
-    };
-    let mut policy = ErrorPolicy::new(args.input.on_error, args.input.dead_letter.as_deref())?;
-    let sink_spec = SinkSpec::parse(&args.output).map_err(Error::Usage)?;
-    if matches!(sink_spec, SinkSpec::Kafka(_)) && args.format == TableFormat::Csv {
-        return Err(Error::Usage(
-            "--format csv cannot go to Kafka; rows go there as NDJSON".into(),
-        ));
+        // One extractor pulls every field the command needs in one pass over the line.
+        let mut paths = vec![time];
+        let partition_at = partition_by.map(|p| {
+            paths.push(p);
+            paths.len() - 1
+        });
+        let keys_at = paths.len();
+        paths.extend(args.keys.iter().cloned());
+        let values_at = paths.len();
+        paths.extend(value_paths);
+        let agg_fields: Vec<Option<usize>> = aggs
+            .iter()
+            .map(|a| a.field.map(|f| values_at + f))
+            .collect();
+
+        let sink_spec = SinkSpec::parse(&args.output).map_err(Error::Usage)?;
+        if matches!(sink_spec, SinkSpec::Kafka(_)) && args.format == TableFormat::Csv {
+            return Err(Error::Usage(
+                "--format csv cannot go to Kafka; rows go there as NDJSON".into(),
+            ));
+        }
+        // Rows of one key land in one partition, in order.
+        let row_key = match sink_spec {
+            SinkSpec::Kafka(_) => RecordFields {
+                key: args
+                    .keys
+                    .first()
+                    .map(|k| k.column_name().parse())
+                    .transpose()
+                    .map_err(Error::Usage)?,
+                headers: Vec::new(),
+            },
+            _ => RecordFields::default(),
+        };
+        let sink = SinkPlan::new(
+            sink_spec,
+            row_key,
+            super::client_options(&args.input.broker.client)?,
+        )?;
+        Ok(Plan {
+            input,
+            sink,
+            format: args.format,
+            late_output: args.late_output.clone(),
+            config: WindowConfig {
+                kind,
+                allowed_lateness: args.allowed_lateness,
+                emit: args.emit,
+                aggs,
+                max_open_windows: args.max_open_windows,
+            },
+            delay: args.delay,
+            idle_timeout: args.idle_timeout,
+            paths,
+            time_format: args.time.time_format.clone(),
+            partition_at,
+            keys_at,
+            key_columns: args.keys.iter().map(FieldPath::column_name).collect(),
+            agg_fields,
+        })
     }
-    // Rows of one key land in one partition, in order.
-    let row_key = match sink_spec {
-        SinkSpec::Kafka(_) => RecordFields {
-            key: args
-                .keys
-                .first()
-                .map(|k| k.column_name().parse())
-                .transpose()
-                .map_err(Error::Usage)?,
-            headers: Vec::new(),
-        },
-        _ => RecordFields::default(),
-    };
-    let sink = LineSink::open_with(&sink_spec, Some(&args.input.broker), row_key)?;
-    let late = match &args.late_output {
-        Some(path) => Some(LineSink::open(&SinkSpec::File(path.clone()))?),
+}
+
+fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
+    let source = plan.input.open_source(Render::Envelope)?;
+    let mut policy = ErrorPolicy::open(&plan.input.policy)?;
+    let sink = LineSink::open(&plan.sink)?;
+    let late = match &plan.late_output {
+        Some(path) => Some(LineSink::open_file(path)?),
         None => None,
     };
+    let aggs_plain = plan.config.aggs.iter().all(|a| is_plain_name(&a.name));
+    let marks = plan.config.allowed_lateness > 0 || plan.config.emit == EmitMode::Updates;
+    let extractor = Arc::new(Extractor::new(plan.paths));
     let mut step = WindowStep {
-        op: WindowOperator::new(cfg, Watermarks::new(args.delay, args.idle_timeout)),
-        extractor: Arc::new(Extractor::new(paths)),
-        time_format: args.time.time_format.clone(),
-        partition_at,
-        keys_at,
-        key_columns: args.keys.iter().map(FieldPath::column_name).collect(),
-        plain_names: args.keys.iter().all(|k| is_plain_name(&k.column_name())) && step_aggs_plain,
-        marks: args.allowed_lateness > 0 || args.emit == EmitMode::Updates,
-        agg_fields,
+        op: WindowOperator::new(plan.config, Watermarks::new(plan.delay, plan.idle_timeout)),
+        extractor: extractor.clone(),
+        time_format: plan.time_format,
+        partition_at: plan.partition_at,
+        keys_at: plan.keys_at,
+        plain_names: plan.key_columns.iter().all(|k| is_plain_name(k)) && aggs_plain,
+        key_columns: plan.key_columns,
+        marks,
+        agg_fields: plan.agg_fields,
         partitions: PartitionIds::default(),
-        table: TableWriter::new(sink, args.format),
+        table: TableWriter::new(sink, plan.format),
         late,
         rows: Vec::new(),
         key: String::new(),
@@ -115,16 +161,15 @@ fn window(
         now: 0,
         written: 0,
     };
-    let prepare = Prepare::Extract(step.extractor.clone());
-    let mut result = super::read_records(
+    let run = Run {
         source,
-        &args.input,
-        prepare,
-        &mut stats.counters,
-        &mut policy,
+        prepare: Prepare::Extract(extractor),
+        max_line_bytes: plan.input.max_line_bytes,
+        counters: &mut stats.counters,
+        policy: &mut policy,
         stop,
-        &mut step,
-    );
+    };
+    let mut result = read_records(run, &mut step);
     if result.is_ok() {
         // A bounded input ended: the watermark goes to +infinity and every window fires.
         step.op.finish(&mut step.rows);

@@ -440,9 +440,45 @@ pub fn duration_millis(d: Duration) -> Millis {
     d.as_millis().min(i64::MAX as u128) as Millis
 }
 
-/// A read position for `--from` / `--to`.
+/// A duration for people, which also reads back as a duration (`--delay` takes it as it
+/// is): exact below a minute (`120ms`, `5s600ms`), then its two largest units, rounded up
+/// so that a recommended delay never falls short (`3m5s`, `1h2m`, `1d1h`).
+pub fn human_duration(ms: Millis) -> String {
+    if ms < 0 {
+        return format!("-{}", human_duration(ms.saturating_neg()));
+    }
+    const UNITS: [(Millis, &str); 5] = [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1000, "s"),
+        (1, "ms"),
+    ];
+    if ms == 0 {
+        return "0s".into();
+    }
+    let top = UNITS
+        .iter()
+        .position(|(unit, _)| ms >= *unit)
+        .expect("ms >= 1");
+    // Below a minute every unit is kept; from a minute on, the two largest, rounded up.
+    let kept = if top >= 3 { UNITS.len() } else { top + 2 };
+    let smallest = UNITS[kept - 1].0;
+    let mut rest = (ms.saturating_add(smallest - 1) / smallest).saturating_mul(smallest);
+    let mut out = String::new();
+    for &(unit, name) in &UNITS[..kept] {
+        let n = rest / unit;
+        rest %= unit;
+        if n > 0 {
+            out.push_str(&format!("{n}{name}"));
+        }
+    }
+    out
+}
+
+/// A place in a partitioned log, as `--from` / `--to` name it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Position {
+pub enum LogPosition {
     Beginning,
     End,
     /// The consumer group's committed position (Kafka).
@@ -455,29 +491,29 @@ pub enum Position {
     Time(Millis),
 }
 
-impl Position {
+impl LogPosition {
     /// Parses a position; relative times are resolved against `now`.
-    pub fn parse(s: &str, now: Millis) -> Result<Position, String> {
+    pub fn parse(s: &str, now: Millis) -> Result<LogPosition, String> {
         let s = s.trim();
         match s {
-            "beginning" | "earliest" | "start" => return Ok(Position::Beginning),
-            "end" | "latest" => return Ok(Position::End),
-            "stored" => return Ok(Position::Stored),
+            "beginning" | "earliest" | "start" => return Ok(LogPosition::Beginning),
+            "end" | "latest" => return Ok(LogPosition::End),
+            "stored" => return Ok(LogPosition::Stored),
             _ => {}
         }
         if let Ok(offset) = s.parse::<i64>() {
             return Ok(if offset < 0 {
-                Position::FromEnd(offset.unsigned_abs())
+                LogPosition::FromEnd(offset.unsigned_abs())
             } else {
-                Position::Offset(offset)
+                LogPosition::Offset(offset)
             });
         }
         if let Some(rel) = s.strip_prefix('-') {
             let d = parse_duration(rel)?;
-            return Ok(Position::Time(now.saturating_sub(duration_millis(d))));
+            return Ok(LogPosition::Time(now.saturating_sub(duration_millis(d))));
         }
         if let Some(Ok(ms)) = parse_rfc3339(s) {
-            return Ok(Position::Time(ms));
+            return Ok(LogPosition::Time(ms));
         }
         Err(format!(
             "invalid position '{s}': use beginning, end, stored, an offset, -N, an RFC 3339 time or a relative time such as -1h"
@@ -495,6 +531,33 @@ pub(crate) fn truncate_for_message(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human_duration(0), "0s");
+        assert_eq!(human_duration(120), "120ms");
+        assert_eq!(human_duration(5_600), "5s600ms");
+        assert_eq!(human_duration(59_999), "59s999ms");
+        assert_eq!(human_duration(184_000), "3m4s");
+        assert_eq!(human_duration(184_001), "3m5s");
+        assert_eq!(human_duration(3_720_000), "1h2m");
+        assert_eq!(human_duration(3_600_001), "1h1m");
+        assert_eq!(human_duration(90_000_000), "1d1h");
+        assert_eq!(human_duration(-1500), "-1s500ms");
+    }
+
+    proptest! {
+        /// What it writes reads back, never below the duration, and above it by less than
+        /// its smallest unit.
+        #[test]
+        fn human_durations_read_back(ms in 0i64..10_000_000_000_000) {
+            let text = human_duration(ms);
+            let back = duration_millis(parse_duration(&text).unwrap());
+            prop_assert!(back >= ms, "{} -> {}", ms, text);
+            let slack = if ms < 60_000 { 1 } else if ms < 3_600_000 { 1000 } else if ms < 86_400_000 { 60_000 } else { 3_600_000 };
+            prop_assert!(back - ms < slack, "{} -> {}", ms, text);
+        }
+    }
     use proptest::prelude::*;
 
     fn auto(s: &str) -> Result<Millis, TimeError> {
@@ -659,20 +722,26 @@ mod tests {
     #[test]
     fn positions() {
         let now = 1_000_000_000;
-        assert_eq!(Position::parse("beginning", now), Ok(Position::Beginning));
-        assert_eq!(Position::parse("end", now), Ok(Position::End));
-        assert_eq!(Position::parse("stored", now), Ok(Position::Stored));
-        assert_eq!(Position::parse("1042", now), Ok(Position::Offset(1042)));
-        assert_eq!(Position::parse("-10", now), Ok(Position::FromEnd(10)));
         assert_eq!(
-            Position::parse("-1h", now),
-            Ok(Position::Time(now - 3_600_000))
+            LogPosition::parse("beginning", now),
+            Ok(LogPosition::Beginning)
+        );
+        assert_eq!(LogPosition::parse("end", now), Ok(LogPosition::End));
+        assert_eq!(LogPosition::parse("stored", now), Ok(LogPosition::Stored));
+        assert_eq!(
+            LogPosition::parse("1042", now),
+            Ok(LogPosition::Offset(1042))
+        );
+        assert_eq!(LogPosition::parse("-10", now), Ok(LogPosition::FromEnd(10)));
+        assert_eq!(
+            LogPosition::parse("-1h", now),
+            Ok(LogPosition::Time(now - 3_600_000))
         );
         assert_eq!(
-            Position::parse("1970-01-01T00:00:01Z", now),
-            Ok(Position::Time(1000))
+            LogPosition::parse("1970-01-01T00:00:01Z", now),
+            Ok(LogPosition::Time(1000))
         );
-        assert!(Position::parse("soon", now).is_err());
+        assert!(LogPosition::parse("soon", now).is_err());
     }
 
     /// The hour cache starts with a prefix no text has: thirteen NUL bytes are no hour.
@@ -772,7 +841,7 @@ mod tests {
             let _ = auto(&s);
             let _ = parse_time_number(&s, &TimeFormat::Auto);
             let _ = parse_duration(&s);
-            let _ = Position::parse(&s, 0);
+            let _ = LogPosition::parse(&s, 0);
         }
     }
 }

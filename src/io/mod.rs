@@ -1,6 +1,7 @@
-//! Adapters between the core and the outside world: inputs, sinks, the error policy.
+//! Adapters between the record path and the outside world: SOURCE and SINK parsing (`spec`),
+//! the NDJSON source (`ndjson`), Kafka's source, sink and admin calls (`kafka`), and the
+//! sinks behind one interface (`sink`). Nothing here knows the command line.
 
-pub mod dead_letter;
 pub mod kafka;
 pub mod ndjson;
 pub mod sink;

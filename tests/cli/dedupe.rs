@@ -2,9 +2,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::gen::{Event, GenConfig};
 use serde_json::Value;
 use weir::core::time::Millis;
-use weir::gen::{Event, GenConfig};
 
 use crate::{generated_with, stdout_lines, weir};
 

@@ -8,6 +8,9 @@ mod profile;
 mod signals;
 mod window;
 
+#[path = "../support/gen.rs"]
+pub mod gen;
+
 use std::path::PathBuf;
 
 pub fn weir() -> assert_cmd::Command {
@@ -37,19 +40,17 @@ pub fn stdout_lines(out: &std::process::Output) -> Vec<String> {
 }
 
 /// Writes `n` generated events to a temp file; returns the file and the events.
-pub fn generated(n: u64, seed: u64) -> (tempfile::NamedTempFile, Vec<weir::gen::Event>) {
-    generated_with(weir::gen::GenConfig {
+pub fn generated(n: u64, seed: u64) -> (tempfile::NamedTempFile, Vec<gen::Event>) {
+    generated_with(gen::GenConfig {
         events: n,
         seed,
         ..Default::default()
     })
 }
 
-pub fn generated_with(
-    cfg: weir::gen::GenConfig,
-) -> (tempfile::NamedTempFile, Vec<weir::gen::Event>) {
+pub fn generated_with(cfg: gen::GenConfig) -> (tempfile::NamedTempFile, Vec<gen::Event>) {
     use std::io::Write;
-    let events: Vec<_> = weir::gen::Generator::new(cfg).collect();
+    let events: Vec<_> = gen::Generator::new(cfg).collect();
     let mut file = tempfile::NamedTempFile::new().unwrap();
     let mut buf = Vec::new();
     for e in &events {

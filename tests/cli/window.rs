@@ -9,11 +9,11 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::gen::{Event, GenConfig};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde_json::Value;
 use weir::core::time::{format_millis, Millis};
-use weir::gen::{Event, GenConfig};
 
 use crate::{generated_with, stdout_lines, weir, weir_std};
 

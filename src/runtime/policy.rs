@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
+use super::summary::Counters;
 use crate::core::record::{Position, RecordError};
 use crate::error::{Error, Result};
-use crate::stats::Counters;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OnError {
@@ -27,15 +27,32 @@ pub struct ErrorPolicy {
     dead_letter: Option<(PathBuf, BufWriter<File>)>,
 }
 
-impl ErrorPolicy {
+/// The error policy as the command line gives it, checked, with nothing opened yet.
+#[derive(Clone, Debug)]
+pub struct PolicyPlan {
+    pub on_error: OnError,
+    pub dead_letter: Option<PathBuf>,
+}
+
+impl PolicyPlan {
     /// `--dead-letter` without `--on-error` means skip: the record is kept there, not lost.
-    pub fn new(on_error: Option<OnError>, dead_letter: Option<&Path>) -> Result<ErrorPolicy> {
+    pub fn new(on_error: Option<OnError>, dead_letter: Option<&Path>) -> PolicyPlan {
         let on_error = on_error.unwrap_or(if dead_letter.is_some() {
             OnError::Skip
         } else {
             OnError::Fail
         });
-        let dead_letter = match dead_letter {
+        PolicyPlan {
+            on_error,
+            dead_letter: dead_letter.map(Path::to_path_buf),
+        }
+    }
+}
+
+impl ErrorPolicy {
+    /// Creates the dead-letter file, if there is one.
+    pub fn open(plan: &PolicyPlan) -> Result<ErrorPolicy> {
+        let dead_letter = match &plan.dead_letter {
             Some(path) => {
                 let file = File::create(path).map_err(|e| {
                     Error::Unreachable(format!(
@@ -43,12 +60,12 @@ impl ErrorPolicy {
                         path.display()
                     ))
                 })?;
-                Some((path.to_path_buf(), BufWriter::new(file)))
+                Some((path.clone(), BufWriter::new(file)))
             }
             None => None,
         };
         Ok(ErrorPolicy {
-            on_error,
+            on_error: plan.on_error,
             dead_letter,
         })
     }
@@ -162,12 +179,12 @@ mod tests {
     #[test]
     fn fail_stops_skip_counts() {
         let mut c = Counters::default();
-        let mut fail = ErrorPolicy::new(None, None).unwrap();
+        let mut fail = ErrorPolicy::open(&PolicyPlan::new(None, None)).unwrap();
         let err = fail
             .handle(&pos(), b"x", &RecordError::NotObject, &mut c)
             .unwrap_err();
         assert_eq!(err.to_string(), "bad input at <stdin>:2: not a JSON object");
-        let mut skip = ErrorPolicy::new(Some(OnError::Skip), None).unwrap();
+        let mut skip = ErrorPolicy::open(&PolicyPlan::new(Some(OnError::Skip), None)).unwrap();
         skip.handle(&pos(), b"x", &RecordError::NotObject, &mut c)
             .unwrap();
         assert_eq!(c.bad, 2);

@@ -7,6 +7,13 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
+/// How a run reports itself: `--stats PATH` and `--quiet`.
+#[derive(Clone, Debug, Default)]
+pub struct ReportPlan {
+    pub stats: Option<std::path::PathBuf>,
+    pub quiet: bool,
+}
+
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct Counters {
     /// Records read (blank lines are not records).
@@ -121,6 +128,28 @@ impl Stats {
         text.push('\n');
         std::fs::write(path, text).map_err(|e| Error::write(&path.display().to_string(), e))
     }
+}
+
+/// Ends a run: the stderr summary (unless quiet, or stdout was closed under us) and the
+/// `--stats` JSON, then the run's own result.
+pub fn finish(stats: &Stats, report: &ReportPlan, result: Result<()>) -> Result<()> {
+    let broken_pipe = matches!(result, Err(Error::BrokenPipe));
+    // A usage error means nothing ran: there is nothing to summarise.
+    let usage = matches!(result, Err(Error::Usage(_)));
+    if !report.quiet && !broken_pipe && !usage {
+        eprintln!("{}", stats.summary_line());
+    }
+    if let Some(path) = &report.stats {
+        let (code, message) = match &result {
+            Ok(()) => (0, None),
+            Err(e) => (e.exit_code(), (!broken_pipe).then(|| e.to_string())),
+        };
+        // A usage error leaves every file as it was, this one included.
+        if !usage {
+            stats.write_json(path, code, message)?;
+        }
+    }
+    result
 }
 
 fn human_rate(rate: f64) -> String {

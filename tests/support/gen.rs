@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, LogNormal, Pareto, Zipf};
 
-use crate::core::time::{format_millis, Millis};
+use weir::core::time::{format_millis, Millis};
 
 #[derive(Clone, Debug)]
 pub struct GenConfig {

@@ -1,0 +1,15 @@
+//! The Kafka adapter: client configuration (`config`), the rules of a read checked before
+//! any client is made (`plan`), a source (`source`), a producing sink (`sink`) and the
+//! read-only cluster questions of `weir lag` (`admin`).
+
+pub mod admin;
+pub mod config;
+pub mod plan;
+pub mod sink;
+pub mod source;
+
+pub use admin::{Cluster, GroupDescription};
+pub use config::ClientOptions;
+pub use plan::{ReadPlan, ReadRequest};
+pub use sink::{KafkaSink, Outgoing};
+pub use source::{KafkaSource, Render};

@@ -1,0 +1,240 @@
+//! The Kafka sink: an idempotent producer with librdkafka's bounded in-flight queue, every
+//! delivery accounted for before the run ends.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, Message as _, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::ClientContext;
+
+use super::config::{scrub, unreachable, ClientOptions, Reporter};
+use crate::core::record::RecordError;
+use crate::core::time::Millis;
+use crate::error::{Error, Fault, Result};
+use crate::io::spec::KafkaSpec;
+
+/// Delivery outcomes, shared with librdkafka's callback.
+#[derive(Default)]
+pub struct Deliveries {
+    delivered: AtomicU64,
+    failed: AtomicU64,
+    first_failure: Mutex<Option<String>>,
+    failing: AtomicBool,
+    reporter: Reporter,
+}
+
+impl ClientContext for Deliveries {
+    fn log(&self, _level: RDKafkaLogLevel, _fac: &str, _message: &str) {}
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.reporter.record(&error, reason);
+    }
+}
+
+impl ProducerContext for Deliveries {
+    /// The output record number (1-based), for the message naming a failed one.
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, number: usize) {
+        match result {
+            Ok(_) => {
+                self.delivered.fetch_add(1, Ordering::Relaxed);
+            }
+            Err((e, m)) => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                self.failing.store(true, Ordering::Release);
+                let mut first = self.first_failure.lock().expect("not poisoned");
+                if first.is_none() {
+                    *first = Some(format!(
+                        "record {number} of this run's output to '{}' was not delivered: {e}",
+                        m.topic()
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// A record for the producer.
+pub struct Outgoing<'a> {
+    pub value: Option<&'a [u8]>,
+    pub key: Option<&'a [u8]>,
+    pub headers: &'a [(&'a str, Option<&'a [u8]>)],
+    pub timestamp: Option<Millis>,
+    pub partition: Option<i32>,
+}
+
+/// A producing sink: idempotent by default, bounded in-flight queue (librdkafka's), every
+/// delivery accounted for before exit.
+pub struct KafkaSink {
+    producer: BaseProducer<Deliveries>,
+    pub topic: String,
+    timeout: Duration,
+    sent: usize,
+}
+
+impl KafkaSink {
+    pub fn open(spec: &KafkaSpec, client: &ClientOptions) -> Result<KafkaSink> {
+        let timeout = client.timeout;
+        let topic = spec.topic.clone().ok_or_else(|| {
+            Error::Usage("a Kafka sink needs a topic: kafka://HOST:PORT/TOPIC".into())
+        })?;
+        let mut config = ClientConfig::new();
+        // Ours first, so that -F/-X can override them.
+        config.set("enable.idempotence", "true");
+        config.set("message.timeout.ms", "30000");
+        config.set("linger.ms", "20");
+        for (k, v) in client.config(spec).config_map() {
+            config.set(k, v);
+        }
+        let producer: BaseProducer<Deliveries> = config
+            .create_with_context(Deliveries::default())
+            .map_err(|e| Error::Usage(format!("Kafka producer configuration: {}", scrub(&e))))?;
+        // Fail fast and clearly when the cluster or topic is not there.
+        let metadata = producer
+            .client()
+            .fetch_metadata(Some(&topic), timeout)
+            .map_err(|e| unreachable("cannot reach Kafka at", spec, e))?;
+        match metadata.topics().iter().find(|t| t.name() == topic) {
+            Some(t) if t.error().is_none() && !t.partitions().is_empty() => {}
+            _ => return Err(Error::Unreachable(format!("topic '{topic}' not found"))),
+        }
+        Ok(KafkaSink {
+            producer,
+            topic,
+            timeout,
+            sent: 0,
+        })
+    }
+
+    pub fn send(&mut self, r: &Outgoing<'_>) -> Result<(), Fault> {
+        if self.producer.context().failing.load(Ordering::Acquire) {
+            return Err(Fault::Fatal(self.failure()));
+        }
+        self.sent += 1;
+        let mut record: BaseRecord<'_, [u8], [u8], usize> =
+            BaseRecord::with_opaque_to(&self.topic, self.sent);
+        if let Some(v) = r.value {
+            record = record.payload(v);
+        }
+        if let Some(k) = r.key {
+            record = record.key(k);
+        }
+        if let Some(t) = r.timestamp {
+            record = record.timestamp(t);
+        }
+        if let Some(p) = r.partition {
+            record = record.partition(p);
+        }
+        if !r.headers.is_empty() {
+            let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
+            for (name, value) in r.headers {
+                headers = headers.insert(Header {
+                    key: name,
+                    value: *value,
+                });
+            }
+            record = record.headers(headers);
+        }
+        let started = Instant::now();
+        loop {
+            match self.producer.send(record) {
+                Ok(()) => {
+                    self.producer.poll(Duration::ZERO);
+                    return Ok(());
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    // Backpressure: wait for deliveries to make room.
+                    record = back;
+                    self.producer.poll(Duration::from_millis(50));
+                    if started.elapsed() > self.timeout.max(Duration::from_secs(30)) {
+                        return Err(Fault::Fatal(Error::Unreachable(format!(
+                            "Kafka producer queue stayed full for {:?}: {}",
+                            started.elapsed(),
+                            self.producer
+                                .context()
+                                .reporter
+                                .error_since(started)
+                                .unwrap_or_else(|| "the broker is not accepting records".into())
+                        ))));
+                    }
+                }
+                Err((KafkaError::MessageProduction(code), _))
+                    if matches!(
+                        code,
+                        RDKafkaErrorCode::MessageSizeTooLarge
+                            | RDKafkaErrorCode::InvalidMessageSize
+                    ) =>
+                {
+                    self.sent -= 1;
+                    return Err(Fault::Record(RecordError::Refused(format!(
+                        "record too large for Kafka topic '{}' ({code}; see -X message.max.bytes)",
+                        self.topic
+                    ))));
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::UnknownPartition), _)) => {
+                    self.sent -= 1;
+                    return Err(Fault::Record(RecordError::Refused(format!(
+                        "topic '{}' has no partition {}",
+                        self.topic,
+                        r.partition.unwrap_or(-1)
+                    ))));
+                }
+                Err((e, _)) => {
+                    return Err(Fault::Fatal(Error::Unreachable(format!(
+                        "cannot produce to '{}': {e}",
+                        self.topic
+                    ))))
+                }
+            }
+        }
+    }
+
+    /// Serves delivery reports; fails as soon as one record was not delivered.
+    pub fn poll(&self) -> Result<()> {
+        self.producer.poll(Duration::ZERO);
+        if self.producer.context().failing.load(Ordering::Acquire) {
+            return Err(self.failure());
+        }
+        Ok(())
+    }
+
+    /// Waits until every record is delivered or has failed.
+    pub fn flush(&self) -> Result<()> {
+        let deadline = Instant::now() + self.timeout.max(Duration::from_secs(30));
+        while self.producer.in_flight_count() > 0 {
+            if self.producer.context().failing.load(Ordering::Acquire) {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Unreachable(format!(
+                    "{} records to '{}' still undelivered after {:?}",
+                    self.producer.in_flight_count(),
+                    self.topic,
+                    self.timeout
+                )));
+            }
+            self.producer.poll(Duration::from_millis(50));
+        }
+        self.poll()
+    }
+
+    fn failure(&self) -> Error {
+        let ctx = self.producer.context();
+        let first = ctx.first_failure.lock().expect("not poisoned").clone();
+        Error::Unreachable(format!(
+            "{} (failed: {}, delivered: {})",
+            first.unwrap_or_else(|| "a record was not delivered".into()),
+            ctx.failed.load(Ordering::Relaxed),
+            ctx.delivered.load(Ordering::Relaxed)
+        ))
+    }
+
+    pub fn delivered(&self) -> u64 {
+        self.producer.context().delivered.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,480 @@
+//! The Kafka source: a topic's partitions read from resolved positions to optional end
+//! offsets, alone or as a member of a consumer group, each record rendered as the command
+//! wants it (its envelope, its value, or a kcat format) and handed over in chunks.
+//!
+//! The synchronous rdkafka consumer runs on the reader thread: librdkafka already does its
+//! network I/O on threads of its own, so an async runtime here would add nothing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{BorrowedMessage, Headers, Message as _};
+use rdkafka::{Offset, Timestamp, TopicPartitionList};
+
+use super::config::{scrub, unreachable, ClientOptions, Reporter};
+use super::plan::ReadPlan;
+use crate::core::envelope::{write_envelope, write_value_line, KcatFormat, Message, TimestampType};
+use crate::core::time::LogPosition;
+use crate::error::{Error, Result};
+use crate::io::spec::KafkaSpec;
+use crate::runtime::{Feed, Source, CHUNK_BYTES};
+
+/// How long a poll waits once records stop coming.
+const IDLE_WAIT: Duration = Duration::from_millis(100);
+
+/// How a Kafka record becomes the bytes a command sees.
+#[derive(Debug, Default)]
+pub enum Render {
+    /// Its envelope (topic, partition, offset, timestamp, key, headers, value): what every
+    /// command but `consume` reads, and `consume -J`.
+    #[default]
+    Envelope,
+    /// Its value: JSON as it is, other text as a JSON string, binary as `{"base64":...}`.
+    Value,
+    /// A kcat format (`consume -f`).
+    Format(KcatFormat),
+}
+
+impl Render {
+    fn write(&self, out: &mut Vec<u8>, m: &Message<'_>) {
+        match self {
+            Render::Envelope => write_envelope(out, m),
+            Render::Value => write_value_line(out, m.value),
+            Render::Format(f) => f.write(out, m),
+        }
+    }
+}
+
+/// A topic being read: its partitions, each with an optional end offset.
+pub struct KafkaSource {
+    consumer: BaseConsumer<Reporter>,
+    pub topic: Arc<str>,
+    /// Exclusive end offset per partition (bounded reads only).
+    ends: HashMap<i32, i64>,
+    /// The partitions we assigned ourselves; `None` for a group member, whose partitions the
+    /// group gives (see `Reporter::assigned`).
+    own: Option<Vec<i32>>,
+    grouped: bool,
+    /// With -e a partition is done at the end it reaches, even before its snapshot end.
+    close_at_eof: bool,
+    /// How many records a bounded read will see at most (for a progress bar).
+    pub total: Option<u64>,
+    /// The read stops once every partition has reached its end.
+    bounded: bool,
+    /// The partitions that reached their end.
+    ended: std::collections::HashSet<i32>,
+    timeout: Duration,
+    /// When the last record (or the start) was seen, to tell a dead broker from a quiet one.
+    last_progress: Instant,
+    /// How long the next poll waits: nothing while records flow, a little once they stop.
+    wait: Duration,
+    progress: Option<ProgressBar>,
+    /// How each record becomes the bytes a command sees.
+    render: Render,
+}
+
+/// One step of a read.
+pub enum Polled<'a> {
+    Record(BorrowedMessage<'a>),
+    /// Nothing arrived within the poll interval.
+    Idle,
+    /// Every partition reached its end (bounded reads only).
+    End,
+}
+
+impl KafkaSource {
+    /// Connects, resolves the positions of `plan` and joins the group or assigns the
+    /// partitions. Every rule of `plan` was checked before: what fails here is the cluster's
+    /// answer (exit 4), a partition the topic lacks, or a client property librdkafka refuses.
+    pub fn open(
+        spec: &KafkaSpec,
+        plan: &ReadPlan,
+        client: &ClientOptions,
+        render: Render,
+    ) -> Result<KafkaSource> {
+        let topic = plan.topic.clone();
+        let (from, to, balanced, bounded) = (&plan.from, &plan.to, plan.balanced, plan.bounded);
+        let mut config = client.config(spec);
+        if let Some(group) = &plan.group {
+            config.set("group.id", group);
+            if let Some(reset) = plan.reset {
+                config.set("auto.offset.reset", reset);
+            }
+            // Offsets are stored once the command has handled a record, then committed.
+            config.set("enable.auto.offset.store", "false");
+            if config.get("enable.auto.commit").is_none() {
+                config.set("enable.auto.commit", "true");
+            }
+        } else {
+            config.set("group.id", "weir");
+            config.set("enable.auto.commit", "false");
+        }
+        config.set(
+            "enable.partition.eof",
+            if bounded { "true" } else { "false" },
+        );
+        let consumer: BaseConsumer<Reporter> = config
+            .create_with_context(Reporter::default())
+            .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+
+        let metadata = consumer
+            .fetch_metadata(Some(&topic), client.timeout)
+            .map_err(|e| unreachable("cannot reach Kafka at", spec, e))?;
+        let meta = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic)
+            .ok_or_else(|| Error::Unreachable(format!("topic '{topic}' not found")))?;
+        if let Some(err) = meta.error() {
+            return Err(Error::Unreachable(format!(
+                "topic '{topic}': {}",
+                RDKafkaErrorCode::from(err)
+            )));
+        }
+        let mut partitions: Vec<i32> = meta.partitions().iter().map(|p| p.id()).collect();
+        partitions.sort_unstable();
+        if !plan.partitions.is_empty() {
+            for p in &plan.partitions {
+                if !partitions.contains(p) {
+                    return Err(Error::Usage(format!(
+                        "topic '{topic}' has no partition {p} (it has {})",
+                        partitions.len()
+                    )));
+                }
+            }
+            partitions.retain(|p| plan.partitions.contains(p));
+        }
+
+        let mut source = KafkaSource {
+            consumer,
+            topic: Arc::from(topic.as_str()),
+            ends: HashMap::new(),
+            own: None,
+            grouped: plan.group.is_some(),
+            close_at_eof: false,
+            total: None,
+            bounded,
+            ended: Default::default(),
+            timeout: client.timeout,
+            wait: Duration::ZERO,
+            progress: None,
+            last_progress: Instant::now(),
+            render,
+        };
+        if balanced {
+            if bounded {
+                let ends = source.resolve(&partitions, &LogPosition::End, spec, false)?;
+                for (&p, end) in partitions.iter().zip(ends) {
+                    if let Offset::Offset(end) = end {
+                        source.ends.insert(p, end);
+                    }
+                }
+            }
+            source.close_at_eof = plan.exit_at_end;
+            source
+                .consumer
+                .subscribe(&[&topic])
+                .map_err(|e| unreachable("cannot join the group at", spec, e))?;
+            return Ok(source);
+        }
+        // A bounded read resolves its starts to offsets, to know which partitions are empty.
+        let starts = source.resolve(&partitions, from, spec, !bounded)?;
+        if let Some(to) = to {
+            let ends = source.resolve(&partitions, to, spec, false)?;
+            let mut total = Some(0u64);
+            for ((&p, end), start) in partitions.iter().zip(ends).zip(&starts) {
+                let Offset::Offset(end) = end else {
+                    unreachable!("the plan refuses --to stored, the one logical end");
+                };
+                source.ends.insert(p, end);
+                if matches!(start, Offset::Offset(s) if *s >= end) {
+                    source.ended.insert(p);
+                }
+                // Known only when every start is an offset (not the group's stored one).
+                total = match (total, start) {
+                    (Some(t), Offset::Offset(s)) => Some(t + (end - s).max(0) as u64),
+                    _ => None,
+                };
+            }
+            source.total = total;
+        }
+        source.close_at_eof = plan.exit_at_end;
+        let mut assignment = TopicPartitionList::new();
+        let mut own = Vec::new();
+        for (&p, start) in partitions.iter().zip(&starts) {
+            if !source.ended.contains(&p) {
+                assignment
+                    .add_partition_offset(&topic, p, *start)
+                    .map_err(|e| Error::Usage(format!("partition {p}: {e}")))?;
+                own.push(p);
+            }
+        }
+        source.own = Some(own);
+        source
+            .consumer
+            .assign(&assignment)
+            .map_err(|e| unreachable("cannot read from", spec, e))?;
+        drop(assignment);
+        Ok(source)
+    }
+
+    /// Turns a position into a concrete offset per partition (or a logical one librdkafka
+    /// resolves: beginning, end, stored). `-N` and times are looked up here.
+    fn resolve(
+        &self,
+        partitions: &[i32],
+        pos: &LogPosition,
+        spec: &KafkaSpec,
+        logical: bool,
+    ) -> Result<Vec<Offset>> {
+        let watermarks = |p: i32| {
+            self.consumer
+                .fetch_watermarks(&self.topic, p, self.timeout)
+                .map_err(|e| unreachable("cannot read offsets from", spec, e))
+        };
+        let mut out = Vec::with_capacity(partitions.len());
+        match pos {
+            LogPosition::Beginning if logical => out.resize(partitions.len(), Offset::Beginning),
+            LogPosition::End if logical => out.resize(partitions.len(), Offset::End),
+            LogPosition::Stored => out.resize(partitions.len(), Offset::Stored),
+            LogPosition::Offset(n) => out.resize(partitions.len(), Offset::Offset(*n)),
+            LogPosition::Beginning => {
+                for &p in partitions {
+                    out.push(Offset::Offset(watermarks(p)?.0));
+                }
+            }
+            LogPosition::End => {
+                for &p in partitions {
+                    out.push(Offset::Offset(watermarks(p)?.1));
+                }
+            }
+            LogPosition::FromEnd(n) => {
+                for &p in partitions {
+                    let (low, high) = watermarks(p)?;
+                    out.push(Offset::Offset((high - *n as i64).max(low)));
+                }
+            }
+            LogPosition::Time(t) => {
+                let mut tpl = TopicPartitionList::new();
+                for &p in partitions {
+                    tpl.add_partition_offset(&self.topic, p, Offset::Offset(*t))
+                        .map_err(|e| Error::Usage(format!("partition {p}: {e}")))?;
+                }
+                let found = self
+                    .consumer
+                    .offsets_for_times(tpl, self.timeout)
+                    .map_err(|e| unreachable("cannot look up offsets by time at", spec, e))?;
+                for &p in partitions {
+                    let offset = found
+                        .find_partition(&self.topic, p)
+                        .map(|e| e.offset())
+                        .unwrap_or(Offset::End);
+                    // No record at or after the time: start at (or end before) the end.
+                    out.push(match offset {
+                        Offset::Offset(n) => Offset::Offset(n),
+                        _ => Offset::Offset(watermarks(p)?.1),
+                    });
+                }
+                drop(found);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every partition reached its end (bounded reads only).
+    pub fn at_end(&self) -> bool {
+        if !self.bounded {
+            return false;
+        }
+        let all_ended = |partitions: &[i32]| partitions.iter().all(|p| self.ended.contains(p));
+        match &self.own {
+            Some(own) => all_ended(own),
+            // Every partition the group gave us (none at all counts too); unknown while the
+            // group is still sharing them out.
+            None => self
+                .consumer
+                .context()
+                .assigned()
+                .is_some_and(|a| all_ended(&a)),
+        }
+    }
+
+    /// Counts records on this bar (a bounded read on a terminal), cleared at the end.
+    pub fn show_progress(&mut self, bar: Option<ProgressBar>) {
+        self.progress = bar;
+    }
+
+    /// The next record, if one comes soon: `Idle` says there is none right now, so that the
+    /// caller can hand on what it has.
+    fn poll(&mut self) -> Result<Polled<'_>> {
+        if self.at_end() {
+            if let Some(bar) = self.progress.take() {
+                bar.finish_and_clear();
+            }
+            return Ok(Polled::End);
+        }
+        let polled = self.consumer.poll(self.wait);
+        // Records flowing: take the next at once; none: wait a little for it.
+        self.wait = if matches!(polled, Some(Ok(_))) {
+            Duration::ZERO
+        } else {
+            IDLE_WAIT
+        };
+        match polled {
+            None => {
+                if self.last_progress.elapsed() >= self.timeout {
+                    if let Some(e) = self.consumer.context().error_since(self.last_progress) {
+                        return Err(Error::Unreachable(format!(
+                            "Kafka: no progress for {:?}: {e}",
+                            self.timeout
+                        )));
+                    }
+                }
+                Ok(Polled::Idle)
+            }
+            Some(Err(KafkaError::PartitionEOF(p))) => {
+                if self.close_at_eof {
+                    self.ended.insert(p);
+                }
+                Ok(Polled::Idle)
+            }
+            Some(Err(e)) => Err(Error::Unreachable(format!("Kafka: {e}"))),
+            Some(Ok(m)) => {
+                self.last_progress = Instant::now();
+                if let Some(bar) = &self.progress {
+                    bar.inc(1);
+                }
+                let p = m.partition();
+                if let Some(&end) = self.ends.get(&p) {
+                    if m.offset() >= end {
+                        self.ended.insert(p);
+                        return Ok(Polled::Idle);
+                    }
+                    if m.offset() + 1 >= end {
+                        self.ended.insert(p);
+                    }
+                }
+                Ok(Polled::Record(m))
+            }
+        }
+    }
+
+    /// Marks records up to and including `offset` as done, for the group's next commit.
+    fn done(&self, partition: i32, offset: i64) {
+        if self.grouped {
+            // Fails only for a partition no longer assigned: nothing to commit then.
+            let _ = self.consumer.store_offset(&self.topic, partition, offset);
+        }
+    }
+
+    /// Clears the progress bar and commits what was stored (with a group), before the
+    /// consumer is dropped.
+    fn finish(&self) -> Result<()> {
+        if let Some(bar) = &self.progress {
+            bar.finish_and_clear();
+        }
+        if self.grouped {
+            match self.consumer.commit_consumer_state(CommitMode::Sync) {
+                Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
+                Err(e) => return Err(Error::Unreachable(format!("cannot commit offsets: {e}"))),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Source for KafkaSource {
+    fn read(mut self: Box<Self>, feed: &mut Feed) -> Result<()> {
+        let read = self.read_records(feed);
+        self.acknowledge(feed);
+        read.and(self.finish())
+    }
+
+    fn join_at_end(&self) -> bool {
+        true
+    }
+}
+
+impl KafkaSource {
+    /// Polls records and hands them over in chunks: when a chunk is full, when no record is
+    /// ready (so that records flow promptly through a live pipeline), and at the end.
+    fn read_records(&mut self, feed: &mut Feed) -> Result<()> {
+        let topic = self.topic.clone();
+        let render = std::mem::take(&mut self.render);
+        let mut data = feed.buffer();
+        let mut ends: Vec<u32> = Vec::new();
+        let mut positions = Vec::new();
+        let mut input_bytes = 0u64;
+        let mut next_record: u64 = 1;
+        loop {
+            if feed.cancelled() {
+                return Ok(());
+            }
+            self.acknowledge(feed);
+            let hand_over = match self.poll()? {
+                Polled::End | Polled::Idle => true,
+                Polled::Record(m) => {
+                    let message = message(&m, &topic);
+                    render.write(&mut data, &message);
+                    ends.push(data.len() as u32);
+                    positions.push((message.partition, message.offset));
+                    input_bytes += (m.payload_len() + m.key_len()) as u64;
+                    data.len() >= CHUNK_BYTES
+                }
+            };
+            // The last records before the end go out too.
+            let at_end = self.at_end();
+            if (hand_over || at_end) && !positions.is_empty() {
+                let count = positions.len() as u64;
+                let chunk = std::mem::replace(&mut data, feed.buffer());
+                feed.records(
+                    &topic,
+                    next_record,
+                    chunk,
+                    &ends,
+                    std::mem::take(&mut positions),
+                    std::mem::take(&mut input_bytes),
+                )?;
+                ends.clear();
+                next_record += count;
+            }
+            if at_end {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Stores the offsets of the records the command has handled, for the group's next
+    /// commit.
+    fn acknowledge(&self, feed: &Feed) {
+        for (partition, offset) in feed.handled() {
+            self.done(partition, offset);
+        }
+    }
+}
+
+/// A borrowed record in the form the envelope writer takes.
+pub fn message<'a>(m: &'a BorrowedMessage<'a>, topic: &'a str) -> Message<'a> {
+    let timestamp = match m.timestamp() {
+        Timestamp::CreateTime(t) if t >= 0 => Some((t, TimestampType::Create)),
+        Timestamp::LogAppendTime(t) if t >= 0 => Some((t, TimestampType::LogAppend)),
+        _ => None,
+    };
+    let headers = match m.headers() {
+        None => Vec::new(),
+        Some(h) => h.iter().map(|h| (h.key, h.value)).collect(),
+    };
+    Message {
+        topic,
+        partition: m.partition(),
+        offset: m.offset(),
+        timestamp,
+        key: m.key(),
+        value: m.payload(),
+        headers,
+    }
+}

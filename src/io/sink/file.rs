@@ -1,0 +1,83 @@
+//! Lines to stdout or a file, through one buffer: flushed at every line on a terminal, else
+//! when the buffer fills, the input idles or the run ends.
+
+use std::fs::File;
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::os::fd::AsFd;
+use std::path::Path;
+
+use super::Sink;
+use crate::error::{Error, Fault, Result};
+use crate::io::kafka::Outgoing;
+
+const OUT_BUFFER: usize = 256 * 1024;
+
+pub struct FileSink {
+    out: BufWriter<File>,
+    pub(super) name: String,
+    pub(super) line_buffered: bool,
+}
+
+impl FileSink {
+    pub fn stdout() -> Result<FileSink> {
+        // Our own unbuffered handle on fd 1: std's Stdout is line-buffered, which would split
+        // every block write at newlines.
+        let fd = io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Error::Unreachable(format!("cannot use stdout: {e}")))?;
+        Ok(FileSink {
+            out: BufWriter::with_capacity(OUT_BUFFER, File::from(fd)),
+            name: "stdout".into(),
+            line_buffered: io::stdout().is_terminal(),
+        })
+    }
+
+    /// Creates (or truncates) the file at `path`.
+    pub fn create(path: &Path) -> Result<FileSink> {
+        let file = File::create(path).map_err(|e| {
+            Error::Unreachable(format!("cannot create output file {}: {e}", path.display()))
+        })?;
+        Ok(FileSink {
+            out: BufWriter::with_capacity(OUT_BUFFER, file),
+            name: path.display().to_string(),
+            line_buffered: false,
+        })
+    }
+
+    pub(super) fn writer(&mut self) -> &mut BufWriter<File> {
+        &mut self.out
+    }
+}
+
+impl Sink for FileSink {
+    #[inline]
+    fn write_record(&mut self, line: &[u8]) -> Result<(), Fault> {
+        let out = &mut self.out;
+        let result = out.write_all(line).and_then(|_| out.write_all(b"\n"));
+        result.map_err(|e| Error::write(&self.name, e))?;
+        if self.line_buffered {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// A file takes a record's value as its line.
+    fn send(&mut self, record: &Outgoing<'_>) -> Result<(), Fault> {
+        self.write_record(record.value.unwrap_or(b"null"))
+    }
+
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        self.out
+            .write_all(bytes)
+            .map_err(|e| Error::write(&self.name, e))
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.out.flush().map_err(|e| Error::write(&self.name, e))
+    }
+
+    fn idle(&mut self) -> Result<()> {
+        self.flush()
+    }
+}

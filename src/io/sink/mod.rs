@@ -1,0 +1,178 @@
+//! Sinks behind one interface (`Sink`): stdout and files (`file`), and Kafka topics
+//! (`kafka`); `LineSink` is the one a command holds, opened from a checked `SinkPlan`.
+//! `table` writes rows of named columns (NDJSON or CSV) into a sink.
+
+mod file;
+mod kafka;
+mod table;
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+
+pub use file::FileSink;
+pub use kafka::{KafkaLines, RecordFields};
+pub use table::{TableFormat, TableWriter};
+
+use super::kafka::{ClientOptions, Outgoing};
+use super::spec::SinkSpec;
+use crate::error::{Error, Fault, Result};
+
+/// What every sink does. A record that the sink refuses (too large for a topic) is a
+/// `Fault::Record`, handled by the error policy like a bad input record.
+pub trait Sink {
+    /// Writes one line: followed by a newline in a file, a record value in a topic.
+    fn write_record(&mut self, line: &[u8]) -> Result<(), Fault>;
+    /// Sends a record with its own key, headers, timestamp and partition (`replay`); a file
+    /// takes its value as a line.
+    fn send(&mut self, record: &Outgoing<'_>) -> Result<(), Fault>;
+    /// Writes bytes as they are (no newline): text for people, such as `consume -f`.
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<()>;
+    /// Makes everything written so far reach its destination (a topic: delivered).
+    fn flush(&mut self) -> Result<()>;
+    /// Keeps output moving while the input idles.
+    fn idle(&mut self) -> Result<()>;
+}
+
+/// Where a command's output goes, checked, with nothing opened yet.
+#[derive(Clone, Debug)]
+pub struct SinkPlan {
+    pub spec: SinkSpec,
+    pub fields: RecordFields,
+    pub client: ClientOptions,
+}
+
+impl SinkPlan {
+    /// Checks that the record fields fit the sink.
+    pub fn new(spec: SinkSpec, fields: RecordFields, client: ClientOptions) -> Result<SinkPlan> {
+        match spec {
+            SinkSpec::Kafka(_) => {}
+            SinkSpec::Kinesis(_) => {
+                return Err(Error::Usage("Kinesis sinks are not built yet".into()))
+            }
+            SinkSpec::Stdout | SinkSpec::File(_) if !fields.is_empty() => {
+                return Err(Error::Usage(
+                    "--key/--header pick a Kafka record's key and headers: they need -o kafka://..."
+                        .into(),
+                ))
+            }
+            SinkSpec::Stdout | SinkSpec::File(_) => {}
+        }
+        Ok(SinkPlan {
+            spec,
+            fields,
+            client,
+        })
+    }
+
+    /// A sink for a report: stdout or a file only; `refusal` says so otherwise.
+    pub fn text(spec: SinkSpec, refusal: &str) -> Result<SinkPlan> {
+        if matches!(spec, SinkSpec::Kafka(_) | SinkSpec::Kinesis(_)) {
+            return Err(Error::Usage(refusal.into()));
+        }
+        SinkPlan::new(spec, RecordFields::default(), ClientOptions::default())
+    }
+
+    pub fn is_broker(&self) -> bool {
+        matches!(self.spec, SinkSpec::Kafka(_) | SinkSpec::Kinesis(_))
+    }
+}
+
+/// The sink a command writes to.
+pub struct LineSink {
+    out: Out,
+}
+
+/// One variant per kind of sink, dispatched statically: every record passes here.
+enum Out {
+    File(FileSink),
+    Kafka(Box<KafkaLines>),
+}
+
+impl LineSink {
+    /// Opens the sink of a checked plan: creates or truncates a file, or connects.
+    pub fn open(plan: &SinkPlan) -> Result<LineSink> {
+        let out = match &plan.spec {
+            SinkSpec::Stdout => Out::File(FileSink::stdout()?),
+            SinkSpec::File(path) => Out::File(FileSink::create(path)?),
+            SinkSpec::Kafka(k) => {
+                Out::Kafka(Box::new(KafkaLines::open(k, &plan.client, &plan.fields)?))
+            }
+            SinkSpec::Kinesis(_) => unreachable!("SinkPlan::new refuses Kinesis sinks"),
+        };
+        Ok(LineSink { out })
+    }
+
+    /// Creates (or truncates) a side file: `--late-output`, `--duplicates`.
+    pub fn open_file(path: &Path) -> Result<LineSink> {
+        Ok(LineSink {
+            out: Out::File(FileSink::create(path)?),
+        })
+    }
+
+    pub fn name(&self) -> String {
+        match &self.out {
+            Out::File(f) => f.name.clone(),
+            Out::Kafka(k) => format!("kafka topic '{}'", k.topic()),
+        }
+    }
+
+    /// The buffered file under a file sink, for the csv crate's writer.
+    fn file_writer(&mut self) -> Option<&mut BufWriter<File>> {
+        match &mut self.out {
+            Out::File(f) => Some(f.writer()),
+            Out::Kafka(_) => None,
+        }
+    }
+
+    fn line_buffered(&self) -> bool {
+        matches!(&self.out, Out::File(f) if f.line_buffered)
+    }
+
+    /// Writes a line the run itself made (a result row): a refusal ends the run.
+    #[inline]
+    pub fn write_line(&mut self, line: &[u8]) -> Result<()> {
+        self.write_record(line).map_err(|e| match e {
+            Fault::Record(r) => Error::Unreachable(format!("{}: {r}", self.name())),
+            Fault::Fatal(e) => e,
+        })
+    }
+}
+
+impl Sink for LineSink {
+    #[inline]
+    fn write_record(&mut self, line: &[u8]) -> Result<(), Fault> {
+        match &mut self.out {
+            Out::File(f) => f.write_record(line),
+            Out::Kafka(k) => k.write_record(line),
+        }
+    }
+
+    fn send(&mut self, record: &Outgoing<'_>) -> Result<(), Fault> {
+        match &mut self.out {
+            Out::File(f) => f.send(record),
+            Out::Kafka(k) => k.send(record),
+        }
+    }
+
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        match &mut self.out {
+            Out::File(f) => f.write_raw(bytes),
+            Out::Kafka(k) => k.write_raw(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        match &mut self.out {
+            Out::File(f) => f.flush(),
+            Out::Kafka(k) => k.flush(),
+        }
+    }
+
+    fn idle(&mut self) -> Result<()> {
+        match &mut self.out {
+            Out::File(f) => f.idle(),
+            Out::Kafka(k) => k.idle(),
+        }
+    }
+}

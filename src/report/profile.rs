@@ -1,0 +1,195 @@
+//! How `weir watermark-profile` shows its report: a text report with an ASCII histogram,
+//! and an SVG of the histogram and the drift series. (JSON is the report serialised.)
+
+use std::fmt::Write as _;
+
+use crate::core::lateness::{Report, Summary};
+use crate::core::time::{human_duration, Millis};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+fn pct(share: f64) -> String {
+    format!("{:.3}%", share * 100.0)
+}
+
+fn render_summary(out: &mut String, s: &Summary) {
+    let _ = writeln!(
+        out,
+        "  {:<8} {:>14} {:>18}",
+        "", "lateness", "out-of-orderness"
+    );
+    let min = s.lateness_min_ms.map(human_duration).unwrap_or_default();
+    let _ = writeln!(out, "  {:<8} {:>14} {:>18}", "min", min, human_duration(0));
+    for (l, o) in s.lateness.iter().zip(&s.out_of_order) {
+        let label = if l.q == 100.0 {
+            "max".to_string()
+        } else {
+            format!("p{}", l.q)
+        };
+        let lateness = if l.q == 100.0 {
+            s.lateness_max_ms.map(human_duration).unwrap_or_default()
+        } else {
+            human_duration(l.ms)
+        };
+        let _ = writeln!(
+            out,
+            "  {:<8} {:>14} {:>18}",
+            label,
+            lateness,
+            human_duration(o.ms)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  negative lateness (event time after arrival, clock skew): {}",
+        pct(s.negative_lateness_share)
+    );
+    let recs: Vec<String> = s
+        .recommended
+        .iter()
+        .map(|r| {
+            format!(
+                "{}% on time: --delay {}",
+                r.target,
+                human_duration(r.delay_ms)
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "  recommended: {}", recs.join(", "));
+    let lates: Vec<String> = s
+        .late_for_delay
+        .iter()
+        .map(|l| {
+            format!(
+                "--delay {}: {} late ({})",
+                human_duration(l.delay_ms),
+                l.late,
+                pct(l.share)
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "  late with {}", lates.join(", "));
+}
+
+/// The terminal report, with an ASCII histogram of lateness in log-scale buckets.
+pub fn render_text(r: &Report, by: Option<&str>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} records, {} without a usable time\n",
+        r.records, r.no_time
+    );
+    let _ = writeln!(out, "overall");
+    render_summary(&mut out, &r.overall);
+    let _ = writeln!(out, "\nlateness histogram (log scale)");
+    let peak = r
+        .overall
+        .lateness_histogram
+        .iter()
+        .map(|b| b.count)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    for b in &r.overall.lateness_histogram {
+        let bar = "#".repeat(((b.count as f64 / peak as f64) * 40.0).ceil() as usize);
+        let range = format!(
+            "[{}, {})",
+            human_duration(b.from_ms as Millis),
+            human_duration(b.to_ms as Millis)
+        );
+        let _ = writeln!(out, "  {range:>22} {bar:<40} {}", b.count);
+    }
+    for (group, s) in &r.groups {
+        let _ = writeln!(
+            out,
+            "\n{} = {group} ({} records)",
+            by.unwrap_or("group"),
+            s.count
+        );
+        render_summary(&mut out, s);
+    }
+    if let Some(delay) = r.drift_delay_ms {
+        let flagged: Vec<_> = r.drift.iter().filter(|d| d.flagged).collect();
+        let _ = writeln!(
+            out,
+            "\ndrift: late share at --delay {} per event-time bucket; {} bucket(s) jump",
+            human_duration(delay),
+            flagged.len()
+        );
+        for d in flagged {
+            let _ = writeln!(
+                out,
+                "  {}  {} of {} late ({})  <- jump",
+                d.bucket_start,
+                d.late,
+                d.count,
+                pct(d.late_share)
+            );
+        }
+    }
+    out
+}
+
+/// An SVG of the lateness histogram (bars) and the drift series (bars, jumps in red).
+pub fn render_svg(r: &Report) -> String {
+    let (w, h, pad) = (800.0, 260.0, 40.0);
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{}" font-family="sans-serif" font-size="11">"#,
+        2.0 * h
+    );
+    let bars = &r.overall.lateness_histogram;
+    let peak = bars.iter().map(|b| b.count).max().unwrap_or(1).max(1) as f64;
+    let _ = writeln!(
+        svg,
+        r#"<text x="{pad}" y="20">lateness (log-scale buckets), {} records</text>"#,
+        r.records
+    );
+    let bw = (w - 2.0 * pad) / bars.len().max(1) as f64;
+    for (i, b) in bars.iter().enumerate() {
+        let bh = (b.count as f64 / peak) * (h - 2.0 * pad);
+        let x = pad + i as f64 * bw;
+        let _ = writeln!(
+            svg,
+            r#"<rect class="bar" x="{x:.1}" y="{:.1}" width="{:.1}" height="{bh:.1}" fill="steelblue"><title>[{}, {}): {}</title></rect>"#,
+            h - pad - bh,
+            (bw - 2.0).max(1.0),
+            human_duration(b.from_ms as Millis),
+            human_duration(b.to_ms as Millis),
+            b.count
+        );
+    }
+    let drift = &r.drift;
+    let _ = writeln!(
+        svg,
+        r#"<text x="{pad}" y="{}">late share per event-time bucket (jumps in red)</text>"#,
+        h + 20.0
+    );
+    let dpeak = drift
+        .iter()
+        .map(|d| d.late_share)
+        .fold(0.0, f64::max)
+        .max(1e-9);
+    let dw = (w - 2.0 * pad) / drift.len().max(1) as f64;
+    for (i, d) in drift.iter().enumerate() {
+        let dh = d.late_share / dpeak * (h - 2.0 * pad);
+        let color = if d.flagged { "crimson" } else { "gray" };
+        let _ = writeln!(
+            svg,
+            r#"<rect class="drift" x="{:.1}" y="{:.1}" width="{:.1}" height="{dh:.1}" fill="{color}"><title>{}: {}</title></rect>"#,
+            pad + i as f64 * dw,
+            2.0 * h - pad - dh,
+            dw.max(0.5),
+            d.bucket_start,
+            pct(d.late_share)
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}

@@ -1,0 +1,137 @@
+//! The drive loop: every record of every source passes here on its way to a command's step,
+//! under the shared rules (blank lines, line length, error policy, dead letters, stop,
+//! idleness, look-ahead).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+use std::time::Duration;
+
+use super::chunk::{Line, Status};
+use super::policy::ErrorPolicy;
+use super::reader::{Item, Reader};
+use super::summary::Counters;
+use crate::core::record::{Position, RecordError};
+use crate::error::{Error, Fault, Result};
+
+/// What a command's per-record step asks of the driver.
+pub enum Flow {
+    Continue,
+    /// Stop reading: the command has all it wants (`-n`).
+    Stop,
+}
+
+/// A command's per-record work.
+pub trait RecordStep {
+    fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault>;
+    /// Called whenever no input is ready, before waiting for more: flush output here so
+    /// records flow promptly through a live pipeline.
+    fn idle(&mut self) -> Result<()>;
+    /// Called about every 100 ms while waiting for input (idle partitions, timers).
+    fn tick(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Called before each batch of records: read clocks here, once per batch rather than once
+    /// per record (the records of a batch were read together).
+    fn batch(&mut self) {}
+    /// Shown a record `LOOKAHEAD` records before it comes to `record`, so that the state it
+    /// will touch can be fetched into cache while earlier records are worked on. `next`
+    /// makes the record's `Line` (or says it is not a record), only for steps that look.
+    fn ahead<'l>(&mut self, _next: impl FnOnce() -> Option<Line<'l>>) {}
+}
+
+/// How far ahead `RecordStep::ahead` sees: enough records to cover a memory access's
+/// latency, few enough that what they fetch is still in cache when they come.
+const LOOKAHEAD: usize = 8;
+
+/// Everything the driver needs besides the command's own step.
+pub struct Drive<'a> {
+    pub counters: &'a mut Counters,
+    pub policy: &'a mut ErrorPolicy,
+    pub stop: &'a AtomicBool,
+}
+
+/// Runs `step` on every record of `reader`.
+pub fn drive(reader: Reader, d: Drive<'_>, step: &mut impl RecordStep) -> Result<()> {
+    loop {
+        let items = reader.items.as_ref().expect("receiver kept until drop");
+        let item = match items.try_recv() {
+            Ok(item) => item,
+            Err(TryRecvError::Disconnected) => return Ok(()),
+            Err(TryRecvError::Empty) => {
+                step.idle()?;
+                loop {
+                    if d.stop.load(Ordering::Relaxed) {
+                        return Err(Error::Interrupted);
+                    }
+                    match items.recv_timeout(Duration::from_millis(100)) {
+                        Ok(item) => break item,
+                        Err(RecvTimeoutError::Timeout) => step.tick()?,
+                        Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                    }
+                }
+            }
+        };
+        if d.stop.load(Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
+        match item {
+            Item::Failed(e) => return Err(e),
+            Item::TooLong {
+                origin,
+                line,
+                len,
+                max,
+                prefix,
+            } => {
+                d.counters.read += 1;
+                d.counters.bytes_read += len + 1;
+                let error = RecordError::LineTooLong { len, max };
+                let position = Position::Line {
+                    source: origin,
+                    line,
+                };
+                d.policy.handle(&position, &prefix, &error, d.counters)?;
+            }
+            Item::Records(chunk) => {
+                step.batch();
+                d.counters.bytes_read += chunk.input_bytes;
+                let p = &chunk.prepared;
+                for i in 0..LOOKAHEAD {
+                    step.ahead(|| chunk.record_line(i));
+                }
+                for (i, info) in p.lines.iter().enumerate() {
+                    step.ahead(|| chunk.record_line(i + LOOKAHEAD));
+                    chunk.prefetch_line(i + 2 * LOOKAHEAD);
+                    if let Status::Blank = info.status {
+                        d.counters.blank_lines += 1;
+                        continue;
+                    }
+                    d.counters.read += 1;
+                    let result = match info.status {
+                        Status::Record(_) => {
+                            let line = chunk.record_line(i).expect("a record");
+                            step.record(&line, d.counters)
+                        }
+                        Status::Bad(e) => Err(Fault::Record(p.errors[e as usize].clone())),
+                        Status::Blank => unreachable!("skipped above"),
+                    };
+                    match result {
+                        Ok(Flow::Continue) => {}
+                        Ok(Flow::Stop) => {
+                            reader.handled(
+                                chunk.positions[..chunk.positions.len().min(i + 1)].to_vec(),
+                            );
+                            return Ok(());
+                        }
+                        Err(Fault::Fatal(e)) => return Err(e),
+                        Err(Fault::Record(e)) => {
+                            let bytes = &chunk.data[info.start as usize..info.end as usize];
+                            d.policy.handle(&chunk.position(i), bytes, &e, d.counters)?;
+                        }
+                    }
+                }
+                reader.recycle(chunk);
+            }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! The record path every command shares. A `Source` runs on the reader thread and hands its
+//! records over in chunks (`reader`), checked and located there (`chunk`); the drive loop
+//! (`drive`) shows each record to the command's `RecordStep` under the error policy
+//! (`policy`), watching for a stop (`signals`); `summary` counts and reports the run, and
+//! `progress` draws bars on a terminal.
+
+mod chunk;
+mod drive;
+pub mod policy;
+pub mod progress;
+mod reader;
+pub mod signals;
+pub mod summary;
+
+pub use chunk::{Chunk, Line, Prepare, CHUNK_BYTES};
+pub use drive::{drive, Drive, Flow, RecordStep};
+pub use policy::{ErrorPolicy, OnError, PolicyPlan};
+pub use reader::{Feed, Reader, Source};
+pub use summary::{Counters, Stats};
+
+use std::sync::atomic::AtomicBool;
+
+use crate::error::Result;
+
+/// What every command's read needs besides its step: the source, how its records are
+/// checked, and the error policy.
+pub struct Run<'a> {
+    pub source: Box<dyn Source>,
+    pub prepare: Prepare,
+    pub max_line_bytes: usize,
+    pub counters: &'a mut Counters,
+    pub policy: &'a mut ErrorPolicy,
+    pub stop: &'a AtomicBool,
+}
+
+/// Reads `run.source` on the reader thread and runs `step` on every record.
+pub fn read_records(run: Run<'_>, step: &mut impl RecordStep) -> Result<()> {
+    let reader = Reader::spawn(run.source, run.prepare, run.max_line_bytes);
+    drive(
+        reader,
+        Drive {
+            counters: run.counters,
+            policy: run.policy,
+            stop: run.stop,
+        },
+        step,
+    )
+}

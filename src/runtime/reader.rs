@@ -1,0 +1,244 @@
+//! The reader thread: a `Source` runs there and hands its records over in chunks, checked as
+//! the command's `Prepare` says, through a bounded channel that gives backpressure.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread;
+
+use super::chunk::{Chunk, Prepare, Prepared, Scratch, CHUNK_BYTES};
+use crate::error::{Error, Result};
+
+/// Chunks in flight between the threads; bounds memory and gives backpressure.
+const CHUNKS_IN_FLIGHT: usize = 4;
+
+/// Where records come from. A source runs on the reader thread: it reads its input, puts its
+/// records into chunks, and hands each over with `Feed::lines` (a line source: the records
+/// are the lines) or `Feed::records` (a broker source: it frames its records and gives each
+/// its partition and offset). Returning ends the input; a partitioned source reports a
+/// partition it has finished, or one that is new, by the positions of the records it hands
+/// over. When it has nothing to hand over it hands over nothing: the driver sees an empty
+/// channel and lets the command flush (idleness).
+pub trait Source: Send + 'static {
+    /// Reads until the input ends, the feed is cancelled or the reader of the chunks is gone
+    /// (both are a normal end), or an error.
+    fn read(self: Box<Self>, feed: &mut Feed) -> Result<()>;
+
+    /// Whether the reader must be joined when the run ends (a broker source commits and
+    /// closes its client; a file reader may be blocked on stdin and is left).
+    fn join_at_end(&self) -> bool {
+        false
+    }
+}
+
+/// What the driver receives from the reader thread.
+pub(crate) enum Item {
+    Records(Chunk),
+    /// A line longer than the limit `max`, dropped by the reader to keep memory bounded.
+    TooLong {
+        origin: Arc<str>,
+        line: u64,
+        len: u64,
+        max: u64,
+        prefix: Vec<u8>,
+    },
+    Failed(Error),
+}
+
+/// A source's side of the channel: buffers to fill, and the calls that hand chunks over.
+pub struct Feed {
+    out: SyncSender<Item>,
+    spare: Receiver<Vec<u8>>,
+    spare_prepared: Receiver<Prepared>,
+    scratch: Scratch,
+    prepare: Prepare,
+    max_line_bytes: usize,
+    cancel: Arc<AtomicBool>,
+    /// The positions of records the command has handled, in order.
+    handled: Receiver<Vec<(i32, i64)>>,
+}
+
+impl Feed {
+    /// The longest record accepted; a longer one is a bad record.
+    pub fn max_line_bytes(&self) -> usize {
+        self.max_line_bytes.max(1)
+    }
+
+    /// The run is ending: the source should return.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// The (partition, offset) of each record the command has handled since the last call,
+    /// in order: what a broker source may mark as done.
+    pub fn handled(&self) -> impl Iterator<Item = (i32, i64)> + '_ {
+        self.handled.try_iter().flatten()
+    }
+
+    /// An empty buffer to fill, reused from an earlier chunk when one is free.
+    pub fn buffer(&self) -> Vec<u8> {
+        let mut buf = self
+            .spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK_BYTES * 2));
+        buf.clear();
+        buf
+    }
+
+    /// A buffer whose initialised bytes can be read into without zeroing them first.
+    pub fn read_space(&self) -> Vec<u8> {
+        self.spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK_BYTES * 2))
+    }
+
+    /// Hands over whole lines of `origin` (each ending in `\n`), the first of them line
+    /// `first_line`; returns how many lines there were. `input_bytes` is what they were read
+    /// as (a last line's added newline is not input).
+    pub fn lines(
+        &mut self,
+        origin: &Arc<str>,
+        first_line: u64,
+        data: Vec<u8>,
+        input_bytes: u64,
+    ) -> Result<u64> {
+        let mut prepared = self.spare_prepared.try_recv().unwrap_or_default();
+        prepared.fill(
+            &data,
+            &self.prepare,
+            self.max_line_bytes(),
+            &mut self.scratch,
+        );
+        let lines = prepared.lines.len() as u64;
+        self.send(Item::Records(Chunk {
+            origin: origin.clone(),
+            first_line,
+            data,
+            input_bytes,
+            positions: Vec::new(),
+            prepared,
+        }))?;
+        Ok(lines)
+    }
+
+    /// Hands over records that the source framed itself: record `i` is
+    /// `data[ends[i - 1]..ends[i]]`, at `positions[i]` (partition, offset) of `origin`.
+    pub fn records(
+        &mut self,
+        origin: &Arc<str>,
+        first_record: u64,
+        data: Vec<u8>,
+        ends: &[u32],
+        positions: Vec<(i32, i64)>,
+        input_bytes: u64,
+    ) -> Result<()> {
+        debug_assert_eq!(ends.len(), positions.len());
+        let mut prepared = self.spare_prepared.try_recv().unwrap_or_default();
+        prepared.fill_framed(
+            &data,
+            ends,
+            &self.prepare,
+            self.max_line_bytes(),
+            &mut self.scratch,
+        );
+        self.send(Item::Records(Chunk {
+            origin: origin.clone(),
+            first_line: first_record,
+            data,
+            input_bytes,
+            positions,
+            prepared,
+        }))
+    }
+
+    /// Reports line `line` of `origin`, `len` bytes long, which was too long to keep.
+    pub fn too_long(&self, origin: &Arc<str>, line: u64, len: u64, prefix: Vec<u8>) -> Result<()> {
+        self.send(Item::TooLong {
+            origin: origin.clone(),
+            line,
+            len,
+            max: self.max_line_bytes() as u64,
+            prefix,
+        })
+    }
+
+    fn send(&self, item: Item) -> Result<()> {
+        // The receiver is gone only when the command stopped early (`-n`): not an error.
+        self.out.send(item).map_err(|_| Error::BrokenPipe)
+    }
+}
+
+/// The command's side: the chunks, and the thread that makes them.
+pub struct Reader {
+    pub(crate) items: Option<Receiver<Item>>,
+    spare: SyncSender<Vec<u8>>,
+    spare_prepared: SyncSender<Prepared>,
+    handled: mpsc::Sender<Vec<(i32, i64)>>,
+    /// A source that must be joined is told to stop and then joined, so that it can commit
+    /// and close its client before the process exits.
+    joined: Option<(Arc<AtomicBool>, thread::JoinHandle<()>)>,
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        if let Some((cancel, handle)) = self.joined.take() {
+            cancel.store(true, Ordering::Relaxed);
+            // Unblocks a source waiting to hand over a chunk.
+            drop(self.items.take());
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Reader {
+    /// Starts `source` on the reader thread; its records are checked as `prepare` says.
+    pub fn spawn(source: Box<dyn Source>, prepare: Prepare, max_line_bytes: usize) -> Reader {
+        let (item_tx, items) = mpsc::sync_channel(CHUNKS_IN_FLIGHT);
+        let (spare, spare_rx) = mpsc::sync_channel(CHUNKS_IN_FLIGHT + 2);
+        let (spare_prepared, spare_prepared_rx) = mpsc::sync_channel(CHUNKS_IN_FLIGHT + 2);
+        let (handled, handled_rx) = mpsc::channel();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let join = source.join_at_end();
+        let mut feed = Feed {
+            out: item_tx,
+            spare: spare_rx,
+            spare_prepared: spare_prepared_rx,
+            scratch: Scratch::default(),
+            prepare,
+            max_line_bytes,
+            cancel: cancel.clone(),
+            handled: handled_rx,
+        };
+        let handle = thread::Builder::new()
+            .name("weir-read".into())
+            .spawn(move || {
+                if let Err(e) = source.read(&mut feed) {
+                    let _ = feed.out.send(Item::Failed(e));
+                }
+            })
+            .expect("spawn reader thread");
+        Reader {
+            items: Some(items),
+            spare,
+            spare_prepared,
+            handled,
+            joined: join.then_some((cancel, handle)),
+        }
+    }
+
+    /// Tells the source that the command has handled these records.
+    pub(crate) fn handled(&self, positions: Vec<(i32, i64)>) {
+        if !positions.is_empty() {
+            let _ = self.handled.send(positions);
+        }
+    }
+
+    /// Gives a chunk's buffers back for reuse, so the steady state allocates nothing, and
+    /// tells the source that its records are handled.
+    pub(crate) fn recycle(&self, chunk: Chunk) {
+        self.handled(chunk.positions);
+        // Not cleared: the reader reuses the initialised bytes as read space.
+        let _ = self.spare.try_send(chunk.data);
+        let _ = self.spare_prepared.try_send(chunk.prepared);
+    }
+}
