@@ -6,6 +6,7 @@ mod docs;
 mod kafka;
 mod profile;
 mod signals;
+mod usage;
 mod window;
 
 #[path = "../support/gen.rs"]

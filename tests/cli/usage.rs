@@ -1,0 +1,251 @@
+//! Check first, then open: a usage error (exit 2) leaves every file as it was. Each case is
+//! one that can only be found after parsing, by the command's plan; several of them used to
+//! be found only after the output files had been created.
+
+use std::path::Path;
+
+use crate::weir;
+
+/// What the output files hold before the run; a usage error must leave them so.
+const OUT: &str = "{\"kept\":\"out\"}\n";
+const DEAD: &str = "{\"kept\":\"dead letter\"}\n";
+const STATS: &str = "{\"kept\":\"stats\"}\n";
+
+/// Runs `args` with an existing -o, --dead-letter and --stats file; expects exit 2 and all
+/// three files byte for byte as they were.
+fn leaves_files_as_they_were(args: &[&str], code: i32, message: &str) {
+    run_with_files(args, code, message, true);
+}
+
+/// As above; `stats_kept`: whether the --stats file must be kept too (a run that fails
+/// after its plan reports the failure there).
+fn run_with_files(args: &[&str], code: i32, message: &str, stats_kept: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.ndjson");
+    let dead = dir.path().join("dead.ndjson");
+    let stats = dir.path().join("stats.json");
+    std::fs::write(&out, OUT).unwrap();
+    std::fs::write(&dead, DEAD).unwrap();
+    std::fs::write(&stats, STATS).unwrap();
+    let p = |p: &Path| p.to_str().unwrap().to_string();
+    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    all.extend(["-o".into(), p(&out), "--dead-letter".into(), p(&dead)]);
+    all.extend(["--stats".into(), p(&stats)]);
+    let run = weir()
+        .args(&all)
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(code), "{all:?}: {stderr}");
+    assert!(stderr.contains(message), "{all:?}: {stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        OUT,
+        "{all:?}: -o changed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&dead).unwrap(),
+        DEAD,
+        "{all:?}: --dead-letter changed"
+    );
+    if stats_kept {
+        assert_eq!(
+            std::fs::read_to_string(&stats).unwrap(),
+            STATS,
+            "{all:?}: --stats changed"
+        );
+    }
+}
+
+/// A Kafka source whose broker is not there: the plan must refuse the flags before any
+/// connection is tried (a connection would fail with exit 4 instead).
+const NO_BROKER: &str = "kafka://127.0.0.1:1/x";
+const CHECKOUTS: &str = "fixtures/checkouts.ndjson";
+
+#[test]
+fn consume_usage_errors_leave_files_as_they_were() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["consume", NO_BROKER, "--from", "stored"],
+            "--from stored needs --group",
+        ),
+        (
+            &["consume", NO_BROKER, "-G", "g", "--from", "-1h"],
+            "--partitions",
+        ),
+        (
+            &[
+                "consume",
+                NO_BROKER,
+                "--partitions",
+                "0",
+                "-G",
+                "g",
+                "--to",
+                "stored",
+            ],
+            "not an end position",
+        ),
+        (
+            &["consume", NO_BROKER, "-X", "novalue"],
+            "expected key=value",
+        ),
+        (&["consume", NO_BROKER, "--time", "t"], "log positions"),
+        (
+            &["consume", CHECKOUTS, "--from", "-1h"],
+            "need --time FIELD",
+        ),
+        (&["consume", CHECKOUTS, "-J"], "describe Kafka records"),
+        (
+            &["consume", CHECKOUTS, "--key", "merchant_id"],
+            "need -o kafka://",
+        ),
+        (
+            &["consume", CHECKOUTS, "-G", "g"],
+            "applies to a Kafka source",
+        ),
+    ];
+    for (args, message) in cases {
+        leaves_files_as_they_were(args, 2, message);
+    }
+}
+
+#[test]
+fn window_usage_errors_leave_files_as_they_were() {
+    let w = ["window", "--time", "occurred_at", "--count"];
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[NO_BROKER, "--tumbling", "1m", "--from", "stored"],
+            "--from stored needs --group",
+        ),
+        (
+            &[NO_BROKER, "--tumbling", "1m", "-G", "g", "--to", "5"],
+            "end with -e",
+        ),
+        (
+            &[CHECKOUTS, "--hop", "10m", "--slide", "3m"],
+            "multiple of --slide",
+        ),
+        (
+            &[CHECKOUTS, "--session", "1m", "--offset", "1s"],
+            "--offset applies",
+        ),
+        (
+            &[
+                CHECKOUTS,
+                "--tumbling",
+                "1m",
+                "--sum",
+                "amount",
+                "--as",
+                "a",
+                "--as",
+                "b",
+            ],
+            "already named",
+        ),
+        (
+            &[CHECKOUTS, "--tumbling", "1m", "--percentile", "amount:p0"],
+            "--percentile",
+        ),
+        (
+            &[CHECKOUTS, "--tumbling", "1m", "--from", "-1h"],
+            "applies to a Kafka source",
+        ),
+    ];
+    for (args, message) in cases {
+        let all: Vec<&str> = w.iter().chain(args.iter()).copied().collect();
+        leaves_files_as_they_were(&all, 2, message);
+    }
+}
+
+#[test]
+fn dedupe_usage_errors_leave_files_as_they_were() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["dedupe", NO_BROKER, "--id", "event_id", "--from", "stored"],
+            "--from stored needs --group",
+        ),
+        (
+            &["dedupe", CHECKOUTS, "--id", "event_id", "--horizon", "1h"],
+            "needs --time FIELD",
+        ),
+        (
+            &["dedupe", CHECKOUTS, "--id", "event_id", "--header", "h"],
+            "expected NAME=FIELD",
+        ),
+        (
+            &["dedupe", CHECKOUTS, "--id", "event_id", "--key", "k"],
+            "need -o kafka://",
+        ),
+    ];
+    for (args, message) in cases {
+        leaves_files_as_they_were(args, 2, message);
+    }
+}
+
+#[test]
+fn watermark_profile_usage_errors_leave_files_as_they_were() {
+    let p = ["watermark-profile", "--time", "occurred_at"];
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[NO_BROKER, "--from", "stored"],
+            "--from stored needs --group",
+        ),
+        (&[CHECKOUTS, "--target", "0"], "percentages"),
+        (&[CHECKOUTS, "--target", "101"], "percentages"),
+        (&[CHECKOUTS, "-e"], "applies to a Kafka source"),
+    ];
+    for (args, message) in cases {
+        let all: Vec<&str> = p.iter().chain(args.iter()).copied().collect();
+        leaves_files_as_they_were(&all, 2, message);
+    }
+}
+
+#[test]
+fn replay_usage_errors_leave_files_as_they_were() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["replay", NO_BROKER, "--from", "stored"],
+            "--from stored needs --group",
+        ),
+        (&["replay", NO_BROKER, "--key", "k"], "carry their own key"),
+        (
+            &["replay", CHECKOUTS, "--keep-partition"],
+            "needs envelopes",
+        ),
+        (&["replay", CHECKOUTS, "--speed", "2x"], "give --time FIELD"),
+        (&["replay", CHECKOUTS, "--from", "-1h"], "need --time FIELD"),
+        (
+            &["replay", CHECKOUTS, "--header", "h=k"],
+            "need -o kafka://",
+        ),
+    ];
+    for (args, message) in cases {
+        leaves_files_as_they_were(args, 2, message);
+    }
+}
+
+/// Not a usage error, but found by the plan too: a missing input file is exit 4, and no
+/// output file has been touched (the --stats file reports the failure).
+#[test]
+fn a_missing_input_leaves_files_as_they_were() {
+    for command in [
+        &["consume", "no-such-file.ndjson"][..],
+        &["dedupe", "no-such-file.ndjson", "--id", "event_id"],
+        &[
+            "window",
+            "no-such-file.ndjson",
+            "--time",
+            "t",
+            "--tumbling",
+            "1m",
+            "--count",
+        ],
+        &["watermark-profile", "no-such-file.ndjson", "--time", "t"],
+        &["replay", "no-such-file.ndjson", "--dry-run"],
+    ] {
+        run_with_files(command, 4, "cannot read no-such-file.ndjson", false);
+    }
+}
