@@ -2,9 +2,10 @@
 //! the command's `Prepare` says, through a bounded channel that gives backpressure.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 use super::chunk::{Chunk, Prepare, Prepared, Scratch, CHUNK_BYTES};
 use crate::error::{Error, Result};
@@ -56,6 +57,8 @@ pub struct Feed {
     cancel: Arc<AtomicBool>,
     /// The positions of records the command has handled, in order.
     handled: Receiver<Vec<(i32, i64)>>,
+    /// Framed records handed over and not yet reported handled.
+    unhandled: usize,
 }
 
 impl Feed {
@@ -66,13 +69,41 @@ impl Feed {
 
     /// The run is ending: the source should return.
     pub fn cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
+        // Acquire: positions the driver reported before it cancelled are then seen too.
+        self.cancel.load(Ordering::Acquire)
     }
 
-    /// The (partition, offset) of each record the command has handled since the last call,
-    /// in order: what a broker source may mark as done.
-    pub fn handled(&self) -> impl Iterator<Item = (i32, i64)> + '_ {
-        self.handled.try_iter().flatten()
+    /// Calls `done` with the (partition, offset) of each record the command has handled
+    /// since the last call, in order: what a broker source may mark as done.
+    pub fn handled(&mut self, mut done: impl FnMut(i32, i64)) {
+        while let Ok(positions) = self.handled.try_recv() {
+            self.unhandled = self.unhandled.saturating_sub(positions.len());
+            positions.into_iter().for_each(|(p, o)| done(p, o));
+        }
+    }
+
+    /// At the end of its input, waits until the command has handled every record handed
+    /// over (calling `done` for each as `handled` does), or until the run is cancelled
+    /// (the command stopped early or failed: what it did not handle is not done). A source
+    /// that commits its position calls this before it commits, so that the records still in
+    /// flight are committed too.
+    pub fn wait_handled(&mut self, mut done: impl FnMut(i32, i64)) {
+        loop {
+            // Read first: what the driver reported before it cancelled is drained below.
+            let cancelled = self.cancelled();
+            self.handled(&mut done);
+            if self.unhandled == 0 || cancelled {
+                return;
+            }
+            match self.handled.recv_timeout(Duration::from_millis(50)) {
+                Ok(positions) => {
+                    self.unhandled = self.unhandled.saturating_sub(positions.len());
+                    positions.into_iter().for_each(|(p, o)| done(p, o));
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
     }
 
     /// An empty buffer to fill, reused from an earlier chunk when one is free.
@@ -133,6 +164,7 @@ impl Feed {
         input_bytes: u64,
     ) -> Result<()> {
         debug_assert_eq!(ends.len(), positions.len());
+        self.unhandled += positions.len();
         let mut prepared = self.spare_prepared.try_recv().unwrap_or_default();
         prepared.fill_framed(
             &data,
@@ -182,7 +214,7 @@ pub struct Reader {
 impl Drop for Reader {
     fn drop(&mut self) {
         if let Some((cancel, handle)) = self.joined.take() {
-            cancel.store(true, Ordering::Relaxed);
+            cancel.store(true, Ordering::Release);
             // Unblocks a source waiting to hand over a chunk.
             drop(self.items.take());
             let _ = handle.join();
@@ -208,6 +240,7 @@ impl Reader {
             max_line_bytes,
             cancel: cancel.clone(),
             handled: handled_rx,
+            unhandled: 0,
         };
         let handle = thread::Builder::new()
             .name("weir-read".into())

@@ -390,7 +390,8 @@ impl KafkaSource {
 impl Source for KafkaSource {
     fn read(mut self: Box<Self>, feed: &mut Feed) -> Result<()> {
         let read = self.read_records(feed);
-        self.acknowledge(feed);
+        // Records still in flight are committed once the command has handled them.
+        feed.wait_handled(|partition, offset| self.done(partition, offset));
         read.and(self.finish())
     }
 
@@ -450,10 +451,8 @@ impl KafkaSource {
 
     /// Stores the offsets of the records the command has handled, for the group's next
     /// commit.
-    fn acknowledge(&self, feed: &Feed) {
-        for (partition, offset) in feed.handled() {
-            self.done(partition, offset);
-        }
+    fn acknowledge(&self, feed: &mut Feed) {
+        feed.handled(|partition, offset| self.done(partition, offset));
     }
 }
 
