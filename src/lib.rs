@@ -2,8 +2,9 @@
 //!
 //! Layers, each using only those before it: `core` (pure, synchronous: time, windows,
 //! watermarks, dedupe, lateness, lag math), `runtime` (the record path every command shares),
-//! `io` (sources and sinks), `report` (how `lag` and `watermark-profile` render), `cmd` (one
-//! module per subcommand, from plan to run) and `cli` (the clap definition).
+//! `io` (sources and sinks), `report` (how `lag` and `watermark-profile` render), `cli` (the
+//! clap definition) and `cmd` (one module per subcommand, from arguments to a plan to a run).
+//! `error` is shared by all. docs/ARCHITECTURE.md follows a record through them.
 
 pub mod cli;
 pub mod cmd;

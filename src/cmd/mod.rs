@@ -137,7 +137,7 @@ impl InputPlan {
     pub fn open_source(&self, render: Render) -> Result<Box<dyn Source>> {
         Ok(match &self.source {
             SourcePlan::Ndjson(inputs) => {
-                Box::new(NdjsonSource::new(inputs.clone(), progress::bytes(inputs)))
+                Box::new(NdjsonSource::new(inputs.clone()).with_progress())
             }
             SourcePlan::Kafka { spec, read, client } => {
                 let mut source = KafkaSource::open(spec, read, client, render)?;

@@ -1,4 +1,4 @@
-//! The record envelope of a broker source (DESIGN §1), written and read back losslessly.
+//! The record envelope of a broker source, written and read back losslessly.
 //!
 //! ```text
 //! {"topic":"t","partition":3,"offset":1042,"timestamp":"2026-11-28T12:00:01.234Z",

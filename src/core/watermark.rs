@@ -1,5 +1,5 @@
 //! Watermarks: `W = (max event time seen) - delay`, per partition, combined as the minimum over
-//! active partitions (DESIGN §2).
+//! active partitions (docs/ARCHITECTURE.md, "Event time").
 //!
 //! Flink-exact: a window `[start, end)` is complete once `W >= end`. A partition that has seen
 //! no record for `idle_timeout` of processing time stops holding `W` back; when every partition
@@ -69,11 +69,25 @@ impl Watermarks {
         self.current
     }
 
-    /// Declares partitions `0..n` up front (a Kafka source's assignment): a partition that has
-    /// not spoken yet holds the watermark back until it is idle, as in Flink.
-    pub fn with_partitions(mut self, n: usize, now: Millis) -> Watermarks {
-        self.ensure(n, now);
-        self
+    /// The source reads exactly `assigned` from `now` on (a Kafka source's partitions, at the
+    /// start or after a rebalance). As in Flink, an assigned partition holds the watermark
+    /// back until it delivers or goes idle, even before its first record; one no longer
+    /// assigned stops holding it back. Returns the new watermark if it advanced.
+    pub fn assign(&mut self, assigned: &[usize], now: Millis) -> Option<Millis> {
+        if let Some(&highest) = assigned.iter().max() {
+            self.ensure(highest + 1, now);
+        }
+        for (id, p) in self.partitions.iter_mut().enumerate() {
+            if assigned.contains(&id) {
+                if p.idle {
+                    p.idle = false;
+                    p.last_seen = now;
+                }
+            } else {
+                p.idle = true;
+            }
+        }
+        self.advance()
     }
 
     fn ensure(&mut self, n: usize, now: Millis) {
@@ -161,6 +175,40 @@ mod tests {
             assert_eq!(p.id(&format!("\"p{i}\"")), Some(i));
         }
         assert_eq!(p.id("one too many"), None);
+    }
+
+    #[test]
+    fn an_assigned_partition_holds_the_watermark_until_it_speaks_or_idles() {
+        let mut w = Watermarks::new(10, Some(1_000));
+        assert_eq!(w.assign(&[0, 1], 0), None);
+        // Partition 1 has said nothing: W stays where it was.
+        assert_eq!(w.observe(0, 100, 10), None);
+        assert_eq!(w.current(), NO_WATERMARK);
+        // It speaks: W is the minimum of both.
+        assert_eq!(w.observe(1, 50, 20), Some(40));
+        assert_eq!(w.observe(0, 200, 30), None);
+        // Silent past the idle timeout from its last record: it lets go.
+        assert_eq!(w.tick(1_019), None);
+        assert_eq!(w.tick(1_020), Some(190));
+    }
+
+    #[test]
+    fn a_silent_assigned_partition_idles_and_a_revoked_one_lets_go() {
+        let mut w = Watermarks::new(0, Some(1_000));
+        w.assign(&[0, 1, 2], 0);
+        w.observe(0, 100, 0);
+        w.observe(1, 300, 0);
+        assert_eq!(w.current(), NO_WATERMARK);
+        // Partition 2 never spoke: the idle timeout, counted from the assignment, releases it.
+        w.observe(0, 100, 500);
+        w.observe(1, 300, 500);
+        assert_eq!(w.tick(999), None);
+        assert_eq!(w.tick(1_000), Some(100));
+        // A rebalance takes partition 0 away: it no longer holds W back.
+        assert_eq!(w.assign(&[1], 1_100), Some(300));
+        // W never goes back, whatever is assigned next.
+        assert_eq!(w.assign(&[0, 1], 1_200), None);
+        assert_eq!(w.current(), 300);
     }
 
     #[test]

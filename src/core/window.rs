@@ -1,4 +1,5 @@
-//! Event-time windows (DESIGN §2), pure and synchronous.
+//! Event-time windows, pure and synchronous (the rules are in the README and
+//! docs/ARCHITECTURE.md).
 //!
 //! Windows are half-open `[start, end)`. A window fires once the watermark `W >= end`; it
 //! stays in state until `W >= end + allowed_lateness`, and a record that reaches it before
@@ -302,6 +303,14 @@ impl WindowOperator {
         } else {
             Outcome::Late
         })
+    }
+
+    /// The source reads exactly these partitions from now on (`Watermarks::assign`); fires
+    /// what a partition that is no longer read held back.
+    pub fn assign(&mut self, partitions: &[usize], now: Millis, out: &mut Vec<Row>) {
+        if self.watermarks.assign(partitions, now).is_some() {
+            self.fire(out);
+        }
     }
 
     /// Lets idle partitions stop holding the watermark back; fires what that completes.

@@ -10,7 +10,7 @@ use indicatif::ProgressBar;
 
 use super::spec::Input;
 use crate::error::{Error, Result};
-use crate::runtime::{Feed, Source, CHUNK_BYTES};
+use crate::runtime::{progress, Feed, Source, CHUNK_BYTES};
 
 /// NDJSON files and stdin, read one after the other.
 pub struct NdjsonSource {
@@ -20,8 +20,28 @@ pub struct NdjsonSource {
 }
 
 impl NdjsonSource {
-    pub fn new(inputs: Vec<Input>, progress: Option<ProgressBar>) -> NdjsonSource {
-        NdjsonSource { inputs, progress }
+    pub fn new(inputs: Vec<Input>) -> NdjsonSource {
+        NdjsonSource {
+            inputs,
+            progress: None,
+        }
+    }
+
+    /// Shows a byte-progress bar on a terminal when every input is a file (the work is
+    /// bounded and its size known).
+    pub fn with_progress(mut self) -> NdjsonSource {
+        let mut total = 0;
+        for input in &self.inputs {
+            match input {
+                Input::File(path) => match std::fs::metadata(path) {
+                    Ok(m) => total += m.len(),
+                    Err(_) => return self,
+                },
+                Input::Stdin => return self,
+            }
+        }
+        self.progress = progress::bytes(total);
+        self
     }
 }
 
@@ -54,98 +74,127 @@ impl NdjsonSource {
                 }
             }
         };
-        let mut buffered = BufReader::with_capacity(64 * 1024, raw);
-        let is_gzip = buffered
-            .fill_buf()
-            .map_err(cannot)?
-            .starts_with(&[0x1f, 0x8b]);
-        let mut source: Box<dyn Read> = if is_gzip {
-            Box::new(MultiGzDecoder::new(buffered))
-        } else {
-            Box::new(buffered)
-        };
-        let read_error = |e: io::Error, line: u64| match e.kind() {
-            io::ErrorKind::InvalidData
-            | io::ErrorKind::InvalidInput
-            | io::ErrorKind::UnexpectedEof => Error::BadInput {
+        read_stream(origin, raw, feed)
+    }
+}
+
+/// One stream of NDJSON from any reader (a pipe, a socket; the fuzzer's arbitrary splits),
+/// named `origin` in positions.
+pub struct StreamSource {
+    origin: Arc<str>,
+    reader: Box<dyn Read + Send>,
+}
+
+impl StreamSource {
+    pub fn new(origin: &str, reader: Box<dyn Read + Send>) -> StreamSource {
+        StreamSource {
+            origin: Arc::from(origin),
+            reader,
+        }
+    }
+}
+
+impl Source for StreamSource {
+    fn read(self: Box<Self>, feed: &mut Feed) -> Result<()> {
+        let StreamSource { origin, reader } = *self;
+        read_stream(origin, reader, feed)
+    }
+}
+
+/// Reads `raw` (gzip when it starts like gzip) and hands its lines over in chunks.
+fn read_stream(origin: Arc<str>, raw: Box<dyn Read + Send>, feed: &mut Feed) -> Result<()> {
+    let cannot = |e: io::Error| Error::Unreachable(format!("cannot read {origin}: {e}"));
+    let mut buffered = BufReader::with_capacity(64 * 1024, raw);
+    let is_gzip = buffered
+        .fill_buf()
+        .map_err(cannot)?
+        .starts_with(&[0x1f, 0x8b]);
+    let mut source: Box<dyn Read> = if is_gzip {
+        Box::new(MultiGzDecoder::new(buffered))
+    } else {
+        Box::new(buffered)
+    };
+    let read_error = |e: io::Error, line: u64| match e.kind() {
+        io::ErrorKind::InvalidData | io::ErrorKind::InvalidInput | io::ErrorKind::UnexpectedEof => {
+            Error::BadInput {
                 position: format!("{origin}:{line}"),
                 reason: format!("unreadable input: {e}"),
-            },
-            _ => Error::Unreachable(format!("cannot read {origin} at line {line}: {e}")),
-        };
+            }
+        }
+        _ => Error::Unreachable(format!("cannot read {origin} at line {line}: {e}")),
+    };
 
-        let max_line = feed.max_line_bytes();
-        let mut next_line: u64 = 1;
-        // `buf[..filled]` holds data; the rest of `buf` is initialised scratch, kept from
-        // earlier chunks so that a read never has to zero memory first.
-        let mut buf = feed.read_space();
-        let mut filled = 0;
-        // While a too-long line is being skipped: its line number, length so far and prefix.
-        let mut skipping: Option<(u64, u64, Vec<u8>)> = None;
-        loop {
-            if buf.len() < filled + CHUNK_BYTES {
-                buf.resize(filled + CHUNK_BYTES, 0);
+    let max_line = feed.max_line_bytes();
+    let mut next_line: u64 = 1;
+    // `buf[..filled]` holds data; the rest of `buf` is initialised scratch, kept from
+    // earlier chunks so that a read never has to zero memory first.
+    let mut buf = feed.read_space();
+    let mut filled = 0;
+    // While a too-long line is being skipped: its line number, length so far and prefix.
+    let mut skipping: Option<(u64, u64, Vec<u8>)> = None;
+    loop {
+        if buf.len() < filled + CHUNK_BYTES {
+            buf.resize(filled + CHUNK_BYTES, 0);
+        }
+        let n = loop {
+            match source.read(&mut buf[filled..filled + CHUNK_BYTES]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(read_error(e, next_line)),
             }
-            let n = loop {
-                match source.read(&mut buf[filled..filled + CHUNK_BYTES]) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(read_error(e, next_line)),
-                }
-            };
-            filled += n;
-            if n == 0 {
-                if let Some((line, len, prefix)) = skipping.take() {
-                    feed.too_long(&origin, line, len, prefix)?;
-                } else if filled > 0 {
-                    buf.truncate(filled);
-                    buf.push(b'\n'); // a last line without its newline is still a line
-                    feed.lines(&origin, next_line, buf, filled as u64)?;
-                }
-                return Ok(());
+        };
+        filled += n;
+        if n == 0 {
+            if let Some((line, len, prefix)) = skipping.take() {
+                feed.too_long(&origin, line, len, prefix)?;
+            } else if filled > 0 {
+                buf.truncate(filled);
+                buf.push(b'\n'); // a last line without its newline is still a line
+                feed.lines(&origin, next_line, buf, filled as u64)?;
             }
-            if let Some((line, len, prefix)) = &mut skipping {
-                match memchr::memchr(b'\n', &buf[..filled]) {
-                    None => {
-                        *len += filled as u64;
-                        filled = 0;
-                        continue;
-                    }
-                    Some(nl) => {
-                        *len += nl as u64;
-                        let (line, len, prefix) = (*line, *len, std::mem::take(prefix));
-                        skipping = None;
-                        feed.too_long(&origin, line, len, prefix)?;
-                        next_line += 1;
-                        buf.copy_within(nl + 1..filled, 0);
-                        filled -= nl + 1;
-                    }
-                }
-            }
-            let Some(last_nl) = memchr::memrchr(b'\n', &buf[..filled]) else {
-                if filled > max_line {
-                    let prefix = buf[..filled.min(4096)].to_vec();
-                    skipping = Some((next_line, filled as u64, prefix));
+            return Ok(());
+        }
+        if let Some((line, len, prefix)) = &mut skipping {
+            match memchr::memchr(b'\n', &buf[..filled]) {
+                None => {
+                    *len += filled as u64;
                     filled = 0;
+                    continue;
                 }
-                continue;
-            };
-            // Hand over what we have when the chunk is full, or when the source had no more
-            // right now (a pipe): records must flow promptly through a live pipeline.
-            let drained = n < CHUNK_BYTES;
-            if filled >= CHUNK_BYTES || drained {
-                let mut rest = feed.read_space();
-                let tail = filled - (last_nl + 1);
-                if rest.len() < tail {
-                    rest.resize(tail, 0);
+                Some(nl) => {
+                    *len += nl as u64;
+                    let (line, len, prefix) = (*line, *len, std::mem::take(prefix));
+                    skipping = None;
+                    feed.too_long(&origin, line, len, prefix)?;
+                    next_line += 1;
+                    buf.copy_within(nl + 1..filled, 0);
+                    filled -= nl + 1;
                 }
-                rest[..tail].copy_from_slice(&buf[last_nl + 1..filled]);
-                buf.truncate(last_nl + 1);
-                let bytes = buf.len() as u64;
-                next_line += feed.lines(&origin, next_line, buf, bytes)?;
-                buf = rest;
-                filled = tail;
             }
+        }
+        let Some(last_nl) = memchr::memrchr(b'\n', &buf[..filled]) else {
+            if filled > max_line {
+                let prefix = buf[..filled.min(4096)].to_vec();
+                skipping = Some((next_line, filled as u64, prefix));
+                filled = 0;
+            }
+            continue;
+        };
+        // Hand over what we have when the chunk is full, or when the source had no more
+        // right now (a pipe): records must flow promptly through a live pipeline.
+        let drained = n < CHUNK_BYTES;
+        if filled >= CHUNK_BYTES || drained {
+            let mut rest = feed.read_space();
+            let tail = filled - (last_nl + 1);
+            if rest.len() < tail {
+                rest.resize(tail, 0);
+            }
+            rest[..tail].copy_from_slice(&buf[last_nl + 1..filled]);
+            buf.truncate(last_nl + 1);
+            let bytes = buf.len() as u64;
+            next_line += feed.lines(&origin, next_line, buf, bytes)?;
+            buf = rest;
+            filled = tail;
         }
     }
 }
@@ -180,7 +229,7 @@ mod tests {
     fn lines_of(content: &[u8], max_line: usize) -> (Vec<(u64, String)>, Counters) {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(content).unwrap();
-        let source = NdjsonSource::new(vec![Input::File(file.path().to_path_buf())], None);
+        let source = NdjsonSource::new(vec![Input::File(file.path().to_path_buf())]);
         let reader = Reader::spawn(Box::new(source), Prepare::Validate, max_line);
         let mut counters = Counters::default();
         let mut policy = ErrorPolicy::open(&PolicyPlan::new(Some(OnError::Skip), None)).unwrap();

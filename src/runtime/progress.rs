@@ -4,8 +4,6 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::io::spec::Input;
-
 /// A record-progress bar for a bounded broker read of `total` records.
 pub fn records(total: u64) -> Option<ProgressBar> {
     if !std::io::stderr().is_terminal() {
@@ -21,17 +19,10 @@ pub fn records(total: u64) -> Option<ProgressBar> {
     Some(pb)
 }
 
-/// A byte-progress bar when every input is a file (the work is bounded and its size known).
-pub fn bytes(inputs: &[Input]) -> Option<ProgressBar> {
+/// A byte-progress bar for a bounded read of `total` bytes.
+pub fn bytes(total: u64) -> Option<ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;
-    }
-    let mut total = 0;
-    for input in inputs {
-        match input {
-            Input::File(path) => total += std::fs::metadata(path).ok()?.len(),
-            Input::Stdin => return None,
-        }
     }
     let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     pb.set_style(

@@ -94,3 +94,82 @@ fn no_arguments_prints_help_and_exits_2() {
         .code(2)
         .stderr(predicate::str::contains("Usage: weir <COMMAND>"));
 }
+
+/// The README is the user's document: no history, no issue numbers, nothing outside the
+/// repository, and short enough to read in the first hour.
+#[test]
+fn readme_is_for_users() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(
+        readme.lines().count() < 400,
+        "README.md has grown past 400 lines"
+    );
+    let lower = readme.to_lowercase();
+    for word in [
+        "this session",
+        "design §",
+        "design.md",
+        "coming",
+        "not kept",
+    ] {
+        assert!(!lower.contains(word), "README.md mentions '{word}'");
+    }
+    // Session windows are a feature; "session 8" is history.
+    let numbered_session = lower
+        .match_indices("session ")
+        .filter(|(at, _)| !lower[..*at].ends_with("--"))
+        .any(|(at, m)| lower[at + m.len()..].starts_with(|c: char| c.is_ascii_digit()));
+    assert!(!numbered_session, "README.md names a numbered session");
+    let issue_reference = readme
+        .split(|c: char| c.is_whitespace() || c == '(')
+        .find(|w| {
+            w.len() > 1 && w.starts_with('#') && w[1..].starts_with(|c: char| c.is_ascii_digit())
+        });
+    assert_eq!(issue_reference, None, "README.md cites an issue number");
+    // The two set-up commands come first.
+    let first_blocks: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.starts_with("    "))
+        .take(2)
+        .map(str::trim)
+        .collect();
+    assert!(first_blocks[0].starts_with("cargo install --locked --path . && weir "));
+    assert_eq!(first_blocks[1], "scripts/test.sh");
+}
+
+/// docs/ARCHITECTURE.md names every source file, so its map of the code stays whole; no file
+/// in the repository points outside it.
+#[test]
+fn architecture_names_every_source_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let architecture = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    assert!(root.join("docs/BENCHMARKS.md").is_file());
+    let mut missing = Vec::new();
+    let mut stack = vec![root.join("src")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let name = path.file_name().unwrap().to_str().unwrap();
+            let relative = path
+                .strip_prefix(root.join("src"))
+                .unwrap()
+                .to_str()
+                .unwrap();
+            let named = architecture.contains(relative)
+                || architecture.contains(&format!("`{name}`"))
+                || ["lib.rs", "mod.rs"].contains(&name);
+            if !named {
+                missing.push(relative.to_string());
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md does not name {missing:?}"
+    );
+}

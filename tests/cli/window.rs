@@ -289,7 +289,7 @@ fn session_updates_and_retractions_upsert_to_the_batch_result() {
     assert_eq!(table, batch_sessions(on_time, 20_000));
 }
 
-/// With a delay shorter than the disorder, the late records are exactly those the DESIGN
+/// With a delay shorter than the disorder, the late records are exactly those the lateness
 /// rule makes late (W on arrival >= end of every window of the record), and the output is the
 /// batch result over the rest, per window.
 #[test]

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Alternating A/B timing of two weir binaries on one core, for judging a change on this
+# shared, noisy machine: each round runs A then B (then B then A on the next round) on the
+# same file, and the minimum and median wall time of each are reported per command.
+#
+# Usage: scripts/ab.sh WEIR_A WEIR_B [ROUNDS] [EVENTS]     (defaults: 8 rounds, 5000000 events)
+#        WHAT="window dedupe" scripts/ab.sh ...            (a subset of: consume window dedupe profile)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+A=$1 B=$2 ROUNDS=${3:-8} EVENTS=${4:-5000000}
+WHAT=${WHAT:-consume window dedupe profile}
+DATA=bench-data
+mkdir -p "$DATA"
+FILE="$DATA/events-$EVENTS.ndjson"
+if [ ! -s "$FILE" ]; then
+  cargo build --release --locked --example gen_events >&2
+  target/release/examples/gen_events --events "$EVENTS" --seed 1 > "$FILE.tmp" && mv "$FILE.tmp" "$FILE"
+fi
+
+args() { # the command line of each benchmark, as scripts/bench.sh runs it
+  case $1 in
+    consume) echo "consume -q $FILE" ;;
+    window) echo "window -q $FILE --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount" ;;
+    dedupe) echo "dedupe -q $FILE --id event_id --time occurred_at --horizon 1h" ;;
+    profile) echo "watermark-profile -q $FILE --time occurred_at --arrival arrived_at --format json" ;;
+  esac
+}
+
+once() { # once BINARY ARGS...: wall seconds of one pinned run
+  local start end
+  start=$(date +%s.%N)
+  taskset -c 0 "$@" > /dev/null
+  end=$(date +%s.%N)
+  awk -v a="$start" -v b="$end" 'BEGIN{ printf "%.4f\n", b - a }'
+}
+
+stats() { sort -n | awk '{ v[NR] = $1 } END { printf "min %.3f s  median %.3f s", v[1], (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
+cat "$FILE" > /dev/null # warm the page cache
+for what in $WHAT; do
+  # shellcheck disable=SC2046
+  read -r -a cmd <<< "$(args "$what")"
+  : > /tmp/ab.a; : > /tmp/ab.b
+  for round in $(seq "$ROUNDS"); do
+    if [ $((round % 2)) = 1 ]; then
+      once "$A" "${cmd[@]}" >> /tmp/ab.a; once "$B" "${cmd[@]}" >> /tmp/ab.b
+    else
+      once "$B" "${cmd[@]}" >> /tmp/ab.b; once "$A" "${cmd[@]}" >> /tmp/ab.a
+    fi
+  done
+  lines=$(wc -l < "$FILE")
+  printf '%-9s A: %s   B: %s   (%d rounds, %d events)\n' "$what" "$(stats < /tmp/ab.a)" "$(stats < /tmp/ab.b)" "$ROUNDS" "$lines"
+done
