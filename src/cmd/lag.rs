@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use regex::Regex;
@@ -15,7 +16,7 @@ use crate::core::lag::{
 };
 use crate::core::time::now_millis;
 use crate::error::{Error, Result};
-use crate::io::kafka::{Cluster, GroupDescription};
+use crate::io::kafka::{ClientOptions, Cluster, GroupDescription};
 use crate::io::sink::{LineSink, Sink, SinkPlan};
 use crate::io::spec::{parse_kafka_cluster, KafkaSpec, SinkSpec};
 use crate::report::lag::{describe_breach, render, LagFormat, LagReport, LagTimeMode};
@@ -38,36 +39,33 @@ pub fn run(args: LagArgs, stop: &AtomicBool) -> Result<()> {
         && output.spec == SinkSpec::Stdout
         && std::io::stdout().is_terminal()
         && args.format == LagFormat::Table;
-    let cluster = Cluster::connect(&spec, &client)?;
-    let mut out = LineSink::open(&output)?;
     let thresholds = Thresholds {
         max_time_ms: args.max_lag,
         max_messages: args.max_messages,
         scope: args.per,
     };
-    let mut history = History::new(HISTORY_POINTS);
-    let mut describe = true;
+    let (format, watch) = (args.format, args.watch);
+    let measurer = Measurer::spawn(spec, client, args, pattern);
+    // Opened once the cluster has answered, so that an unreachable one leaves the file alone.
+    let mut out: Option<LineSink> = None;
     loop {
-        let report = measure(
-            &cluster,
-            &spec,
-            &args,
-            pattern.as_ref(),
-            &mut history,
-            &mut describe,
-        )?;
+        let report = measurer.measure(stop)?;
         let breached = breaches(&report.rows, &thresholds);
         let mut text = String::new();
         if redraw {
             text.push_str("\x1b[H\x1b[2J");
         }
-        render(&report, &breached, args.format, &mut text);
-        out.write_raw(text.as_bytes())?;
-        out.flush()?;
+        render(&report, &breached, format, &mut text);
+        let sink = match &mut out {
+            Some(sink) => sink,
+            None => out.insert(LineSink::open(&output)?),
+        };
+        sink.write_raw(text.as_bytes())?;
+        sink.flush()?;
         for b in &breached {
             eprintln!("weir lag: {}", describe_breach(b));
         }
-        let Some(every) = args.watch else {
+        let Some(every) = watch else {
             return if breached.is_empty() {
                 Ok(())
             } else {
@@ -83,7 +81,74 @@ pub fn run(args: LagArgs, stop: &AtomicBool) -> Result<()> {
             if stop.load(Ordering::Relaxed) {
                 return Err(Error::Interrupted);
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(STOP_CHECK);
+        }
+    }
+}
+
+/// How often a wait looks at the stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(20);
+
+/// The cluster calls on a thread of their own. Each can block for up to `--timeout`, and a
+/// signal must not wait for them: the command's thread waits for the answer and watches the
+/// stop flag, and on a signal it returns at once, leaving the calls to end with the process.
+struct Measurer {
+    ask: mpsc::Sender<()>,
+    answers: mpsc::Receiver<Result<LagReport>>,
+}
+
+impl Measurer {
+    fn spawn(
+        spec: KafkaSpec,
+        client: ClientOptions,
+        args: LagArgs,
+        pattern: Option<Regex>,
+    ) -> Measurer {
+        let (ask, asked) = mpsc::channel::<()>();
+        let (answer, answers) = mpsc::channel();
+        std::thread::spawn(move || {
+            let cluster = match Cluster::connect(&spec, &client) {
+                Ok(cluster) => cluster,
+                Err(e) => {
+                    let _ = answer.send(Err(e));
+                    return;
+                }
+            };
+            let mut history = History::new(HISTORY_POINTS);
+            let mut describe = true;
+            while asked.recv().is_ok() {
+                let report = measure(
+                    &cluster,
+                    &spec,
+                    &args,
+                    pattern.as_ref(),
+                    &mut history,
+                    &mut describe,
+                );
+                if answer.send(report).is_err() {
+                    return;
+                }
+            }
+        });
+        Measurer { ask, answers }
+    }
+
+    /// One measurement, or `Interrupted` as soon as a signal comes.
+    fn measure(&self, stop: &AtomicBool) -> Result<LagReport> {
+        let _ = self.ask.send(());
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            match self.answers.recv_timeout(STOP_CHECK) {
+                Ok(report) => return report,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Error::Unreachable(
+                        "the cluster's answer was lost (its thread ended)".into(),
+                    ))
+                }
+            }
         }
     }
 }

@@ -108,9 +108,16 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
         policy: &mut policy,
         stop,
     };
-    read_records(run, &mut step)?;
+    // A profile of a live source ends with a signal: the report of what was read is the
+    // result, marked as interrupted, and the run still exits 130.
+    let interrupted = match read_records(run, &mut step) {
+        Ok(()) => false,
+        Err(Error::Interrupted) => true,
+        Err(e) => return Err(e),
+    };
     policy.flush()?;
-    let report = step.profile.report(step.no_time);
+    let mut report = step.profile.report(step.no_time);
+    report.interrupted = interrupted;
     let text = match args.format {
         ReportFormat::Json => serde_json::to_string_pretty(&report).expect("report serialises"),
         ReportFormat::Text => render_text(&report, args.by.as_ref().map(|b| b.as_str())),
@@ -127,6 +134,9 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
             svg
         };
         std::fs::write(path, body).map_err(|e| Error::write(&path.display().to_string(), e))?;
+    }
+    if interrupted {
+        return Err(Error::Interrupted);
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `weir replay`: records from a source into a sink, at a controlled pace, with envelopes
 //! restored to records (key, headers, timestamp, partition).
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -128,6 +128,7 @@ fn replay(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         to: plan.to,
         pacer: Pacer::new(plan.pace),
         started: Instant::now(),
+        stop,
     };
     let run = Run {
         source,
@@ -146,7 +147,7 @@ fn replay(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     result.and(flushed).and(policy.flush())
 }
 
-struct ReplayStep {
+struct ReplayStep<'a> {
     /// None on --dry-run.
     sink: Option<LineSink>,
     envelope: bool,
@@ -157,9 +158,14 @@ struct ReplayStep {
     to: Option<Millis>,
     pacer: Pacer,
     started: Instant,
+    /// Read between slices of a pace wait: a paced replay may sleep for hours.
+    stop: &'a AtomicBool,
 }
 
-impl ReplayStep {
+/// The longest a pace wait sleeps before it looks at the stop flag again.
+const STOP_CHECK: Duration = Duration::from_millis(20);
+
+impl ReplayStep<'_> {
     fn in_range(&self, t: Option<Millis>) -> bool {
         match t {
             None => self.from.is_none() && self.to.is_none(),
@@ -167,16 +173,30 @@ impl ReplayStep {
         }
     }
 
-    fn pace(&mut self, t: Option<Millis>) {
+    /// Waits until the next record is due. Before a wait the sink is flushed, so a slow
+    /// replay's records show as they are sent; a signal ends the wait at once.
+    fn pace(&mut self, t: Option<Millis>) -> Result<(), Fault> {
         let wait = self.pacer.wait_before(self.started.elapsed(), t);
         // Short waits are left to add up: due times are absolute, so nothing drifts.
-        if wait >= Duration::from_millis(1) {
-            std::thread::sleep(wait);
+        if wait < Duration::from_millis(1) {
+            return Ok(());
+        }
+        self.idle()?;
+        let until = Instant::now() + wait.min(Duration::from_secs(86_400 * 365));
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(Fault::Fatal(Error::Interrupted));
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            std::thread::sleep(left.min(STOP_CHECK));
         }
     }
 }
 
-impl RecordStep for ReplayStep {
+impl RecordStep for ReplayStep<'_> {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         if self.envelope {
             let text = as_utf8(line.bytes)?;
@@ -188,7 +208,7 @@ impl RecordStep for ReplayStep {
                 counters.filtered += 1;
                 return Ok(Flow::Continue);
             }
-            self.pace(record.timestamp);
+            self.pace(record.timestamp)?;
             if let Some(sink) = &mut self.sink {
                 let headers: Vec<(&str, Option<&[u8]>)> = record
                     .headers
@@ -215,7 +235,7 @@ impl RecordStep for ReplayStep {
                 counters.filtered += 1;
                 return Ok(Flow::Continue);
             }
-            self.pace(t);
+            self.pace(t)?;
             if let Some(sink) = &mut self.sink {
                 sink.write_record(line.bytes)?;
             }

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::ArgMatches;
-use serde_json::Map;
 
 use crate::cli::WindowArgs;
 use crate::core::aggregate::{
@@ -21,7 +20,7 @@ use crate::core::window::{
 };
 use crate::error::{Error, Fault, Result};
 use crate::io::kafka::Render;
-use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan, TableFormat, TableWriter};
+use crate::io::sink::{CsvRow, LineSink, RecordFields, Sink, SinkPlan, TableFormat, TableWriter};
 use crate::io::spec::SinkSpec;
 use crate::runtime::summary::finish;
 use crate::runtime::{
@@ -50,6 +49,8 @@ struct Plan {
     paths: Vec<FieldPath>,
     time_format: TimeFormat,
     partition_at: Option<usize>,
+    /// Watermarks are per partition of the broker source, so its assignment declares them.
+    by_source_partition: bool,
     keys_at: usize,
     key_columns: Vec<String>,
     agg_fields: Vec<Option<usize>>,
@@ -64,6 +65,10 @@ impl Plan {
             .ok_or_else(|| Error::Usage("weir window needs --time FIELD".into()))?;
         let input = InputPlan::new(&args.input, false)?;
         let partition_by = input.partition_field(args.partition_by.as_ref());
+        let by_source_partition = input.is_broker()
+            && partition_by
+                .as_ref()
+                .is_some_and(|p| p.as_str() == "partition");
         let kind = window_kind(args)?;
         let (aggs, value_paths) = aggregate_specs(args, matches)?;
 
@@ -123,6 +128,7 @@ impl Plan {
             paths,
             time_format: args.time.time_format.clone(),
             partition_at,
+            by_source_partition,
             keys_at,
             key_columns: args.keys.iter().map(FieldPath::column_name).collect(),
             agg_fields,
@@ -146,6 +152,7 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         extractor: extractor.clone(),
         time_format: plan.time_format,
         partition_at: plan.partition_at,
+        by_source_partition: plan.by_source_partition,
         keys_at: plan.keys_at,
         plain_names: plan.key_columns.iter().all(|k| is_plain_name(k)) && aggs_plain,
         key_columns: plan.key_columns,
@@ -153,6 +160,7 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         agg_fields: plan.agg_fields,
         partitions: PartitionIds::default(),
         table: TableWriter::new(sink, plan.format),
+        csv_row: CsvRow::default(),
         late,
         rows: Vec::new(),
         key: String::new(),
@@ -365,6 +373,7 @@ struct WindowStep {
     extractor: Arc<Extractor>,
     time_format: TimeFormat,
     partition_at: Option<usize>,
+    by_source_partition: bool,
     keys_at: usize,
     key_columns: Vec<String>,
     /// No column name needs JSON escaping (percentile columns add only `_p99`-style suffixes).
@@ -374,6 +383,8 @@ struct WindowStep {
     agg_fields: Vec<Option<usize>>,
     partitions: PartitionIds,
     table: TableWriter,
+    /// A CSV row's cells, reused from row to row.
+    csv_row: CsvRow,
     late: Option<LineSink>,
     rows: Vec<Row>,
     key: String,
@@ -404,6 +415,7 @@ impl WindowStep {
             written,
             plain_names,
             marks,
+            csv_row,
             ..
         } = self;
         for row in rows.drain(..) {
@@ -421,15 +433,15 @@ impl WindowStep {
                     sink.write_line(scratch)?;
                 }
                 csv => {
-                    let mut map = Map::new();
-                    fill_row(&row, key_columns, op.aggs(), &mut map);
+                    csv_row.clear();
+                    fill_row(&row, key_columns, op.aggs(), csv_row);
                     if *marks {
                         // CSV columns come from the first row: when rows can be updates or
                         // retractions, every row carries both marks.
-                        map.entry("update").or_insert(false.into());
-                        map.entry("retract").or_insert(false.into());
+                        csv_row.put_missing("update", Cell::Bool(false));
+                        csv_row.put_missing("retract", Cell::Bool(false));
                     }
-                    csv.write_row(&map)?;
+                    csv.write_csv_row(csv_row)?;
                 }
             }
             *written += 1;
@@ -542,6 +554,21 @@ impl RecordStep for WindowStep {
 
     fn batch(&mut self) {
         self.now = self.clock();
+    }
+
+    fn assigned(&mut self, partitions: &[i32]) {
+        if !self.by_source_partition {
+            return;
+        }
+        // The envelope's `partition` is the number's text, which is what ids are keyed by.
+        let mut itoa = itoa::Buffer::new();
+        let ids: Vec<usize> = partitions
+            .iter()
+            .filter_map(|p| self.partitions.id(itoa.format(*p)))
+            .collect();
+        self.now = self.clock();
+        // Rows a revoked partition held back go out with the next record or tick.
+        self.op.assign(&ids, self.now, &mut self.rows);
     }
 
     fn tick(&mut self) -> Result<()> {

@@ -195,6 +195,7 @@ impl Profile {
             })
             .collect();
         Report {
+            interrupted: false,
             records: self.overall.count,
             no_time,
             overall: summary(&self.overall),
@@ -343,6 +344,9 @@ pub struct DriftRow {
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Report {
+    /// The run was stopped by a signal: the report covers the records read before it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub records: u64,
     /// Records without a usable event or arrival time.
     pub no_time: u64,

@@ -39,13 +39,13 @@ impl Pacer {
     pub fn wait_before(&mut self, elapsed: Duration, time: Option<Millis>) -> Duration {
         let due = match self.pace {
             Pace::Unlimited => Duration::ZERO,
-            Pace::Rate(per_second) => Duration::from_secs_f64(self.sent as f64 / per_second),
+            Pace::Rate(per_second) => seconds(self.sent as f64 / per_second),
             Pace::Speed(factor) => match time {
                 None => Duration::ZERO,
                 Some(t) => {
                     let first = *self.first_time.get_or_insert(t);
                     let gap_ms = t.saturating_sub(first).max(0) as f64;
-                    Duration::from_secs_f64(gap_ms / 1000.0 / factor)
+                    seconds(gap_ms / 1000.0 / factor)
                 }
             },
         };
@@ -53,6 +53,19 @@ impl Pacer {
         due.saturating_sub(elapsed)
     }
 }
+
+/// `secs` as a duration; one too long to hold is as good as forever.
+fn seconds(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
+}
+
+/// The slowest rate taken: one record a day. Slower is a typo, not a replay.
+pub const MIN_RATE: f64 = 1.0 / 86_400.0;
+/// The fastest rate taken; above it pacing means nothing (leave `--rate` out).
+pub const MAX_RATE: f64 = 1e9;
+/// The range of `--speed` factors: from 10,000 times slower to a million times faster.
+pub const MIN_SPEED: f64 = 1e-4;
+pub const MAX_SPEED: f64 = 1e6;
 
 /// `5000/s`, `5000` (per second), `300/m`, `10k/h`.
 pub fn parse_rate(s: &str) -> Result<f64, String> {
@@ -72,10 +85,14 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
         other => return Err(format!("invalid rate unit '/{other}': use /s, /m or /h")),
     };
     let rate = n * scale / seconds;
-    if rate.is_finite() && rate > 0.0 {
-        Ok(rate)
-    } else {
+    if !(rate.is_finite() && rate > 0.0) {
         Err(format!("invalid rate '{s}': must be above 0"))
+    } else if !(MIN_RATE..=MAX_RATE).contains(&rate) {
+        Err(format!(
+            "invalid rate '{s}': must be between one record a day (0.0417/h) and 1000000000/s"
+        ))
+    } else {
+        Ok(rate)
     }
 }
 
@@ -86,10 +103,14 @@ pub fn parse_speed(s: &str) -> Result<f64, String> {
         .trim_end_matches(['x', 'X'])
         .parse()
         .map_err(|_| format!("invalid speed '{s}': use a factor such as 10x"))?;
-    if factor.is_finite() && factor > 0.0 {
-        Ok(factor)
-    } else {
+    if !(factor.is_finite() && factor > 0.0) {
         Err(format!("invalid speed '{s}': must be above 0"))
+    } else if !(MIN_SPEED..=MAX_SPEED).contains(&factor) {
+        Err(format!(
+            "invalid speed '{s}': must be between 0.0001x and 1000000x"
+        ))
+    } else {
+        Ok(factor)
     }
 }
 
@@ -108,6 +129,36 @@ mod tests {
         assert!(parse_rate("5/d").is_err());
         assert_eq!(parse_speed("10x"), Ok(10.0));
         assert!(parse_speed("-1x").is_err());
+    }
+
+    #[test]
+    fn extreme_paces_are_refused() {
+        for rate in [
+            "1e-20/s", "1e-15", "0.01/h", "1e10/s", "1e400/s", "NaN/s", "inf",
+        ] {
+            assert!(parse_rate(rate).is_err(), "{rate}");
+        }
+        assert!(parse_rate("1/h").is_ok());
+        for speed in ["1e-15x", "0.00001x", "1e7x", "infx", "NaNx"] {
+            assert!(parse_speed(speed).is_err(), "{speed}");
+        }
+        assert_eq!(parse_speed("0.0001x"), Ok(1e-4));
+        assert_eq!(parse_speed("1000000x"), Ok(1e6));
+    }
+
+    proptest! {
+        /// No pace and no timestamps make a due time that cannot be held: a wait is always
+        /// a duration, however far apart the timestamps.
+        #[test]
+        fn waits_never_overflow(rate in MIN_RATE..MAX_RATE, speed in MIN_SPEED..MAX_SPEED,
+                                times in prop::collection::vec(any::<i64>(), 1..20)) {
+            let mut by_rate = Pacer::new(Pace::Rate(rate));
+            let mut by_speed = Pacer::new(Pace::Speed(speed));
+            for t in times {
+                by_rate.wait_before(Duration::ZERO, None);
+                by_speed.wait_before(Duration::ZERO, Some(t));
+            }
+        }
     }
 
     #[test]

@@ -637,6 +637,49 @@ mod tests {
         })
     }
 
+    fn grammar_ok(line: &str) -> bool {
+        serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok()
+    }
+
+    /// Numbers and strings at the edges of what JSON readers take.
+    fn edge_value() -> impl Strategy<Value = String> {
+        let digits = |n: usize| prop::collection::vec(prop::char::range('0', '9'), 1..n);
+        let number = (
+            any::<bool>(),
+            digits(400),
+            prop::option::of(digits(60)),
+            prop::option::of((
+                prop::sample::select(vec!["e", "E", "e+", "e-", "E-"]),
+                digits(8),
+            )),
+        )
+            .prop_map(|(minus, int, frac, exp)| {
+                let int: String = int.into_iter().collect();
+                let int = int.trim_start_matches('0');
+                let mut s = String::from(if minus { "-" } else { "" });
+                s.push_str(if int.is_empty() { "0" } else { int });
+                if let Some(f) = frac {
+                    s.push('.');
+                    s.extend(f);
+                }
+                if let Some((e, d)) = exp {
+                    s.push_str(e);
+                    s.extend(d);
+                }
+                s
+            });
+        let escape = prop_oneof![
+            "\\\\u[dD][89abAB][0-9a-fA-F]{2}",
+            "\\\\u[dD][c-fC-F][0-9a-fA-F]{2}",
+            "\\\\u[0-9a-fA-F]{4}",
+            Just("\\n".to_string()),
+            "[a-z é]",
+        ];
+        let string =
+            prop::collection::vec(escape, 0..6).prop_map(|parts| format!("\"{}\"", parts.concat()));
+        prop_oneof![number, string]
+    }
+
     fn lookup<'v>(v: &'v serde_json::Value, segs: &[String]) -> Option<&'v serde_json::Value> {
         segs.iter().try_fold(v, |v, s| v.as_object()?.get(s))
     }
@@ -661,14 +704,44 @@ mod tests {
             }
         }
 
-        /// Corrupting a valid line is caught exactly when serde_json rejects it.
+        /// Corrupting a valid line is caught exactly when serde_json's grammar rejects it.
+        ///
+        /// The rule is RFC 8259's grammar, as serde_json checks it for `IgnoredAny`, with
+        /// nesting bounded at 127: numbers of any size and escapes that name no Unicode text
+        /// (lone or reversed surrogates) are accepted, since every writer copies the text it
+        /// accepted instead of parsing it again. `serde_json::Value` is stricter on both.
         #[test]
         fn validation_matches_serde_json(line in "\\{\"[a-c]\":[0-9\"a-z\\[\\]{},:]{0,12}\\}") {
             let x = paths(&["a"]);
             let mut out = Vec::new();
             let ours = x.extract(&line, &mut out).is_ok();
-            let theirs = serde_json::from_str::<serde_json::Value>(&line).is_ok();
-            prop_assert_eq!(ours, theirs);
+            prop_assert_eq!(ours, grammar_ok(&line));
+        }
+
+        /// The same over numbers and strings at their edges: exponents of any size, long
+        /// digit strings, lone and reversed surrogate escapes, each possibly cut or corrupted.
+        #[test]
+        fn validation_matches_serde_json_at_the_edges(
+            value in edge_value(),
+            cut in prop::option::of(0usize..64),
+            junk in prop::option::of("[-+.eE0-9\"\\\\u]{1,3}"),
+        ) {
+            let mut value = value;
+            if let Some(cut) = cut {
+                value.truncate(cut.min(value.len()));
+            }
+            if let Some(junk) = junk {
+                value.push_str(&junk);
+            }
+            let line = format!("{{\"a\":{value}}}");
+            let x = paths(&["a"]);
+            let mut out = Vec::new();
+            let ours = x.extract(&line, &mut out).is_ok();
+            prop_assert_eq!(ours, grammar_ok(&line), "{}", line);
+            if ours {
+                // What is accepted is located exactly: the field's text is the value's.
+                prop_assert_eq!(raw(&line, out[0]), Some(value.as_str()));
+            }
         }
     }
 }

@@ -79,6 +79,12 @@ fn render_summary(out: &mut String, s: &Summary) {
 /// The terminal report, with an ASCII histogram of lateness in log-scale buckets.
 pub fn render_text(r: &Report, by: Option<&str>) -> String {
     let mut out = String::new();
+    if r.interrupted {
+        let _ = writeln!(
+            out,
+            "interrupted: this report covers the records read before the signal\n"
+        );
+    }
     let _ = writeln!(
         out,
         "{} records, {} without a usable time\n",

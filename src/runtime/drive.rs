@@ -33,6 +33,9 @@ pub trait RecordStep {
     /// Called before each batch of records: read clocks here, once per batch rather than once
     /// per record (the records of a batch were read together).
     fn batch(&mut self) {}
+    /// The source reads these partitions from now on (its assignment, at the start or after
+    /// a rebalance), before any of their records comes.
+    fn assigned(&mut self, _partitions: &[i32]) {}
     /// Shown a record `LOOKAHEAD` records before it comes to `record`, so that the state it
     /// will touch can be fetched into cache while earlier records are worked on. `next`
     /// makes the record's `Line` (or says it is not a record), only for steps that look.
@@ -76,6 +79,7 @@ pub fn drive(reader: Reader, d: Drive<'_>, step: &mut impl RecordStep) -> Result
         }
         match item {
             Item::Failed(e) => return Err(e),
+            Item::Assigned(partitions) => step.assigned(&partitions),
             Item::TooLong {
                 origin,
                 line,

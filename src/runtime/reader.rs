@@ -43,6 +43,9 @@ pub(crate) enum Item {
         max: u64,
         prefix: Vec<u8>,
     },
+    /// The partitions the source now reads (its assignment, at the start or after a
+    /// rebalance), before any record of theirs.
+    Assigned(Vec<i32>),
     Failed(Error),
 }
 
@@ -181,6 +184,14 @@ impl Feed {
             positions,
             prepared,
         }))
+    }
+
+    /// Reports the partitions the source reads from now on, before it hands over any of
+    /// their records: each holds a watermark back from here until it delivers or goes idle.
+    /// A source calls this at the start and whenever its set of partitions changes (a
+    /// group's rebalance; a stream's new shards).
+    pub fn assigned(&self, partitions: Vec<i32>) -> Result<()> {
+        self.send(Item::Assigned(partitions))
     }
 
     /// Reports line `line` of `origin`, `len` bytes long, which was too long to keep.

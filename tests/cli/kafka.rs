@@ -1240,3 +1240,147 @@ fn group_members_share_the_partitions() {
     );
     assert!(out.status.success(), "{out:?}");
 }
+
+/// `weir window` on a live topic, its rows read as they come: (seconds since start, row).
+struct LiveWindow {
+    child: std::process::Child,
+    rows: std::sync::Arc<std::sync::Mutex<Vec<(f64, Value)>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LiveWindow {
+    fn start(b: &Broker, topic: &str, extra: &[&str]) -> LiveWindow {
+        use std::io::BufRead;
+        let mut child = weir_std()
+            .args(["window", "--time", "value.t", "--time-format", "ms"])
+            .args(["--tumbling", "1s", "--count", "--delay", "0"])
+            .args(extra)
+            .arg(b.url(topic))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let rows = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = rows.clone();
+        let started = Instant::now();
+        let reader = std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                let row: Value = serde_json::from_str(&line).unwrap();
+                sink.lock()
+                    .unwrap()
+                    .push((started.elapsed().as_secs_f64(), row));
+            }
+        });
+        LiveWindow {
+            child,
+            rows,
+            reader: Some(reader),
+        }
+    }
+
+    fn rows(&self) -> Vec<(f64, Value)> {
+        self.rows.lock().unwrap().clone()
+    }
+
+    /// Waits until `n` rows have come, for at most `limit`.
+    fn wait_for(&self, n: usize, limit: Duration) -> Vec<(f64, Value)> {
+        let deadline = Instant::now() + limit;
+        while self.rows().len() < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.rows()
+    }
+
+    /// SIGINT, then the exit code and stderr.
+    fn stop(mut self) -> (Option<i32>, String) {
+        use std::io::Read;
+        let kill = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let status = self.child.wait().unwrap();
+        let mut err = String::new();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        self.reader.take().unwrap().join().unwrap();
+        (status.code(), err)
+    }
+}
+
+/// `key\tvalue` lines of records with event times `times` (ms).
+fn timed_records(times: &[i64]) -> String {
+    times
+        .iter()
+        .map(|t| format!("k\t{{\"t\":{t}}}\n"))
+        .collect()
+}
+
+/// Count per window start (ms) of the rows that came.
+fn counts(rows: &[(f64, Value)]) -> BTreeMap<i64, u64> {
+    rows.iter()
+        .map(|(_, r)| {
+            let start = chrono::DateTime::parse_from_rfc3339(r["window_start"].as_str().unwrap())
+                .unwrap()
+                .timestamp_millis();
+            (start, r["count"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+/// As in Flink, a partition that has not delivered a record yet holds the watermark back: no
+/// window fires while partition 1 is silent, and its late-coming record is counted in the
+/// first window, not dropped as late.
+#[test]
+fn a_late_starting_partition_holds_the_watermark_back() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("late-partition", 2);
+    let t0 = 1_767_225_600_000i64;
+    let early: Vec<i64> = (0..10).map(|i| t0 + i * 1000).collect();
+    b.kcat_produce(&topic, 0, &timed_records(&early), &[]);
+    let live = LiveWindow::start(&b, &topic, &[]);
+    // Partition 0's records span ten windows; partition 1 says nothing for 3 s.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        live.rows(),
+        vec![],
+        "a window fired while partition 1 was silent"
+    );
+    b.kcat_produce(&topic, 1, &timed_records(&[t0 + 500]), &[]);
+    // A record far ahead on both partitions completes every window.
+    for p in 0..2 {
+        b.kcat_produce(&topic, p, &timed_records(&[t0 + 100_000]), &[]);
+    }
+    let rows = live.wait_for(10, Duration::from_secs(20));
+    let (code, err) = live.stop();
+    assert_eq!(code, Some(130), "{err}");
+    let mut expected: BTreeMap<i64, u64> = early.iter().map(|t| (*t, 1)).collect();
+    expected.insert(t0, 2);
+    assert_eq!(counts(&rows), expected, "{err}");
+    assert!(!err.contains("late"), "{err}");
+}
+
+/// `--idle-timeout` lets a silent partition go: the windows partition 0 completed fire
+/// without partition 1 ever speaking.
+#[test]
+fn idle_timeout_releases_a_silent_partition() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("silent-partition", 2);
+    let t0 = 1_767_225_600_000i64;
+    let early: Vec<i64> = (0..10).map(|i| t0 + i * 1000).collect();
+    b.kcat_produce(&topic, 0, &timed_records(&early), &[]);
+    let live = LiveWindow::start(&b, &topic, &["--idle-timeout", "2s"]);
+    // W = the last event time on partition 0: the nine windows before it fire.
+    let rows = live.wait_for(9, Duration::from_secs(20));
+    let (code, err) = live.stop();
+    assert_eq!(code, Some(130), "{err}");
+    let expected: BTreeMap<i64, u64> = early[..9].iter().map(|t| (*t, 1)).collect();
+    assert_eq!(counts(&rows), expected, "{err}");
+    // Not before partition 1's idle timeout (counted from its assignment).
+    assert!(rows[0].0 >= 1.5, "fired after {} s", rows[0].0);
+}

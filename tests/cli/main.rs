@@ -1,6 +1,7 @@
 //! Integration tests: the built `weir` binary on fixtures and generated data.
 
 mod consume;
+mod corpus;
 mod dedupe;
 mod docs;
 mod kafka;

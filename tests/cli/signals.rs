@@ -108,3 +108,167 @@ fn sigint_writes_what_keep_last_holds() {
     assert!(err.contains("written 2"), "{err}");
     drop(stdin);
 }
+
+/// Sends SIGINT to `child` and returns how long it took to exit, with its exit code.
+fn interrupt(child: &mut Child) -> (Duration, Option<i32>) {
+    let sent = std::time::Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (sent.elapsed(), status.code());
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(10),
+            "no exit 10 s after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A paced replay stops within 100 ms of SIGINT, in the middle of a long wait, and keeps
+/// what it wrote before it.
+#[test]
+fn replay_stops_in_the_middle_of_a_pace_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ndjson");
+    let output = dir.path().join("out.ndjson");
+    let lines: String = (0..100).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+    std::fs::write(&input, &lines).unwrap();
+    let mut child = weir_std()
+        .args(["replay", "--rate", "1/m"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first record goes at once, the second is due in a minute: the file shows the first
+    // while replay waits.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&output).unwrap_or_default() != "{\"n\":0}\n" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first record was not written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let (took, code) = interrupt(&mut child);
+    assert_eq!(code, Some(130));
+    assert!(took < Duration::from_millis(100), "took {took:?}");
+    assert_eq!(std::fs::read_to_string(&output).unwrap(), "{\"n\":0}\n");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(err.contains("read 2, written 1"), "{err}");
+}
+
+/// A profile of a live pipe reports what it read when interrupted, marked as such, and
+/// still exits 130.
+#[test]
+fn watermark_profile_reports_what_it_read_when_interrupted() {
+    for format in ["text", "json"] {
+        let mut child = spawn_live(weir_std().args([
+            "watermark-profile",
+            "--time",
+            "t",
+            "--arrival",
+            "a",
+            "--format",
+            format,
+        ]));
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(
+                b"{\"t\":\"2026-01-01T00:00:00Z\",\"a\":\"2026-01-01T00:00:02Z\"}\n\
+                  {\"t\":\"2026-01-01T00:00:01Z\",\"a\":\"2026-01-01T00:00:05Z\"}\n",
+            )
+            .unwrap();
+        stdin.flush().unwrap();
+        // The summary line is written only at exit; give the reader time to take both lines.
+        std::thread::sleep(Duration::from_millis(500));
+        let (_, code) = interrupt(&mut child);
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code, Some(130), "{err}");
+        assert!(err.contains("read 2"), "{err}");
+        if format == "json" {
+            let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(report["interrupted"], true);
+            assert_eq!(report["records"], 2);
+            assert_eq!(report["overall"]["lateness_max_ms"], 4000);
+        } else {
+            assert!(text.starts_with("interrupted: "), "{text}");
+            assert!(
+                text.contains("2 records, 0 without a usable time"),
+                "{text}"
+            );
+        }
+        drop(stdin);
+    }
+}
+
+/// `lag` without `--watch`, on a cluster that does not answer: SIGINT ends it at once, not
+/// after its 30 s timeout.
+#[test]
+fn lag_exits_promptly_on_sigint() {
+    let mut child = weir_std()
+        .args([
+            "lag",
+            "kafka://127.0.0.1:1",
+            "--group",
+            "g",
+            "--timeout",
+            "30s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let (took, code) = interrupt(&mut child);
+    assert_eq!(code, Some(130));
+    assert!(took < Duration::from_millis(500), "took {took:?}");
+}
+
+/// `window` on SIGINT: windows the watermark completed are out, open ones are not emitted
+/// (they are incomplete), and the run exits 130.
+#[test]
+fn window_does_not_emit_open_windows_on_sigint() {
+    let mut child =
+        spawn_live(weir_std().args(["window", "--time", "t", "--tumbling", "1m", "--count"]));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(
+            b"{\"t\":\"2026-01-01T00:00:10Z\"}\n{\"t\":\"2026-01-01T00:01:10Z\"}\n\
+              {\"t\":\"2026-01-01T00:02:10Z\"}\n",
+        )
+        .unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    for _ in 0..2 {
+        stdout.read_line(&mut seen).unwrap();
+    }
+    let (_, code) = interrupt(&mut child);
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert_eq!(code, Some(130));
+    assert_eq!(
+        seen,
+        "{\"window_start\":\"2026-01-01T00:00:00.000Z\",\"window_end\":\"2026-01-01T00:01:00.000Z\",\"count\":1}\n\
+         {\"window_start\":\"2026-01-01T00:01:00.000Z\",\"window_end\":\"2026-01-01T00:02:00.000Z\",\"count\":1}\n"
+    );
+    // The window of 00:02 is still open: nothing more.
+    assert_eq!(rest, "");
+    drop(stdin);
+}

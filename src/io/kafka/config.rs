@@ -2,6 +2,7 @@
 //! client is made, and the client context that keeps what librdkafka reports.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -106,6 +107,8 @@ pub struct Reporter {
     /// The partitions the group gave us; `None` before the first assignment and while a
     /// rebalance is under way.
     assigned: Mutex<Option<Vec<i32>>>,
+    /// How many times `assigned` changed: cheap to read on every poll.
+    rebalances: AtomicU64,
 }
 
 impl Reporter {
@@ -144,10 +147,16 @@ impl ConsumerContext for Reporter {
             Rebalance::Revoke(_) | Rebalance::Error(_) => None,
         };
         *self.assigned.lock().expect("not poisoned") = now;
+        self.rebalances.fetch_add(1, Ordering::Release);
     }
 }
 
 impl Reporter {
+    /// Counts the group's rebalances: when it moves, `assigned` may have changed.
+    pub(crate) fn rebalances(&self) -> u64 {
+        self.rebalances.load(Ordering::Acquire)
+    }
+
     pub(crate) fn assigned(&self) -> Option<Vec<i32>> {
         self.assigned.lock().expect("not poisoned").clone()
     }

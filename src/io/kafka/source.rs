@@ -402,46 +402,49 @@ impl Source for KafkaSource {
 
 impl KafkaSource {
     /// Polls records and hands them over in chunks: when a chunk is full, when no record is
-    /// ready (so that records flow promptly through a live pipeline), and at the end.
+    /// ready (so that records flow promptly through a live pipeline), and at the end. The
+    /// partitions read are reported before their records: ours at the start, a group's
+    /// after each rebalance.
     fn read_records(&mut self, feed: &mut Feed) -> Result<()> {
         let topic = self.topic.clone();
         let render = std::mem::take(&mut self.render);
-        let mut data = feed.buffer();
-        let mut ends: Vec<u32> = Vec::new();
-        let mut positions = Vec::new();
-        let mut input_bytes = 0u64;
-        let mut next_record: u64 = 1;
+        let mut pending = Pending::new(feed);
+        let mut reported: Option<Vec<i32>> = None;
+        let mut rebalances = None;
         loop {
             if feed.cancelled() {
                 return Ok(());
             }
             self.acknowledge(feed);
+            let seen = self.consumer.context().rebalances();
+            if rebalances != Some(seen) {
+                rebalances = Some(seen);
+                let assigned = match &self.own {
+                    Some(own) => Some(own.clone()),
+                    None => self.consumer.context().assigned(),
+                };
+                if assigned.is_some() && assigned != reported {
+                    // Records polled before the change go out first.
+                    pending.hand_over(feed, &topic)?;
+                    feed.assigned(assigned.clone().unwrap_or_default())?;
+                    reported = assigned;
+                }
+            }
             let hand_over = match self.poll()? {
                 Polled::End | Polled::Idle => true,
                 Polled::Record(m) => {
                     let message = message(&m, &topic);
-                    render.write(&mut data, &message);
-                    ends.push(data.len() as u32);
-                    positions.push((message.partition, message.offset));
-                    input_bytes += (m.payload_len() + m.key_len()) as u64;
-                    data.len() >= CHUNK_BYTES
+                    render.write(&mut pending.data, &message);
+                    pending.ends.push(pending.data.len() as u32);
+                    pending.positions.push((message.partition, message.offset));
+                    pending.input_bytes += (m.payload_len() + m.key_len()) as u64;
+                    pending.data.len() >= CHUNK_BYTES
                 }
             };
             // The last records before the end go out too.
             let at_end = self.at_end();
-            if (hand_over || at_end) && !positions.is_empty() {
-                let count = positions.len() as u64;
-                let chunk = std::mem::replace(&mut data, feed.buffer());
-                feed.records(
-                    &topic,
-                    next_record,
-                    chunk,
-                    &ends,
-                    std::mem::take(&mut positions),
-                    std::mem::take(&mut input_bytes),
-                )?;
-                ends.clear();
-                next_record += count;
+            if hand_over || at_end {
+                pending.hand_over(feed, &topic)?;
             }
             if at_end {
                 return Ok(());
@@ -453,6 +456,48 @@ impl KafkaSource {
     /// commit.
     fn acknowledge(&self, feed: &mut Feed) {
         feed.handled(|partition, offset| self.done(partition, offset));
+    }
+}
+
+/// Records rendered and not yet handed over: one chunk in the making.
+struct Pending {
+    data: Vec<u8>,
+    ends: Vec<u32>,
+    positions: Vec<(i32, i64)>,
+    input_bytes: u64,
+    /// The number of the first record in `data`, counted from 1 over the whole read.
+    next_record: u64,
+}
+
+impl Pending {
+    fn new(feed: &Feed) -> Pending {
+        Pending {
+            data: feed.buffer(),
+            ends: Vec::new(),
+            positions: Vec::new(),
+            input_bytes: 0,
+            next_record: 1,
+        }
+    }
+
+    /// Hands the records over as one chunk, if there are any.
+    fn hand_over(&mut self, feed: &mut Feed, topic: &Arc<str>) -> Result<()> {
+        if self.positions.is_empty() {
+            return Ok(());
+        }
+        let count = self.positions.len() as u64;
+        let chunk = std::mem::replace(&mut self.data, feed.buffer());
+        feed.records(
+            topic,
+            self.next_record,
+            chunk,
+            &self.ends,
+            std::mem::take(&mut self.positions),
+            std::mem::take(&mut self.input_bytes),
+        )?;
+        self.ends.clear();
+        self.next_record += count;
+        Ok(())
     }
 }
 

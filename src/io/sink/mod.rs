@@ -12,7 +12,7 @@ use std::path::Path;
 
 pub use file::FileSink;
 pub use kafka::{KafkaLines, RecordFields};
-pub use table::{TableFormat, TableWriter};
+pub use table::{CsvRow, TableFormat, TableWriter};
 
 use super::kafka::{ClientOptions, Outgoing};
 use super::spec::SinkSpec;

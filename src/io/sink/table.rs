@@ -2,9 +2,8 @@
 
 use std::io::{self, Write};
 
-use serde_json::{Map, Value};
-
 use super::{LineSink, Sink};
+use crate::core::aggregate::{write_decimal, Cell, Columns};
 use crate::error::{Error, Result};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -55,13 +54,10 @@ impl TableWriter {
         }
     }
 
-    pub fn write_row(&mut self, row: &Map<String, Value>) -> Result<()> {
+    /// Writes one CSV row (a `TableWriter::Ndjson` is written to as a sink directly).
+    pub fn write_csv_row(&mut self, row: &CsvRow) -> Result<()> {
         match self {
-            TableWriter::Ndjson { sink, scratch } => {
-                scratch.clear();
-                serde_json::to_writer(&mut *scratch, row).expect("a JSON map serialises");
-                sink.write_line(scratch)
-            }
+            TableWriter::Ndjson { .. } => unreachable!("NDJSON rows are written as lines"),
             TableWriter::Csv {
                 out,
                 columns,
@@ -75,12 +71,13 @@ impl TableWriter {
                 let columns = match columns {
                     Some(c) => c,
                     None => {
-                        let header: Vec<String> = row.keys().cloned().collect();
+                        let header: Vec<String> =
+                            row.cells.iter().map(|(n, _)| n.clone()).collect();
                         out.write_record(&header).map_err(csv_err)?;
                         columns.insert(header)
                     }
                 };
-                let cells = columns.iter().map(|c| csv_cell(row.get(c)));
+                let cells = columns.iter().map(|c| row.get(c).unwrap_or(""));
                 out.write_record(cells).map_err(csv_err)?;
                 if *line_buffered {
                     out.flush().map_err(|e| Error::write(name, e))?;
@@ -117,27 +114,87 @@ impl Write for CsvOut {
     }
 }
 
-/// Strings as they are, null as an empty cell, anything else as its JSON text.
-fn csv_cell(value: Option<&Value>) -> String {
-    match value {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
+/// One CSV row: named cells in column order, each the text of its value. A name given twice
+/// keeps its first place and its last value.
+///
+/// The cells copy the accepted JSON text and re-parse nothing: a number is its text as the
+/// input spelled it (`1e400` stays `1e400`), a string its decoded text, null an empty cell.
+/// A string whose escapes name no Unicode text (a lone surrogate, `"\ud800"`) cannot be
+/// decoded into a cell, so the cell holds its JSON text, quotes and escapes included.
+#[derive(Debug, Default)]
+pub struct CsvRow {
+    cells: Vec<(String, String)>,
+}
+
+impl CsvRow {
+    pub fn clear(&mut self) {
+        self.cells.clear();
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.cells
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Adds `name` with `value` unless the row has it already.
+    pub fn put_missing(&mut self, name: &str, value: Cell<'_>) {
+        if self.get(name).is_none() {
+            self.put(name, value);
+        }
+    }
+}
+
+impl Columns for CsvRow {
+    fn put(&mut self, name: &str, value: Cell<'_>) {
+        let text = match value {
+            Cell::U64(n) => itoa::Buffer::new().format(n).to_string(),
+            Cell::Decimal(d) => {
+                let mut bytes = Vec::new();
+                write_decimal(&d, &mut bytes);
+                String::from_utf8(bytes).unwrap_or_default()
+            }
+            Cell::F64(f) if f.is_finite() => serde_json::to_string(&f).unwrap_or_default(),
+            Cell::F64(_) | Cell::Null => String::new(),
+            Cell::Bool(b) => b.to_string(),
+            Cell::Json(text) => json_cell(text),
+            Cell::Time(ms) => crate::core::time::format_millis(ms),
+        };
+        match self.cells.iter_mut().find(|(n, _)| n == name) {
+            Some((_, v)) => *v = text,
+            None => self.cells.push((name.to_string(), text)),
+        }
+    }
+}
+
+/// A JSON value's cell: a string's text, null empty, anything else its JSON text as it is.
+fn json_cell(text: &str) -> String {
+    match text.as_bytes().first() {
+        Some(b'"') => match text[1..text.len() - 1].contains('\\') {
+            false => text[1..text.len() - 1].to_string(),
+            true => serde_json::from_str::<String>(text).unwrap_or_else(|_| text.to_string()),
+        },
+        Some(b'n') if text == "null" => String::new(),
+        _ => text.to_string(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn table(format: TableFormat, rows: &[Value]) -> String {
+    fn csv(rows: &[&[(&str, Cell<'_>)]]) -> String {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out");
         let sink = LineSink::open_file(&path).unwrap();
-        let mut t = TableWriter::new(sink, format);
+        let mut t = TableWriter::new(sink, TableFormat::Csv);
         for r in rows {
-            t.write_row(r.as_object().unwrap()).unwrap();
+            let mut row = CsvRow::default();
+            for (name, cell) in r.iter() {
+                row.put(name, cell.clone());
+            }
+            t.write_csv_row(&row).unwrap();
         }
         t.flush().unwrap();
         drop(t);
@@ -146,19 +203,44 @@ mod tests {
 
     #[test]
     fn csv_has_a_header_and_quotes() {
-        let rows = [
-            json!({"key":"m-1","window_start":"2026-01-01T00:00:00.000Z","count":3,"note":"a, \"b\""}),
-            json!({"key":"m-2","window_start":"2026-01-01T00:01:00.000Z","count":1,"note":null}),
+        let t0 = 1_767_225_600_000;
+        let rows: [&[(&str, Cell)]; 2] = [
+            &[
+                ("key", Cell::Json("\"m-1\"")),
+                ("window_start", Cell::Time(t0)),
+                ("count", Cell::U64(3)),
+                ("note", Cell::Json("\"a, \\\"b\\\"\"")),
+            ],
+            &[
+                ("key", Cell::Json("\"m-2\"")),
+                ("window_start", Cell::Time(t0 + 60_000)),
+                ("count", Cell::U64(1)),
+                ("note", Cell::Null),
+            ],
         ];
         assert_eq!(
-            table(TableFormat::Csv, &rows),
+            csv(&rows),
             "key,window_start,count,note\nm-1,2026-01-01T00:00:00.000Z,3,\"a, \"\"b\"\"\"\nm-2,2026-01-01T00:01:00.000Z,1,\n"
         );
     }
 
+    /// What the scanner accepts is copied, not re-parsed: numbers past f64, decimals with
+    /// their scale, and strings that hold no Unicode text all reach the cell.
     #[test]
-    fn ndjson_rows_keep_column_order() {
-        let rows = [json!({"z":1,"a":"x"})];
-        assert_eq!(table(TableFormat::Ndjson, &rows), "{\"z\":1,\"a\":\"x\"}\n");
+    fn csv_cells_copy_the_accepted_text() {
+        let d = rust_decimal::Decimal::new(1250, 2);
+        let row: [&[(&str, Cell)]; 1] = [&[
+            ("big", Cell::Json("1e400")),
+            ("sum", Cell::Decimal(d)),
+            ("lone", Cell::Json("\"\\ud800\"")),
+            ("reversed", Cell::Json("\"\\udc00\\ud800\"")),
+            ("pair", Cell::Json("\"\\ud83d\\ude00\"")),
+            ("nan", Cell::F64(f64::NAN)),
+            ("flag", Cell::Bool(true)),
+        ]];
+        assert_eq!(
+            csv(&row),
+            "big,sum,lone,reversed,pair,nan,flag\n1e400,12.50,\"\"\"\\ud800\"\"\",\"\"\"\\udc00\\ud800\"\"\",\u{1f600},,true\n"
+        );
     }
 }
