@@ -463,12 +463,13 @@ pub fn human_duration(ms: Millis) -> String {
         .expect("ms >= 1");
     // Below a minute every unit is kept; from a minute on, the two largest, rounded up.
     let kept = if top >= 3 { UNITS.len() } else { top + 2 };
-    let smallest = UNITS[kept - 1].0;
-    let mut rest = (ms.saturating_add(smallest - 1) / smallest).saturating_mul(smallest);
+    // In i128: rounding up near i64::MAX must not saturate, which would round down.
+    let smallest = UNITS[kept - 1].0 as i128;
+    let mut rest = (ms as i128 + smallest - 1) / smallest * smallest;
     let mut out = String::new();
     for &(unit, name) in &UNITS[..kept] {
-        let n = rest / unit;
-        rest %= unit;
+        let n = rest / unit as i128;
+        rest %= unit as i128;
         if n > 0 {
             out.push_str(&format!("{n}{name}"));
         }
@@ -544,6 +545,24 @@ mod tests {
         assert_eq!(human_duration(3_600_001), "1h1m");
         assert_eq!(human_duration(90_000_000), "1d1h");
         assert_eq!(human_duration(-1500), "-1s500ms");
+    }
+
+    /// Found by the fuzzer: `176722500612345767s` is past i64::MAX milliseconds, and rounding
+    /// up saturated, which rounded down. The printed duration must still cover it.
+    #[test]
+    fn human_duration_near_the_limit_still_covers_it() {
+        let ms = duration_millis(parse_duration("176722500612345767s").unwrap());
+        assert_eq!(ms, i64::MAX);
+        let text = human_duration(ms);
+        assert_eq!(
+            duration_millis(parse_duration(&text).unwrap()),
+            i64::MAX,
+            "{text}"
+        );
+        for ms in [i64::MAX, i64::MAX - 1, i64::MAX - 3_600_000] {
+            let back = duration_millis(parse_duration(&human_duration(ms)).unwrap());
+            assert!(back >= ms, "{ms}");
+        }
     }
 
     proptest! {

@@ -255,10 +255,11 @@ impl<'a> Line<'a> {
         }
     }
 
-    /// The raw JSON text of requested field `i`, if the record has it.
+    /// The raw JSON text of requested field `i`, if the record has it (none when `i` was
+    /// not requested).
     #[inline]
     pub fn field(&self, i: usize) -> Option<&'a str> {
-        let (start, end) = self.fields[i]?;
+        let (start, end) = (*self.fields.get(i)?)?;
         let (start, end) = (start as usize, end as usize);
         // Every record reads a few fields: `str::get`'s two char-boundary checks are
         // replaced by the scanner's guarantee that a value starts and ends on an ASCII byte.
