@@ -86,6 +86,19 @@ fn quantiles_recommendations_and_late_counts_match_exact_values() {
     positive.sort_unstable();
     let mut sorted_ooo = ooo.clone();
     sorted_ooo.sort_unstable();
+    // The loops below check every entry, so the entries must all be there.
+    let quantiles = |field: &str| -> Vec<f64> {
+        o[field]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["q"].as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(quantiles("lateness"), [50.0, 90.0, 99.0, 99.9, 99.99, 100.0]);
+    assert_eq!(quantiles("out_of_order"), quantiles("lateness"));
+    assert_eq!(o["recommended"].as_array().unwrap().len(), 3);
+    assert_eq!(o["late_for_delay"].as_array().unwrap().len(), 3);
     for q in o["lateness"].as_array().unwrap() {
         let want = exact(&positive, q["q"].as_f64().unwrap());
         assert!(close(&q["ms"], want), "lateness {q} vs {want}");
@@ -122,6 +135,7 @@ fn per_group_split_shows_the_late_client() {
     for e in &events {
         *counts.entry(e.client.name()).or_default() += 1;
     }
+    assert_eq!(groups.len(), counts.len());
     for (name, n) in &counts {
         assert_eq!(groups[*name]["count"], *n);
     }
