@@ -728,7 +728,11 @@ mod tests {
         ) {
             let mut value = value;
             if let Some(cut) = cut {
-                value.truncate(cut.min(value.len()));
+                let mut at = cut.min(value.len());
+                while !value.is_char_boundary(at) {
+                    at -= 1;
+                }
+                value.truncate(at);
             }
             if let Some(junk) = junk {
                 value.push_str(&junk);

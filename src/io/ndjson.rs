@@ -173,7 +173,9 @@ fn read_stream(origin: Arc<str>, raw: Box<dyn Read + Send>, feed: &mut Feed) -> 
             }
         }
         let Some(last_nl) = memchr::memrchr(b'\n', &buf[..filled]) else {
-            if filled > max_line {
+            // One byte more than the limit may be the `\r` of a `\r\n`, which is not the
+            // line's: only past that is the line sure to be too long.
+            if filled > max_line + 1 {
                 let prefix = buf[..filled.min(4096)].to_vec();
                 skipping = Some((next_line, filled as u64, prefix));
                 filled = 0;
@@ -301,5 +303,61 @@ mod tests {
         gz.write_all(b"{\"a\":1}\n{\"a\":2}\n").unwrap();
         let (seen, _) = lines_of(&gz.finish().unwrap(), 100);
         assert_eq!(seen, vec![(1, "{\"a\":1}".into()), (2, "{\"a\":2}".into())]);
+    }
+
+    /// A reader that hands out one byte at a time, like the slowest pipe.
+    struct ByteAtATime(Vec<u8>, usize);
+
+    impl Read for ByteAtATime {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.1 == self.0.len() || buf.is_empty() {
+                return Ok(0);
+            }
+            buf[0] = self.0[self.1];
+            self.1 += 1;
+            Ok(1)
+        }
+    }
+
+    fn counts_of(source: Box<dyn Source>, max_line: usize) -> (Vec<(u64, String)>, [u64; 3]) {
+        let reader = Reader::spawn(source, Prepare::Validate, max_line);
+        let mut counters = Counters::default();
+        let mut policy = ErrorPolicy::open(&PolicyPlan::new(Some(OnError::Skip), None)).unwrap();
+        let stop = AtomicBool::new(false);
+        let mut seen = Collect(Vec::new());
+        let d = Drive {
+            counters: &mut counters,
+            policy: &mut policy,
+            stop: &stop,
+        };
+        drive(reader, d, &mut seen).unwrap();
+        let c = counters;
+        (seen.0, [c.read, c.bad, c.blank_lines])
+    }
+
+    /// Found by the fuzzer: a line the reader drops as too long while it is still coming
+    /// (a slow pipe) and the same line read whole must be judged alike. Whitespace past the
+    /// limit is too long, not blank; a `\r` of `\r\n` past the limit is not the line's.
+    #[test]
+    fn a_line_is_judged_alike_however_it_arrives() {
+        let content = b"1\n          \n12345678\r\n123456789\r\n  \n2\n".to_vec();
+        let whole = counts_of(
+            Box::new(StreamSource::new(
+                "t",
+                Box::new(io::Cursor::new(content.clone())),
+            )),
+            8,
+        );
+        let slow = counts_of(
+            Box::new(StreamSource::new("t", Box::new(ByteAtATime(content, 0)))),
+            8,
+        );
+        assert_eq!(whole, slow);
+        assert_eq!(
+            whole.0,
+            vec![(1, "1".into()), (3, "12345678".into()), (6, "2".into())]
+        );
+        // Read: 1, the spaces (too long), 12345678, 123456789 (too long), 2; one blank.
+        assert_eq!(whole.1, [5, 2, 1]);
     }
 }

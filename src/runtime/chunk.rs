@@ -184,10 +184,13 @@ impl Prepared {
         if matches!(prepare, Prepare::AsIs) {
             return Status::Record(at as u32);
         }
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        // Length first, as the reader must judge a line it cannot hold before it has seen it
+        // all: a line past the limit is too long even when it is only whitespace.
+        let too_long = bytes.len() > max_line;
+        if !too_long && bytes.iter().all(u8::is_ascii_whitespace) {
             return Status::Blank;
         }
-        let checked = if bytes.len() > max_line {
+        let checked = if too_long {
             Err(RecordError::LineTooLong {
                 len: bytes.len() as u64,
                 max: max_line as u64,
@@ -382,10 +385,10 @@ mod tests {
             for newline in memchr::memchr_iter(b'\n', &data) {
                 let end = newline - (newline > start && data[newline - 1] == b'\r') as usize;
                 let bytes = &data[start..end];
-                let status = if bytes.iter().all(u8::is_ascii_whitespace) {
-                    "blank".to_string()
-                } else if bytes.len() > max_line {
+                let status = if bytes.len() > max_line {
                     "too long".to_string()
+                } else if bytes.iter().all(u8::is_ascii_whitespace) {
+                    "blank".to_string()
                 } else if extract {
                     let mut fields = Fields::new();
                     match extractor.extract_bytes(bytes, &mut fields, None) {
