@@ -95,7 +95,10 @@ fn quantiles_recommendations_and_late_counts_match_exact_values() {
             .map(|q| q["q"].as_f64().unwrap())
             .collect()
     };
-    assert_eq!(quantiles("lateness"), [50.0, 90.0, 99.0, 99.9, 99.99, 100.0]);
+    assert_eq!(
+        quantiles("lateness"),
+        [50.0, 90.0, 99.0, 99.9, 99.99, 100.0]
+    );
     assert_eq!(quantiles("out_of_order"), quantiles("lateness"));
     assert_eq!(o["recommended"].as_array().unwrap().len(), 3);
     assert_eq!(o["late_for_delay"].as_array().unwrap().len(), 3);
