@@ -217,6 +217,24 @@ pub struct TimeArgs {
     pub time_format: TimeFormat,
 }
 
+/// Checkpoints: resume after a crash or a stop.
+#[derive(Debug, Args)]
+pub struct CheckpointArgs {
+    /// Keep a checkpoint at PATH (input position, counters, output lengths) and resume from it
+    /// when it exists: a killed run, started again, loses nothing and writes nothing twice
+    /// to its -o and --dead-letter files.
+    #[arg(long, value_name = "PATH", help_heading = "Checkpoints")]
+    pub checkpoint: Option<PathBuf>,
+
+    /// How often a checkpoint is taken (also at the end and on Ctrl-C).
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, requires = "checkpoint", help_heading = "Checkpoints")]
+    pub checkpoint_interval: Millis,
+
+    /// Forget the checkpoint and start afresh.
+    #[arg(long, requires = "checkpoint", help_heading = "Checkpoints")]
+    pub reset: bool,
+}
+
 /// The run summary.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -240,6 +258,10 @@ Examples:
 
   # Validate a compressed file, keep the summary as JSON:
   weir consume events.ndjson.gz --stats stats.json > /dev/null
+
+  # Resumable: killed and started again, it goes on where its checkpoint was taken:
+  weir consume big.ndjson.gz --time occurred_at --from 2026-11-28T00:00:00Z \
+    -o day.ndjson --checkpoint day.ckpt
 
   # The last hour of a topic as envelopes, ending at the end offsets taken at start:
   weir consume kafka://localhost:9092/checkouts --from -1h -e -J > capture.ndjson
@@ -288,6 +310,9 @@ pub struct ConsumeArgs {
 
     #[command(flatten)]
     pub sink: RecordSinkArgs,
+
+    #[command(flatten)]
+    pub checkpoint: CheckpointArgs,
 
     #[command(flatten)]
     pub report: ReportArgs,

@@ -3,6 +3,8 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::cli::ConsumeArgs;
 use crate::core::envelope::KcatFormat;
 use crate::core::record::{time_of, Extractor};
@@ -13,7 +15,8 @@ use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run, Stats,
+    read_records_with, CheckpointPlan, Checkpoints, Counters, ErrorPolicy, Flow, Line, Prepare,
+    RecordStep, Run, Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -26,7 +29,7 @@ pub fn run(args: ConsumeArgs, stop: &AtomicBool) -> Result<()> {
 }
 
 /// Event-time bounds `[from, to)`; `None` is open.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct TimeRange {
     from: Option<Millis>,
     to: Option<Millis>,
@@ -54,6 +57,9 @@ struct Plan {
     range: TimeRange,
     limit: Option<u64>,
     unbuffered: bool,
+    checkpoint: Option<CheckpointPlan>,
+    /// What makes a checkpoint this job's: the inputs and the flags that decide the output.
+    job: String,
 }
 
 impl Plan {
@@ -104,6 +110,19 @@ impl Plan {
             .then(|| args.time.time.clone())
             .flatten()
             .map(|t| Arc::new(Extractor::new(vec![t])));
+        let checkpoint = super::checkpoint_plan(&args.checkpoint, &input, &sink.spec)?;
+        let broker = &args.input.broker;
+        // The range as the flags say it (`-1h` stays `-1h`): a resumed run keeps the bounds
+        // its first run resolved, which the checkpoint holds.
+        let job = format!(
+            "inputs {:?}, --time {:?} {:?}, --from {:?}, --to {:?}, -n {:?}",
+            input.input_names(),
+            args.time.time.as_ref().map(|t| t.as_str()),
+            args.time.time_format,
+            broker.from,
+            broker.to,
+            args.count,
+        );
         Ok(Plan {
             input,
             sink,
@@ -113,6 +132,8 @@ impl Plan {
             range,
             limit: args.count,
             unbuffered: args.unbuffered,
+            checkpoint,
+            job,
         })
     }
 }
@@ -125,18 +146,47 @@ fn consume(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         (None, false) => Prepare::Validate,
     };
     let raw = matches!(plan.render, Render::Format(_));
-    let source = plan.input.open_source(plan.render)?;
-    let mut policy = ErrorPolicy::open(&plan.input.policy)?;
+    let mut checkpoints = match &plan.checkpoint {
+        Some(c) => Some(Checkpoints::open(
+            c,
+            "consume",
+            plan.job.clone(),
+            plan.input.input_names(),
+        )?),
+        None => None,
+    };
+    let restored = match &mut checkpoints {
+        Some(c) => c.restore()?,
+        None => None,
+    };
+    let mut range = plan.range;
+    if let Some(r) = &restored {
+        stats.counters = r.counters.clone();
+        range = serde_json::from_slice(&r.state)
+            .map_err(|e| Error::Usage(format!("the checkpoint's state: {e}")))?;
+        if plan.input.input_names().iter().any(|n| n == "<stdin>") {
+            eprintln!("weir consume: restored from the checkpoint; the input goes on from where this stdin starts");
+        }
+    }
+    let source = plan
+        .input
+        .open_source_at(plan.render, restored.as_ref().map(|r| r.at))?;
+    let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored.as_ref())?;
+    let committed = match (&restored, &plan.sink.spec) {
+        (Some(r), SinkSpec::File(path)) => Some(r.sink_len(path).unwrap_or(0)),
+        _ => None,
+    };
     let mut step = ConsumeStep {
-        sink: LineSink::open(&plan.sink)?,
+        sink: LineSink::open_resumed(&plan.sink, committed)?,
         time: plan.time,
         time_format: plan.time_format,
-        range: plan.range,
+        range,
         limit: plan.limit,
         unbuffered: plan.unbuffered,
         raw,
     };
-    let result = if plan.limit == Some(0) {
+    let done_already = plan.limit.is_some_and(|n| stats.counters.written >= n);
+    let result = if plan.limit == Some(0) || done_already {
         Ok(())
     } else {
         let run = Run {
@@ -147,8 +197,16 @@ fn consume(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
             policy: &mut policy,
             stop,
         };
-        read_records(run, &mut step)
+        read_records_with(run, &mut step, checkpoints.as_mut())
     };
+    // At the end of the input, and on a signal (the drive loop stops between chunks, at a
+    // record boundary), the checkpoint covers everything handled.
+    if let Some(c) = &mut checkpoints {
+        if matches!(result, Ok(()) | Err(Error::Interrupted)) {
+            let state = step.checkpoint()?;
+            c.take(state, &mut policy, &stats.counters)?;
+        }
+    }
     // Flush what was written even when the run stopped on an error or a signal.
     let flushed = step.sink.flush().and(policy.flush());
     result.and(flushed)
@@ -196,6 +254,13 @@ impl RecordStep for ConsumeStep {
 
     fn idle(&mut self) -> Result<()> {
         self.sink.idle()
+    }
+
+    fn checkpoint(&mut self) -> Result<StepCheckpoint> {
+        Ok(StepCheckpoint {
+            state: serde_json::to_vec(&self.range).expect("a range serialises"),
+            sinks: self.sink.durable()?.into_iter().collect(),
+        })
     }
 }
 

@@ -11,15 +11,15 @@ pub mod profile;
 pub mod replay;
 pub mod window;
 
-use crate::cli::{BrokerArgs, ClientArgs, Command, InputArgs, ReportArgs};
+use crate::cli::{BrokerArgs, CheckpointArgs, ClientArgs, Command, InputArgs, ReportArgs};
 use crate::core::record::FieldPath;
 use crate::core::time::{now_millis, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::kafka::{ClientOptions, KafkaSource, ReadPlan, ReadRequest, Render};
 use crate::io::ndjson::NdjsonSource;
-use crate::io::spec::{Input, KafkaSpec, SourceSpec};
+use crate::io::spec::{Input, KafkaSpec, SinkSpec, SourceSpec};
 use crate::runtime::summary::ReportPlan;
-use crate::runtime::{progress, signals, PolicyPlan, Source};
+use crate::runtime::{progress, signals, CheckpointPlan, LinePosition, PolicyPlan, Source};
 
 /// Runs one parsed command line; `matches` are the subcommand's own (for flag order).
 pub fn run(command: Command, matches: &clap::ArgMatches) -> Result<()> {
@@ -132,12 +132,33 @@ impl InputPlan {
         }
     }
 
+    /// The names of a line source's inputs, in the order they are read.
+    pub fn input_names(&self) -> Vec<String> {
+        match &self.source {
+            SourcePlan::Ndjson(inputs) => inputs.iter().map(Input::display_name).collect(),
+            SourcePlan::Kafka { .. } => Vec::new(),
+        }
+    }
+
     /// Opens the source: connects to a broker and resolves its positions; a broker's records
     /// are rendered as `render` says. Files are opened by the reader as it comes to them.
     pub fn open_source(&self, render: Render) -> Result<Box<dyn Source>> {
+        self.open_source_at(render, None)
+    }
+
+    /// Opens the source to go on from a checkpoint's position (line sources only).
+    pub fn open_source_at(
+        &self,
+        render: Render,
+        resume: Option<LinePosition>,
+    ) -> Result<Box<dyn Source>> {
         Ok(match &self.source {
             SourcePlan::Ndjson(inputs) => {
-                Box::new(NdjsonSource::new(inputs.clone()).with_progress())
+                let source = NdjsonSource::new(inputs.clone()).with_progress();
+                Box::new(match resume {
+                    Some(at) => source.resume_at(at),
+                    None => source,
+                })
             }
             SourcePlan::Kafka { spec, read, client } => {
                 let mut source = KafkaSource::open(spec, read, client, render)?;
@@ -146,6 +167,33 @@ impl InputPlan {
             }
         })
     }
+}
+
+/// `--checkpoint`, checked against the source and the sink: a checkpoint resumes a line
+/// source and cuts its output files back, so it needs both to be files (or stdin as input).
+pub fn checkpoint_plan(
+    args: &CheckpointArgs,
+    input: &InputPlan,
+    sink: &SinkSpec,
+) -> Result<Option<CheckpointPlan>> {
+    let Some(path) = &args.checkpoint else {
+        return Ok(None);
+    };
+    if input.is_broker() {
+        return Err(Error::Usage(
+            "--checkpoint on a Kafka source is not built yet: use -G GROUP to resume from the group's offsets".into(),
+        ));
+    }
+    if !matches!(sink, SinkSpec::File(_)) {
+        return Err(Error::Usage(
+            "--checkpoint needs -o FILE: a resumed run cuts its output back to the checkpoint, which stdout and topics cannot be".into(),
+        ));
+    }
+    Ok(Some(CheckpointPlan {
+        path: path.clone(),
+        interval: std::time::Duration::from_millis(args.checkpoint_interval as u64),
+        reset: args.reset,
+    }))
 }
 
 /// `--from`/`--to` on NDJSON input: only a time (or an open end) makes sense there.

@@ -2,7 +2,6 @@
 //! the NDJSON source (`ndjson`), Kafka's source, sink and admin calls (`kafka`), and the
 //! sinks behind one interface (`sink`). Nothing here knows the command line.
 
-pub mod checkpoint;
 pub mod kafka;
 pub mod ndjson;
 pub mod sink;

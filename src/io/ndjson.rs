@@ -10,13 +10,16 @@ use indicatif::ProgressBar;
 
 use super::spec::Input;
 use crate::error::{Error, Result};
-use crate::runtime::{progress, Feed, Source, CHUNK_BYTES};
+use crate::runtime::{progress, Feed, LinePosition, Source, CHUNK_BYTES};
 
 /// NDJSON files and stdin, read one after the other.
 pub struct NdjsonSource {
     inputs: Vec<Input>,
     /// A byte-progress bar over every input (files only), cleared at the end.
     progress: Option<ProgressBar>,
+    /// Where a restored run goes on: inputs before it are done, this one resumes at its
+    /// offset and line.
+    resume: Option<LinePosition>,
 }
 
 impl NdjsonSource {
@@ -24,7 +27,15 @@ impl NdjsonSource {
         NdjsonSource {
             inputs,
             progress: None,
+            resume: None,
         }
+    }
+
+    /// Goes on from `at` (a checkpoint's position) instead of the start. On stdin, which
+    /// cannot be rewound, the input goes on from where the new stdin starts.
+    pub fn resume_at(mut self, at: LinePosition) -> NdjsonSource {
+        self.resume = Some(at);
+        self
     }
 
     /// Shows a byte-progress bar on a terminal when every input is a file (the work is
@@ -47,11 +58,21 @@ impl NdjsonSource {
 
 impl Source for NdjsonSource {
     fn read(self: Box<Self>, feed: &mut Feed) -> Result<()> {
-        for input in &self.inputs {
+        for (index, input) in self.inputs.iter().enumerate() {
             if feed.cancelled() {
                 return Ok(());
             }
-            self.read_input(input, feed)?;
+            let index = index as u32;
+            let start = match self.resume {
+                Some(at) if at.input > index => continue,
+                Some(at) if at.input == index => at,
+                _ => LinePosition {
+                    input: index,
+                    offset: 0,
+                    next_line: 1,
+                },
+            };
+            self.read_input(input, start, feed)?;
         }
         if let Some(pb) = &self.progress {
             pb.finish_and_clear();
@@ -61,7 +82,7 @@ impl Source for NdjsonSource {
 }
 
 impl NdjsonSource {
-    fn read_input(&self, input: &Input, feed: &mut Feed) -> Result<()> {
+    fn read_input(&self, input: &Input, start: LinePosition, feed: &mut Feed) -> Result<()> {
         let origin: Arc<str> = Arc::from(input.display_name());
         let cannot = |e: io::Error| Error::Unreachable(format!("cannot read {origin}: {e}"));
         let raw: Box<dyn Read + Send> = match input {
@@ -74,7 +95,12 @@ impl NdjsonSource {
                 }
             }
         };
-        read_stream(origin, raw, feed)
+        let start = match input {
+            // Nothing to skip: the new stdin is new input.
+            Input::Stdin => LinePosition { offset: 0, ..start },
+            Input::File(_) => start,
+        };
+        read_stream(origin, raw, start, feed)
     }
 }
 
@@ -97,12 +123,24 @@ impl StreamSource {
 impl Source for StreamSource {
     fn read(self: Box<Self>, feed: &mut Feed) -> Result<()> {
         let StreamSource { origin, reader } = *self;
-        read_stream(origin, reader, feed)
+        let start = LinePosition {
+            input: 0,
+            offset: 0,
+            next_line: 1,
+        };
+        read_stream(origin, reader, start, feed)
     }
 }
 
-/// Reads `raw` (gzip when it starts like gzip) and hands its lines over in chunks.
-fn read_stream(origin: Arc<str>, raw: Box<dyn Read + Send>, feed: &mut Feed) -> Result<()> {
+/// Reads `raw` (gzip when it starts like gzip) from `start` (its first `start.offset` bytes,
+/// decompressed, are skipped) and hands its lines over in chunks, each with where the input
+/// stands after it.
+fn read_stream(
+    origin: Arc<str>,
+    raw: Box<dyn Read + Send>,
+    start: LinePosition,
+    feed: &mut Feed,
+) -> Result<()> {
     let cannot = |e: io::Error| Error::Unreachable(format!("cannot read {origin}: {e}"));
     let mut buffered = BufReader::with_capacity(64 * 1024, raw);
     let is_gzip = buffered
@@ -124,8 +162,25 @@ fn read_stream(origin: Arc<str>, raw: Box<dyn Read + Send>, feed: &mut Feed) -> 
         _ => Error::Unreachable(format!("cannot read {origin} at line {line}: {e}")),
     };
 
+    // A restored run skips what the checkpoint covers (read again, not sought: the same
+    // code serves gzip, whose offsets are of the decompressed stream).
+    let skipped = io::copy(&mut (&mut source).take(start.offset), &mut io::sink())
+        .map_err(|e| read_error(e, start.next_line))?;
+    if skipped < start.offset {
+        return Err(Error::Usage(format!(
+            "{origin} is shorter ({skipped} bytes) than the checkpoint says it was read ({}): it is not the input the checkpoint was taken on; start afresh with --reset",
+            start.offset
+        )));
+    }
     let max_line = feed.max_line_bytes();
-    let mut next_line: u64 = 1;
+    let mut next_line: u64 = start.next_line;
+    // Where buf[0] is in the stream.
+    let mut consumed = start.offset;
+    let at = |offset: u64| LinePosition {
+        input: start.input,
+        offset,
+        next_line: 0,
+    };
     // `buf[..filled]` holds data; the rest of `buf` is initialised scratch, kept from
     // earlier chunks so that a read never has to zero memory first.
     let mut buf = feed.read_space();
@@ -146,11 +201,12 @@ fn read_stream(origin: Arc<str>, raw: Box<dyn Read + Send>, feed: &mut Feed) -> 
         filled += n;
         if n == 0 {
             if let Some((line, len, prefix)) = skipping.take() {
-                feed.too_long(&origin, line, len, prefix)?;
+                feed.too_long(&origin, line, len, prefix, at(consumed))?;
             } else if filled > 0 {
                 buf.truncate(filled);
                 buf.push(b'\n'); // a last line without its newline is still a line
-                feed.lines(&origin, next_line, buf, filled as u64)?;
+                let end = at(consumed + filled as u64);
+                feed.lines(&origin, next_line, buf, filled as u64, end)?;
             }
             return Ok(());
         }
@@ -158,14 +214,16 @@ fn read_stream(origin: Arc<str>, raw: Box<dyn Read + Send>, feed: &mut Feed) -> 
             match memchr::memchr(b'\n', &buf[..filled]) {
                 None => {
                     *len += filled as u64;
+                    consumed += filled as u64;
                     filled = 0;
                     continue;
                 }
                 Some(nl) => {
                     *len += nl as u64;
+                    consumed += nl as u64 + 1;
                     let (line, len, prefix) = (*line, *len, std::mem::take(prefix));
                     skipping = None;
-                    feed.too_long(&origin, line, len, prefix)?;
+                    feed.too_long(&origin, line, len, prefix, at(consumed))?;
                     next_line += 1;
                     buf.copy_within(nl + 1..filled, 0);
                     filled -= nl + 1;
@@ -178,6 +236,7 @@ fn read_stream(origin: Arc<str>, raw: Box<dyn Read + Send>, feed: &mut Feed) -> 
             if filled > max_line + 1 {
                 let prefix = buf[..filled.min(4096)].to_vec();
                 skipping = Some((next_line, filled as u64, prefix));
+                consumed += filled as u64;
                 filled = 0;
             }
             continue;
@@ -194,7 +253,8 @@ fn read_stream(origin: Arc<str>, raw: Box<dyn Read + Send>, feed: &mut Feed) -> 
             rest[..tail].copy_from_slice(&buf[last_nl + 1..filled]);
             buf.truncate(last_nl + 1);
             let bytes = buf.len() as u64;
-            next_line += feed.lines(&origin, next_line, buf, bytes)?;
+            consumed += bytes;
+            next_line += feed.lines(&origin, next_line, buf, bytes, at(consumed))?;
             buf = rest;
             filled = tail;
         }

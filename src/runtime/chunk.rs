@@ -26,7 +26,19 @@ pub struct Chunk {
     pub input_bytes: u64,
     /// For a broker source: each record's (partition, offset).
     pub positions: Vec<(i32, i64)>,
+    /// For a line source: where its input stands just past the chunk's last line.
+    pub end: Option<LinePosition>,
     pub(crate) prepared: Prepared,
+}
+
+/// Where a line source stands in its inputs: the input (counted from 0, in the order they
+/// are read), the bytes of it consumed (of the decompressed stream, for gzip), and the number
+/// of the next line. A checkpoint resumes a line source from here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinePosition {
+    pub input: u32,
+    pub offset: u64,
+    pub next_line: u64,
 }
 
 impl Chunk {

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::time::Duration;
 
+use super::checkpoint::{Checkpoints, StepCheckpoint};
 use super::chunk::{Line, Status};
 use super::policy::ErrorPolicy;
 use super::reader::{Item, Reader};
@@ -29,6 +30,12 @@ pub trait RecordStep {
     /// Called about every 100 ms while waiting for input (idle partitions, timers).
     fn tick(&mut self) -> Result<()> {
         Ok(())
+    }
+    /// Makes the output durable (flushed and synced) and returns what a checkpoint needs:
+    /// the command's state and its output files' lengths. Only commands that take
+    /// checkpoints implement it.
+    fn checkpoint(&mut self) -> Result<StepCheckpoint> {
+        Err(Error::Usage("this command takes no checkpoints".into()))
     }
     /// Called before each batch of records: read clocks here, once per batch rather than once
     /// per record (the records of a batch were read together).
@@ -55,6 +62,17 @@ pub struct Drive<'a> {
 
 /// Runs `step` on every record of `reader`.
 pub fn drive(reader: Reader, d: Drive<'_>, step: &mut impl RecordStep) -> Result<()> {
+    drive_with(reader, d, step, None)
+}
+
+/// Runs `step` on every record of `reader`, taking checkpoints between chunks when they are
+/// due.
+pub fn drive_with(
+    reader: Reader,
+    d: Drive<'_>,
+    step: &mut impl RecordStep,
+    mut checkpoints: Option<&mut Checkpoints>,
+) -> Result<()> {
     loop {
         let items = reader.items.as_ref().expect("receiver kept until drop");
         let item = match items.try_recv() {
@@ -86,6 +104,7 @@ pub fn drive(reader: Reader, d: Drive<'_>, step: &mut impl RecordStep) -> Result
                 len,
                 max,
                 prefix,
+                end,
             } => {
                 d.counters.read += 1;
                 d.counters.bytes_read += len + 1;
@@ -95,6 +114,9 @@ pub fn drive(reader: Reader, d: Drive<'_>, step: &mut impl RecordStep) -> Result
                     line,
                 };
                 d.policy.handle(&position, &prefix, &error, d.counters)?;
+                if let Some(c) = checkpoints.as_deref_mut() {
+                    c.passed(end);
+                }
             }
             Item::Records(chunk) => {
                 step.batch();
@@ -134,7 +156,15 @@ pub fn drive(reader: Reader, d: Drive<'_>, step: &mut impl RecordStep) -> Result
                         }
                     }
                 }
+                let end = chunk.end;
                 reader.recycle(chunk);
+                if let (Some(c), Some(end)) = (checkpoints.as_deref_mut(), end) {
+                    c.passed(end);
+                    if c.due() {
+                        let state = step.checkpoint()?;
+                        c.take(state, d.policy, d.counters)?;
+                    }
+                }
             }
         }
     }

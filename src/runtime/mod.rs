@@ -4,6 +4,7 @@
 //! (`policy`), watching for a stop (`signals`); `summary` counts and reports the run, and
 //! `progress` draws bars on a terminal.
 
+pub mod checkpoint;
 mod chunk;
 mod drive;
 pub mod policy;
@@ -12,8 +13,9 @@ mod reader;
 pub mod signals;
 pub mod summary;
 
-pub use chunk::{Chunk, Line, Prepare, CHUNK_BYTES};
-pub use drive::{drive, Drive, Flow, RecordStep};
+pub use checkpoint::{CheckpointPlan, Checkpoints, Restored, StepCheckpoint};
+pub use chunk::{Chunk, Line, LinePosition, Prepare, CHUNK_BYTES};
+pub use drive::{drive, drive_with, Drive, Flow, RecordStep};
 pub use policy::{ErrorPolicy, OnError, PolicyPlan};
 pub use reader::{Feed, Reader, Source};
 pub use summary::{Counters, Stats};
@@ -35,14 +37,20 @@ pub struct Run<'a> {
 
 /// Reads `run.source` on the reader thread and runs `step` on every record.
 pub fn read_records(run: Run<'_>, step: &mut impl RecordStep) -> Result<()> {
+    read_records_with(run, step, None)
+}
+
+/// As `read_records`, taking checkpoints when they are due.
+pub fn read_records_with(
+    run: Run<'_>,
+    step: &mut impl RecordStep,
+    checkpoints: Option<&mut Checkpoints>,
+) -> Result<()> {
     let reader = Reader::spawn(run.source, run.prepare, run.max_line_bytes);
-    drive(
-        reader,
-        Drive {
-            counters: run.counters,
-            policy: run.policy,
-            stop: run.stop,
-        },
-        step,
-    )
+    let d = Drive {
+        counters: run.counters,
+        policy: run.policy,
+        stop: run.stop,
+    };
+    drive_with(reader, d, step, checkpoints)
 }

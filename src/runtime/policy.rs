@@ -1,6 +1,9 @@
 //! The error policy: `--on-error fail|skip` and `--dead-letter PATH`.
 
 use std::fs::File;
+
+use super::checkpoint::file::SinkLength;
+use super::checkpoint::{open_output, sync_len, Restored};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -52,9 +55,16 @@ impl PolicyPlan {
 impl ErrorPolicy {
     /// Creates the dead-letter file, if there is one.
     pub fn open(plan: &PolicyPlan) -> Result<ErrorPolicy> {
+        ErrorPolicy::open_resumed(plan, None)
+    }
+
+    /// Opens the dead-letter file, if there is one: created, or restoring a checkpoint, cut
+    /// back to the `restored` run's committed length.
+    pub fn open_resumed(plan: &PolicyPlan, restored: Option<&Restored>) -> Result<ErrorPolicy> {
         let dead_letter = match &plan.dead_letter {
             Some(path) => {
-                let file = File::create(path).map_err(|e| {
+                let committed = restored.map(|r| r.sink_len(path).unwrap_or(0));
+                let file = open_output(path, committed).map_err(|e| {
                     Error::Unreachable(format!(
                         "cannot create dead-letter file {}: {e}",
                         path.display()
@@ -92,6 +102,22 @@ impl ErrorPolicy {
                 reason: error.to_string(),
             }),
             OnError::Skip => Ok(()),
+        }
+    }
+
+    /// Flushes and syncs the dead letters; their file's length, for a checkpoint.
+    pub fn durable(&mut self) -> Result<Option<SinkLength>> {
+        self.flush()?;
+        match &mut self.dead_letter {
+            None => Ok(None),
+            Some((path, out)) => {
+                let name = path.display().to_string();
+                let len = sync_len(out.get_mut()).map_err(|e| Error::write(&name, e))?;
+                Ok(Some(SinkLength {
+                    path: name,
+                    committed_len: len,
+                }))
+            }
         }
     }
 

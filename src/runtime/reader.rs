@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use super::chunk::{Chunk, Prepare, Prepared, Scratch, CHUNK_BYTES};
+use super::chunk::{Chunk, LinePosition, Prepare, Prepared, Scratch, CHUNK_BYTES};
 use crate::error::{Error, Result};
 
 /// Chunks in flight between the threads; bounds memory and gives backpressure.
@@ -42,6 +42,8 @@ pub(crate) enum Item {
         len: u64,
         max: u64,
         prefix: Vec<u8>,
+        /// Where the input stands past the line.
+        end: LinePosition,
     },
     /// The partitions the source now reads (its assignment, at the start or after a
     /// rebalance), before any record of theirs.
@@ -128,13 +130,15 @@ impl Feed {
 
     /// Hands over whole lines of `origin` (each ending in `\n`), the first of them line
     /// `first_line`; returns how many lines there were. `input_bytes` is what they were read
-    /// as (a last line's added newline is not input).
+    /// as (a last line's added newline is not input); `end` is where the input stands after
+    /// them (its line number is filled in here).
     pub fn lines(
         &mut self,
         origin: &Arc<str>,
         first_line: u64,
         data: Vec<u8>,
         input_bytes: u64,
+        end: LinePosition,
     ) -> Result<u64> {
         let mut prepared = self.spare_prepared.try_recv().unwrap_or_default();
         prepared.fill(
@@ -150,6 +154,10 @@ impl Feed {
             data,
             input_bytes,
             positions: Vec::new(),
+            end: Some(LinePosition {
+                next_line: first_line + lines,
+                ..end
+            }),
             prepared,
         }))?;
         Ok(lines)
@@ -182,6 +190,7 @@ impl Feed {
             data,
             input_bytes,
             positions,
+            end: None,
             prepared,
         }))
     }
@@ -194,14 +203,26 @@ impl Feed {
         self.send(Item::Assigned(partitions))
     }
 
-    /// Reports line `line` of `origin`, `len` bytes long, which was too long to keep.
-    pub fn too_long(&self, origin: &Arc<str>, line: u64, len: u64, prefix: Vec<u8>) -> Result<()> {
+    /// Reports line `line` of `origin`, `len` bytes long, which was too long to keep; the
+    /// input stands at `end` past it.
+    pub fn too_long(
+        &self,
+        origin: &Arc<str>,
+        line: u64,
+        len: u64,
+        prefix: Vec<u8>,
+        end: LinePosition,
+    ) -> Result<()> {
         self.send(Item::TooLong {
             origin: origin.clone(),
             line,
             len,
             max: self.max_line_bytes() as u64,
             prefix,
+            end: LinePosition {
+                next_line: line + 1,
+                ..end
+            },
         })
     }
 

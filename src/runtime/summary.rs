@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
@@ -14,7 +14,8 @@ pub struct ReportPlan {
     pub quiet: bool,
 }
 
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Counters {
     /// Records read (blank lines are not records).
     pub read: u64,

@@ -1,5 +1,6 @@
 //! Integration tests: the built `weir` binary on fixtures and generated data.
 
+mod checkpoint;
 mod consume;
 mod corpus;
 mod dedupe;

@@ -9,6 +9,7 @@ use std::path::Path;
 use super::Sink;
 use crate::error::{Error, Fault, Result};
 use crate::io::kafka::Outgoing;
+use crate::runtime::checkpoint::{open_output, sync_len};
 
 const OUT_BUFFER: usize = 256 * 1024;
 
@@ -35,7 +36,13 @@ impl FileSink {
 
     /// Creates (or truncates) the file at `path`.
     pub fn create(path: &Path) -> Result<FileSink> {
-        let file = File::create(path).map_err(|e| {
+        FileSink::open(path, None)
+    }
+
+    /// Creates the file at `path`, or restoring a checkpoint, opens it cut back to the
+    /// length the checkpoint committed.
+    pub fn open(path: &Path, committed: Option<u64>) -> Result<FileSink> {
+        let file = open_output(path, committed).map_err(|e| {
             Error::Unreachable(format!("cannot create output file {}: {e}", path.display()))
         })?;
         Ok(FileSink {
@@ -43,6 +50,12 @@ impl FileSink {
             name: path.display().to_string(),
             line_buffered: false,
         })
+    }
+
+    /// Flushes and syncs what was written; the file's length (stdout: none).
+    pub fn durable_len(&mut self) -> Result<u64> {
+        self.out.flush().map_err(|e| Error::write(&self.name, e))?;
+        sync_len(self.out.get_mut()).map_err(|e| Error::write(&self.name, e))
     }
 
     pub(super) fn writer(&mut self) -> &mut BufWriter<File> {

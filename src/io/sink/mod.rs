@@ -17,6 +17,7 @@ pub use table::{CsvRow, TableFormat, TableWriter};
 use super::kafka::{ClientOptions, Outgoing};
 use super::spec::SinkSpec;
 use crate::error::{Error, Fault, Result};
+use crate::runtime::checkpoint::file::SinkLength;
 
 /// What every sink does. A record that the sink refuses (too large for a topic) is a
 /// `Fault::Record`, handled by the error policy like a bad input record.
@@ -92,9 +93,14 @@ enum Out {
 impl LineSink {
     /// Opens the sink of a checked plan: creates or truncates a file, or connects.
     pub fn open(plan: &SinkPlan) -> Result<LineSink> {
+        LineSink::open_resumed(plan, None)
+    }
+
+    /// Opens the sink; restoring a checkpoint, a file is cut back to its committed length.
+    pub fn open_resumed(plan: &SinkPlan, committed: Option<u64>) -> Result<LineSink> {
         let out = match &plan.spec {
             SinkSpec::Stdout => Out::File(FileSink::stdout()?),
-            SinkSpec::File(path) => Out::File(FileSink::create(path)?),
+            SinkSpec::File(path) => Out::File(FileSink::open(path, committed)?),
             SinkSpec::Kafka(k) => {
                 Out::Kafka(Box::new(KafkaLines::open(k, &plan.client, &plan.fields)?))
             }
@@ -108,6 +114,19 @@ impl LineSink {
         Ok(LineSink {
             out: Out::File(FileSink::create(path)?),
         })
+    }
+
+    /// Flushes and syncs a file sink; its path and length, for a checkpoint. A Kafka sink or
+    /// stdout has none (the plan keeps them from checkpointed runs).
+    pub fn durable(&mut self) -> Result<Option<SinkLength>> {
+        match &mut self.out {
+            Out::File(f) if f.name != "stdout" => Ok(Some(SinkLength {
+                committed_len: f.durable_len()?,
+                path: f.name.clone(),
+            })),
+            Out::File(f) => f.flush().map(|_| None),
+            Out::Kafka(k) => k.flush().map(|_| None),
+        }
     }
 
     pub fn name(&self) -> String {

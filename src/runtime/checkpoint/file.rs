@@ -65,6 +65,8 @@ pub enum Resume {
     },
     /// Not read yet: start where the run's `--from` says.
     Start,
+    /// Read to its end.
+    Done,
 }
 
 /// A file sink's length when the checkpoint was taken: on restore the file is cut back to it,

@@ -1,0 +1,236 @@
+//! Taking and restoring checkpoints on the record path: the drive loop notes where the source
+//! stands after each chunk and, when one is due, asks the step to make its output durable and
+//! hand over its state; the checkpoint then goes to its file (`file`).
+//!
+//! A checkpoint is taken between chunks, so at a record boundary: everything before it has
+//! been handled and written, nothing after it has.
+
+pub mod file;
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::chunk::LinePosition;
+use super::policy::ErrorPolicy;
+use super::summary::Counters;
+use crate::core::time::now_millis;
+use crate::error::{Error, Result};
+use file::{
+    Checkpoint, CheckpointFile, Loaded, PartitionCheckpoint, PartitionId, Resume, SinkLength,
+};
+
+/// Opens an output file: created or truncated for a fresh run, or, restoring a checkpoint,
+/// cut back to the length the checkpoint committed, so that what was written after it is
+/// written again exactly once.
+pub fn open_output(path: &Path, committed: Option<u64>) -> io::Result<File> {
+    let Some(len) = committed else {
+        return File::create(path);
+    };
+    let mut file = OpenOptions::new().write(true).open(path)?;
+    let now = file.metadata()?.len();
+    if now < len {
+        return Err(io::Error::other(format!(
+            "it is {now} bytes, shorter than the {len} the checkpoint committed; start afresh with --reset"
+        )));
+    }
+    file.set_len(len)?;
+    file.seek(SeekFrom::End(0))?;
+    Ok(file)
+}
+
+/// Makes `file`'s written bytes durable and returns its length.
+pub fn sync_len(file: &mut File) -> io::Result<u64> {
+    file.sync_data()?;
+    file.stream_position()
+}
+
+/// What a command's flags say about checkpoints, checked, with nothing opened.
+#[derive(Clone, Debug)]
+pub struct CheckpointPlan {
+    pub path: PathBuf,
+    pub interval: Duration,
+    /// `--reset`: forget the checkpoint and start afresh.
+    pub reset: bool,
+}
+
+/// What a step hands over for a checkpoint, its output made durable first.
+#[derive(Debug, Default)]
+pub struct StepCheckpoint {
+    /// The command's own state (its encoding).
+    pub state: Vec<u8>,
+    /// Its output files, flushed and synced, and their lengths.
+    pub sinks: Vec<SinkLength>,
+}
+
+/// What a restored run starts from.
+#[derive(Debug)]
+pub struct Restored {
+    pub at: LinePosition,
+    pub counters: Counters,
+    pub state: Vec<u8>,
+    pub sinks: Vec<SinkLength>,
+}
+
+impl Restored {
+    /// The committed length of output file `path`, if the checkpoint has it.
+    pub fn sink_len(&self, path: &Path) -> Option<u64> {
+        let name = path.display().to_string();
+        self.sinks
+            .iter()
+            .find(|s| s.path == name)
+            .map(|s| s.committed_len)
+    }
+}
+
+/// The checkpoints of one run of a line source.
+pub struct Checkpoints {
+    file: CheckpointFile,
+    interval: Duration,
+    last: Instant,
+    command: &'static str,
+    job: String,
+    /// The source's inputs, by name, in the order they are read.
+    inputs: Vec<String>,
+    /// Where the source stands past the last chunk handled.
+    at: Option<LinePosition>,
+}
+
+impl Checkpoints {
+    /// Opens the checkpoints of `command` running `job` over `inputs`; with `--reset` the old
+    /// ones are removed first.
+    pub fn open(
+        plan: &CheckpointPlan,
+        command: &'static str,
+        job: String,
+        inputs: Vec<String>,
+    ) -> Result<Checkpoints> {
+        let file = CheckpointFile::new(&plan.path);
+        if plan.reset {
+            file.reset()?;
+        }
+        Ok(Checkpoints {
+            file,
+            interval: plan.interval,
+            last: Instant::now(),
+            command,
+            job,
+            inputs,
+            at: None,
+        })
+    }
+
+    /// Reads the checkpoint, if there is one, refusing one of another version, command or
+    /// job (exit 2). A stand-in previous checkpoint is said on stderr.
+    pub fn restore(&mut self) -> Result<Option<Restored>> {
+        let checkpoint = match self.file.read()? {
+            Loaded::Fresh => return Ok(None),
+            Loaded::Current(c) => c,
+            Loaded::Previous(c, why) => {
+                eprintln!(
+                    "weir {}: the checkpoint could not be used ({why}); restoring the one before it",
+                    self.command
+                );
+                c
+            }
+        };
+        checkpoint.check_matches(env!("CARGO_PKG_VERSION"), self.command, &self.job)?;
+        let mut at = None;
+        for (index, p) in checkpoint.partitions.iter().enumerate() {
+            if let (PartitionId::File { .. }, Resume::File { offset, line }) =
+                (&p.partition, &p.resume)
+            {
+                at = Some(LinePosition {
+                    input: index as u32,
+                    offset: *offset,
+                    next_line: *line,
+                });
+            }
+        }
+        let counters = serde_json::from_slice(&checkpoint.shared)
+            .map_err(|e| Error::Usage(format!("the checkpoint's counters: {e}")))?;
+        let at = at.unwrap_or(LinePosition {
+            input: self.inputs.len() as u32,
+            offset: 0,
+            next_line: 1,
+        });
+        self.at = Some(at);
+        let state = checkpoint
+            .partitions
+            .into_iter()
+            .find(|p| matches!(p.resume, Resume::File { .. }))
+            .map(|p| p.state)
+            .unwrap_or_default();
+        Ok(Some(Restored {
+            at,
+            counters,
+            state,
+            sinks: checkpoint.sinks,
+        }))
+    }
+
+    /// The source stands at `at`: everything before it has been handled.
+    pub(crate) fn passed(&mut self, at: LinePosition) {
+        self.at = Some(at);
+    }
+
+    pub(crate) fn due(&self) -> bool {
+        self.last.elapsed() >= self.interval
+    }
+
+    /// Takes a checkpoint now: the step's output and the dead letters are made durable, then
+    /// the file is replaced.
+    pub fn take(
+        &mut self,
+        step: StepCheckpoint,
+        policy: &mut ErrorPolicy,
+        counters: &Counters,
+    ) -> Result<()> {
+        self.last = Instant::now();
+        let Some(at) = self.at else {
+            // Nothing handled yet: nothing to keep.
+            return Ok(());
+        };
+        let mut sinks = step.sinks;
+        sinks.extend(policy.durable()?);
+        let partitions = self
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(index, name)| {
+                let index = index as u32;
+                let resume = match index.cmp(&at.input) {
+                    std::cmp::Ordering::Less => Resume::Done,
+                    std::cmp::Ordering::Equal => Resume::File {
+                        offset: at.offset,
+                        line: at.next_line,
+                    },
+                    std::cmp::Ordering::Greater => Resume::Start,
+                };
+                PartitionCheckpoint {
+                    partition: PartitionId::File {
+                        index,
+                        path: name.clone(),
+                    },
+                    state: if index == at.input {
+                        step.state.clone()
+                    } else {
+                        Vec::new()
+                    },
+                    resume,
+                }
+            })
+            .collect();
+        let checkpoint = Checkpoint {
+            weir: env!("CARGO_PKG_VERSION").into(),
+            command: self.command.into(),
+            job: self.job.clone(),
+            taken_at_ms: now_millis(),
+            partitions,
+            shared: serde_json::to_vec(counters).expect("counters serialise"),
+            sinks,
+        };
+        self.file.write(&checkpoint)
+    }
+}
