@@ -256,6 +256,10 @@ impl RecordStep for ConsumeStep {
         self.sink.idle()
     }
 
+    fn durable(&mut self) -> Result<()> {
+        self.sink.flush()
+    }
+
     fn checkpoint(&mut self) -> Result<StepCheckpoint> {
         Ok(StepCheckpoint {
             state: serde_json::to_vec(&self.range).expect("a range serialises"),

@@ -377,8 +377,16 @@ impl RecordStep for DedupeStep {
         }
     }
 
+    fn durable(&mut self) -> Result<()> {
+        self.sink.flush()?;
+        if let Some(d) = &mut self.duplicates {
+            d.flush()?;
+        }
+        Ok(())
+    }
+
     fn idle(&mut self) -> Result<()> {
-        // A Kafka sink is only polled here; waiting for its deliveries is for the end.
+        // A Kafka sink is only polled here; waiting for its deliveries is for durable().
         self.sink.idle()?;
         if let Some(d) = &mut self.duplicates {
             d.flush()?;

@@ -197,6 +197,13 @@ impl ReplayStep<'_> {
 }
 
 impl RecordStep for ReplayStep<'_> {
+    fn durable(&mut self) -> Result<()> {
+        match &mut self.sink {
+            Some(sink) => sink.flush(),
+            None => Ok(()),
+        }
+    }
+
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         if self.envelope {
             let text = as_utf8(line.bytes)?;

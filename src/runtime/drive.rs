@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::checkpoint::{Checkpoints, StepCheckpoint};
 use super::chunk::{Line, Status};
@@ -31,6 +31,12 @@ pub trait RecordStep {
     fn tick(&mut self) -> Result<()> {
         Ok(())
     }
+    /// Makes everything written so far durable: files flushed, a producer's records
+    /// delivered. A broker source commits the offsets of records only after this has
+    /// covered them. By default what `idle` does, for steps whose `idle` flushes all.
+    fn durable(&mut self) -> Result<()> {
+        self.idle()
+    }
     /// Makes the output durable (flushed and synced) and returns what a checkpoint needs:
     /// the command's state and its output files' lengths. Only commands that take
     /// checkpoints implement it.
@@ -47,6 +53,29 @@ pub trait RecordStep {
     /// will touch can be fetched into cache while earlier records are worked on. `next`
     /// makes the record's `Line` (or says it is not a record), only for steps that look.
     fn ahead<'l>(&mut self, _next: impl FnOnce() -> Option<Line<'l>>) {}
+}
+
+/// How often, while records keep coming, the output is made durable so that a broker source
+/// can commit what it covers.
+const RELEASE_EVERY: Duration = Duration::from_secs(1);
+
+/// The positions of broker records the command has handled, held until its output covers
+/// them: only then may the source commit their offsets.
+struct Handled {
+    pending: Vec<(i32, i64)>,
+    since: Instant,
+}
+
+impl Handled {
+    /// Makes the output durable and tells the source which records it covers.
+    fn release(&mut self, reader: &Reader, step: &mut impl RecordStep) -> Result<()> {
+        if !self.pending.is_empty() {
+            step.durable()?;
+            reader.handled(std::mem::take(&mut self.pending));
+        }
+        self.since = Instant::now();
+        Ok(())
+    }
 }
 
 /// How far ahead `RecordStep::ahead` sees: enough records to cover a memory access's
@@ -73,6 +102,10 @@ pub fn drive_with(
     step: &mut impl RecordStep,
     mut checkpoints: Option<&mut Checkpoints>,
 ) -> Result<()> {
+    let mut handled = Handled {
+        pending: Vec::new(),
+        since: Instant::now(),
+    };
     loop {
         let items = reader.items.as_ref().expect("receiver kept until drop");
         let item = match items.try_recv() {
@@ -80,6 +113,7 @@ pub fn drive_with(
             Err(TryRecvError::Disconnected) => return Ok(()),
             Err(TryRecvError::Empty) => {
                 step.idle()?;
+                handled.release(&reader, step)?;
                 loop {
                     if d.stop.load(Ordering::Relaxed) {
                         return Err(Error::Interrupted);
@@ -144,9 +178,9 @@ pub fn drive_with(
                     match result {
                         Ok(Flow::Continue) => {}
                         Ok(Flow::Stop) => {
-                            reader.handled(
-                                chunk.positions[..chunk.positions.len().min(i + 1)].to_vec(),
-                            );
+                            let upto = chunk.positions.len().min(i + 1);
+                            handled.pending.extend_from_slice(&chunk.positions[..upto]);
+                            handled.release(&reader, step)?;
                             return Ok(());
                         }
                         Err(Fault::Fatal(e)) => return Err(e),
@@ -157,7 +191,11 @@ pub fn drive_with(
                     }
                 }
                 let end = chunk.end;
+                handled.pending.extend_from_slice(&chunk.positions);
                 reader.recycle(chunk);
+                if handled.since.elapsed() >= RELEASE_EVERY {
+                    handled.release(&reader, step)?;
+                }
                 if let (Some(c), Some(end)) = (checkpoints.as_deref_mut(), end) {
                     c.passed(end);
                     if c.due() {

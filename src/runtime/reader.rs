@@ -298,10 +298,9 @@ impl Reader {
         }
     }
 
-    /// Gives a chunk's buffers back for reuse, so the steady state allocates nothing, and
-    /// tells the source that its records are handled.
+    /// Gives a chunk's buffers back for reuse, so the steady state allocates nothing (its
+    /// positions were taken first, to be released once the output covers them).
     pub(crate) fn recycle(&self, chunk: Chunk) {
-        self.handled(chunk.positions);
         // Not cleared: the reader reuses the initialised bytes as read space.
         let _ = self.spare.try_send(chunk.data);
         let _ = self.spare_prepared.try_send(chunk.prepared);
