@@ -484,7 +484,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__watermark__subcmd__profile)
-            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --group --kafka-config --timeout --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --stats --quiet --help --version"
+            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --group --kafka-config --timeout --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -583,6 +583,14 @@ _weir() {
                     return 0
                     ;;
                 -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --checkpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --checkpoint-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -129,8 +129,11 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l format -
 json\t''"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l plot -d 'Also draw the lateness histogram and the drift series to PATH (.svg, or .html wrapping it)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s o -l output -d 'Sink: - (stdout) or a file path' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint -d 'Keep a checkpoint at PATH (input position, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o and --dead-letter files' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l reset -d 'Forget the checkpoint and start afresh'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s V -l version -d 'Print version'

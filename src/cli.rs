@@ -641,6 +641,9 @@ pub struct ProfileArgs {
     pub output: String,
 
     #[command(flatten)]
+    pub checkpoint: CheckpointArgs,
+
+    #[command(flatten)]
     pub report: ReportArgs,
 }
 

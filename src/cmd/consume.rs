@@ -110,7 +110,7 @@ impl Plan {
             .then(|| args.time.time.clone())
             .flatten()
             .map(|t| Arc::new(Extractor::new(vec![t])));
-        let checkpoint = super::checkpoint_plan(&args.checkpoint, &input, &sink.spec)?;
+        let checkpoint = super::checkpoint_plan(&args.checkpoint, &input, &sink.spec, false)?;
         let broker = &args.input.broker;
         // The range as the flags say it (`-1h` stays `-1h`): a resumed run keeps the bounds
         // its first run resolved, which the checkpoint holds.

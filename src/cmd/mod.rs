@@ -171,10 +171,12 @@ impl InputPlan {
 
 /// `--checkpoint`, checked against the source and the sink: a checkpoint resumes a line
 /// source and cuts its output files back, so it needs both to be files (or stdin as input).
+/// A command that writes its output only at the end (`report_at_end`) may write to stdout.
 pub fn checkpoint_plan(
     args: &CheckpointArgs,
     input: &InputPlan,
     sink: &SinkSpec,
+    report_at_end: bool,
 ) -> Result<Option<CheckpointPlan>> {
     let Some(path) = &args.checkpoint else {
         return Ok(None);
@@ -184,7 +186,7 @@ pub fn checkpoint_plan(
             "--checkpoint on a Kafka source is not built yet: use -G GROUP to resume from the group's offsets".into(),
         ));
     }
-    if !matches!(sink, SinkSpec::File(_)) {
+    if !report_at_end && !matches!(sink, SinkSpec::File(_)) {
         return Err(Error::Usage(
             "--checkpoint needs -o FILE: a resumed run cuts its output back to the checkpoint, which stdout and topics cannot be".into(),
         ));

@@ -4,8 +4,10 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::cli::ProfileArgs;
-use crate::core::lateness::Profile;
+use crate::core::lateness::{Profile, ProfileState};
 use crate::core::record::{time_of, Extractor, FieldPath, Scalar};
 use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, MAX_PARTITIONS};
@@ -16,7 +18,8 @@ use crate::io::spec::SinkSpec;
 use crate::report::profile::{render_svg, render_text, ReportFormat};
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run, Stats,
+    read_records_with, CheckpointPlan, Checkpoints, Counters, ErrorPolicy, Flow, Line, Prepare,
+    RecordStep, Run, Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -37,6 +40,9 @@ struct Plan {
     arrival_at: Option<usize>,
     by_at: Option<usize>,
     partition_at: Option<usize>,
+    checkpoint: Option<CheckpointPlan>,
+    /// What makes a checkpoint this job's: the inputs and the flags that decide the report.
+    job: String,
 }
 
 impl Plan {
@@ -72,6 +78,21 @@ impl Plan {
         let arrival_at = push(arrival);
         let by_at = push(args.by.clone());
         let partition_at = push(partition_by);
+        let checkpoint = super::checkpoint_plan(&args.checkpoint, &input, &output.spec, true)?;
+        if checkpoint.is_some() && arrival_at.is_none() {
+            return Err(Error::Usage(
+                "--checkpoint needs --arrival FIELD: without it the arrival time is when weir reads a record, which a restart cannot repeat".into(),
+            ));
+        }
+        let job = format!(
+            "inputs {:?}, fields {:?}, {:?}, --target {:?}, --delay {:?}, --bucket {}",
+            input.input_names(),
+            paths.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
+            args.time.time_format,
+            args.target,
+            args.delay,
+            args.bucket,
+        );
         Ok(Plan {
             input,
             output,
@@ -79,13 +100,30 @@ impl Plan {
             arrival_at,
             by_at,
             partition_at,
+            checkpoint,
+            job,
         })
     }
 }
 
 fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let source = plan.input.open_source(Render::Envelope)?;
-    let mut policy = ErrorPolicy::open(&plan.input.policy)?;
+    let mut checkpoints = match &plan.checkpoint {
+        Some(c) => Some(Checkpoints::open(
+            c,
+            "watermark-profile",
+            plan.job.clone(),
+            plan.input.input_names(),
+        )?),
+        None => None,
+    };
+    let restored = match &mut checkpoints {
+        Some(c) => c.restore()?,
+        None => None,
+    };
+    let source = plan
+        .input
+        .open_source_at(Render::Envelope, restored.as_ref().map(|r| r.at))?;
+    let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored.as_ref())?;
     let mut sink = LineSink::open(&plan.output)?;
     let extractor = Arc::new(Extractor::new(plan.paths));
     let mut step = ProfileStep {
@@ -100,6 +138,15 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
         no_time: 0,
         read_time: 0,
     };
+    if let Some(r) = &restored {
+        stats.counters = r.counters.clone();
+        let saved: StepState = serde_json::from_slice(&r.state)
+            .map_err(|e| Error::Usage(format!("the checkpoint's state: {e}")))?;
+        step.profile.restore(saved.profile).map_err(Error::Usage)?;
+        step.partitions = PartitionIds::from_values(saved.partitions);
+        step.max_seen = saved.max_seen;
+        step.no_time = saved.no_time;
+    }
     let run = Run {
         source,
         prepare: Prepare::Extract(extractor),
@@ -110,11 +157,15 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
     };
     // A profile of a live source ends with a signal: the report of what was read is the
     // result, marked as interrupted, and the run still exits 130.
-    let interrupted = match read_records(run, &mut step) {
+    let interrupted = match read_records_with(run, &mut step, checkpoints.as_mut()) {
         Ok(()) => false,
         Err(Error::Interrupted) => true,
         Err(e) => return Err(e),
     };
+    if let Some(c) = &mut checkpoints {
+        let state = step.checkpoint()?;
+        c.take(state, &mut policy, &stats.counters)?;
+    }
     policy.flush()?;
     let mut report = step.profile.report(step.no_time);
     report.interrupted = interrupted;
@@ -207,4 +258,27 @@ impl RecordStep for ProfileStep {
     fn idle(&mut self) -> Result<()> {
         Ok(())
     }
+
+    fn checkpoint(&mut self) -> Result<StepCheckpoint> {
+        let state = StepState {
+            profile: self.profile.state(),
+            partitions: self.partitions.values(),
+            max_seen: self.max_seen.clone(),
+            no_time: self.no_time,
+        };
+        Ok(StepCheckpoint {
+            state: serde_json::to_vec(&state).expect("a profile's state serialises"),
+            // The report is written at the end: no output to cut back.
+            sinks: Vec::new(),
+        })
+    }
+}
+
+/// What a checkpoint keeps of a profile run.
+#[derive(Serialize, Deserialize)]
+struct StepState {
+    profile: ProfileState,
+    partitions: Vec<String>,
+    max_seen: Vec<Millis>,
+    no_time: u64,
 }

@@ -9,8 +9,9 @@
 
 use std::collections::BTreeMap;
 
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::aggregate::percentile_of;
 use super::time::{format_millis, Millis};
@@ -62,6 +63,78 @@ impl Distribution {
                 *late += 1;
             }
         }
+    }
+}
+
+/// A `Distribution` as a checkpoint keeps it: histograms in their V2 encoding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DistributionState {
+    count: u64,
+    lateness: Vec<u8>,
+    negative: u64,
+    min_lateness: Millis,
+    max_lateness: Millis,
+    out_of_order: Vec<u8>,
+    late_for: Vec<u64>,
+}
+
+/// A `Profile` as a checkpoint keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfileState {
+    overall: DistributionState,
+    groups: Vec<(String, DistributionState)>,
+    dropped_groups: u64,
+    /// (bucket start, count, late).
+    drift: Vec<(Millis, u64, u64)>,
+    dropped_buckets: u64,
+}
+
+fn encode(h: &Histogram<u64>) -> Vec<u8> {
+    let mut out = Vec::new();
+    V2Serializer::new()
+        .serialize(h, &mut out)
+        .expect("a histogram serialises to memory");
+    out
+}
+
+fn decode(bytes: &[u8]) -> Result<Histogram<u64>, String> {
+    let saved: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .map_err(|e| format!("a histogram in the checkpoint: {e:?}"))?;
+    // A decoded histogram tracks values up to its largest so far only; added into a new
+    // one, it grows again as the values do.
+    let mut h = Histogram::new(3).expect("3 significant digits");
+    h.add(&saved)
+        .map_err(|e| format!("a histogram in the checkpoint: {e:?}"))?;
+    Ok(h)
+}
+
+impl Distribution {
+    fn state(&self) -> DistributionState {
+        DistributionState {
+            count: self.count,
+            lateness: encode(&self.lateness),
+            negative: self.negative,
+            min_lateness: self.min_lateness,
+            max_lateness: self.max_lateness,
+            out_of_order: encode(&self.out_of_order),
+            late_for: self.late_for.clone(),
+        }
+    }
+
+    fn restore(s: DistributionState, delays: usize) -> Result<Distribution, String> {
+        if s.late_for.len() != delays {
+            return Err("the checkpoint counts other --delay values".into());
+        }
+        Ok(Distribution {
+            count: s.count,
+            lateness: decode(&s.lateness)?,
+            negative: s.negative,
+            min_lateness: s.min_lateness,
+            max_lateness: s.max_lateness,
+            out_of_order: decode(&s.out_of_order)?,
+            late_for: s.late_for,
+        })
     }
 }
 
@@ -170,6 +243,45 @@ impl Profile {
             add_recent(&mut drift, recent);
         }
         drift
+    }
+
+    /// Everything the profile has counted, for a checkpoint.
+    pub fn state(&self) -> ProfileState {
+        ProfileState {
+            overall: self.overall.state(),
+            groups: self
+                .groups
+                .iter()
+                .map(|(g, d)| (g.clone(), d.state()))
+                .collect(),
+            dropped_groups: self.dropped_groups,
+            drift: self
+                .drift()
+                .into_iter()
+                .map(|(start, b)| (start, b.count, b.late))
+                .collect(),
+            dropped_buckets: self.dropped_buckets,
+        }
+    }
+
+    /// Takes back what `state` gave, into a profile made with the same flags.
+    pub fn restore(&mut self, state: ProfileState) -> Result<(), String> {
+        let delays = self.delays.len();
+        self.overall = Distribution::restore(state.overall, delays)?;
+        self.groups = state
+            .groups
+            .into_iter()
+            .map(|(g, d)| Ok((g, Distribution::restore(d, delays)?)))
+            .collect::<Result<_, String>>()?;
+        self.dropped_groups = state.dropped_groups;
+        self.drift = state
+            .drift
+            .into_iter()
+            .map(|(start, count, late)| (start, DriftBucket { count, late }))
+            .collect();
+        self.recent = None;
+        self.dropped_buckets = state.dropped_buckets;
+        Ok(())
     }
 
     pub fn report(&self, no_time: u64) -> Report {
@@ -380,6 +492,33 @@ mod tests {
             let got: Vec<(u64, u64)> = p.report(0).drift.iter().map(|r| (r.count, r.late)).collect();
             let want: Vec<(u64, u64)> = expected.into_values().collect();
             prop_assert_eq!(got, want);
+        }
+
+        /// A profile saved at any record and restored goes on to the report one profile
+        /// would have given.
+        #[test]
+        fn a_restored_profile_reports_as_one_that_never_stopped(
+            records in prop::collection::vec((0i64..50_000, -500i64..5_000, 0i64..3_000, 0u8..4), 1..200),
+            cut in 0usize..200,
+        ) {
+            let feed = |p: &mut Profile, rs: &[(i64, i64, i64, u8)]| {
+                for &(event, lateness, ooo, g) in rs {
+                    let group = format!("g{g}");
+                    p.record(Some(&group), event, event + lateness, ooo);
+                }
+            };
+            let new = || Profile::new(vec![100, 1000], vec![50.0, 99.0], 1000);
+            let mut whole = new();
+            feed(&mut whole, &records);
+            let cut = cut.min(records.len());
+            let mut before = new();
+            feed(&mut before, &records[..cut]);
+            let state: ProfileState =
+                serde_json::from_slice(&serde_json::to_vec(&before.state()).unwrap()).unwrap();
+            let mut after = new();
+            after.restore(state).unwrap();
+            feed(&mut after, &records[cut..]);
+            prop_assert_eq!(after.report(3), whole.report(3));
         }
     }
 

@@ -33,6 +33,24 @@ impl PartitionIds {
         self.ids.insert(value.into(), id);
         Some(id)
     }
+
+    /// The values in id order, for a checkpoint.
+    pub fn values(&self) -> Vec<String> {
+        let mut values = vec![String::new(); self.ids.len()];
+        for (value, id) in &self.ids {
+            values[*id] = value.to_string();
+        }
+        values
+    }
+
+    /// The ids `values` gave, back again.
+    pub fn from_values(values: Vec<String>) -> PartitionIds {
+        let mut ids = PartitionIds::default();
+        for v in values {
+            ids.id(&v);
+        }
+        ids
+    }
 }
 
 /// The watermark before any record: nothing is complete.

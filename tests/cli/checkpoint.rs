@@ -22,12 +22,15 @@ fn big_input(dir: &Path) -> std::path::PathBuf {
             continue;
         }
         let pad = "x".repeat(rng.random_range(0..300));
+        // Event time a second per record, shuffled by up to a minute; arrival up to 10 min
+        // after it, as epoch milliseconds.
+        let t = 1_767_225_600 + i as i64 - rng.random_range(0..60);
+        let a = t * 1000 + rng.random_range(0..600_000);
+        let t = chrono::DateTime::from_timestamp(t, 0).unwrap().to_rfc3339();
         writeln!(
             out,
-            "{{\"i\":{i},\"t\":\"2026-01-01T{:02}:{:02}:{:02}Z\",\"pad\":\"{pad}\"}}",
-            (i / 3600) % 24,
-            (i / 60) % 60,
-            i % 60
+            "{{\"i\":{i},\"t\":\"{t}\",\"a\":{a},\"c\":\"c{}\",\"pad\":\"{pad}\"}}",
+            i % 7
         )
         .unwrap();
     }
@@ -35,18 +38,69 @@ fn big_input(dir: &Path) -> std::path::PathBuf {
     path
 }
 
-/// The output length `checkpoint` (or the one before it) committed for `sink`.
-fn committed_len(checkpoint: &Path, sink: &Path) -> u64 {
-    use weir::runtime::checkpoint::file::{CheckpointFile, Loaded};
+/// How far into its input `checkpoint` (or the one before it) says the run got, in bytes.
+fn checkpointed_offset(checkpoint: &Path) -> u64 {
+    use weir::runtime::checkpoint::file::{CheckpointFile, Loaded, Resume};
     let c = match CheckpointFile::new(checkpoint).read().unwrap() {
         Loaded::Fresh => return 0,
         Loaded::Current(c) | Loaded::Previous(c, _) => c,
     };
-    let name = sink.display().to_string();
-    c.sinks
+    c.partitions
         .iter()
-        .find(|s| s.path == name)
-        .map_or(0, |s| s.committed_len)
+        .find_map(|p| match p.resume {
+            Resume::File { offset, .. } => Some(offset),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
+/// Runs `args` with `--checkpoint`, killing it 20 times at random moments (each time once
+/// its checkpoint has moved on, so that a loaded machine cannot turn the drill into
+/// restarts that never get anywhere), then lets it finish; returns its last stdout.
+fn killed_twenty_times(args: &[String], checkpoint: &Path, seed: u64) -> Vec<u8> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut kills = 0;
+    let mut last = 0;
+    // Stdout to a file: a report bigger than a pipe would block a child nobody reads.
+    let stdout = checkpoint.with_extension("stdout");
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        assert!(Instant::now() < deadline, "no end after {kills} kills");
+        let mut child = weir_std()
+            .args(args)
+            .args(["--checkpoint", checkpoint.to_str().unwrap()])
+            .args(["--checkpoint-interval", "1ms"])
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let extra = Duration::from_millis(rng.random_range(0..15));
+        let mut progressed: Option<Instant> = None;
+        let finished = loop {
+            if child.try_wait().unwrap().is_some() {
+                break true;
+            }
+            if progressed.is_none() && checkpointed_offset(checkpoint) > last {
+                progressed = Some(Instant::now());
+            }
+            if kills < 20 && progressed.is_some_and(|at| at.elapsed() >= extra) {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        if finished {
+            let status = child.wait().unwrap();
+            assert!(status.success(), "a restart failed: {status:?}");
+            assert_eq!(kills, 20);
+            return std::fs::read(&stdout).unwrap();
+        }
+        kills += 1;
+        let now = checkpointed_offset(checkpoint);
+        assert!(now > last, "a killed run had not moved the checkpoint on");
+        last = now;
+    }
 }
 
 fn consume_args(input: &Path, out: &Path, bad: &Path) -> Vec<String> {
@@ -80,57 +134,7 @@ fn consume_killed_twenty_times_writes_what_one_run_writes() {
 
     let (part, part_bad) = (dir.path().join("part.ndjson"), dir.path().join("part.bad"));
     let checkpoint = dir.path().join("run.ckpt");
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-    let mut kills = 0;
-    // The checkpoint's committed output length after each kill: it never goes back, and it
-    // moves on, so restarts resume rather than start over.
-    let (mut last_committed, mut advanced) = (0, 0);
-    let deadline = Instant::now() + Duration::from_secs(240);
-    loop {
-        assert!(Instant::now() < deadline, "no end after {kills} kills");
-        let mut child = weir_std()
-            .args(consume_args(&input, &part, &part_bad))
-            .args(["--checkpoint", checkpoint.to_str().unwrap()])
-            .args(["--checkpoint-interval", "1ms"])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        // Killed at a random moment once it has moved its checkpoint on (so that a loaded
-        // machine cannot turn the drill into restarts that never get anywhere), until it has
-        // been killed 20 times; then left to finish.
-        let extra = Duration::from_millis(rng.random_range(0..15));
-        let mut progressed: Option<Instant> = None;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break Some(status);
-            }
-            if progressed.is_none() && committed_len(&checkpoint, &part) > last_committed {
-                progressed = Some(Instant::now());
-            }
-            if kills < 20 && progressed.is_some_and(|at| at.elapsed() >= extra) {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        };
-        match status {
-            None => {
-                kills += 1;
-                let committed = committed_len(&checkpoint, &part);
-                assert!(committed >= last_committed, "the checkpoint went back");
-                advanced += usize::from(committed > last_committed);
-                last_committed = committed;
-            }
-            Some(status) if status.success() => break,
-            Some(status) => panic!("a restart failed: {status:?}"),
-        }
-    }
-    assert!(kills >= 20);
-    assert!(
-        advanced >= 5,
-        "the checkpoint moved on only {advanced} times"
-    );
+    killed_twenty_times(&consume_args(&input, &part, &part_bad), &checkpoint, 7);
     assert!(
         std::fs::read(&part).unwrap() == std::fs::read(&full).unwrap(),
         "the output differs from one uninterrupted run's"
@@ -147,6 +151,37 @@ fn consume_killed_twenty_times_writes_what_one_run_writes() {
         .unwrap();
     assert!(again.status.success(), "{again:?}");
     assert!(std::fs::read(&part).unwrap() == std::fs::read(&full).unwrap());
+}
+
+#[test]
+fn watermark_profile_killed_twenty_times_reports_what_one_run_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = big_input(dir.path());
+    let args: Vec<String> = [
+        "watermark-profile",
+        input.to_str().unwrap(),
+        "--time",
+        "t",
+        "--arrival",
+        "a",
+        "--by",
+        "c",
+        "--format",
+        "json",
+        "-q",
+        "--on-error",
+        "skip",
+    ]
+    .map(String::from)
+    .to_vec();
+    let whole = weir().args(&args).output().unwrap();
+    assert!(whole.status.success(), "{whole:?}");
+    let checkpoint = dir.path().join("profile.ckpt");
+    let resumed = killed_twenty_times(&args, &checkpoint, 11);
+    let whole: serde_json::Value = serde_json::from_slice(&whole.stdout).unwrap();
+    let resumed: serde_json::Value = serde_json::from_slice(&resumed).unwrap();
+    assert_eq!(resumed, whole);
+    assert!(whole["records"].as_u64().unwrap() > 390_000);
 }
 
 #[test]
