@@ -15,8 +15,8 @@ use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records_with, CheckpointPlan, Checkpoints, Counters, ErrorPolicy, Flow, Line, Prepare,
-    RecordStep, Run, Stats, StepCheckpoint,
+    read_records_with, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run,
+    Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -146,19 +146,8 @@ fn consume(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         (None, false) => Prepare::Validate,
     };
     let raw = matches!(plan.render, Render::Format(_));
-    let mut checkpoints = match &plan.checkpoint {
-        Some(c) => Some(Checkpoints::open(
-            c,
-            "consume",
-            plan.job.clone(),
-            plan.input.input_names(),
-        )?),
-        None => None,
-    };
-    let restored = match &mut checkpoints {
-        Some(c) => c.restore()?,
-        None => None,
-    };
+    let (mut checkpoints, restored) =
+        super::open_checkpoints(plan.checkpoint.as_ref(), "consume", &plan.job, &plan.input)?;
     let mut range = plan.range;
     if let Some(r) = &restored {
         stats.counters = r.counters.clone();

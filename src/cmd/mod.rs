@@ -19,7 +19,9 @@ use crate::io::kafka::{ClientOptions, KafkaSource, ReadPlan, ReadRequest, Render
 use crate::io::ndjson::NdjsonSource;
 use crate::io::spec::{Input, KafkaSpec, SinkSpec, SourceSpec};
 use crate::runtime::summary::ReportPlan;
-use crate::runtime::{progress, signals, CheckpointPlan, LinePosition, PolicyPlan, Source};
+use crate::runtime::{
+    progress, signals, CheckpointPlan, Checkpoints, LinePosition, PolicyPlan, Restored, Source,
+};
 
 /// Runs one parsed command line; `matches` are the subcommand's own (for flag order).
 pub fn run(command: Command, matches: &clap::ArgMatches) -> Result<()> {
@@ -196,6 +198,21 @@ pub fn checkpoint_plan(
         interval: std::time::Duration::from_millis(args.checkpoint_interval as u64),
         reset: args.reset,
     }))
+}
+
+/// Opens a run's checkpoints, when it keeps them, and reads the one to restore from.
+pub fn open_checkpoints(
+    plan: Option<&CheckpointPlan>,
+    command: &'static str,
+    job: &str,
+    input: &InputPlan,
+) -> Result<(Option<Checkpoints>, Option<Restored>)> {
+    let Some(plan) = plan else {
+        return Ok((None, None));
+    };
+    let mut checkpoints = Checkpoints::open(plan, command, job.to_string(), input.input_names())?;
+    let restored = checkpoints.restore()?;
+    Ok((Some(checkpoints), restored))
 }
 
 /// `--from`/`--to` on NDJSON input: only a time (or an open end) makes sense there.

@@ -18,8 +18,8 @@ use crate::io::spec::SinkSpec;
 use crate::report::profile::{render_svg, render_text, ReportFormat};
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records_with, CheckpointPlan, Checkpoints, Counters, ErrorPolicy, Flow, Line, Prepare,
-    RecordStep, Run, Stats, StepCheckpoint,
+    read_records_with, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run,
+    Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -107,19 +107,12 @@ impl Plan {
 }
 
 fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let mut checkpoints = match &plan.checkpoint {
-        Some(c) => Some(Checkpoints::open(
-            c,
-            "watermark-profile",
-            plan.job.clone(),
-            plan.input.input_names(),
-        )?),
-        None => None,
-    };
-    let restored = match &mut checkpoints {
-        Some(c) => c.restore()?,
-        None => None,
-    };
+    let (mut checkpoints, restored) = super::open_checkpoints(
+        plan.checkpoint.as_ref(),
+        "watermark-profile",
+        &plan.job,
+        &plan.input,
+    )?;
     let source = plan
         .input
         .open_source_at(Render::Envelope, restored.as_ref().map(|r| r.at))?;
