@@ -161,12 +161,8 @@ fn consume(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         .input
         .open_source_at(plan.render, restored.as_ref().map(|r| r.at))?;
     let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored.as_ref())?;
-    let committed = match (&restored, &plan.sink.spec) {
-        (Some(r), SinkSpec::File(path)) => Some(r.sink_len(path).unwrap_or(0)),
-        _ => None,
-    };
     let mut step = ConsumeStep {
-        sink: LineSink::open_resumed(&plan.sink, committed)?,
+        sink: LineSink::open_resumed(&plan.sink, restored.as_ref())?,
         time: plan.time,
         time_format: plan.time_format,
         range,
@@ -192,8 +188,7 @@ fn consume(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     // record boundary), the checkpoint covers everything handled.
     if let Some(c) = &mut checkpoints {
         if matches!(result, Ok(()) | Err(Error::Interrupted)) {
-            let state = step.checkpoint()?;
-            c.take(state, &mut policy, &stats.counters)?;
+            c.take(&mut step, &mut policy, &stats.counters)?;
         }
     }
     // Flush what was written even when the run stopped on an error or a signal.

@@ -156,8 +156,7 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
         Err(e) => return Err(e),
     };
     if let Some(c) = &mut checkpoints {
-        let state = step.checkpoint()?;
-        c.take(state, &mut policy, &stats.counters)?;
+        c.take(&mut step, &mut policy, &stats.counters)?;
     }
     policy.flush()?;
     let mut report = step.profile.report(step.no_time);

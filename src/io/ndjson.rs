@@ -66,11 +66,7 @@ impl Source for NdjsonSource {
             let start = match self.resume {
                 Some(at) if at.input > index => continue,
                 Some(at) if at.input == index => at,
-                _ => LinePosition {
-                    input: index,
-                    offset: 0,
-                    next_line: 1,
-                },
+                _ => LinePosition::start(index),
             };
             self.read_input(input, start, feed)?;
         }
@@ -123,12 +119,7 @@ impl StreamSource {
 impl Source for StreamSource {
     fn read(self: Box<Self>, feed: &mut Feed) -> Result<()> {
         let StreamSource { origin, reader } = *self;
-        let start = LinePosition {
-            input: 0,
-            offset: 0,
-            next_line: 1,
-        };
-        read_stream(origin, reader, start, feed)
+        read_stream(origin, reader, LinePosition::start(0), feed)
     }
 }
 

@@ -41,6 +41,17 @@ pub struct LinePosition {
     pub next_line: u64,
 }
 
+impl LinePosition {
+    /// The start of input `input`: its first byte, line 1.
+    pub fn start(input: u32) -> LinePosition {
+        LinePosition {
+            input,
+            offset: 0,
+            next_line: 1,
+        }
+    }
+}
+
 impl Chunk {
     /// Where record `i` of this chunk came from.
     pub fn position(&self, i: usize) -> Position {

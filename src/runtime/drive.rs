@@ -112,8 +112,12 @@ pub fn drive_with(
             Ok(item) => item,
             Err(TryRecvError::Disconnected) => return Ok(()),
             Err(TryRecvError::Empty) => {
-                step.idle()?;
-                handled.release(&reader, step)?;
+                // `durable` does what `idle` does and more: once is enough.
+                if handled.pending.is_empty() {
+                    step.idle()?;
+                } else {
+                    handled.release(&reader, step)?;
+                }
                 loop {
                     if d.stop.load(Ordering::Relaxed) {
                         return Err(Error::Interrupted);
@@ -152,7 +156,7 @@ pub fn drive_with(
                     c.passed(end);
                 }
             }
-            Item::Records(chunk) => {
+            Item::Records(mut chunk) => {
                 step.batch();
                 d.counters.bytes_read += chunk.input_bytes;
                 let p = &chunk.prepared;
@@ -191,7 +195,7 @@ pub fn drive_with(
                     }
                 }
                 let end = chunk.end;
-                handled.pending.extend_from_slice(&chunk.positions);
+                handled.pending.append(&mut chunk.positions);
                 reader.recycle(chunk);
                 if handled.since.elapsed() >= RELEASE_EVERY {
                     handled.release(&reader, step)?;
@@ -199,8 +203,7 @@ pub fn drive_with(
                 if let (Some(c), Some(end)) = (checkpoints.as_deref_mut(), end) {
                     c.passed(end);
                     if c.due() {
-                        let state = step.checkpoint()?;
-                        c.take(state, d.policy, d.counters)?;
+                        c.take(step, d.policy, d.counters)?;
                     }
                 }
             }

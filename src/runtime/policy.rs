@@ -3,7 +3,7 @@
 use std::fs::File;
 
 use super::checkpoint::file::SinkLength;
-use super::checkpoint::{open_output, sync_len, Restored};
+use super::checkpoint::{committed, open_output, sync_len, Restored};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -63,8 +63,7 @@ impl ErrorPolicy {
     pub fn open_resumed(plan: &PolicyPlan, restored: Option<&Restored>) -> Result<ErrorPolicy> {
         let dead_letter = match &plan.dead_letter {
             Some(path) => {
-                let committed = restored.map(|r| r.sink_len(path).unwrap_or(0));
-                let file = open_output(path, committed).map_err(|e| {
+                let file = open_output(path, committed(restored, path)).map_err(|e| {
                     Error::Unreachable(format!(
                         "cannot create dead-letter file {}: {e}",
                         path.display()

@@ -82,9 +82,13 @@ impl Feed {
     /// since the last call, in order: what a broker source may mark as done.
     pub fn handled(&mut self, mut done: impl FnMut(i32, i64)) {
         while let Ok(positions) = self.handled.try_recv() {
-            self.unhandled = self.unhandled.saturating_sub(positions.len());
-            positions.into_iter().for_each(|(p, o)| done(p, o));
+            self.take_handled(positions, &mut done);
         }
+    }
+
+    fn take_handled(&mut self, positions: Vec<(i32, i64)>, done: &mut impl FnMut(i32, i64)) {
+        self.unhandled = self.unhandled.saturating_sub(positions.len());
+        positions.into_iter().for_each(|(p, o)| done(p, o));
     }
 
     /// At the end of its input, waits until the command has handled every record handed
@@ -101,10 +105,7 @@ impl Feed {
                 return;
             }
             match self.handled.recv_timeout(Duration::from_millis(50)) {
-                Ok(positions) => {
-                    self.unhandled = self.unhandled.saturating_sub(positions.len());
-                    positions.into_iter().for_each(|(p, o)| done(p, o));
-                }
+                Ok(positions) => self.take_handled(positions, &mut done),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
             }

@@ -17,7 +17,9 @@ pub use table::{CsvRow, TableFormat, TableWriter};
 use super::kafka::{ClientOptions, Outgoing};
 use super::spec::SinkSpec;
 use crate::error::{Error, Fault, Result};
+use crate::runtime::checkpoint::committed;
 use crate::runtime::checkpoint::file::SinkLength;
+use crate::runtime::Restored;
 
 /// What every sink does. A record that the sink refuses (too large for a topic) is a
 /// `Fault::Record`, handled by the error policy like a bad input record.
@@ -96,11 +98,12 @@ impl LineSink {
         LineSink::open_resumed(plan, None)
     }
 
-    /// Opens the sink; restoring a checkpoint, a file is cut back to its committed length.
-    pub fn open_resumed(plan: &SinkPlan, committed: Option<u64>) -> Result<LineSink> {
+    /// Opens the sink; restoring a checkpoint, a file is cut back to the length the
+    /// `restored` run committed.
+    pub fn open_resumed(plan: &SinkPlan, restored: Option<&Restored>) -> Result<LineSink> {
         let out = match &plan.spec {
             SinkSpec::Stdout => Out::File(FileSink::stdout()?),
-            SinkSpec::File(path) => Out::File(FileSink::open(path, committed)?),
+            SinkSpec::File(path) => Out::File(FileSink::open(path, committed(restored, path))?),
             SinkSpec::Kafka(k) => {
                 Out::Kafka(Box::new(KafkaLines::open(k, &plan.client, &plan.fields)?))
             }

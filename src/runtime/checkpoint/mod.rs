@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::chunk::LinePosition;
+use super::drive::RecordStep;
 use super::policy::ErrorPolicy;
 use super::summary::Counters;
 use crate::core::time::now_millis;
@@ -38,6 +39,12 @@ pub fn open_output(path: &Path, committed: Option<u64>) -> io::Result<File> {
     file.set_len(len)?;
     file.seek(SeekFrom::End(0))?;
     Ok(file)
+}
+
+/// The length output file `path` is cut back to: what the `restored` run committed (nothing,
+/// if the checkpoint has none of it), or `None` for a fresh run.
+pub fn committed(restored: Option<&Restored>, path: &Path) -> Option<u64> {
+    restored.map(|r| r.sink_len(path).unwrap_or(0))
 }
 
 /// Makes `file`'s written bytes durable and returns its length.
@@ -136,32 +143,27 @@ impl Checkpoints {
             }
         };
         checkpoint.check_matches(env!("CARGO_PKG_VERSION"), self.command, &self.job)?;
-        let mut at = None;
-        for (index, p) in checkpoint.partitions.iter().enumerate() {
-            if let (PartitionId::File { .. }, Resume::File { offset, line }) =
-                (&p.partition, &p.resume)
-            {
-                at = Some(LinePosition {
-                    input: index as u32,
-                    offset: *offset,
-                    next_line: *line,
-                });
-            }
-        }
         let counters = serde_json::from_slice(&checkpoint.shared)
             .map_err(|e| Error::Usage(format!("the checkpoint's counters: {e}")))?;
-        let at = at.unwrap_or(LinePosition {
-            input: self.inputs.len() as u32,
-            offset: 0,
-            next_line: 1,
-        });
-        self.at = Some(at);
-        let state = checkpoint
+        // The input being read, with the command's state; none when every input was done.
+        let current = checkpoint
             .partitions
             .into_iter()
-            .find(|p| matches!(p.resume, Resume::File { .. }))
-            .map(|p| p.state)
-            .unwrap_or_default();
+            .enumerate()
+            .find_map(|(index, p)| match (p.partition, p.resume) {
+                (PartitionId::File { .. }, Resume::File { offset, line }) => Some((
+                    LinePosition {
+                        input: index as u32,
+                        offset,
+                        next_line: line,
+                    },
+                    p.state,
+                )),
+                _ => None,
+            });
+        let (at, state) =
+            current.unwrap_or_else(|| (LinePosition::start(self.inputs.len() as u32), Vec::new()));
+        self.at = Some(at);
         Ok(Some(Restored {
             at,
             counters,
@@ -179,11 +181,11 @@ impl Checkpoints {
         self.last.elapsed() >= self.interval
     }
 
-    /// Takes a checkpoint now: the step's output and the dead letters are made durable, then
-    /// the file is replaced.
+    /// Takes a checkpoint now: the step hands over its state with its output made durable,
+    /// the dead letters are made durable, then the file is replaced.
     pub fn take(
         &mut self,
-        step: StepCheckpoint,
+        step: &mut impl RecordStep,
         policy: &mut ErrorPolicy,
         counters: &Counters,
     ) -> Result<()> {
@@ -192,7 +194,10 @@ impl Checkpoints {
             // Nothing handled yet: nothing to keep.
             return Ok(());
         };
-        let mut sinks = step.sinks;
+        let StepCheckpoint {
+            mut state,
+            mut sinks,
+        } = step.checkpoint()?;
         sinks.extend(policy.durable()?);
         let partitions = self
             .inputs
@@ -213,8 +218,9 @@ impl Checkpoints {
                         index,
                         path: name.clone(),
                     },
+                    // Only the input being read has state (moved there, not copied).
                     state: if index == at.input {
-                        step.state.clone()
+                        std::mem::take(&mut state)
                     } else {
                         Vec::new()
                     },
