@@ -84,14 +84,7 @@ fn sigint_writes_what_keep_last_holds() {
         .unwrap();
     stdin.flush().unwrap();
     // The first "a" is replaced, and written aside, once weir has read the second.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while std::fs::read_to_string(&dups).unwrap_or_default() != "{\"id\":\"a\",\"v\":1}\n" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the repeat was not read"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_file(&dups, "{\"id\":\"a\",\"v\":1}\n", "the repeat was not read");
     let kill = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -107,6 +100,15 @@ fn sigint_writes_what_keep_last_holds() {
     );
     assert!(err.contains("written 2"), "{err}");
     drop(stdin);
+}
+
+/// Waits up to 10 s until the file at `path` holds `content`; fails saying `what` otherwise.
+fn wait_for_file(path: &std::path::Path, content: &str, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(path).unwrap_or_default() != content {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Sends SIGINT to `child` and returns how long it took to exit, with its exit code.
@@ -148,14 +150,7 @@ fn replay_stops_in_the_middle_of_a_pace_wait() {
         .unwrap();
     // The first record goes at once, the second is due in a minute: the file shows the first
     // while replay waits.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while std::fs::read_to_string(&output).unwrap_or_default() != "{\"n\":0}\n" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the first record was not written"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_file(&output, "{\"n\":0}\n", "the first record was not written");
     std::thread::sleep(Duration::from_millis(200));
     let (took, code) = interrupt(&mut child);
     assert_eq!(code, Some(130));
