@@ -220,9 +220,9 @@ pub struct TimeArgs {
 /// Checkpoints: resume after a crash or a stop.
 #[derive(Debug, Args)]
 pub struct CheckpointArgs {
-    /// Keep a checkpoint at PATH (input position, counters, output lengths) and resume from it
-    /// when it exists: a killed run, started again, loses nothing and writes nothing twice
-    /// to its -o and --dead-letter files.
+    /// Keep a checkpoint at PATH (input position, the command's state, counters, output
+    /// lengths) and resume from it when it exists: a killed run, started again, loses
+    /// nothing and writes nothing twice to its -o, side and --dead-letter files.
     #[arg(long, value_name = "PATH", help_heading = "Checkpoints")]
     pub checkpoint: Option<PathBuf>,
 
@@ -463,6 +463,9 @@ pub struct WindowArgs {
     pub output: String,
 
     #[command(flatten)]
+    pub checkpoint: CheckpointArgs,
+
+    #[command(flatten)]
     pub report: ReportArgs,
 }
 
@@ -542,6 +545,9 @@ pub struct DedupeArgs {
 
     #[command(flatten)]
     pub sink: RecordSinkArgs,
+
+    #[command(flatten)]
+    pub checkpoint: CheckpointArgs,
 
     #[command(flatten)]
     pub report: ReportArgs,

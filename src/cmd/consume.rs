@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::cli::ConsumeArgs;
 use crate::core::envelope::KcatFormat;
 use crate::core::record::{time_of, Extractor};
+use crate::core::saved;
 use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::error::{Error, Fault, Result};
 use crate::io::kafka::Render;
@@ -151,11 +152,7 @@ fn consume(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     let mut range = plan.range;
     if let Some(r) = &restored {
         stats.counters = r.counters.clone();
-        range = serde_json::from_slice(&r.state)
-            .map_err(|e| Error::Usage(format!("the checkpoint's state: {e}")))?;
-        if plan.input.input_names().iter().any(|n| n == "<stdin>") {
-            eprintln!("weir consume: restored from the checkpoint; the input goes on from where this stdin starts");
-        }
+        range = saved::decode(&r.state).map_err(Error::Usage)?;
     }
     let source = plan
         .input
@@ -246,7 +243,7 @@ impl RecordStep for ConsumeStep {
 
     fn checkpoint(&mut self) -> Result<StepCheckpoint> {
         Ok(StepCheckpoint {
-            state: serde_json::to_vec(&self.range).expect("a range serialises"),
+            state: saved::encode(&self.range),
             sinks: self.sink.durable()?.into_iter().collect(),
         })
     }

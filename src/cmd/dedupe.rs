@@ -4,9 +4,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
+use serde::{Deserialize, Serialize};
+
 use crate::cli::{DedupeArgs, HorizonBy, Keep};
-use crate::core::dedupe::{hash_id, DedupeCounts, Deduper, IdHash, IdKey, Verdict};
+use crate::core::dedupe::{hash_id, DedupeCounts, Deduper, DeduperState, IdHash, IdKey, Verdict};
 use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
+use crate::core::saved;
 use crate::core::time::{Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::KEY_SEPARATOR;
@@ -16,7 +19,8 @@ use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run, Stats,
+    read_records_with, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run,
+    Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -36,6 +40,9 @@ struct Plan {
     paths: Vec<FieldPath>,
     time_at: Option<usize>,
     partition_at: Option<usize>,
+    checkpoint: Option<CheckpointPlan>,
+    /// What makes a checkpoint this job's: the inputs and every flag that decides the output.
+    job: String,
 }
 
 impl Plan {
@@ -62,22 +69,43 @@ impl Plan {
             RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?,
             super::client_options(&args.input.broker.client)?,
         )?;
+        let checkpoint = super::checkpoint_plan(&args.checkpoint, &input, &sink.spec, false)?;
+        let job = format!(
+            "inputs {:?}, fields {:?}, {:?}, time at {time_at:?}, partition at {partition_at:?}, --horizon {:?} by {:?}, --delay {}, --max-keys {}, --keep {:?}, --exact-ids {}, --duplicates {:?}",
+            input.input_names(),
+            paths.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
+            args.time.time_format,
+            args.horizon,
+            args.horizon_by,
+            args.delay,
+            args.max_keys,
+            args.keep,
+            args.exact_ids,
+            args.duplicates,
+        );
         Ok(Plan {
             input,
             sink,
             paths,
             time_at,
             partition_at,
+            checkpoint,
+            job,
         })
     }
 }
 
 fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let source = plan.input.open_source(Render::Envelope)?;
-    let mut policy = ErrorPolicy::open(&plan.input.policy)?;
-    let sink = LineSink::open(&plan.sink)?;
+    let (mut checkpoints, restored) =
+        super::open_checkpoints(plan.checkpoint.as_ref(), "dedupe", &plan.job, &plan.input)?;
+    let restored = restored.as_ref();
+    let source = plan
+        .input
+        .open_source_at(Render::Envelope, restored.map(|r| r.at))?;
+    let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored)?;
+    let sink = LineSink::open_resumed(&plan.sink, restored)?;
     let duplicates = match &args.duplicates {
-        Some(path) => Some(LineSink::open_file(path)?),
+        Some(path) => Some(LineSink::open_file(path, restored)?),
         None => None,
     };
     let ids = match (args.keep, args.exact_ids) {
@@ -105,6 +133,10 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         now: 0,
         released: Vec::new(),
     };
+    if let Some(r) = restored {
+        stats.counters = r.counters.clone();
+        step.restore(saved::decode(&r.state).map_err(Error::Usage)?)?;
+    }
     let run = Run {
         source,
         prepare: Prepare::Extract(extractor),
@@ -113,7 +145,12 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         policy: &mut policy,
         stop,
     };
-    let result = read_records(run, &mut step);
+    let result = read_records_with(run, &mut step, checkpoints.as_mut());
+    // Stopped by a signal, the checkpoint keeps the held records: a resumed run cuts the
+    // output back to it and writes them when their groups end.
+    if let (Some(c), Err(Error::Interrupted)) = (&mut checkpoints, &result) {
+        c.take(&mut step, &mut policy, &stats.counters)?;
+    }
     // The end of the input, or a clean stop: every held record goes out.
     let result = match result {
         Ok(()) | Err(Error::Interrupted) => {
@@ -122,12 +159,34 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         }
         failed => failed,
     };
+    if let (Some(c), Ok(())) = (&mut checkpoints, &result) {
+        c.take(&mut step, &mut policy, &stats.counters)?;
+    }
     let counts = step.ids.counts();
     stats.counters.evicted = counts.evicted;
     stats.counters.possibly_duplicates = counts.possibly_duplicate;
     stats.counters.peak_keys = counts.peak_keys;
     let flushed = step.flush().and(policy.flush());
     result.and(flushed)
+}
+
+/// What a checkpoint keeps of a dedupe run.
+#[derive(Serialize, Deserialize)]
+struct StepState {
+    ids: IdsState,
+    partitions: Vec<String>,
+    watermarks: Watermarks,
+    seq: Millis,
+    /// The arrival clock.
+    now: Millis,
+}
+
+#[derive(Serialize, Deserialize)]
+enum IdsState {
+    Hashed(DeduperState<[u8; 16], ()>),
+    Exact(DeduperState<Box<str>, ()>),
+    HashedLast(DeduperState<[u8; 16], Held>),
+    ExactLast(DeduperState<Box<str>, Held>),
 }
 
 /// Remembered ids: hashed (the default) or as text (`--exact-ids`); with `--keep last`,
@@ -141,7 +200,7 @@ enum Ids {
 
 /// A record held for `--keep last`: its place in the input (to order what is released
 /// together, and to name it in errors) and its bytes.
-#[derive(Default)]
+#[derive(Clone, Default, Serialize, Deserialize)]
 struct Held {
     seq: u64,
     bytes: Box<[u8]>,
@@ -196,6 +255,25 @@ impl Ids {
         }
     }
 
+    fn state(&self) -> IdsState {
+        match self {
+            Ids::Hashed(d) => IdsState::Hashed(d.state()),
+            Ids::Exact(d) => IdsState::Exact(d.state()),
+            Ids::HashedLast(d) => IdsState::HashedLast(d.state()),
+            Ids::ExactLast(d) => IdsState::ExactLast(d.state()),
+        }
+    }
+
+    fn restore(&mut self, state: IdsState) -> std::result::Result<(), String> {
+        match (self, state) {
+            (Ids::Hashed(d), IdsState::Hashed(s)) => d.restore(s),
+            (Ids::Exact(d), IdsState::Exact(s)) => d.restore(s),
+            (Ids::HashedLast(d), IdsState::HashedLast(s)) => d.restore(s),
+            (Ids::ExactLast(d), IdsState::ExactLast(s)) => d.restore(s),
+            _ => Err("the checkpoint keeps ids of another --keep or --exact-ids".into()),
+        }
+    }
+
     fn holding(&self) -> bool {
         matches!(self, Ids::HashedLast(_) | Ids::ExactLast(_))
     }
@@ -233,6 +311,15 @@ struct DedupeStep {
 }
 
 impl DedupeStep {
+    fn restore(&mut self, state: StepState) -> Result<()> {
+        self.ids.restore(state.ids).map_err(Error::Usage)?;
+        self.partitions = PartitionIds::from_values(state.partitions);
+        self.watermarks = state.watermarks;
+        self.seq = state.seq;
+        self.started = super::clock_from(state.now);
+        Ok(())
+    }
+
     fn flush(&mut self) -> Result<()> {
         self.sink.flush()?;
         if let Some(d) = &mut self.duplicates {
@@ -383,6 +470,24 @@ impl RecordStep for DedupeStep {
             d.flush()?;
         }
         Ok(())
+    }
+
+    fn checkpoint(&mut self) -> Result<StepCheckpoint> {
+        let state = StepState {
+            ids: self.ids.state(),
+            partitions: self.partitions.values(),
+            watermarks: self.watermarks.clone(),
+            seq: self.seq,
+            now: self.started.elapsed().as_millis() as Millis,
+        };
+        let mut sinks: Vec<_> = self.sink.durable()?.into_iter().collect();
+        if let Some(d) = &mut self.duplicates {
+            sinks.extend(d.durable()?);
+        }
+        Ok(StepCheckpoint {
+            state: saved::encode(&state),
+            sinks,
+        })
     }
 
     fn idle(&mut self) -> Result<()> {

@@ -212,7 +212,18 @@ pub fn open_checkpoints(
     };
     let mut checkpoints = Checkpoints::open(plan, command, job.to_string(), input.input_names())?;
     let restored = checkpoints.restore()?;
+    if restored.is_some() && input.input_names().iter().any(|n| n == "<stdin>") {
+        eprintln!("weir {command}: restored from the checkpoint; the input goes on from where this stdin starts");
+    }
     Ok((Some(checkpoints), restored))
+}
+
+/// The start of a processing-time clock that reads `now` at once: a resumed run's clock goes
+/// on from the checkpoint's.
+pub fn clock_from(now: Millis) -> std::time::Instant {
+    let since = std::time::Duration::from_millis(now.max(0) as u64);
+    let start = std::time::Instant::now();
+    start.checked_sub(since).unwrap_or(start)
 }
 
 /// `--from`/`--to` on NDJSON input: only a time (or an open end) makes sense there.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::cli::ProfileArgs;
 use crate::core::lateness::{Profile, ProfileState};
 use crate::core::record::{time_of, Extractor, FieldPath, Scalar};
+use crate::core::saved;
 use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, MAX_PARTITIONS};
 use crate::error::{Error, Fault, Result};
@@ -133,8 +134,7 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
     };
     if let Some(r) = &restored {
         stats.counters = r.counters.clone();
-        let saved: StepState = serde_json::from_slice(&r.state)
-            .map_err(|e| Error::Usage(format!("the checkpoint's state: {e}")))?;
+        let saved: StepState = saved::decode(&r.state).map_err(Error::Usage)?;
         step.profile.restore(saved.profile).map_err(Error::Usage)?;
         step.partitions = PartitionIds::from_values(saved.partitions);
         step.max_seen = saved.max_seen;
@@ -259,7 +259,7 @@ impl RecordStep for ProfileStep {
             no_time: self.no_time,
         };
         Ok(StepCheckpoint {
-            state: serde_json::to_vec(&state).expect("a profile's state serialises"),
+            state: saved::encode(&state),
             // The report is written at the end: no output to cut back.
             sinks: Vec::new(),
         })

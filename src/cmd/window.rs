@@ -7,16 +7,19 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::ArgMatches;
+use serde::{Deserialize, Serialize};
 
 use crate::cli::WindowArgs;
 use crate::core::aggregate::{
     is_plain_name, prepare, AggInput, AggKind, AggSpec, Cell, Columns, JsonColumns,
 };
 use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
+use crate::core::saved;
 use crate::core::time::{Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::{
-    EmitMode, Outcome, Row, TooManyWindows, WindowConfig, WindowKind, WindowOperator, KEY_SEPARATOR,
+    EmitMode, Outcome, Row, TooManyWindows, WindowConfig, WindowKind, WindowOperator, WindowState,
+    KEY_SEPARATOR,
 };
 use crate::error::{Error, Fault, Result};
 use crate::io::kafka::Render;
@@ -24,7 +27,8 @@ use crate::io::sink::{CsvRow, LineSink, RecordFields, Sink, SinkPlan, TableForma
 use crate::io::spec::SinkSpec;
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run, Stats,
+    read_records_with, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run,
+    Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -54,6 +58,9 @@ struct Plan {
     keys_at: usize,
     key_columns: Vec<String>,
     agg_fields: Vec<Option<usize>>,
+    checkpoint: Option<CheckpointPlan>,
+    /// What makes a checkpoint this job's: the inputs and every flag that shapes the result.
+    job: String,
 }
 
 impl Plan {
@@ -111,6 +118,23 @@ impl Plan {
             row_key,
             super::client_options(&args.input.broker.client)?,
         )?;
+        let checkpoint = super::checkpoint_plan(&args.checkpoint, &input, &sink.spec, false)?;
+        let job = format!(
+            "inputs {:?}, fields {:?}, {:?}, partition {:?}, keys at {keys_at}, {kind:?}, lateness {}, {:?}, aggregates {:?}, --delay {}, --idle-timeout {:?}, {:?}, late output {:?}",
+            input.input_names(),
+            paths.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
+            args.time.time_format,
+            partition_at,
+            args.allowed_lateness,
+            args.emit,
+            aggs.iter()
+                .map(|a| format!("{:?} {:?} {}", a.kind, a.field, a.name))
+                .collect::<Vec<_>>(),
+            args.delay,
+            args.idle_timeout,
+            args.format,
+            args.late_output,
+        );
         Ok(Plan {
             input,
             sink,
@@ -132,23 +156,54 @@ impl Plan {
             keys_at,
             key_columns: args.keys.iter().map(FieldPath::column_name).collect(),
             agg_fields,
+            checkpoint,
+            job,
         })
     }
 }
 
 fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let source = plan.input.open_source(Render::Envelope)?;
-    let mut policy = ErrorPolicy::open(&plan.input.policy)?;
-    let sink = LineSink::open(&plan.sink)?;
+    let (mut checkpoints, restored) =
+        super::open_checkpoints(plan.checkpoint.as_ref(), "window", &plan.job, &plan.input)?;
+    let restored = restored.as_ref();
+    let saved: Option<StepState> = restored
+        .map(|r| saved::decode(&r.state).map_err(Error::Usage))
+        .transpose()?;
+    let source = plan
+        .input
+        .open_source_at(Render::Envelope, restored.map(|r| r.at))?;
+    let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored)?;
+    let sink = LineSink::open_resumed(&plan.sink, restored)?;
     let late = match &plan.late_output {
-        Some(path) => Some(LineSink::open_file(path)?),
+        Some(path) => Some(LineSink::open_file(path, restored)?),
         None => None,
     };
     let aggs_plain = plan.config.aggs.iter().all(|a| is_plain_name(&a.name));
     let marks = plan.config.allowed_lateness > 0 || plan.config.emit == EmitMode::Updates;
     let extractor = Arc::new(Extractor::new(plan.paths));
+    let watermarks = Watermarks::new(plan.delay, plan.idle_timeout);
+    let mut table = TableWriter::new(sink, plan.format);
+    let (op, partitions, started, written) = match saved {
+        None => (
+            WindowOperator::new(plan.config, watermarks),
+            PartitionIds::default(),
+            Instant::now(),
+            0,
+        ),
+        Some(saved) => {
+            stats.counters = restored.expect("state comes with it").counters.clone();
+            table.set_columns(saved.csv_columns);
+            (
+                WindowOperator::restore(plan.config, saved.op).map_err(Error::Usage)?,
+                PartitionIds::from_values(saved.partitions),
+                // Processing time goes on from where the checkpoint left it (idle timeouts).
+                super::clock_from(saved.now),
+                saved.written,
+            )
+        }
+    };
     let mut step = WindowStep {
-        op: WindowOperator::new(plan.config, Watermarks::new(plan.delay, plan.idle_timeout)),
+        op,
         extractor: extractor.clone(),
         time_format: plan.time_format,
         partition_at: plan.partition_at,
@@ -158,16 +213,16 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         key_columns: plan.key_columns,
         marks,
         agg_fields: plan.agg_fields,
-        partitions: PartitionIds::default(),
-        table: TableWriter::new(sink, plan.format),
+        partitions,
+        table,
         csv_row: CsvRow::default(),
         late,
         rows: Vec::new(),
         key: String::new(),
         inputs: Vec::new(),
-        started: Instant::now(),
+        started,
         now: 0,
-        written: 0,
+        written,
     };
     let run = Run {
         source,
@@ -177,11 +232,18 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         policy: &mut policy,
         stop,
     };
-    let mut result = read_records(run, &mut step);
+    let mut result = read_records_with(run, &mut step, checkpoints.as_mut());
     if result.is_ok() {
         // A bounded input ended: the watermark goes to +infinity and every window fires.
         step.op.finish(&mut step.rows);
         result = step.write_rows();
+    }
+    // At the end of the input, and on a signal (the drive loop stops between chunks, at a
+    // record boundary), the checkpoint covers everything handled.
+    if let Some(c) = &mut checkpoints {
+        if matches!(result, Ok(()) | Err(Error::Interrupted)) {
+            c.take(&mut step, &mut policy, &stats.counters)?;
+        }
     }
     let peaks = step.op.peaks();
     stats.counters.written = step.written;
@@ -189,6 +251,18 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     stats.counters.peak_keys = peaks.keys as u64;
     let flushed = step.flush().and(policy.flush());
     result.and(flushed)
+}
+
+/// What a checkpoint keeps of a window run.
+#[derive(Serialize, Deserialize)]
+struct StepState {
+    op: WindowState,
+    partitions: Vec<String>,
+    /// The CSV header written, if any.
+    csv_columns: Option<Vec<String>>,
+    written: u64,
+    /// Processing time.
+    now: Millis,
 }
 
 fn window_kind(args: &WindowArgs) -> Result<WindowKind> {
@@ -550,6 +624,24 @@ impl RecordStep for WindowStep {
 
     fn idle(&mut self) -> Result<()> {
         self.flush()
+    }
+
+    fn checkpoint(&mut self) -> Result<StepCheckpoint> {
+        let state = StepState {
+            op: self.op.state(),
+            partitions: self.partitions.values(),
+            csv_columns: self.table.columns().map(<[String]>::to_vec),
+            written: self.written,
+            now: self.clock(),
+        };
+        let mut sinks: Vec<_> = self.table.durable()?.into_iter().collect();
+        if let Some(late) = &mut self.late {
+            sinks.extend(late.durable()?);
+        }
+        Ok(StepCheckpoint {
+            state: saved::encode(&state),
+            sinks,
+        })
     }
 
     fn batch(&mut self) {

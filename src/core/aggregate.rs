@@ -14,7 +14,10 @@ use rustc_hash::FxHashSet;
 #[cfg(test)]
 use serde_json::{Map, Value};
 
+use serde::{Deserialize, Serialize};
+
 use super::record::Scalar;
+use super::saved;
 use super::time::Millis;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -43,7 +46,7 @@ pub struct AggSpec {
 /// Distinct values kept exactly per window and key before switching to an estimate.
 pub const DISTINCT_EXACT_LIMIT: usize = 10_000;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Distinct {
     Exact(FxHashSet<Box<str>>),
     Estimated(Box<CardinalityEstimator<str>>),
@@ -54,16 +57,17 @@ pub enum Distinct {
     },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum AggState {
     Count(u64),
     /// Sum and average: the exact sum and how many values it holds.
     Sum {
+        #[serde(with = "saved::decimal")]
         sum: Decimal,
         n: u64,
     },
-    Min(Option<Decimal>),
-    Max(Option<Decimal>),
+    Min(#[serde(with = "saved::option_decimal")] Option<Decimal>),
+    Max(#[serde(with = "saved::option_decimal")] Option<Decimal>),
     /// Boxed, as is `Percentile`: every window holds its states in its own entry, and these
     /// rarer states would make every state (and so every window) a word larger.
     Distinct(Box<Distinct>),
@@ -78,10 +82,10 @@ const PERCENTILE_SCALE: f64 = 1000.0;
 /// A window's values for `--percentile`: the values themselves while there are few (exact, 8
 /// bytes each), then a histogram (3 significant digits). A histogram takes 16 KiB or more
 /// however little it holds: across 66k open windows that was 5 GiB.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Quantiles {
     Few(Vec<u64>),
-    Many(Box<Histogram<u64>>),
+    Many(#[serde(with = "saved::histogram")] Box<Histogram<u64>>),
     /// Only the answers, one per requested percentile, for a result row (see
     /// `AggState::summary`).
     Picked(Vec<Option<u64>>),

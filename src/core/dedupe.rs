@@ -13,8 +13,11 @@
 //! treated as absent when looked up (so expiry is exact) and swept out in passes whose cost
 //! is spread over the records. `max_keys` is a hard bound: when full, the oldest eighth of each
 //! of the 64 shards is
-//! evicted, counted, and remembered in a Bloom filter so that a later repeat of an evicted id
+//! evicted (ties by hash), counted, and remembered in a Bloom filter so that a later repeat of an evicted id
 //! is counted as "possibly duplicate" (it passes).
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use super::id_table::IdTable;
 use super::time::Millis;
@@ -30,7 +33,7 @@ pub enum Verdict {
     PossiblyDuplicate,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DedupeCounts {
     pub evicted: u64,
     pub possibly_duplicate: u64,
@@ -40,7 +43,11 @@ pub struct DedupeCounts {
 
 /// The id as kept: a 128-bit hash, or the text itself.
 pub trait IdKey: Eq + Clone + Default {
+    /// The id as a checkpoint keeps it.
+    type Saved: Serialize + DeserializeOwned;
     fn hash128(&self) -> u128;
+    fn save(&self) -> Self::Saved;
+    fn load(saved: Self::Saved) -> Self;
 }
 
 /// Where an id's hash places it: its shard (the top bits) and its hash within the shard's
@@ -58,14 +65,36 @@ fn table_hash<K: IdKey>(id: &K) -> u64 {
 pub type IdHash = [u64; 2];
 
 impl IdKey for IdHash {
+    /// Sixteen bytes, as they are: postcard would write a random word in ten.
+    type Saved = [u8; 16];
+
     fn hash128(&self) -> u128 {
         (self[0] as u128) << 64 | self[1] as u128
+    }
+
+    fn save(&self) -> [u8; 16] {
+        self.hash128().to_le_bytes()
+    }
+
+    fn load(saved: [u8; 16]) -> IdHash {
+        let h = u128::from_le_bytes(saved);
+        [(h >> 64) as u64, h as u64]
     }
 }
 
 impl IdKey for Box<str> {
+    type Saved = Box<str>;
+
     fn hash128(&self) -> u128 {
         hash_id(self.as_bytes()).hash128()
+    }
+
+    fn save(&self) -> Box<str> {
+        self.clone()
+    }
+
+    fn load(saved: Box<str>) -> Box<str> {
+        saved
     }
 }
 
@@ -172,6 +201,53 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
 
     pub fn remembered(&self) -> usize {
         self.len
+    }
+
+    /// The remembered ids and what the rules need besides them, for a checkpoint. Taken
+    /// between records, when no released record is waiting.
+    pub fn state(&self) -> DeduperState<K::Saved, H>
+    where
+        H: Clone,
+    {
+        debug_assert!(self.released.is_empty());
+        let entries = self
+            .shards
+            .iter()
+            .flat_map(|shard| shard.iter())
+            .map(|(id, (t, held))| (id.save(), *t, held.clone()))
+            .collect();
+        DeduperState {
+            entries,
+            evicted: self.evicted.as_ref().map(|b| b.bits.clone()),
+            counts: self.counts,
+            swept_at: self.swept_at,
+            oldest: self.oldest,
+        }
+    }
+
+    /// Puts a checkpoint's ids back (the horizon and bound are the job's, given again).
+    pub fn restore(&mut self, state: DeduperState<K::Saved, H>) -> Result<(), String> {
+        if state.entries.len() > self.max_keys {
+            return Err("the checkpoint remembers more ids than --max-keys".into());
+        }
+        for (saved, t, held) in state.entries {
+            let id = K::load(saved);
+            let (at, hash) = place(id.hash128());
+            if self.shards[at].find(&id, hash).is_some() {
+                return Err("the checkpoint remembers an id twice".into());
+            }
+            self.shards[at].insert_new(id, hash, (t, held), table_hash);
+            self.len += 1;
+        }
+        self.evicted = match state.evicted {
+            Some(bits) if bits.len() as u64 * 64 == Bloom::BITS => Some(Bloom { bits }),
+            Some(_) => return Err("the checkpoint's filter of evicted ids is cut".into()),
+            None => None,
+        };
+        self.counts = state.counts;
+        self.swept_at = state.swept_at;
+        self.oldest = state.oldest;
+        Ok(())
     }
 
     /// Keeps the shard's entries for which `keep` holds (the others' held records are
@@ -297,16 +373,17 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
             if shard.is_empty() {
                 continue;
             }
+            // Ties in time are broken by the id's hash, so that which ids go does not
+            // depend on where they sit in the table (a restored table sits otherwise).
             times.clear();
-            times.extend(shard.values().map(|slot| slot.0));
+            times.extend(shard.iter().map(|(id, slot)| (slot.0, id.hash128())));
             let cut = (times.len() / 8).max(1);
             let (_, &mut threshold, _) = times.select_nth_unstable(cut - 1);
-            let mut taken = 0;
             evicted += Self::forget(shard, &mut self.released, self.holding, |id, t0| {
-                let keep = t0 > threshold || taken >= cut;
+                let hash = id.hash128();
+                let keep = (t0, hash) > threshold;
                 if !keep {
-                    bloom.insert(id.hash128());
-                    taken += 1;
+                    bloom.insert(hash);
                 }
                 keep
             });
@@ -314,6 +391,18 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         self.len -= evicted;
         self.counts.evicted += evicted as u64;
     }
+}
+
+/// What a checkpoint keeps of a `Deduper`: every remembered id with the time its group
+/// opened (and, keeping last, its held record), the filter of evicted ids, the counts, and
+/// the sweep's place.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DeduperState<S, H> {
+    entries: Vec<(S, Millis, H)>,
+    evicted: Option<Vec<u64>>,
+    counts: DedupeCounts,
+    swept_at: Millis,
+    oldest: Millis,
 }
 
 /// A fixed 1 MiB Bloom filter over 128-bit hashes (k = 4), for evicted ids.
@@ -451,6 +540,78 @@ mod tests {
     }
 
     proptest! {
+        /// A deduper saved at any record, encoded, decoded and restored, judges the rest as
+        /// the uninterrupted one does, and releases the same held records: with and without
+        /// a horizon, at the --max-keys bound (evictions and the filter of evicted ids), for
+        /// hashed and exact ids.
+        #[test]
+        fn restored_deduper_goes_on_as_the_uninterrupted_one(
+            records in prop::collection::vec((0u8..40, 0i64..200, 0i64..3), 1..300),
+            horizon in prop::option::of(1i64..60),
+            max_keys in 1usize..50,
+            cut in 0usize..300,
+            exact in any::<bool>(),
+        ) {
+            fn run<K: IdKey>(
+                d: &mut Deduper<K, u64>,
+                records: &[(u8, Millis, Millis)],
+                first_seq: u64,
+                make: &dyn Fn(u8) -> K,
+            ) -> Vec<String> {
+                let mut out = Vec::new();
+                let mut released = Vec::new();
+                for (i, (id, t, clock)) in records.iter().enumerate() {
+                    let seq = first_seq + i as u64;
+                    let (verdict, replaced) = d.check_held(&make(*id), *t, *clock, seq);
+                    d.take_released(&mut released);
+                    released.sort_unstable();
+                    out.push(format!("{seq}: {verdict:?} {replaced:?} {released:?}"));
+                    released.clear();
+                }
+                out
+            }
+            fn check<K: IdKey>(
+                records: &[(u8, Millis, Millis)],
+                horizon: Option<Millis>,
+                max_keys: usize,
+                cut: usize,
+                make: &dyn Fn(u8) -> K,
+            ) -> Result<(), TestCaseError> {
+                let mut whole = Deduper::keeping_last(horizon, max_keys);
+                let want = run(&mut whole, records, 0, make);
+                let mut first = Deduper::keeping_last(horizon, max_keys);
+                let mut got = run(&mut first, &records[..cut], 0, make);
+                let bytes = crate::core::saved::encode(&first.state());
+                let mut second = Deduper::keeping_last(horizon, max_keys);
+                second.restore(crate::core::saved::decode(&bytes).unwrap()).unwrap();
+                got.extend(run(&mut second, &records[cut..], cut as u64, make));
+                prop_assert_eq!(got, want);
+                prop_assert_eq!(second.counts(), whole.counts());
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                whole.finish(&mut a);
+                second.finish(&mut b);
+                a.sort_unstable();
+                b.sort_unstable();
+                prop_assert_eq!(a, b);
+                Ok(())
+            }
+            // The clock (a watermark) never goes back.
+            let mut clock = 0;
+            let records: Vec<(u8, Millis, Millis)> = records
+                .into_iter()
+                .map(|(id, t, step)| {
+                    clock += step;
+                    (id, t, clock)
+                })
+                .collect();
+            let cut = cut.min(records.len());
+            if exact {
+                check(&records, horizon, max_keys, cut, &|id| Box::<str>::from(id.to_string()))?;
+            } else {
+                check(&records, horizon, max_keys, cut, &|id| hash_id(&[id]))?;
+            }
+        }
+
         /// The deduper equals a direct restatement of the rule over a plain map of strings,
         /// whatever the sweeps do to its memory; and its memory follows the horizon: after a
         /// record it does not drop, every id it remembers opened its group less than a horizon

@@ -269,6 +269,11 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         self.full_slots().map(|slot| &self.slots[slot].1)
     }
 
+    /// The entries, in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = &(K, V)> {
+        self.full_slots().map(|slot| &self.slots[slot])
+    }
+
     /// Takes every entry out, keeping the room.
     pub fn drain(&mut self) -> Vec<(K, V)> {
         let mut entries = Vec::with_capacity(self.len);

@@ -9,11 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::aggregate::percentile_of;
+use super::saved::{decode_histogram, encode_histogram};
 use super::time::{format_millis, Millis};
 
 /// Most groups (`--by` values) and drift buckets kept; the rest are counted as dropped.
@@ -89,35 +89,15 @@ pub struct ProfileState {
     dropped_buckets: u64,
 }
 
-fn encode(h: &Histogram<u64>) -> Vec<u8> {
-    let mut out = Vec::new();
-    V2Serializer::new()
-        .serialize(h, &mut out)
-        .expect("a histogram serialises to memory");
-    out
-}
-
-fn decode(bytes: &[u8]) -> Result<Histogram<u64>, String> {
-    let saved: Histogram<u64> = Deserializer::new()
-        .deserialize(&mut std::io::Cursor::new(bytes))
-        .map_err(|e| format!("a histogram in the checkpoint: {e:?}"))?;
-    // A decoded histogram tracks values up to its largest so far only; added into a new
-    // one, it grows again as the values do.
-    let mut h = Histogram::new(3).expect("3 significant digits");
-    h.add(&saved)
-        .map_err(|e| format!("a histogram in the checkpoint: {e:?}"))?;
-    Ok(h)
-}
-
 impl Distribution {
     fn state(&self) -> DistributionState {
         DistributionState {
             count: self.count,
-            lateness: encode(&self.lateness),
+            lateness: encode_histogram(&self.lateness),
             negative: self.negative,
             min_lateness: self.min_lateness,
             max_lateness: self.max_lateness,
-            out_of_order: encode(&self.out_of_order),
+            out_of_order: encode_histogram(&self.out_of_order),
             late_for: self.late_for.clone(),
         }
     }
@@ -128,11 +108,11 @@ impl Distribution {
         }
         Ok(Distribution {
             count: s.count,
-            lateness: decode(&s.lateness)?,
+            lateness: decode_histogram(&s.lateness)?,
             negative: s.negative,
             min_lateness: s.min_lateness,
             max_lateness: s.max_lateness,
-            out_of_order: decode(&s.out_of_order)?,
+            out_of_order: decode_histogram(&s.out_of_order)?,
             late_for: s.late_for,
         })
     }

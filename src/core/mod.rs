@@ -8,6 +8,7 @@ pub mod lag;
 pub mod lateness;
 pub mod pace;
 pub mod record;
+pub mod saved;
 pub mod scan;
 pub mod time;
 pub mod watermark;

@@ -7,6 +7,7 @@
 //! goes back. Pure: processing time is passed in.
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 use super::time::Millis;
 
@@ -58,14 +59,16 @@ pub const NO_WATERMARK: Millis = Millis::MIN;
 /// The watermark at the end of a bounded input: everything is complete.
 pub const END_OF_INPUT: Millis = Millis::MAX;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Partition {
     max_event_time: Millis,
     last_seen: Millis,
     idle: bool,
 }
 
-#[derive(Clone, Debug)]
+/// Serialised whole into a checkpoint: its delay and idle timeout are the job's, which a
+/// restore has checked are the same.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Watermarks {
     delay: Millis,
     idle_timeout: Option<Millis>,

@@ -22,6 +22,11 @@ fn big_input(dir: &Path) -> std::path::PathBuf {
             continue;
         }
         let pad = "x".repeat(rng.random_range(0..300));
+        // An id that now and then repeats one up to 1,000 records back.
+        let d = match rng.random_range(0..4) {
+            0 => i.saturating_sub(rng.random_range(1..1000)),
+            _ => i,
+        };
         // Event time a second per record, shuffled by up to a minute; arrival up to 10 min
         // after it, as epoch milliseconds.
         let t = 1_767_225_600 + i as i64 - rng.random_range(0..60);
@@ -29,7 +34,7 @@ fn big_input(dir: &Path) -> std::path::PathBuf {
         let t = chrono::DateTime::from_timestamp(t, 0).unwrap().to_rfc3339();
         writeln!(
             out,
-            "{{\"i\":{i},\"t\":\"{t}\",\"a\":{a},\"c\":\"c{}\",\"pad\":\"{pad}\"}}",
+            "{{\"i\":{i},\"d\":{d},\"t\":\"{t}\",\"a\":{a},\"c\":\"c{}\",\"pad\":\"{pad}\"}}",
             i % 7
         )
         .unwrap();
@@ -151,6 +156,165 @@ fn consume_killed_twenty_times_writes_what_one_run_writes() {
         .unwrap();
     assert!(again.status.success(), "{again:?}");
     assert!(std::fs::read(&part).unwrap() == std::fs::read(&full).unwrap());
+}
+
+/// Runs `command` (arguments, with `{dir}/{run}-` before each output file's name) once
+/// uninterrupted and once killed twenty times; every output file must be the same.
+fn drill(command: &[&str], outputs: &[&str], seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let input = big_input(dir.path());
+    let args = |run: &str| -> Vec<String> {
+        let mut args: Vec<String> = vec![command[0].into(), input.to_str().unwrap().into()];
+        for a in &command[1..] {
+            args.push(match outputs.contains(a) {
+                true => dir.path().join(format!("{run}-{a}")).display().to_string(),
+                false => a.to_string(),
+            });
+        }
+        args.push("-q".into());
+        args
+    };
+    let whole = weir().args(args("whole")).output().unwrap();
+    assert!(whole.status.success(), "{whole:?}");
+    let checkpoint = dir.path().join("run.ckpt");
+    killed_twenty_times(&args("drilled"), &checkpoint, seed);
+    for name in outputs {
+        let read = |run: &str| std::fs::read(dir.path().join(format!("{run}-{name}"))).unwrap();
+        let (whole, drilled) = (read("whole"), read("drilled"));
+        assert!(
+            !whole.is_empty(),
+            "{name} is empty: the drill tests nothing there"
+        );
+        assert!(
+            drilled == whole,
+            "{name} differs from one uninterrupted run's ({} and {} bytes)",
+            drilled.len(),
+            whole.len()
+        );
+    }
+}
+
+const DRILL_AGGREGATES: [&str; 9] = [
+    "--count",
+    "--sum",
+    "i",
+    "--distinct",
+    "d",
+    "--percentile",
+    "i:p50,p99",
+    "--first",
+    "i",
+];
+
+#[test]
+fn window_tumbling_with_lateness_killed_twenty_times_writes_what_one_run_writes() {
+    let mut command = vec![
+        "window",
+        "--time",
+        "t",
+        "--key",
+        "c",
+        "--tumbling",
+        "10s",
+        "--delay",
+        "20s",
+        "--allowed-lateness",
+        "10s",
+        "-o",
+        "rows",
+        "--late-output",
+        "late",
+        "--on-error",
+        "skip",
+        "--dead-letter",
+        "bad",
+    ];
+    command.extend(DRILL_AGGREGATES);
+    drill(&command, &["rows", "late", "bad"], 23);
+}
+
+#[test]
+fn window_sessions_as_csv_killed_twenty_times_write_what_one_run_writes() {
+    let mut command = vec![
+        "window",
+        "--time",
+        "t",
+        "--key",
+        "c",
+        "--session",
+        "8s",
+        "--delay",
+        "5s",
+        "--allowed-lateness",
+        "40s",
+        "--format",
+        "csv",
+        "-o",
+        "rows",
+        "--late-output",
+        "late",
+        "--on-error",
+        "skip",
+    ];
+    command.extend(DRILL_AGGREGATES);
+    drill(&command, &["rows", "late"], 29);
+}
+
+#[test]
+fn dedupe_keep_first_killed_twenty_times_writes_what_one_run_writes() {
+    drill(
+        &[
+            "dedupe",
+            "--id",
+            "d",
+            "--time",
+            "t",
+            "--horizon",
+            "5m",
+            "--delay",
+            "30s",
+            "--max-keys",
+            "400",
+            "-o",
+            "kept",
+            "--duplicates",
+            "dups",
+            "--on-error",
+            "skip",
+            "--dead-letter",
+            "bad",
+        ],
+        &["kept", "dups", "bad"],
+        31,
+    );
+}
+
+#[test]
+fn dedupe_keep_last_killed_twenty_times_writes_what_one_run_writes() {
+    drill(
+        &[
+            "dedupe",
+            "--id",
+            "d",
+            "--time",
+            "t",
+            "--horizon",
+            "5m",
+            "--delay",
+            "30s",
+            "--keep",
+            "last",
+            "--exact-ids",
+            "-o",
+            "kept",
+            "--duplicates",
+            "dups",
+            "--on-error",
+            "skip",
+        ],
+        &["kept", "dups"],
+        37,
+    );
 }
 
 #[test]

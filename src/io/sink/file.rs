@@ -34,11 +34,6 @@ impl FileSink {
         })
     }
 
-    /// Creates (or truncates) the file at `path`.
-    pub fn create(path: &Path) -> Result<FileSink> {
-        FileSink::open(path, None)
-    }
-
     /// Creates the file at `path`, or restoring a checkpoint, opens it cut back to the
     /// length the checkpoint committed.
     pub fn open(path: &Path, committed: Option<u64>) -> Result<FileSink> {
@@ -52,10 +47,15 @@ impl FileSink {
         })
     }
 
-    /// Flushes and syncs what was written; the file's length (stdout: none).
+    /// Flushes and syncs what was written; the file's length.
     pub fn durable_len(&mut self) -> Result<u64> {
         self.out.flush().map_err(|e| Error::write(&self.name, e))?;
-        sync_len(self.out.get_mut()).map_err(|e| Error::write(&self.name, e))
+        self.synced_len()
+    }
+
+    /// Syncs what was flushed; the file's length.
+    pub fn synced_len(&self) -> Result<u64> {
+        sync_len(self.out.get_ref()).map_err(|e| Error::write(&self.name, e))
     }
 
     pub(super) fn writer(&mut self) -> &mut BufWriter<File> {

@@ -112,10 +112,11 @@ impl LineSink {
         Ok(LineSink { out })
     }
 
-    /// Creates (or truncates) a side file: `--late-output`, `--duplicates`.
-    pub fn open_file(path: &Path) -> Result<LineSink> {
+    /// Creates (or truncates) a side file: `--late-output`, `--duplicates`; restoring a
+    /// checkpoint, cuts it back to the length the `restored` run committed.
+    pub fn open_file(path: &Path, restored: Option<&Restored>) -> Result<LineSink> {
         Ok(LineSink {
-            out: Out::File(FileSink::create(path)?),
+            out: Out::File(FileSink::open(path, committed(restored, path))?),
         })
     }
 
@@ -129,6 +130,17 @@ impl LineSink {
             })),
             Out::File(f) => f.flush().map(|_| None),
             Out::Kafka(k) => k.flush().map(|_| None),
+        }
+    }
+
+    /// `durable` for a sink whose buffer was flushed already (through `file_writer`).
+    fn synced(&self) -> Result<Option<SinkLength>> {
+        match &self.out {
+            Out::File(f) if f.name != "stdout" => Ok(Some(SinkLength {
+                committed_len: f.synced_len()?,
+                path: f.name.clone(),
+            })),
+            _ => Ok(None),
         }
     }
 

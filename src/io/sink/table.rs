@@ -5,6 +5,7 @@ use std::io::{self, Write};
 use super::{LineSink, Sink};
 use crate::core::aggregate::{write_decimal, Cell, Columns};
 use crate::error::{Error, Result};
+use crate::runtime::checkpoint::file::SinkLength;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum TableFormat {
@@ -84,6 +85,33 @@ impl TableWriter {
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// Flushes and syncs a file's rows; its path and length, for a checkpoint.
+    pub fn durable(&mut self) -> Result<Option<SinkLength>> {
+        match self {
+            TableWriter::Ndjson { sink, .. } => sink.durable(),
+            TableWriter::Csv { out, name, .. } => {
+                out.flush().map_err(|e| Error::write(name, e))?;
+                out.get_ref().0.synced()
+            }
+        }
+    }
+
+    /// The CSV columns, once the header is written (a checkpoint keeps them, so that a
+    /// resumed run writes no second header).
+    pub fn columns(&self) -> Option<&[String]> {
+        match self {
+            TableWriter::Csv { columns, .. } => columns.as_deref(),
+            TableWriter::Ndjson { .. } => None,
+        }
+    }
+
+    /// A resumed run's CSV columns, whose header the file already holds.
+    pub fn set_columns(&mut self, written: Option<Vec<String>>) {
+        if let TableWriter::Csv { columns, .. } = self {
+            *columns = written;
         }
     }
 
@@ -187,7 +215,7 @@ mod tests {
     fn csv(rows: &[&[(&str, Cell<'_>)]]) -> String {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out");
-        let sink = LineSink::open_file(&path).unwrap();
+        let sink = LineSink::open_file(&path, None).unwrap();
         let mut t = TableWriter::new(sink, TableFormat::Csv);
         for r in rows {
             let mut row = CsvRow::default();

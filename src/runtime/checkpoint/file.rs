@@ -14,6 +14,7 @@
 //!              "partitions":[{"partition":...,"position":...,"state_len":N},...],
 //!              "shared_len":N,"sinks":[{"path":"out.ndjson","committed_len":N}]}
 //! bytes       each partition's state, in the header's order, then the shared state
+//!             (a command's state is postcard-encoded, `core::saved`; the counters JSON)
 //! u32 LE      CRC-32 of everything before it
 //! ```
 //!
@@ -32,7 +33,7 @@ use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"WEIRCKPT";
 /// The layout above; a file of another format version is refused, never misread.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// One input partition, named so that the same partition is found again after a restart or on
 /// another instance.
@@ -438,9 +439,9 @@ mod tests {
             assert!(e.to_string().contains("--reset"), "{e}");
         }
         let mut other_format = c.encode();
-        other_format[8] = 2;
+        other_format[8] = FORMAT as u8 + 1;
         let e = Checkpoint::decode(&other_format).unwrap_err();
-        assert!(e.contains("format 2"), "{e}");
+        assert!(e.contains(&format!("format {}", FORMAT + 1)), "{e}");
     }
 
     #[test]

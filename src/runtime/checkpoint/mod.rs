@@ -48,7 +48,7 @@ pub fn committed(restored: Option<&Restored>, path: &Path) -> Option<u64> {
 }
 
 /// Makes `file`'s written bytes durable and returns its length.
-pub fn sync_len(file: &mut File) -> io::Result<u64> {
+pub fn sync_len(mut file: &File) -> io::Result<u64> {
     file.sync_data()?;
     file.stream_position()
 }
