@@ -42,7 +42,7 @@ data() {
 
 # run NAME REPEATS COMMAND...: best wall time of REPEATS runs, with the peak RSS and the CPU
 # time (user + system) of that run.
-declare -A SECS RSS CPU
+declare -A SECS RSS CPU BEST
 run() {
   local name=$1 repeats=$2; shift 2
   local best="" best_rss="" best_cpu=""
@@ -200,4 +200,43 @@ run "duckdb quantile_cont" 3 python3 scripts/peers/duckdb_profile.py "$FILE"
 EPS=$(awk -v s="${SECS[weir watermark-profile (one core)]}" -v l="$LINES" 'BEGIN{ printf "%.0f", l/s }')
 check "weir watermark-profile events/s on one core" "$EPS" ">=" 3000000
 check "weir watermark-profile vs duckdb (x)" "$(ratio 'weir watermark-profile' 'duckdb quantile_cont')" ">=" 1.2
+fi
+
+# Checkpoints (WHAT=checkpoint, not in the default set). Writing and restoring a checkpoint of
+# 1M open windows and of 10M remembered ids (benches/checkpoint.rs; target 2 s each, 32 B per
+# id), then the throughput cost of --checkpoint on the 5M-event window and dedupe runs, each
+# writing to a file with and without it (target: at most 5% at the default 10s interval; 1s
+# shown too, where a run of a few seconds takes several).
+if [[ " $WHAT " == *" checkpoint "* ]]; then
+echo
+echo "# checkpoint write and restore"
+cargo bench --locked --bench checkpoint 2>/dev/null
+data "$WINDOW_EVENTS"
+OUT="$DATA/checkpoint-bench.out"
+CK="$DATA/checkpoint-bench.ckpt"
+WINDOW_ARGS=(window -q "$FILE" --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount -o "$OUT")
+DEDUPE_ARGS=(dedupe -q "$FILE" --id event_id --time occurred_at --horizon 1h -o "$OUT")
+echo
+echo "# checkpoint cost: $LINES events, $((BYTES / 1000000)) MB"
+# Alternating, so that a busy spell of the machine falls on both sides alike.
+for _ in 1 2; do
+  for cmd in window dedupe; do
+    if [ "$cmd" = window ]; then ARGS=("${WINDOW_ARGS[@]}"); else ARGS=("${DEDUPE_ARGS[@]}"); fi
+    run "weir $cmd -o" 3 "$WEIR" "${ARGS[@]}"
+    run "weir $cmd --checkpoint 10s" 3 sh -c 'rm -f "$1"*; shift; exec "$@"' _ "$CK" "$WEIR" "${ARGS[@]}" --checkpoint "$CK" --reset
+    run "weir $cmd --checkpoint 1s" 3 sh -c 'rm -f "$1"*; shift; exec "$@"' _ "$CK" "$WEIR" "${ARGS[@]}" --checkpoint "$CK" --checkpoint-interval 1s --reset
+    # The best of both rounds.
+    for k in "weir $cmd -o" "weir $cmd --checkpoint 10s" "weir $cmd --checkpoint 1s"; do
+      if [ -z "${BEST[$k]:-}" ] || awk "BEGIN{exit !(${SECS[$k]} < ${BEST[$k]})}"; then BEST[$k]=${SECS[$k]}; fi
+    done
+  done
+done
+for cmd in window dedupe; do
+  for interval in 10s 1s; do
+    COST=$(awk -v a="${BEST[weir $cmd -o]}" -v b="${BEST[weir $cmd --checkpoint $interval]}" 'BEGIN{ printf "%.1f", (b / a - 1) * 100 }')
+    if [ "$interval" = 10s ]; then check "weir $cmd --checkpoint-interval 10s cost (%)" "$COST" "<=" 5
+    else echo "  info  weir $cmd --checkpoint-interval 1s cost (%): $COST"; fi
+  done
+done
+rm -f "$OUT" "$CK"*
 fi

@@ -146,10 +146,13 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         stop,
     };
     let result = read_records_with(run, &mut step, checkpoints.as_mut());
-    // Stopped by a signal, the checkpoint keeps the held records: a resumed run cuts the
-    // output back to it and writes them when their groups end.
-    if let (Some(c), Err(Error::Interrupted)) = (&mut checkpoints, &result) {
-        c.take(&mut step, &mut policy, &stats.counters)?;
+    // At the end of the input and on a signal, the checkpoint keeps the remembered ids and
+    // held records: a run started again from it (a new stdin goes on with them) cuts the
+    // output back to it and writes the held records when their groups end.
+    if let Some(c) = &mut checkpoints {
+        if matches!(result, Ok(()) | Err(Error::Interrupted)) {
+            c.take(&mut step, &mut policy, &stats.counters)?;
+        }
     }
     // The end of the input, or a clean stop: every held record goes out.
     let result = match result {
@@ -159,9 +162,6 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         }
         failed => failed,
     };
-    if let (Some(c), Ok(())) = (&mut checkpoints, &result) {
-        c.take(&mut step, &mut policy, &stats.counters)?;
-    }
     let counts = step.ids.counts();
     stats.counters.evicted = counts.evicted;
     stats.counters.possibly_duplicates = counts.possibly_duplicate;

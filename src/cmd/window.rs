@@ -233,17 +233,19 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         stop,
     };
     let mut result = read_records_with(run, &mut step, checkpoints.as_mut());
-    if result.is_ok() {
-        // A bounded input ended: the watermark goes to +infinity and every window fires.
-        step.op.finish(&mut step.rows);
-        result = step.write_rows();
-    }
     // At the end of the input, and on a signal (the drive loop stops between chunks, at a
-    // record boundary), the checkpoint covers everything handled.
+    // record boundary), the checkpoint covers everything handled, and is taken before the
+    // last windows fire: a run started again from it (a new stdin goes on with the open
+    // windows) cuts their rows off and fires them when its own input ends.
     if let Some(c) = &mut checkpoints {
         if matches!(result, Ok(()) | Err(Error::Interrupted)) {
             c.take(&mut step, &mut policy, &stats.counters)?;
         }
+    }
+    if result.is_ok() {
+        // A bounded input ended: the watermark goes to +infinity and every window fires.
+        step.op.finish(&mut step.rows);
+        result = step.write_rows();
     }
     let peaks = step.op.peaks();
     stats.counters.written = step.written;

@@ -230,15 +230,26 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         if state.entries.len() > self.max_keys {
             return Err("the checkpoint remembers more ids than --max-keys".into());
         }
-        for (saved, t, held) in state.entries {
-            let id = K::load(saved);
-            let (at, hash) = place(id.hash128());
-            if self.shards[at].find(&id, hash).is_some() {
-                return Err("the checkpoint remembers an id twice".into());
-            }
-            self.shards[at].insert_new(id, hash, (t, held), table_hash);
-            self.len += 1;
+        // Sized first, so that no insert grows a table. The ids come shard by shard in slot
+        // order, so each shard is filled front to back rather than at random.
+        let mut per_shard = [0usize; SHARDS];
+        let entries: Vec<(K, u64, usize, (Millis, H))> = state
+            .entries
+            .into_iter()
+            .map(|(saved, t, held)| {
+                let id = K::load(saved);
+                let (at, hash) = place(id.hash128());
+                per_shard[at] += 1;
+                (id, hash, at, (t, held))
+            })
+            .collect();
+        for (shard, n) in self.shards.iter_mut().zip(per_shard) {
+            shard.reserve(n, table_hash);
         }
+        for (id, hash, at, slot) in entries {
+            self.shards[at].insert_new(id, hash, slot, table_hash);
+        }
+        self.len += per_shard.iter().sum::<usize>();
         self.evicted = match state.evicted {
             Some(bits) if bits.len() as u64 * 64 == Bloom::BITS => Some(Bloom { bits }),
             Some(_) => return Err("the checkpoint's filter of evicted ids is cut".into()),

@@ -318,6 +318,22 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         } else {
             self.capacity() * 2
         };
+        self.resize(slots, rehash);
+    }
+
+    /// Makes room for `more` entries at once (a restore), so that no insert grows the table.
+    pub fn reserve(&mut self, more: usize, rehash: fn(&K) -> u64) {
+        let need = ((self.len + more) * 8).div_ceil(7) + 1;
+        if need > self.capacity() * 7 / 8 || self.slots.is_empty() {
+            let slots = need.next_power_of_two().max(GROUP);
+            if slots > self.capacity() {
+                self.resize(slots, rehash);
+            }
+        }
+    }
+
+    /// Moves the entries into a table of `slots` slots (a power of two, at least `GROUP`).
+    fn resize(&mut self, slots: usize, rehash: fn(&K) -> u64) {
         let old_tags = mem::replace(&mut self.tags, vec![EMPTY; slots + GROUP]);
         let mut new_slots = Vec::new();
         new_slots.resize_with(slots, Default::default);

@@ -411,3 +411,76 @@ fn checkpoints_need_a_file_sink_and_a_file_source() {
     assert_eq!(out.status.code(), Some(2));
     assert!(!Path::new("/tmp/never").exists());
 }
+
+/// Stdin in two parts, the second run restored from the first one's final checkpoint, writes
+/// what one run over the whole writes: the open windows and remembered ids go on with the new
+/// stdin, and the rows the first run wrote at its end are cut off and written again, updated.
+#[test]
+fn a_new_stdin_goes_on_from_the_last_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = std::fs::read_to_string("fixtures/checkouts.ndjson").unwrap();
+    let lines: Vec<&str> = input.lines().collect();
+    // Some event ids again in the second part, so that dedupe has something to remember.
+    let second: String = lines[250..]
+        .iter()
+        .chain(&lines[200..220])
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let first: String = lines[..250].iter().map(|l| format!("{l}\n")).collect();
+    let commands: [&[&str]; 2] = [
+        &[
+            "window",
+            "--time",
+            "occurred_at",
+            "--key",
+            "merchant_id",
+            "--tumbling",
+            "1m",
+            "--delay",
+            "30s",
+            "--count",
+            "--sum",
+            "amount",
+        ],
+        &[
+            "dedupe",
+            "--id",
+            "event_id",
+            "--time",
+            "occurred_at",
+            "--horizon",
+            "10m",
+            "--keep",
+            "last",
+        ],
+    ];
+    for command in commands {
+        let whole_out = dir.path().join("whole");
+        let whole = weir()
+            .args(command)
+            .args(["-q", "-o", whole_out.to_str().unwrap()])
+            .write_stdin(format!("{first}{second}"))
+            .output()
+            .unwrap();
+        assert!(whole.status.success(), "{whole:?}");
+        let (out, ck) = (dir.path().join("parts"), dir.path().join(command[0]));
+        for (part, said) in [(&first, false), (&second, true)] {
+            let run = weir()
+                .args(command)
+                .args(["-q", "-o", out.to_str().unwrap()])
+                .args(["--checkpoint", ck.to_str().unwrap()])
+                .write_stdin(part.clone())
+                .output()
+                .unwrap();
+            assert!(run.status.success(), "{run:?}");
+            let stderr = String::from_utf8_lossy(&run.stderr);
+            assert_eq!(stderr.contains("where this stdin starts"), said, "{stderr}");
+        }
+        let (want, got) = (
+            std::fs::read_to_string(&whole_out).unwrap(),
+            std::fs::read_to_string(&out).unwrap(),
+        );
+        assert!(want.lines().count() > 10, "{want}");
+        assert_eq!(got, want, "{}", command[0]);
+    }
+}

@@ -121,9 +121,22 @@ struct PartitionHeader {
     state_len: u64,
 }
 
+/// Passes bytes on, keeping their CRC-32.
+struct Crc32Writer<W> {
+    out: W,
+    crc: crc32fast::Hasher,
+}
+
+impl<W: Write> Crc32Writer<W> {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.crc.update(bytes);
+        self.out.write_all(bytes)
+    }
+}
+
 impl Checkpoint {
-    /// The file's bytes.
-    pub fn encode(&self) -> Vec<u8> {
+    /// Writes the file's bytes to `out`.
+    pub fn write_to(&self, out: impl Write) -> io::Result<()> {
         let header = Header {
             weir: self.weir.clone(),
             command: self.command.clone(),
@@ -142,18 +155,27 @@ impl Checkpoint {
             sinks: self.sinks.clone(),
         };
         let header = serde_json::to_vec(&header).expect("a header of plain fields serialises");
-        let states: usize = self.partitions.iter().map(|p| p.state.len()).sum();
-        let mut out = Vec::with_capacity(28 + header.len() + states + self.shared.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT.to_le_bytes());
-        out.extend_from_slice(&(header.len() as u64).to_le_bytes());
-        out.extend_from_slice(&header);
+        // Written piece by piece, the states never copied: they can be hundreds of MB.
+        let mut out = Crc32Writer {
+            out,
+            crc: crc32fast::Hasher::new(),
+        };
+        out.write_all(MAGIC)?;
+        out.write_all(&FORMAT.to_le_bytes())?;
+        out.write_all(&(header.len() as u64).to_le_bytes())?;
+        out.write_all(&header)?;
         for p in &self.partitions {
-            out.extend_from_slice(&p.state);
+            out.write_all(&p.state)?;
         }
-        out.extend_from_slice(&self.shared);
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
+        out.write_all(&self.shared)?;
+        let crc = out.crc.finalize();
+        out.out.write_all(&crc.to_le_bytes())
+    }
+
+    /// The file's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_to(&mut out).expect("writes to memory succeed");
         out
     }
 
@@ -276,8 +298,10 @@ impl CheckpointFile {
             ))
         };
         let tmp = self.beside(".tmp");
-        let mut file = File::create(&tmp).map_err(cannot)?;
-        file.write_all(&checkpoint.encode()).map_err(cannot)?;
+        let file = File::create(&tmp).map_err(cannot)?;
+        let mut out = io::BufWriter::with_capacity(1 << 20, file);
+        checkpoint.write_to(&mut out).map_err(cannot)?;
+        let file = out.into_inner().map_err(|e| cannot(e.into_error()))?;
         file.sync_all().map_err(cannot)?;
         drop(file);
         match fs::rename(&self.path, self.beside(".prev")) {
