@@ -241,7 +241,7 @@ impl RecordStep for ConsumeStep {
         self.sink.flush()
     }
 
-    fn checkpoint(&mut self) -> Result<StepCheckpoint> {
+    fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
         Ok(StepCheckpoint {
             state: saved::encode(&self.range),
             sinks: self.sink.durable()?.into_iter().collect(),

@@ -96,6 +96,7 @@ impl Plan {
 }
 
 fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
+    let reads_stdin = plan.input.reads_stdin();
     let (mut checkpoints, restored) =
         super::open_checkpoints(plan.checkpoint.as_ref(), "dedupe", &plan.job, &plan.input)?;
     let restored = restored.as_ref();
@@ -135,7 +136,10 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
     };
     if let Some(r) = restored {
         stats.counters = r.counters.clone();
-        step.restore(saved::decode(&r.state).map_err(Error::Usage)?)?;
+        // A finished job's last checkpoint keeps no state.
+        if !r.state.is_empty() {
+            step.restore(saved::decode(&r.state).map_err(Error::Usage)?)?;
+        }
     }
     let run = Run {
         source,
@@ -146,13 +150,12 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         stop,
     };
     let result = read_records_with(run, &mut step, checkpoints.as_mut());
-    // At the end of the input and on a signal, the checkpoint keeps the remembered ids and
-    // held records: a run started again from it (a new stdin goes on with them) cuts the
-    // output back to it and writes the held records when their groups end.
-    if let Some(c) = &mut checkpoints {
-        if matches!(result, Ok(()) | Err(Error::Interrupted)) {
-            c.take(&mut step, &mut policy, &stats.counters)?;
-        }
+    // On a signal, and at the end of stdin, which a next run goes on with, the checkpoint
+    // keeps the remembered ids and held records: the run started from it cuts the output
+    // back to it and writes the held records when their groups end.
+    let goes_on = matches!(result, Err(Error::Interrupted)) || result.is_ok() && reads_stdin;
+    if let (Some(c), true) = (&mut checkpoints, goes_on) {
+        c.take(&mut step, &mut policy, &stats.counters)?;
     }
     // The end of the input, or a clean stop: every held record goes out.
     let result = match result {
@@ -162,6 +165,11 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         }
         failed => failed,
     };
+    // Files read to their end: the job is done, and its last checkpoint says so, with no
+    // state to keep.
+    if let (Some(c), false, Ok(())) = (&mut checkpoints, reads_stdin, &result) {
+        c.take_done(&mut step, &mut policy, &stats.counters)?;
+    }
     let counts = step.ids.counts();
     stats.counters.evicted = counts.evicted;
     stats.counters.possibly_duplicates = counts.possibly_duplicate;
@@ -472,20 +480,20 @@ impl RecordStep for DedupeStep {
         Ok(())
     }
 
-    fn checkpoint(&mut self) -> Result<StepCheckpoint> {
-        let state = StepState {
+    fn checkpoint(&mut self, with_state: bool) -> Result<StepCheckpoint> {
+        let state = with_state.then(|| StepState {
             ids: self.ids.state(),
             partitions: self.partitions.values(),
             watermarks: self.watermarks.clone(),
             seq: self.seq,
             now: self.started.elapsed().as_millis() as Millis,
-        };
+        });
         let mut sinks: Vec<_> = self.sink.durable()?.into_iter().collect();
         if let Some(d) = &mut self.duplicates {
             sinks.extend(d.durable()?);
         }
         Ok(StepCheckpoint {
-            state: saved::encode(&state),
+            state: state.map(|s| saved::encode(&s)).unwrap_or_default(),
             sinks,
         })
     }

@@ -134,6 +134,12 @@ impl InputPlan {
         }
     }
 
+    /// Whether the input is stdin, which cannot be read again: a run restored from its
+    /// checkpoint goes on with a new stdin.
+    pub fn reads_stdin(&self) -> bool {
+        self.input_names().iter().any(|n| n == "<stdin>")
+    }
+
     /// The names of a line source's inputs, in the order they are read.
     pub fn input_names(&self) -> Vec<String> {
         match &self.source {
@@ -212,7 +218,7 @@ pub fn open_checkpoints(
     };
     let mut checkpoints = Checkpoints::open(plan, command, job.to_string(), input.input_names())?;
     let restored = checkpoints.restore()?;
-    if restored.is_some() && input.input_names().iter().any(|n| n == "<stdin>") {
+    if restored.is_some() && input.reads_stdin() {
         eprintln!("weir {command}: restored from the checkpoint; the input goes on from where this stdin starts");
     }
     Ok((Some(checkpoints), restored))

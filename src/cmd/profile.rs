@@ -251,7 +251,7 @@ impl RecordStep for ProfileStep {
         Ok(())
     }
 
-    fn checkpoint(&mut self) -> Result<StepCheckpoint> {
+    fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
         let state = StepState {
             profile: self.profile.state(),
             partitions: self.partitions.values(),

@@ -163,12 +163,18 @@ impl Plan {
 }
 
 fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
+    let reads_stdin = plan.input.reads_stdin();
     let (mut checkpoints, restored) =
         super::open_checkpoints(plan.checkpoint.as_ref(), "window", &plan.job, &plan.input)?;
     let restored = restored.as_ref();
+    // A finished job's last checkpoint keeps no state.
     let saved: Option<StepState> = restored
+        .filter(|r| !r.state.is_empty())
         .map(|r| saved::decode(&r.state).map_err(Error::Usage))
         .transpose()?;
+    if let Some(r) = restored {
+        stats.counters = r.counters.clone();
+    }
     let source = plan
         .input
         .open_source_at(Render::Envelope, restored.map(|r| r.at))?;
@@ -191,7 +197,6 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
             0,
         ),
         Some(saved) => {
-            stats.counters = restored.expect("state comes with it").counters.clone();
             table.set_columns(saved.csv_columns);
             (
                 WindowOperator::restore(plan.config, saved.op).map_err(Error::Usage)?,
@@ -233,19 +238,22 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         stop,
     };
     let mut result = read_records_with(run, &mut step, checkpoints.as_mut());
-    // At the end of the input, and on a signal (the drive loop stops between chunks, at a
-    // record boundary), the checkpoint covers everything handled, and is taken before the
-    // last windows fire: a run started again from it (a new stdin goes on with the open
-    // windows) cuts their rows off and fires them when its own input ends.
-    if let Some(c) = &mut checkpoints {
-        if matches!(result, Ok(()) | Err(Error::Interrupted)) {
-            c.take(&mut step, &mut policy, &stats.counters)?;
-        }
+    // On a signal (the drive loop stops between chunks, at a record boundary), and at the end
+    // of stdin, which a next run goes on with, the checkpoint keeps the open windows: taken
+    // before the last windows fire, it cuts their rows off for the run started from it.
+    let goes_on = matches!(result, Err(Error::Interrupted)) || result.is_ok() && reads_stdin;
+    if let (Some(c), true) = (&mut checkpoints, goes_on) {
+        c.take(&mut step, &mut policy, &stats.counters)?;
     }
     if result.is_ok() {
         // A bounded input ended: the watermark goes to +infinity and every window fires.
         step.op.finish(&mut step.rows);
         result = step.write_rows();
+        // Files read to their end: the job is done, and its last checkpoint says so, with
+        // no state to keep.
+        if let (Some(c), false, Ok(())) = (&mut checkpoints, reads_stdin, &result) {
+            c.take_done(&mut step, &mut policy, &stats.counters)?;
+        }
     }
     let peaks = step.op.peaks();
     stats.counters.written = step.written;
@@ -628,20 +636,20 @@ impl RecordStep for WindowStep {
         self.flush()
     }
 
-    fn checkpoint(&mut self) -> Result<StepCheckpoint> {
-        let state = StepState {
+    fn checkpoint(&mut self, with_state: bool) -> Result<StepCheckpoint> {
+        let state = with_state.then(|| StepState {
             op: self.op.state(),
             partitions: self.partitions.values(),
             csv_columns: self.table.columns().map(<[String]>::to_vec),
             written: self.written,
             now: self.clock(),
-        };
+        });
         let mut sinks: Vec<_> = self.table.durable()?.into_iter().collect();
         if let Some(late) = &mut self.late {
             sinks.extend(late.durable()?);
         }
         Ok(StepCheckpoint {
-            state: saved::encode(&state),
+            state: state.map(|s| saved::encode(&s)).unwrap_or_default(),
             sinks,
         })
     }

@@ -38,9 +38,10 @@ pub trait RecordStep {
         self.idle()
     }
     /// Makes the output durable (flushed and synced) and returns what a checkpoint needs:
-    /// the command's state and its output files' lengths. Only commands that take
-    /// checkpoints implement it.
-    fn checkpoint(&mut self) -> Result<StepCheckpoint> {
+    /// the command's state (unless `with_state` is false: a finished run's last checkpoint
+    /// needs none) and its output files' lengths. Only commands that take checkpoints
+    /// implement it.
+    fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
         Err(Error::Usage("this command takes no checkpoints".into()))
     }
     /// Called before each batch of records: read clocks here, once per batch rather than once

@@ -178,6 +178,13 @@ fn drill(command: &[&str], outputs: &[&str], seed: u64) {
     assert!(whole.status.success(), "{whole:?}");
     let checkpoint = dir.path().join("run.ckpt");
     killed_twenty_times(&args("drilled"), &checkpoint, seed);
+    // A finished job's checkpoint says so: running it again changes nothing.
+    let again = weir_std()
+        .args(args("drilled"))
+        .args(["--checkpoint", checkpoint.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{again:?}");
     for name in outputs {
         let read = |run: &str| std::fs::read(dir.path().join(format!("{run}-{name}"))).unwrap();
         let (whole, drilled) = (read("whole"), read("drilled"));

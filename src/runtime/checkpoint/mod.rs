@@ -189,6 +189,27 @@ impl Checkpoints {
         policy: &mut ErrorPolicy,
         counters: &Counters,
     ) -> Result<()> {
+        self.write(step, policy, counters, true)
+    }
+
+    /// The last checkpoint of a job whose input was read to its end and whose last output is
+    /// written: it keeps the positions, counters and output lengths, and no state.
+    pub fn take_done(
+        &mut self,
+        step: &mut impl RecordStep,
+        policy: &mut ErrorPolicy,
+        counters: &Counters,
+    ) -> Result<()> {
+        self.write(step, policy, counters, false)
+    }
+
+    fn write(
+        &mut self,
+        step: &mut impl RecordStep,
+        policy: &mut ErrorPolicy,
+        counters: &Counters,
+        with_state: bool,
+    ) -> Result<()> {
         self.last = Instant::now();
         let Some(at) = self.at else {
             // Nothing handled yet: nothing to keep.
@@ -197,7 +218,7 @@ impl Checkpoints {
         let StepCheckpoint {
             mut state,
             mut sinks,
-        } = step.checkpoint()?;
+        } = step.checkpoint(with_state)?;
         sinks.extend(policy.durable()?);
         let partitions = self
             .inputs
