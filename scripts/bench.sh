@@ -212,30 +212,40 @@ echo
 echo "# checkpoint write and restore"
 cargo bench --locked --bench checkpoint 2>/dev/null
 data "$WINDOW_EVENTS"
-OUT="$DATA/checkpoint-bench.out"
-CK="$DATA/checkpoint-bench.ckpt"
+# Output and checkpoint on tmpfs where there is one: a gigabyte written to a shared disk makes
+# the disk's noise (and its fsync) the measurement, where the checkpoint's own work (state,
+# encoding, CRC, the writes) is what is asked.
+SCRATCH=$DATA
+[ -d /dev/shm ] && [ -w /dev/shm ] && SCRATCH=/dev/shm
+OUT="$SCRATCH/weir-checkpoint-bench.out"
+CK="$SCRATCH/weir-checkpoint-bench.ckpt"
+echo "(output and checkpoints in $SCRATCH)"
 WINDOW_ARGS=(window -q "$FILE" --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount -o "$OUT")
 DEDUPE_ARGS=(dedupe -q "$FILE" --id event_id --time occurred_at --horizon 1h -o "$OUT")
 echo
 echo "# checkpoint cost: $LINES events, $((BYTES / 1000000)) MB"
 # Alternating, so that a busy spell of the machine falls on both sides alike.
-for _ in 1 2; do
+for _ in 1 2 3; do
   for cmd in window dedupe; do
     if [ "$cmd" = window ]; then ARGS=("${WINDOW_ARGS[@]}"); else ARGS=("${DEDUPE_ARGS[@]}"); fi
     run "weir $cmd -o" 3 "$WEIR" "${ARGS[@]}"
+    # A checkpoint covers only output that is on disk: the fair baseline syncs it too.
+    run "weir $cmd -o, synced" 3 sh -c 'out=$1; shift; "$@" && sync "$out"' _ "$OUT" "$WEIR" "${ARGS[@]}"
     run "weir $cmd --checkpoint 10s" 3 sh -c 'rm -f "$1"*; shift; exec "$@"' _ "$CK" "$WEIR" "${ARGS[@]}" --checkpoint "$CK" --reset
     run "weir $cmd --checkpoint 1s" 3 sh -c 'rm -f "$1"*; shift; exec "$@"' _ "$CK" "$WEIR" "${ARGS[@]}" --checkpoint "$CK" --checkpoint-interval 1s --reset
     # The best of both rounds.
-    for k in "weir $cmd -o" "weir $cmd --checkpoint 10s" "weir $cmd --checkpoint 1s"; do
+    for k in "weir $cmd -o" "weir $cmd -o, synced" "weir $cmd --checkpoint 10s" "weir $cmd --checkpoint 1s"; do
       if [ -z "${BEST[$k]:-}" ] || awk "BEGIN{exit !(${SECS[$k]} < ${BEST[$k]})}"; then BEST[$k]=${SECS[$k]}; fi
     done
   done
 done
 for cmd in window dedupe; do
   for interval in 10s 1s; do
-    COST=$(awk -v a="${BEST[weir $cmd -o]}" -v b="${BEST[weir $cmd --checkpoint $interval]}" 'BEGIN{ printf "%.1f", (b / a - 1) * 100 }')
-    if [ "$interval" = 10s ]; then check "weir $cmd --checkpoint-interval 10s cost (%)" "$COST" "<=" 5
-    else echo "  info  weir $cmd --checkpoint-interval 1s cost (%): $COST"; fi
+    COST=$(awk -v a="${BEST[weir $cmd -o, synced]}" -v b="${BEST[weir $cmd --checkpoint $interval]}" 'BEGIN{ printf "%.1f", (b / a - 1) * 100 }')
+    RAW=$(awk -v a="${BEST[weir $cmd -o]}" -v b="${BEST[weir $cmd --checkpoint $interval]}" 'BEGIN{ printf "%.1f", (b / a - 1) * 100 }')
+    if [ "$interval" = 10s ]; then check "weir $cmd --checkpoint-interval 10s cost vs synced output (%)" "$COST" "<=" 5
+    else echo "  info  weir $cmd --checkpoint-interval 1s cost vs synced output (%): $COST"; fi
+    echo "  info  weir $cmd --checkpoint-interval $interval cost vs unsynced output (%): $RAW"
   done
 done
 rm -f "$OUT" "$CK"*
