@@ -111,13 +111,13 @@ impl Plan {
             .then(|| args.time.time.clone())
             .flatten()
             .map(|t| Arc::new(Extractor::new(vec![t])));
-        let checkpoint = super::checkpoint_plan(&args.checkpoint, &input, &sink.spec, false)?;
+        let checkpoint = super::checkpoint_plan(&args.checkpoint, &sink.spec, false)?;
         let broker = &args.input.broker;
         // The range as the flags say it (`-1h` stays `-1h`): a resumed run keeps the bounds
         // its first run resolved, which the checkpoint holds.
         let job = format!(
             "inputs {:?}, --time {:?} {:?}, --from {:?}, --to {:?}, -n {:?}",
-            input.input_names(),
+            input.job_source(),
             args.time.time.as_ref().map(|t| t.as_str()),
             args.time.time_format,
             broker.from,
@@ -154,9 +154,7 @@ fn consume(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         stats.counters = r.counters.clone();
         range = saved::decode(&r.state).map_err(Error::Usage)?;
     }
-    let source = plan
-        .input
-        .open_source_at(plan.render, restored.as_ref().map(|r| r.at))?;
+    let source = plan.input.open_source_at(plan.render, restored.as_ref())?;
     let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored.as_ref())?;
     let mut step = ConsumeStep {
         sink: LineSink::open_resumed(&plan.sink, restored.as_ref())?,

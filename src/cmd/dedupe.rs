@@ -69,10 +69,10 @@ impl Plan {
             RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?,
             super::client_options(&args.input.broker.client)?,
         )?;
-        let checkpoint = super::checkpoint_plan(&args.checkpoint, &input, &sink.spec, false)?;
+        let checkpoint = super::checkpoint_plan(&args.checkpoint, &sink.spec, false)?;
         let job = format!(
             "inputs {:?}, fields {:?}, {:?}, time at {time_at:?}, partition at {partition_at:?}, --horizon {:?} by {:?}, --delay {}, --max-keys {}, --keep {:?}, --exact-ids {}, --duplicates {:?}",
-            input.input_names(),
+            input.job_source(),
             paths.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
             args.time.time_format,
             args.horizon,
@@ -96,13 +96,11 @@ impl Plan {
 }
 
 fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let reads_stdin = plan.input.reads_stdin();
+    let more_later = plan.input.goes_on();
     let (mut checkpoints, restored) =
         super::open_checkpoints(plan.checkpoint.as_ref(), "dedupe", &plan.job, &plan.input)?;
     let restored = restored.as_ref();
-    let source = plan
-        .input
-        .open_source_at(Render::Envelope, restored.map(|r| r.at))?;
+    let source = plan.input.open_source_at(Render::Envelope, restored)?;
     let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored)?;
     let sink = LineSink::open_resumed(&plan.sink, restored)?;
     let duplicates = match &args.duplicates {
@@ -150,10 +148,10 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         stop,
     };
     let result = read_records_with(run, &mut step, checkpoints.as_mut());
-    // On a signal, and at the end of stdin, which a next run goes on with, the checkpoint
+    // On a signal, and at the end of stdin or a topic, which a next run goes on with, the checkpoint
     // keeps the remembered ids and held records: the run started from it cuts the output
     // back to it and writes the held records when their groups end.
-    let goes_on = matches!(result, Err(Error::Interrupted)) || result.is_ok() && reads_stdin;
+    let goes_on = matches!(result, Err(Error::Interrupted)) || result.is_ok() && more_later;
     if let (Some(c), true) = (&mut checkpoints, goes_on) {
         c.take(&mut step, &mut policy, &stats.counters)?;
     }
@@ -167,7 +165,7 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
     };
     // Files read to their end: the job is done, and its last checkpoint says so, with no
     // state to keep.
-    if let (Some(c), false, Ok(())) = (&mut checkpoints, reads_stdin, &result) {
+    if let (Some(c), false, Ok(())) = (&mut checkpoints, more_later, &result) {
         c.take_done(&mut step, &mut policy, &stats.counters)?;
     }
     let counts = step.ids.counts();

@@ -20,7 +20,7 @@ use crate::io::ndjson::NdjsonSource;
 use crate::io::spec::{Input, KafkaSpec, SinkSpec, SourceSpec};
 use crate::runtime::summary::ReportPlan;
 use crate::runtime::{
-    progress, signals, CheckpointPlan, Checkpoints, LinePosition, PolicyPlan, Restored, Source,
+    progress, signals, CheckpointInputs, CheckpointPlan, Checkpoints, PolicyPlan, Restored, Source,
 };
 
 /// Runs one parsed command line; `matches` are the subcommand's own (for flag order).
@@ -140,6 +140,34 @@ impl InputPlan {
         self.input_names().iter().any(|n| n == "<stdin>")
     }
 
+    /// Whether a run started again from this run's last checkpoint reads more: a new stdin,
+    /// or what came to the topic since. (Files read to their end have nothing more.)
+    pub fn goes_on(&self) -> bool {
+        self.is_broker() || self.reads_stdin()
+    }
+
+    /// What the source reads, as checkpoints name it.
+    pub fn checkpoint_inputs(&self) -> CheckpointInputs {
+        match &self.source {
+            SourcePlan::Ndjson(_) => CheckpointInputs::Files(self.input_names()),
+            SourcePlan::Kafka { read, .. } => CheckpointInputs::Kafka {
+                topic: read.topic.clone(),
+            },
+        }
+    }
+
+    /// What a checkpoint's job names of the source: a line source's inputs, or a Kafka
+    /// source's brokers, topic and partitions.
+    pub fn job_source(&self) -> String {
+        match &self.source {
+            SourcePlan::Ndjson(_) => format!("{:?}", self.input_names()),
+            SourcePlan::Kafka { read, .. } => format!(
+                "kafka topic {} partitions {:?} group {:?}",
+                read.topic, read.partitions, read.group
+            ),
+        }
+    }
+
     /// The names of a line source's inputs, in the order they are read.
     pub fn input_names(&self) -> Vec<String> {
         match &self.source {
@@ -154,22 +182,23 @@ impl InputPlan {
         self.open_source_at(render, None)
     }
 
-    /// Opens the source to go on from a checkpoint's position (line sources only).
+    /// Opens the source to go on from where a `restored` run stood.
     pub fn open_source_at(
         &self,
         render: Render,
-        resume: Option<LinePosition>,
+        restored: Option<&Restored>,
     ) -> Result<Box<dyn Source>> {
         Ok(match &self.source {
             SourcePlan::Ndjson(inputs) => {
                 let source = NdjsonSource::new(inputs.clone()).with_progress();
-                Box::new(match resume {
-                    Some(at) => source.resume_at(at),
+                Box::new(match restored {
+                    Some(r) => source.resume_at(r.at),
                     None => source,
                 })
             }
             SourcePlan::Kafka { spec, read, client } => {
-                let mut source = KafkaSource::open(spec, read, client, render)?;
+                let resume = restored.map(|r| r.offsets.as_slice()).unwrap_or_default();
+                let mut source = KafkaSource::open(spec, read, client, render, resume)?;
                 source.show_progress(source.total.and_then(progress::records));
                 Box::new(source)
             }
@@ -177,26 +206,21 @@ impl InputPlan {
     }
 }
 
-/// `--checkpoint`, checked against the source and the sink: a checkpoint resumes a line
-/// source and cuts its output files back, so it needs both to be files (or stdin as input).
-/// A command that writes its output only at the end (`report_at_end`) may write to stdout.
+/// `--checkpoint`, checked against the sink: a resumed run cuts its output files back to the
+/// checkpoint (exactly once) or writes to a topic again what came after it (at least once),
+/// so stdout cannot take it, but for a command that writes its output only at the end
+/// (`report_at_end`).
 pub fn checkpoint_plan(
     args: &CheckpointArgs,
-    input: &InputPlan,
     sink: &SinkSpec,
     report_at_end: bool,
 ) -> Result<Option<CheckpointPlan>> {
     let Some(path) = &args.checkpoint else {
         return Ok(None);
     };
-    if input.is_broker() {
+    if !report_at_end && !matches!(sink, SinkSpec::File(_) | SinkSpec::Kafka(_)) {
         return Err(Error::Usage(
-            "--checkpoint on a Kafka source is not built yet: use -G GROUP to resume from the group's offsets".into(),
-        ));
-    }
-    if !report_at_end && !matches!(sink, SinkSpec::File(_)) {
-        return Err(Error::Usage(
-            "--checkpoint needs -o FILE: a resumed run cuts its output back to the checkpoint, which stdout and topics cannot be".into(),
+            "--checkpoint needs -o FILE or -o kafka://...: a resumed run cuts a file back to the checkpoint, or writes again to a topic what came after it, which stdout cannot be".into(),
         ));
     }
     Ok(Some(CheckpointPlan {
@@ -216,7 +240,8 @@ pub fn open_checkpoints(
     let Some(plan) = plan else {
         return Ok((None, None));
     };
-    let mut checkpoints = Checkpoints::open(plan, command, job.to_string(), input.input_names())?;
+    let mut checkpoints =
+        Checkpoints::open(plan, command, job.to_string(), input.checkpoint_inputs())?;
     let restored = checkpoints.restore()?;
     if restored.is_some() && input.reads_stdin() {
         eprintln!("weir {command}: restored from the checkpoint; the input goes on from where this stdin starts");

@@ -79,7 +79,7 @@ impl Plan {
         let arrival_at = push(arrival);
         let by_at = push(args.by.clone());
         let partition_at = push(partition_by);
-        let checkpoint = super::checkpoint_plan(&args.checkpoint, &input, &output.spec, true)?;
+        let checkpoint = super::checkpoint_plan(&args.checkpoint, &output.spec, true)?;
         if checkpoint.is_some() && arrival_at.is_none() {
             return Err(Error::Usage(
                 "--checkpoint needs --arrival FIELD: without it the arrival time is when weir reads a record, which a restart cannot repeat".into(),
@@ -87,7 +87,7 @@ impl Plan {
         }
         let job = format!(
             "inputs {:?}, fields {:?}, {:?}, --target {:?}, --delay {:?}, --bucket {}",
-            input.input_names(),
+            input.job_source(),
             paths.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
             args.time.time_format,
             args.target,
@@ -116,7 +116,7 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
     )?;
     let source = plan
         .input
-        .open_source_at(Render::Envelope, restored.as_ref().map(|r| r.at))?;
+        .open_source_at(Render::Envelope, restored.as_ref())?;
     let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored.as_ref())?;
     let mut sink = LineSink::open(&plan.output)?;
     let extractor = Arc::new(Extractor::new(plan.paths));

@@ -118,10 +118,10 @@ impl Plan {
             row_key,
             super::client_options(&args.input.broker.client)?,
         )?;
-        let checkpoint = super::checkpoint_plan(&args.checkpoint, &input, &sink.spec, false)?;
+        let checkpoint = super::checkpoint_plan(&args.checkpoint, &sink.spec, false)?;
         let job = format!(
             "inputs {:?}, fields {:?}, {:?}, partition {:?}, keys at {keys_at}, {kind:?}, lateness {}, {:?}, aggregates {:?}, --delay {}, --idle-timeout {:?}, {:?}, late output {:?}",
-            input.input_names(),
+            input.job_source(),
             paths.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
             args.time.time_format,
             partition_at,
@@ -163,7 +163,7 @@ impl Plan {
 }
 
 fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let reads_stdin = plan.input.reads_stdin();
+    let more_later = plan.input.goes_on();
     let (mut checkpoints, restored) =
         super::open_checkpoints(plan.checkpoint.as_ref(), "window", &plan.job, &plan.input)?;
     let restored = restored.as_ref();
@@ -175,9 +175,7 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     if let Some(r) = restored {
         stats.counters = r.counters.clone();
     }
-    let source = plan
-        .input
-        .open_source_at(Render::Envelope, restored.map(|r| r.at))?;
+    let source = plan.input.open_source_at(Render::Envelope, restored)?;
     let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored)?;
     let sink = LineSink::open_resumed(&plan.sink, restored)?;
     let late = match &plan.late_output {
@@ -239,9 +237,9 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     };
     let mut result = read_records_with(run, &mut step, checkpoints.as_mut());
     // On a signal (the drive loop stops between chunks, at a record boundary), and at the end
-    // of stdin, which a next run goes on with, the checkpoint keeps the open windows: taken
+    // of stdin or a topic, which a next run goes on with, the checkpoint keeps the open windows: taken
     // before the last windows fire, it cuts their rows off for the run started from it.
-    let goes_on = matches!(result, Err(Error::Interrupted)) || result.is_ok() && reads_stdin;
+    let goes_on = matches!(result, Err(Error::Interrupted)) || result.is_ok() && more_later;
     if let (Some(c), true) = (&mut checkpoints, goes_on) {
         c.take(&mut step, &mut policy, &stats.counters)?;
     }
@@ -251,7 +249,7 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         result = step.write_rows();
         // Files read to their end: the job is done, and its last checkpoint says so, with
         // no state to keep.
-        if let (Some(c), false, Ok(())) = (&mut checkpoints, reads_stdin, &result) {
+        if let (Some(c), false, Ok(())) = (&mut checkpoints, more_later, &result) {
             c.take_done(&mut step, &mut policy, &stats.counters)?;
         }
     }

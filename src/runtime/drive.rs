@@ -68,10 +68,21 @@ struct Handled {
 }
 
 impl Handled {
-    /// Makes the output durable and tells the source which records it covers.
-    fn release(&mut self, reader: &Reader, step: &mut impl RecordStep) -> Result<()> {
+    /// Makes the output durable and tells the source which records it covers. With
+    /// checkpoints, the output is durable once a checkpoint covers it: one is taken first,
+    /// so that a group's offsets are never ahead of the checkpoint a restart goes on from.
+    fn release(
+        &mut self,
+        reader: &Reader,
+        step: &mut impl RecordStep,
+        checkpoints: Option<&mut Checkpoints>,
+        d: &mut Drive<'_>,
+    ) -> Result<()> {
         if !self.pending.is_empty() {
-            step.durable()?;
+            match checkpoints {
+                Some(c) => c.take(step, d.policy, d.counters)?,
+                None => step.durable()?,
+            }
             reader.handled(std::mem::take(&mut self.pending));
         }
         self.since = Instant::now();
@@ -99,7 +110,7 @@ pub fn drive(reader: Reader, d: Drive<'_>, step: &mut impl RecordStep) -> Result
 /// due.
 pub fn drive_with(
     reader: Reader,
-    d: Drive<'_>,
+    mut d: Drive<'_>,
     step: &mut impl RecordStep,
     mut checkpoints: Option<&mut Checkpoints>,
 ) -> Result<()> {
@@ -113,15 +124,22 @@ pub fn drive_with(
             Ok(item) => item,
             Err(TryRecvError::Disconnected) => return Ok(()),
             Err(TryRecvError::Empty) => {
-                // `durable` does what `idle` does and more: once is enough.
-                if handled.pending.is_empty() {
+                // `durable` does what `idle` does and more: once is enough. With checkpoints,
+                // positions wait for the next one.
+                if handled.pending.is_empty() || checkpoints.is_some() {
                     step.idle()?;
                 } else {
-                    handled.release(&reader, step)?;
+                    handled.release(&reader, step, None, &mut d)?;
                 }
                 loop {
                     if d.stop.load(Ordering::Relaxed) {
                         return Err(Error::Interrupted);
+                    }
+                    // A quiet source's last records are committed at the next checkpoint.
+                    if let Some(c) = checkpoints.as_deref_mut() {
+                        if c.due() && !handled.pending.is_empty() {
+                            handled.release(&reader, step, Some(c), &mut d)?;
+                        }
                     }
                     match items.recv_timeout(Duration::from_millis(100)) {
                         Ok(item) => break item,
@@ -137,6 +155,7 @@ pub fn drive_with(
         match item {
             Item::Failed(e) => return Err(e),
             Item::Assigned(partitions) => step.assigned(&partitions),
+            Item::Draining => handled.release(&reader, step, checkpoints.as_deref_mut(), &mut d)?,
             Item::TooLong {
                 origin,
                 line,
@@ -185,7 +204,10 @@ pub fn drive_with(
                         Ok(Flow::Stop) => {
                             let upto = chunk.positions.len().min(i + 1);
                             handled.pending.extend_from_slice(&chunk.positions[..upto]);
-                            handled.release(&reader, step)?;
+                            if let Some(c) = checkpoints.as_deref_mut() {
+                                c.passed_records(&chunk.positions[..upto]);
+                            }
+                            handled.release(&reader, step, checkpoints, &mut d)?;
                             return Ok(());
                         }
                         Err(Fault::Fatal(e)) => return Err(e),
@@ -196,16 +218,27 @@ pub fn drive_with(
                     }
                 }
                 let end = chunk.end;
+                if let Some(c) = checkpoints.as_deref_mut() {
+                    c.passed_records(&chunk.positions);
+                    if let Some(end) = end {
+                        c.passed(end);
+                    }
+                }
                 handled.pending.append(&mut chunk.positions);
                 reader.recycle(chunk);
-                if handled.since.elapsed() >= RELEASE_EVERY {
-                    handled.release(&reader, step)?;
-                }
-                if let (Some(c), Some(end)) = (checkpoints.as_deref_mut(), end) {
-                    c.passed(end);
-                    if c.due() {
-                        c.take(step, d.policy, d.counters)?;
+                match checkpoints.as_deref_mut() {
+                    Some(c) if c.due() => {
+                        if handled.pending.is_empty() {
+                            c.take(step, d.policy, d.counters)?;
+                        } else {
+                            handled.release(&reader, step, Some(c), &mut d)?;
+                        }
                     }
+                    Some(_) => {}
+                    None if handled.since.elapsed() >= RELEASE_EVERY => {
+                        handled.release(&reader, step, None, &mut d)?;
+                    }
+                    None => {}
                 }
             }
         }

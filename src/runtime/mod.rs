@@ -13,7 +13,7 @@ mod reader;
 pub mod signals;
 pub mod summary;
 
-pub use checkpoint::{CheckpointPlan, Checkpoints, Restored, StepCheckpoint};
+pub use checkpoint::{CheckpointInputs, CheckpointPlan, Checkpoints, Restored, StepCheckpoint};
 pub use chunk::{Chunk, Line, LinePosition, Prepare, CHUNK_BYTES};
 pub use drive::{drive, drive_with, Drive, Flow, RecordStep};
 pub use policy::{ErrorPolicy, OnError, PolicyPlan};

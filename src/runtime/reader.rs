@@ -48,6 +48,9 @@ pub(crate) enum Item {
     /// The partitions the source now reads (its assignment, at the start or after a
     /// rebalance), before any record of theirs.
     Assigned(Vec<i32>),
+    /// The source read to its end and waits for the records still in flight to be handled,
+    /// before its last commit.
+    Draining,
     Failed(Error),
 }
 
@@ -97,6 +100,11 @@ impl Feed {
     /// that commits its position calls this before it commits, so that the records still in
     /// flight are committed too.
     pub fn wait_handled(&mut self, mut done: impl FnMut(i32, i64)) {
+        self.handled(&mut done);
+        if self.unhandled > 0 {
+            // The driver may hold positions until its next checkpoint: it takes one now.
+            let _ = self.send(Item::Draining);
+        }
         loop {
             // Read first: what the driver reported before it cancelled is drained below.
             let cancelled = self.cancelled();

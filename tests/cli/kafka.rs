@@ -1494,3 +1494,214 @@ fn a_killed_group_member_loses_nothing() {
     seen.dedup();
     assert_eq!(seen, (0..20000).collect::<Vec<_>>());
 }
+
+/// The group's committed offset per partition, as `weir lag` reports it.
+fn committed_offsets(b: &Broker, topic: &str, group: &str) -> BTreeMap<i64, i64> {
+    let out = weir()
+        .arg("lag")
+        .arg(b.url(topic))
+        .args(["--group", group, "--format", "json", "--time-mode", "none"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let mut offsets = BTreeMap::new();
+    for g in report["groups"].as_array().into_iter().flatten() {
+        for t in g["topics"].as_array().into_iter().flatten() {
+            for p in t["partitions"].as_array().into_iter().flatten() {
+                if let (Some(partition), Some(committed)) =
+                    (p["partition"].as_i64(), p["committed_offset"].as_i64())
+                {
+                    offsets.insert(partition, committed);
+                }
+            }
+        }
+    }
+    offsets
+}
+
+/// The next offset per partition a checkpoint (or the one before it) goes on from.
+fn checkpoint_offsets(path: &std::path::Path) -> BTreeMap<i64, i64> {
+    use weir::runtime::checkpoint::file::{CheckpointFile, Loaded, PartitionId, Resume};
+    let c = match CheckpointFile::new(path).read() {
+        Ok(Loaded::Current(c) | Loaded::Previous(c, _)) => c,
+        _ => return BTreeMap::new(),
+    };
+    c.partitions
+        .iter()
+        .filter_map(|p| match (&p.partition, &p.resume) {
+            (PartitionId::Kafka { partition, .. }, Resume::Kafka { offset }) => {
+                Some((*partition as i64, *offset))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The Kafka drill: `window` from a topic to a topic in a group, with checkpoints, killed ten
+/// times. Every row of one uninterrupted run is in the output topic, every extra row is an
+/// identical copy of one of them (same upsert key, same values), and at every kill the
+/// group's committed offsets are not ahead of the checkpoint (so not of the output).
+#[test]
+fn window_from_kafka_to_kafka_killed_ten_times_loses_nothing() {
+    use rand::{Rng, SeedableRng};
+    let Some(b) = broker() else { return };
+    let _turn = group_turn();
+    let input = b.topic("drill-in", 2);
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    // Keyed records in time order, so each partition's records come in time order too and
+    // no record is late whatever the interleaving of partitions: the rows do not depend on it.
+    for i in 0..200_000u64 {
+        writeln!(
+            file,
+            "{{\"k\":\"k{}\",\"t\":{},\"v\":{i}}}",
+            i % 37,
+            1_767_225_600_000 + i * 50
+        )
+        .unwrap();
+    }
+    b.produce(&input, file.path(), &["--key", "k"]);
+    let window = [
+        "window",
+        "--time",
+        "value.t",
+        "--time-format",
+        "ms",
+        "--key",
+        "value.k",
+        "--tumbling",
+        "10s",
+        "--delay",
+        "1s",
+        "--count",
+        "--sum",
+        "value.v",
+        "-e",
+        "-q",
+    ];
+    let rows = |topic: &str| -> Vec<Value> {
+        b.kcat_envelopes(topic)
+            .into_iter()
+            .map(|e| serde_json::from_str(e["payload"].as_str().unwrap()).unwrap())
+            .collect()
+    };
+    let whole_out = b.topic("drill-whole", 1);
+    let whole = weir()
+        .args(window)
+        .arg(b.url(&input))
+        .args(["-o", &b.url(&whole_out)])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(whole.status.success(), "{whole:?}");
+    let upsert_key = |r: &Value| (r["value_k"].to_string(), r["window_start"].to_string());
+    let want: BTreeMap<_, _> = rows(&whole_out)
+        .into_iter()
+        .map(|r| (upsert_key(&r), r))
+        .collect();
+    assert!(want.len() > 1000, "{} rows", want.len());
+
+    let drilled_out = b.topic("drill-out", 1);
+    let group = format!("drill-{input}");
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("window.ckpt");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);
+    let deadline = Instant::now() + Duration::from_secs(400);
+    let mut kills = 0;
+    loop {
+        assert!(Instant::now() < deadline, "no end after {kills} kills");
+        let before: i64 = checkpoint_offsets(&checkpoint).values().sum();
+        let mut run = weir_std()
+            .args(window)
+            .arg(b.url(&input))
+            .args([
+                "-G",
+                &group,
+                "--from",
+                "beginning",
+                "-o",
+                &b.url(&drilled_out),
+            ])
+            .args(["--checkpoint", checkpoint.to_str().unwrap()])
+            .args(["--checkpoint-interval", "100ms"])
+            .args(["-X", "session.timeout.ms=6000"])
+            // Small fetches, so that a run reads for a while and each kill lands mid-way.
+            .args([
+                "-X",
+                "fetch.max.bytes=32768",
+                "-X",
+                "max.partition.fetch.bytes=16384",
+            ])
+            .args([
+                "-X",
+                "queued.max.messages.kbytes=64",
+                "-X",
+                "message.max.bytes=32768",
+            ])
+            .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
+            .spawn()
+            .unwrap();
+        let extra = Duration::from_millis(rng.random_range(0..200));
+        let mut progressed: Option<Instant> = None;
+        let finished = loop {
+            if run.try_wait().unwrap().is_some() {
+                break true;
+            }
+            if progressed.is_none()
+                && checkpoint_offsets(&checkpoint).values().sum::<i64>() > before
+            {
+                progressed = Some(Instant::now());
+            }
+            if kills < 10 && progressed.is_some_and(|at| at.elapsed() >= extra) {
+                run.kill().unwrap();
+                run.wait().unwrap();
+                break false;
+            }
+            if Instant::now() >= deadline {
+                let _ = run.kill();
+                panic!("a run made no progress");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        if finished {
+            let status = run.wait().unwrap();
+            let stderr = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+            assert!(status.success(), "a restart failed: {status:?}: {stderr}");
+            break;
+        }
+        kills += 1;
+        let (committed, checkpointed) = (
+            committed_offsets(&b, &input, &group),
+            checkpoint_offsets(&checkpoint),
+        );
+        for (partition, offset) in &committed {
+            let covered = checkpointed.get(partition).copied().unwrap_or(0);
+            assert!(
+                *offset <= covered,
+                "partition {partition}: the group committed {offset}, the checkpoint covers {covered}"
+            );
+        }
+    }
+    assert_eq!(kills, 10);
+    let got = rows(&drilled_out);
+    for row in &got {
+        assert_eq!(
+            want.get(&upsert_key(row)),
+            Some(row),
+            "a row that is no copy of the uninterrupted run's"
+        );
+    }
+    let got_keys: std::collections::BTreeSet<_> = got.iter().map(upsert_key).collect();
+    let missing: Vec<_> = want.keys().filter(|k| !got_keys.contains(*k)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} rows missing: {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
+    eprintln!(
+        "{} rows, {} written by the drilled runs",
+        want.len(),
+        got.len()
+    );
+}

@@ -75,6 +75,9 @@ pub struct KafkaSource {
     progress: Option<ProgressBar>,
     /// How each record becomes the bytes a command sees.
     render: Render,
+    /// A checkpoint's next offset per partition: a group member skips what comes before
+    /// (the checkpoint's state holds it already, and the group's offsets may lag behind).
+    resume: HashMap<i32, i64>,
 }
 
 /// One step of a read.
@@ -95,6 +98,7 @@ impl KafkaSource {
         plan: &ReadPlan,
         client: &ClientOptions,
         render: Render,
+        resume: &[(i32, i64)],
     ) -> Result<KafkaSource> {
         let topic = plan.topic.clone();
         let (from, to, balanced, bounded) = (&plan.from, &plan.to, plan.balanced, plan.bounded);
@@ -164,6 +168,7 @@ impl KafkaSource {
             progress: None,
             last_progress: Instant::now(),
             render,
+            resume: resume.iter().copied().collect(),
         };
         if balanced {
             if bounded {
@@ -181,8 +186,14 @@ impl KafkaSource {
                 .map_err(|e| unreachable("cannot join the group at", spec, e))?;
             return Ok(source);
         }
-        // A bounded read resolves its starts to offsets, to know which partitions are empty.
-        let starts = source.resolve(&partitions, from, spec, !bounded)?;
+        // A bounded read resolves its starts to offsets, to know which partitions are empty;
+        // a checkpoint's offsets come before --from.
+        let mut starts = source.resolve(&partitions, from, spec, !bounded)?;
+        for (p, start) in partitions.iter().zip(starts.iter_mut()) {
+            if let Some(&next) = source.resume.get(p) {
+                *start = Offset::Offset(next);
+            }
+        }
         if let Some(to) = to {
             let ends = source.resolve(&partitions, to, spec, false)?;
             let mut total = Some(0u64);
@@ -357,6 +368,10 @@ impl KafkaSource {
                     if m.offset() + 1 >= end {
                         self.ended.insert(p);
                     }
+                }
+                if self.resume.get(&p).is_some_and(|&next| m.offset() < next) {
+                    // Covered by the checkpoint already.
+                    return Ok(Polled::Idle);
                 }
                 Ok(Polled::Record(m))
             }

@@ -7,6 +7,7 @@
 
 pub mod file;
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -16,6 +17,9 @@ use super::chunk::LinePosition;
 use super::drive::RecordStep;
 use super::policy::ErrorPolicy;
 use super::summary::Counters;
+use serde::{Deserialize, Serialize};
+
+use crate::core::saved;
 use crate::core::time::now_millis;
 use crate::error::{Error, Result};
 use file::{
@@ -74,10 +78,31 @@ pub struct StepCheckpoint {
 /// What a restored run starts from.
 #[derive(Debug)]
 pub struct Restored {
+    /// Where a line source goes on.
     pub at: LinePosition,
+    /// Where a Kafka source goes on: the next offset of each partition the run had read.
+    pub offsets: Vec<(i32, i64)>,
     pub counters: Counters,
     pub state: Vec<u8>,
     pub sinks: Vec<SinkLength>,
+}
+
+/// What a run reads, as its checkpoints name it.
+#[derive(Clone, Debug)]
+pub enum CheckpointInputs {
+    /// A line source's inputs, by name, in the order they are read.
+    Files(Vec<String>),
+    /// A Kafka topic: its partitions are found as their records come.
+    Kafka { topic: String },
+}
+
+/// The part of a checkpoint that is no partition's: the counters (JSON, as `--stats`
+/// writes them) and, for a source whose partitions do not each keep their own, the
+/// command's state.
+#[derive(Serialize, Deserialize)]
+struct Shared {
+    counters: Vec<u8>,
+    state: Vec<u8>,
 }
 
 impl Restored {
@@ -98,10 +123,12 @@ pub struct Checkpoints {
     last: Instant,
     command: &'static str,
     job: String,
-    /// The source's inputs, by name, in the order they are read.
-    inputs: Vec<String>,
-    /// Where the source stands past the last chunk handled.
+    inputs: CheckpointInputs,
+    /// Where a line source stands past the last chunk handled.
     at: Option<LinePosition>,
+    /// Where a Kafka source stands: the next offset of each partition past the records
+    /// handled.
+    offsets: BTreeMap<i32, i64>,
 }
 
 impl Checkpoints {
@@ -111,7 +138,7 @@ impl Checkpoints {
         plan: &CheckpointPlan,
         command: &'static str,
         job: String,
-        inputs: Vec<String>,
+        inputs: CheckpointInputs,
     ) -> Result<Checkpoints> {
         let file = CheckpointFile::new(&plan.path);
         if plan.reset {
@@ -125,6 +152,7 @@ impl Checkpoints {
             job,
             inputs,
             at: None,
+            offsets: BTreeMap::new(),
         })
     }
 
@@ -143,38 +171,70 @@ impl Checkpoints {
             }
         };
         checkpoint.check_matches(env!("CARGO_PKG_VERSION"), self.command, &self.job)?;
-        let counters = serde_json::from_slice(&checkpoint.shared)
+        let shared: Shared = saved::decode(&checkpoint.shared).map_err(Error::Usage)?;
+        let counters = serde_json::from_slice(&shared.counters)
             .map_err(|e| Error::Usage(format!("the checkpoint's counters: {e}")))?;
-        // The input being read, with the command's state; none when every input was done.
-        let current = checkpoint
-            .partitions
-            .into_iter()
-            .enumerate()
-            .find_map(|(index, p)| match (p.partition, p.resume) {
-                (PartitionId::File { .. }, Resume::File { offset, line }) => Some((
-                    LinePosition {
-                        input: index as u32,
-                        offset,
-                        next_line: line,
-                    },
-                    p.state,
-                )),
-                _ => None,
-            });
-        let (at, state) =
-            current.unwrap_or_else(|| (LinePosition::start(self.inputs.len() as u32), Vec::new()));
-        self.at = Some(at);
-        Ok(Some(Restored {
-            at,
+        let mut restored = Restored {
+            at: LinePosition::start(0),
+            offsets: Vec::new(),
             counters,
-            state,
+            state: shared.state,
             sinks: checkpoint.sinks,
-        }))
+        };
+        match &self.inputs {
+            CheckpointInputs::Files(inputs) => {
+                // The input being read, with the command's state; none when every input was
+                // done.
+                let current =
+                    checkpoint
+                        .partitions
+                        .into_iter()
+                        .enumerate()
+                        .find_map(|(index, p)| match (p.partition, p.resume) {
+                            (PartitionId::File { .. }, Resume::File { offset, line }) => Some((
+                                LinePosition {
+                                    input: index as u32,
+                                    offset,
+                                    next_line: line,
+                                },
+                                p.state,
+                            )),
+                            _ => None,
+                        });
+                // Past the last input, the state stayed with the counters.
+                let (at, state) = current.unwrap_or_else(|| {
+                    let state = std::mem::take(&mut restored.state);
+                    (LinePosition::start(inputs.len() as u32), state)
+                });
+                self.at = Some(at);
+                restored.at = at;
+                restored.state = state;
+            }
+            CheckpointInputs::Kafka { .. } => {
+                for p in checkpoint.partitions {
+                    if let (PartitionId::Kafka { partition, .. }, Resume::Kafka { offset }) =
+                        (p.partition, p.resume)
+                    {
+                        restored.offsets.push((partition, offset));
+                    }
+                }
+                self.offsets = restored.offsets.iter().copied().collect();
+            }
+        }
+        Ok(Some(restored))
     }
 
     /// The source stands at `at`: everything before it has been handled.
     pub(crate) fn passed(&mut self, at: LinePosition) {
         self.at = Some(at);
+    }
+
+    /// The broker records at these (partition, offset) positions have been handled.
+    pub(crate) fn passed_records(&mut self, positions: &[(i32, i64)]) {
+        for &(partition, offset) in positions {
+            let next = self.offsets.entry(partition).or_insert(offset + 1);
+            *next = (*next).max(offset + 1);
+        }
     }
 
     pub(crate) fn due(&self) -> bool {
@@ -211,51 +271,71 @@ impl Checkpoints {
         with_state: bool,
     ) -> Result<()> {
         self.last = Instant::now();
-        let Some(at) = self.at else {
+        if self.at.is_none() && self.offsets.is_empty() {
             // Nothing handled yet: nothing to keep.
             return Ok(());
-        };
+        }
         let StepCheckpoint {
             mut state,
             mut sinks,
         } = step.checkpoint(with_state)?;
         sinks.extend(policy.durable()?);
-        let partitions = self
-            .inputs
-            .iter()
-            .enumerate()
-            .map(|(index, name)| {
-                let index = index as u32;
-                let resume = match index.cmp(&at.input) {
-                    std::cmp::Ordering::Less => Resume::Done,
-                    std::cmp::Ordering::Equal => Resume::File {
-                        offset: at.offset,
-                        line: at.next_line,
+        let partitions = match (&self.inputs, self.at) {
+            (CheckpointInputs::Files(inputs), Some(at)) => inputs
+                .iter()
+                .enumerate()
+                .map(|(index, name)| {
+                    let index = index as u32;
+                    let resume = match index.cmp(&at.input) {
+                        std::cmp::Ordering::Less => Resume::Done,
+                        std::cmp::Ordering::Equal => Resume::File {
+                            offset: at.offset,
+                            line: at.next_line,
+                        },
+                        std::cmp::Ordering::Greater => Resume::Start,
+                    };
+                    PartitionCheckpoint {
+                        partition: PartitionId::File {
+                            index,
+                            path: name.clone(),
+                        },
+                        // Only the input being read has state (moved there, not copied).
+                        state: if index == at.input {
+                            std::mem::take(&mut state)
+                        } else {
+                            Vec::new()
+                        },
+                        resume,
+                    }
+                })
+                .collect(),
+            (CheckpointInputs::Kafka { topic }, _) => self
+                .offsets
+                .iter()
+                .map(|(&partition, &offset)| PartitionCheckpoint {
+                    partition: PartitionId::Kafka {
+                        topic: topic.clone(),
+                        partition,
                     },
-                    std::cmp::Ordering::Greater => Resume::Start,
-                };
-                PartitionCheckpoint {
-                    partition: PartitionId::File {
-                        index,
-                        path: name.clone(),
-                    },
-                    // Only the input being read has state (moved there, not copied).
-                    state: if index == at.input {
-                        std::mem::take(&mut state)
-                    } else {
-                        Vec::new()
-                    },
-                    resume,
-                }
-            })
-            .collect();
+                    resume: Resume::Kafka { offset },
+                    state: Vec::new(),
+                })
+                .collect(),
+            (CheckpointInputs::Files(_), None) => unreachable!("checked above"),
+        };
+        // A Kafka source's state is the whole run's (until state is kept per partition), as
+        // is a line source's past its last input.
+        let shared = Shared {
+            counters: serde_json::to_vec(counters).expect("counters serialise"),
+            state,
+        };
         let checkpoint = Checkpoint {
             weir: env!("CARGO_PKG_VERSION").into(),
             command: self.command.into(),
             job: self.job.clone(),
             taken_at_ms: now_millis(),
             partitions,
-            shared: serde_json::to_vec(counters).expect("counters serialise"),
+            shared: saved::encode(&shared),
             sinks,
         };
         self.file.write(&checkpoint)
