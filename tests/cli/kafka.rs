@@ -1542,7 +1542,10 @@ fn checkpoint_offsets(path: &std::path::Path) -> BTreeMap<i64, i64> {
 /// times. Every row of one uninterrupted run is in the output topic, every extra row is an
 /// identical copy of one of them (same upsert key, same values), and at every kill the
 /// group's committed offsets are not ahead of the checkpoint (so not of the output).
+/// Slow (two minutes or more: each restart waits out the killed member's session), so out of
+/// the default run: `scripts/test.sh -- --ignored window_from_kafka`.
 #[test]
+#[ignore]
 fn window_from_kafka_to_kafka_killed_ten_times_loses_nothing() {
     use rand::{Rng, SeedableRng};
     let Some(b) = broker() else { return };
@@ -1586,13 +1589,25 @@ fn window_from_kafka_to_kafka_killed_ten_times_loses_nothing() {
             .collect()
     };
     let whole_out = b.topic("drill-whole", 1);
-    let whole = weir()
-        .args(window)
-        .arg(b.url(&input))
-        .args(["-o", &b.url(&whole_out)])
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    // Tansu, busy with the other tests, has been seen to drop a connection at the first
+    // metadata request (exit 4, nothing read): such a run is tried again.
+    let mut whole = None;
+    for _ in 0..3 {
+        let run = weir()
+            .args(window)
+            .arg(b.url(&input))
+            .args(["-o", &b.url(&whole_out)])
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap();
+        let unreachable = run.status.code() == Some(4);
+        whole = Some(run);
+        if !unreachable {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let whole = whole.unwrap();
     assert!(whole.status.success(), "{whole:?}");
     let upsert_key = |r: &Value| (r["value_k"].to_string(), r["window_start"].to_string());
     let want: BTreeMap<_, _> = rows(&whole_out)
@@ -1666,6 +1681,11 @@ fn window_from_kafka_to_kafka_killed_ten_times_loses_nothing() {
         if finished {
             let status = run.wait().unwrap();
             let stderr = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+            if status.code() == Some(4) && stderr.contains("cannot reach Kafka") {
+                // A dropped connection (above): started again from the checkpoint, which is
+                // what a restart is for.
+                continue;
+            }
             assert!(status.success(), "a restart failed: {status:?}: {stderr}");
             break;
         }
