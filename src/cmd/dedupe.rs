@@ -96,7 +96,6 @@ impl Plan {
 }
 
 fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let more_later = plan.input.goes_on();
     let (mut checkpoints, restored) =
         super::open_checkpoints(plan.checkpoint.as_ref(), "dedupe", &plan.job, &plan.input)?;
     let restored = restored.as_ref();
@@ -148,12 +147,10 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         stop,
     };
     let result = read_records_with(run, &mut step, checkpoints.as_mut());
-    // On a signal, and at the end of stdin or a topic, which a next run goes on with, the checkpoint
-    // keeps the remembered ids and held records: the run started from it cuts the output
-    // back to it and writes the held records when their groups end.
-    let goes_on = matches!(result, Err(Error::Interrupted)) || result.is_ok() && more_later;
-    if let (Some(c), true) = (&mut checkpoints, goes_on) {
-        c.take(&mut step, &mut policy, &stats.counters)?;
+    // Taken before the held records go out: a run started from it (a new stdin, more of the
+    // topic) cuts them off and writes them when their groups end.
+    if let Some(c) = &mut checkpoints {
+        c.take_before_last_output(&mut step, &mut policy, &stats.counters, &result)?;
     }
     // The end of the input, or a clean stop: every held record goes out.
     let result = match result {
@@ -163,10 +160,8 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         }
         failed => failed,
     };
-    // Files read to their end: the job is done, and its last checkpoint says so, with no
-    // state to keep.
-    if let (Some(c), false, Ok(())) = (&mut checkpoints, more_later, &result) {
-        c.take_done(&mut step, &mut policy, &stats.counters)?;
+    if let Some(c) = &mut checkpoints {
+        c.take_after_last_output(&mut step, &mut policy, &stats.counters, &result)?;
     }
     let counts = step.ids.counts();
     stats.counters.evicted = counts.evicted;

@@ -140,12 +140,6 @@ impl InputPlan {
         self.input_names().iter().any(|n| n == "<stdin>")
     }
 
-    /// Whether a run started again from this run's last checkpoint reads more: a new stdin,
-    /// or what came to the topic since. (Files read to their end have nothing more.)
-    pub fn goes_on(&self) -> bool {
-        self.is_broker() || self.reads_stdin()
-    }
-
     /// What the source reads, as checkpoints name it.
     pub fn checkpoint_inputs(&self) -> CheckpointInputs {
         match &self.source {

@@ -163,7 +163,6 @@ impl Plan {
 }
 
 fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let more_later = plan.input.goes_on();
     let (mut checkpoints, restored) =
         super::open_checkpoints(plan.checkpoint.as_ref(), "window", &plan.job, &plan.input)?;
     let restored = restored.as_ref();
@@ -236,21 +235,17 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         stop,
     };
     let mut result = read_records_with(run, &mut step, checkpoints.as_mut());
-    // On a signal (the drive loop stops between chunks, at a record boundary), and at the end
-    // of stdin or a topic, which a next run goes on with, the checkpoint keeps the open windows: taken
-    // before the last windows fire, it cuts their rows off for the run started from it.
-    let goes_on = matches!(result, Err(Error::Interrupted)) || result.is_ok() && more_later;
-    if let (Some(c), true) = (&mut checkpoints, goes_on) {
-        c.take(&mut step, &mut policy, &stats.counters)?;
+    // Taken before the last windows fire: a run started from it (a new stdin, more of the
+    // topic) cuts their rows off and fires them when its own input ends.
+    if let Some(c) = &mut checkpoints {
+        c.take_before_last_output(&mut step, &mut policy, &stats.counters, &result)?;
     }
     if result.is_ok() {
         // A bounded input ended: the watermark goes to +infinity and every window fires.
         step.op.finish(&mut step.rows);
         result = step.write_rows();
-        // Files read to their end: the job is done, and its last checkpoint says so, with
-        // no state to keep.
-        if let (Some(c), false, Ok(())) = (&mut checkpoints, more_later, &result) {
-            c.take_done(&mut step, &mut policy, &stats.counters)?;
+        if let Some(c) = &mut checkpoints {
+            c.take_after_last_output(&mut step, &mut policy, &stats.counters, &result)?;
         }
     }
     let peaks = step.op.peaks();

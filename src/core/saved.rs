@@ -43,16 +43,15 @@ pub fn decode_histogram(bytes: &[u8]) -> Result<Histogram<u64>, String> {
 /// `#[serde(with = "saved::histogram")]` for a boxed histogram.
 pub mod histogram {
     use super::*;
-    use serde::Deserialize;
+    use serde::{Deserialize, Serialize};
 
     pub fn serialize<S: serde::Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(&encode_histogram(h))
+        encode_histogram(h).serialize(s)
     }
 
     pub fn deserialize<'de, D: serde::Deserializer<'de>>(
         d: D,
     ) -> Result<Box<Histogram<u64>>, D::Error> {
-        // postcard writes bytes as a sequence of u8 would be written.
         let bytes = Vec::<u8>::deserialize(d)?;
         decode_histogram(&bytes)
             .map(Box::new)

@@ -47,12 +47,6 @@ impl FileSink {
         })
     }
 
-    /// Flushes and syncs what was written; the file's length.
-    pub fn durable_len(&mut self) -> Result<u64> {
-        self.out.flush().map_err(|e| Error::write(&self.name, e))?;
-        self.synced_len()
-    }
-
     /// Syncs what was flushed; the file's length.
     pub fn synced_len(&self) -> Result<u64> {
         sync_len(self.out.get_ref()).map_err(|e| Error::write(&self.name, e))

@@ -123,14 +123,8 @@ impl LineSink {
     /// Flushes and syncs a file sink; its path and length, for a checkpoint. A Kafka sink or
     /// stdout has none (the plan keeps them from checkpointed runs).
     pub fn durable(&mut self) -> Result<Option<SinkLength>> {
-        match &mut self.out {
-            Out::File(f) if f.name != "stdout" => Ok(Some(SinkLength {
-                committed_len: f.durable_len()?,
-                path: f.name.clone(),
-            })),
-            Out::File(f) => f.flush().map(|_| None),
-            Out::Kafka(k) => k.flush().map(|_| None),
-        }
+        self.flush()?;
+        self.synced()
     }
 
     /// `durable` for a sink whose buffer was flushed already (through `file_writer`).

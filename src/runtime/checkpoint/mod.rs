@@ -252,15 +252,47 @@ impl Checkpoints {
         self.write(step, policy, counters, true)
     }
 
-    /// The last checkpoint of a job whose input was read to its end and whose last output is
-    /// written: it keeps the positions, counters and output lengths, and no state.
-    pub fn take_done(
+    /// Whether a run started from this run's last checkpoint reads more: a new stdin, or
+    /// what came to the topic since. (Files read to their end have nothing more.)
+    fn goes_on(&self) -> bool {
+        match &self.inputs {
+            CheckpointInputs::Files(inputs) => inputs.iter().any(|n| n == "<stdin>"),
+            CheckpointInputs::Kafka { .. } => true,
+        }
+    }
+
+    /// The checkpoint before a run's last output (the windows that fire at the end, the
+    /// held records that go out), for a run that ended with `result`: on a signal, and at
+    /// the end of an input that a next run reads more of, it keeps the state, so that the
+    /// run started from it cuts that output off and writes it again, having read more.
+    pub fn take_before_last_output(
         &mut self,
         step: &mut impl RecordStep,
         policy: &mut ErrorPolicy,
         counters: &Counters,
+        result: &Result<()>,
     ) -> Result<()> {
-        self.write(step, policy, counters, false)
+        let stopped = matches!(result, Err(Error::Interrupted));
+        if stopped || result.is_ok() && self.goes_on() {
+            self.write(step, policy, counters, true)?;
+        }
+        Ok(())
+    }
+
+    /// The checkpoint after the last output of a run that ended with `result`: for a job
+    /// over files read to their end, it says the job is done, keeping the positions,
+    /// counters and output lengths, and no state.
+    pub fn take_after_last_output(
+        &mut self,
+        step: &mut impl RecordStep,
+        policy: &mut ErrorPolicy,
+        counters: &Counters,
+        result: &Result<()>,
+    ) -> Result<()> {
+        if result.is_ok() && !self.goes_on() {
+            self.write(step, policy, counters, false)?;
+        }
+        Ok(())
     }
 
     fn write(
