@@ -394,7 +394,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__replay)
-            opts="-e -G -X -F -J -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --group --kafka-config --timeout --time --time-format --envelope --keep-partition --rate --speed --dry-run --output --key --header --stats --quiet --help --version"
+            opts="-e -G -X -F -J -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --group --kafka-config --timeout --time --time-format --envelope --keep-partition --rate --speed --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -477,6 +477,14 @@ _weir() {
                     return 0
                     ;;
                 --header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --checkpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --checkpoint-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -193,11 +193,14 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l speed -d 'Keep the 
 complete -c weir -n "__fish_weir_using_subcommand replay" -s o -l output -d 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l key -d 'Kafka sink: the record key is this field\'s value (strings as they are, other JSON as its text)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
+complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s J -l envelope -d 'The input lines are envelopes, as `weir consume -J` writes them'
 complete -c weir -n "__fish_weir_using_subcommand replay" -l keep-partition -d 'Produce each envelope to the partition it came from'
 complete -c weir -n "__fish_weir_using_subcommand replay" -l dry-run -d 'Count what would be written, write nothing'
+complete -c weir -n "__fish_weir_using_subcommand replay" -l reset -d 'Forget the checkpoint and start afresh'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s V -l version -d 'Print version'

@@ -675,7 +675,10 @@ Examples:
   weir replay kafka://localhost:9092/checkouts --from -1h -e -o kafka://localhost:9092/copy --speed 10x
 
   # Produce an NDJSON file, keyed by a field, and count what would be sent first:
-  weir replay events.ndjson -o kafka://localhost:9092/events --key merchant_id --dry-run";
+  weir replay events.ndjson -o kafka://localhost:9092/events --key merchant_id --dry-run
+
+  # A day-long paced replay that can be stopped and started again, keeping its pace:
+  weir replay -J day.ndjson -o kafka://localhost:9092/load --speed 1x --checkpoint day.ckpt";
 
 /// Re-read a range of records into a sink, at a controlled rate.
 ///
@@ -715,6 +718,9 @@ pub struct ReplayArgs {
 
     #[command(flatten)]
     pub sink: RecordSinkArgs,
+
+    #[command(flatten)]
+    pub checkpoint: CheckpointArgs,
 
     #[command(flatten)]
     pub report: ReportArgs,

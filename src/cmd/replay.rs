@@ -1,14 +1,17 @@
 //! `weir replay`: records from a source into a sink, at a controlled pace, with envelopes
 //! restored to records (key, headers, timestamp, partition).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
+
 use crate::cli::ReplayArgs;
 use crate::core::envelope::read_envelope;
-use crate::core::pace::{Pace, Pacer};
+use crate::core::pace::{Pace, PaceProgress, Pacer};
 use crate::core::record::{as_utf8, time_of, Extractor, RecordError};
+use crate::core::saved;
 use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::error::{Error, Fault, Result};
 use crate::io::kafka::{Outgoing, Render};
@@ -16,7 +19,8 @@ use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run, Stats,
+    read_records_with, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run,
+    Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -40,6 +44,22 @@ struct Plan {
     from: Option<Millis>,
     to: Option<Millis>,
     pace: Pace,
+    checkpoint: Option<CheckpointPlan>,
+    /// What makes a checkpoint this job's: the inputs and the flags that decide the output
+    /// and its pace.
+    job: String,
+}
+
+/// What a replay checkpoint keeps besides positions, counters and output lengths.
+#[derive(Debug, Serialize, Deserialize)]
+struct ReplayState {
+    /// The time range as the first run resolved it (`-1h` stays the hour it first meant).
+    from: Option<Millis>,
+    to: Option<Millis>,
+    pace: PaceProgress,
+    /// Milliseconds since the run started: a resumed run's clock goes on from here, so it
+    /// keeps the pace rather than catching up in a burst or waiting the whole run again.
+    elapsed: Millis,
 }
 
 impl Plan {
@@ -93,6 +113,27 @@ impl Plan {
             (None, Some(s)) => Pace::Speed(s),
             (None, None) => Pace::Unlimited,
         };
+        if args.dry_run && args.checkpoint.checkpoint.is_some() {
+            return Err(Error::Usage(
+                "--dry-run writes nothing, so there is nothing to resume: leave out --checkpoint"
+                    .into(),
+            ));
+        }
+        let checkpoint = super::checkpoint_plan(&args.checkpoint, &sink.spec, false)?;
+        let broker = &args.input.broker;
+        let job = format!(
+            "inputs {:?}, -J {}, --keep-partition {}, --time {:?} {:?}, --from {:?}, --to {:?}, --key {:?}, --header {:?}, pace {:?}",
+            input.job_source(),
+            envelope,
+            args.keep_partition,
+            args.time.time.as_ref().map(|t| t.as_str()),
+            args.time.time_format,
+            broker.from,
+            broker.to,
+            args.sink.key.as_ref().map(|k| k.as_str()),
+            args.sink.headers,
+            pace,
+        );
         Ok(Plan {
             input,
             sink: (!args.dry_run).then_some(sink),
@@ -103,6 +144,8 @@ impl Plan {
             from,
             to,
             pace,
+            checkpoint,
+            job,
         })
     }
 }
@@ -112,10 +155,23 @@ fn replay(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         Some(x) => Prepare::Extract(x.clone()),
         None => Prepare::Validate,
     };
-    let source = plan.input.open_source(Render::Envelope)?;
-    let mut policy = ErrorPolicy::open(&plan.input.policy)?;
+    let (mut checkpoints, restored) =
+        super::open_checkpoints(plan.checkpoint.as_ref(), "replay", &plan.job, &plan.input)?;
+    let (mut from, mut to, mut pacer, mut started) =
+        (plan.from, plan.to, Pacer::new(plan.pace), Instant::now());
+    if let Some(r) = &restored {
+        stats.counters = r.counters.clone();
+        let state: ReplayState = saved::decode(&r.state).map_err(Error::Usage)?;
+        (from, to) = (state.from, state.to);
+        pacer = Pacer::resume(plan.pace, state.pace);
+        started = super::clock_from(state.elapsed);
+    }
+    let source = plan
+        .input
+        .open_source_at(Render::Envelope, restored.as_ref())?;
+    let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored.as_ref())?;
     let sink = match &plan.sink {
-        Some(sink) => Some(LineSink::open(sink)?),
+        Some(sink) => Some(LineSink::open_resumed(sink, restored.as_ref())?),
         None => None,
     };
     let mut step = ReplayStep {
@@ -124,11 +180,10 @@ fn replay(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         keep_partition: plan.keep_partition,
         time: plan.time,
         time_format: plan.time_format,
-        from: plan.from,
-        to: plan.to,
-        pacer: Pacer::new(plan.pace),
-        started: Instant::now(),
-        stop,
+        from,
+        to,
+        pacer,
+        started,
     };
     let run = Run {
         source,
@@ -138,7 +193,14 @@ fn replay(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         policy: &mut policy,
         stop,
     };
-    let result = read_records(run, &mut step);
+    let result = read_records_with(run, &mut step, checkpoints.as_mut());
+    // At the end of the input, and on a signal (the run stops between records, in a pace
+    // wait or between chunks), the checkpoint covers everything sent.
+    if let Some(c) = &mut checkpoints {
+        if matches!(result, Ok(()) | Err(Error::Interrupted)) {
+            c.take(&mut step, &mut policy, &stats.counters)?;
+        }
+    }
     // Every record handed to the sink is delivered (or reported) before we exit.
     let flushed = match &mut step.sink {
         Some(sink) => sink.flush(),
@@ -147,7 +209,7 @@ fn replay(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     result.and(flushed).and(policy.flush())
 }
 
-struct ReplayStep<'a> {
+struct ReplayStep {
     /// None on --dry-run.
     sink: Option<LineSink>,
     envelope: bool,
@@ -158,14 +220,9 @@ struct ReplayStep<'a> {
     to: Option<Millis>,
     pacer: Pacer,
     started: Instant,
-    /// Read between slices of a pace wait: a paced replay may sleep for hours.
-    stop: &'a AtomicBool,
 }
 
-/// The longest a pace wait sleeps before it looks at the stop flag again.
-const STOP_CHECK: Duration = Duration::from_millis(20);
-
-impl ReplayStep<'_> {
+impl ReplayStep {
     fn in_range(&self, t: Option<Millis>) -> bool {
         match t {
             None => self.from.is_none() && self.to.is_none(),
@@ -173,30 +230,15 @@ impl ReplayStep<'_> {
         }
     }
 
-    /// Waits until the next record is due. Before a wait the sink is flushed, so a slow
-    /// replay's records show as they are sent; a signal ends the wait at once.
-    fn pace(&mut self, t: Option<Millis>) -> Result<(), Fault> {
+    /// How long before the next record (at time `t`) is due, if it is not due now. Short
+    /// waits are left to add up: due times are absolute, so nothing drifts.
+    fn wait_for(&mut self, t: Option<Millis>) -> Option<Duration> {
         let wait = self.pacer.wait_before(self.started.elapsed(), t);
-        // Short waits are left to add up: due times are absolute, so nothing drifts.
-        if wait < Duration::from_millis(1) {
-            return Ok(());
-        }
-        self.idle()?;
-        let until = Instant::now() + wait.min(Duration::from_secs(86_400 * 365));
-        loop {
-            if self.stop.load(Ordering::Relaxed) {
-                return Err(Fault::Fatal(Error::Interrupted));
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(());
-            }
-            std::thread::sleep(left.min(STOP_CHECK));
-        }
+        (wait >= Duration::from_millis(1)).then_some(wait)
     }
 }
 
-impl RecordStep for ReplayStep<'_> {
+impl RecordStep for ReplayStep {
     fn durable(&mut self) -> Result<()> {
         match &mut self.sink {
             Some(sink) => sink.flush(),
@@ -215,7 +257,9 @@ impl RecordStep for ReplayStep<'_> {
                 counters.filtered += 1;
                 return Ok(Flow::Continue);
             }
-            self.pace(record.timestamp)?;
+            if let Some(wait) = self.wait_for(record.timestamp) {
+                return Ok(Flow::Wait(wait));
+            }
             if let Some(sink) = &mut self.sink {
                 let headers: Vec<(&str, Option<&[u8]>)> = record
                     .headers
@@ -242,13 +286,33 @@ impl RecordStep for ReplayStep<'_> {
                 counters.filtered += 1;
                 return Ok(Flow::Continue);
             }
-            self.pace(t)?;
+            if let Some(wait) = self.wait_for(t) {
+                return Ok(Flow::Wait(wait));
+            }
             if let Some(sink) = &mut self.sink {
                 sink.write_record(line.bytes)?;
             }
         }
+        self.pacer.sent();
         counters.written += 1;
         Ok(Flow::Continue)
+    }
+
+    fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
+        let state = ReplayState {
+            from: self.from,
+            to: self.to,
+            pace: self.pacer.progress(),
+            elapsed: self.started.elapsed().as_millis() as Millis,
+        };
+        let sinks = match &mut self.sink {
+            Some(sink) => sink.durable()?.into_iter().collect(),
+            None => Vec::new(),
+        };
+        Ok(StepCheckpoint {
+            state: saved::encode(&state),
+            sinks,
+        })
     }
 
     fn idle(&mut self) -> Result<()> {

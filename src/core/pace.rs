@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use super::time::Millis;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -20,37 +22,55 @@ pub enum Pace {
 #[derive(Debug)]
 pub struct Pacer {
     pace: Pace,
-    sent: u64,
-    first_time: Option<Millis>,
+    progress: PaceProgress,
+}
+
+/// How far a paced run has got: what a checkpoint keeps of it, with the time elapsed since
+/// the start, so that a restored run keeps the pace instead of catching up in a burst.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PaceProgress {
+    /// Records sent.
+    pub sent: u64,
+    /// The timestamp of the first record with one, which `--speed` measures gaps from.
+    pub first_time: Option<Millis>,
 }
 
 impl Pacer {
     pub fn new(pace: Pace) -> Pacer {
-        Pacer {
-            pace,
-            sent: 0,
-            first_time: None,
-        }
+        Pacer::resume(pace, PaceProgress::default())
+    }
+
+    /// A pacer that goes on from `progress` (its run's clock goes on from where it was).
+    pub fn resume(pace: Pace, progress: PaceProgress) -> Pacer {
+        Pacer { pace, progress }
+    }
+
+    pub fn progress(&self) -> PaceProgress {
+        self.progress
     }
 
     /// How long to wait, `elapsed` after the start, before sending the next record (whose
-    /// timestamp is `time`, if it has one). A record without a timestamp at `--speed` goes at
-    /// once.
+    /// timestamp is `time`, if it has one); asked again for the same record, the same due
+    /// time. A record without a timestamp at `--speed` goes at once.
     pub fn wait_before(&mut self, elapsed: Duration, time: Option<Millis>) -> Duration {
         let due = match self.pace {
             Pace::Unlimited => Duration::ZERO,
-            Pace::Rate(per_second) => seconds(self.sent as f64 / per_second),
+            Pace::Rate(per_second) => seconds(self.progress.sent as f64 / per_second),
             Pace::Speed(factor) => match time {
                 None => Duration::ZERO,
                 Some(t) => {
-                    let first = *self.first_time.get_or_insert(t);
+                    let first = *self.progress.first_time.get_or_insert(t);
                     let gap_ms = t.saturating_sub(first).max(0) as f64;
                     seconds(gap_ms / 1000.0 / factor)
                 }
             },
         };
-        self.sent += 1;
         due.saturating_sub(elapsed)
+    }
+
+    /// The record `wait_before` was asked about has been sent.
+    pub fn sent(&mut self) {
+        self.progress.sent += 1;
     }
 }
 
@@ -156,7 +176,9 @@ mod tests {
             let mut by_speed = Pacer::new(Pace::Speed(speed));
             for t in times {
                 by_rate.wait_before(Duration::ZERO, None);
+                by_rate.sent();
                 by_speed.wait_before(Duration::ZERO, Some(t));
+                by_speed.sent();
             }
         }
     }
@@ -165,13 +187,37 @@ mod tests {
     fn speed_keeps_gaps() {
         let mut p = Pacer::new(Pace::Speed(10.0));
         let at = Duration::ZERO;
-        assert_eq!(p.wait_before(at, Some(1_000)), Duration::ZERO);
-        assert_eq!(p.wait_before(at, Some(11_000)), Duration::from_secs(1));
+        let mut send = |elapsed, t| {
+            let wait = p.wait_before(elapsed, Some(t));
+            p.sent();
+            wait
+        };
+        assert_eq!(send(at, 1_000), Duration::ZERO);
+        assert_eq!(send(at, 11_000), Duration::from_secs(1));
         // Out of order: an earlier timestamp is due at once.
-        assert_eq!(p.wait_before(at, Some(500)), Duration::ZERO);
+        assert_eq!(send(at, 500), Duration::ZERO);
         assert_eq!(
-            p.wait_before(Duration::from_millis(1500), Some(21_000)),
+            send(Duration::from_millis(1500), 21_000),
             Duration::from_millis(500)
+        );
+    }
+
+    #[test]
+    fn asking_again_gives_the_same_due_time() {
+        let mut p = Pacer::new(Pace::Rate(10.0));
+        p.sent();
+        assert_eq!(
+            p.wait_before(Duration::ZERO, None),
+            Duration::from_millis(100)
+        );
+        assert_eq!(
+            p.wait_before(Duration::from_millis(60), None),
+            Duration::from_millis(40)
+        );
+        p.sent();
+        assert_eq!(
+            p.wait_before(Duration::ZERO, None),
+            Duration::from_millis(200)
         );
     }
 
@@ -183,6 +229,7 @@ mod tests {
             let mut clock = Duration::ZERO;
             for _ in 0..n {
                 clock += p.wait_before(clock, None);
+                p.sent();
                 // Every sleep overshoots a little.
                 clock += Duration::from_micros(late_us);
             }
@@ -193,6 +240,36 @@ mod tests {
             let step = late_us as f64 / 1e6;
             prop_assert!(got + 1e-9 >= ideal);
             prop_assert!(got <= ideal.max((n - 1) as f64 * step) + step + 1e-6);
+        }
+    }
+
+    proptest! {
+        /// A pacer restored from its progress, on a clock that goes on from the elapsed time
+        /// at the cut, gives every later record the wait an uninterrupted one gives.
+        #[test]
+        fn a_resumed_pacer_keeps_the_pace(by_rate in any::<bool>(), cut in 0usize..50,
+                                          gaps in prop::collection::vec(0i64..5_000, 1..50)) {
+            let pace = if by_rate { Pace::Rate(20.0) } else { Pace::Speed(4.0) };
+            let times: Vec<Millis> = gaps
+                .iter()
+                .scan(1_000_000, |t, g| { *t += g; Some(*t) })
+                .collect();
+            let cut = cut.min(times.len());
+            let run = |p: &mut Pacer, clock: &mut Duration, times: &[Millis]| -> Vec<Duration> {
+                times.iter().map(|&t| {
+                    let wait = p.wait_before(*clock, Some(t));
+                    *clock += wait + Duration::from_micros(300);
+                    p.sent();
+                    wait
+                }).collect()
+            };
+            let (mut whole, mut clock) = (Pacer::new(pace), Duration::ZERO);
+            let want = run(&mut whole, &mut clock, &times);
+            let (mut first, mut clock) = (Pacer::new(pace), Duration::ZERO);
+            let mut got = run(&mut first, &mut clock, &times[..cut]);
+            let mut resumed = Pacer::resume(pace, first.progress());
+            got.extend(run(&mut resumed, &mut clock, &times[cut..]));
+            prop_assert_eq!(got, want);
         }
     }
 }

@@ -67,6 +67,20 @@ impl Chunk {
             },
         }
     }
+
+    /// For a line source: where its input stands just before line `i` of this chunk, every
+    /// line before it handled. The chunk's lines are the `input_bytes` of the input that end
+    /// at `end` (a last line's added newline is not among them, and comes after line `i`'s
+    /// start).
+    pub fn line_start(&self, i: usize) -> Option<LinePosition> {
+        let end = self.end?;
+        let first = end.offset - self.input_bytes;
+        Some(LinePosition {
+            input: end.input,
+            offset: first + u64::from(self.prepared.lines[i].start),
+            next_line: self.first_line + i as u64,
+        })
+    }
 }
 
 /// What the reader thread checks and finds in each record before handing it over, so that

@@ -7,7 +7,7 @@ use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use super::checkpoint::{Checkpoints, StepCheckpoint};
-use super::chunk::{Line, Status};
+use super::chunk::{Chunk, Line, Status};
 use super::policy::ErrorPolicy;
 use super::reader::{Item, Reader};
 use super::summary::Counters;
@@ -19,6 +19,10 @@ pub enum Flow {
     Continue,
     /// Stop reading: the command has all it wants (`-n`).
     Stop,
+    /// The record is not taken yet: show it again after this long (`replay`'s pace). Until
+    /// then the run stands between records: the output so far flows and is made durable,
+    /// checkpoints are taken when due, and a signal stops the run there.
+    Wait(Duration),
 }
 
 /// A command's per-record work.
@@ -88,6 +92,23 @@ impl Handled {
         self.since = Instant::now();
         Ok(())
     }
+
+    /// Takes a checkpoint when one is due, and releases the records it covers.
+    fn checkpoint_when_due(
+        &mut self,
+        reader: &Reader,
+        step: &mut impl RecordStep,
+        checkpoints: &mut Checkpoints,
+        d: &mut Drive<'_>,
+    ) -> Result<()> {
+        if !checkpoints.due() {
+            Ok(())
+        } else if self.pending.is_empty() {
+            checkpoints.take(step, d.policy, d.counters)
+        } else {
+            self.release(reader, step, Some(checkpoints), d)
+        }
+    }
 }
 
 /// How far ahead `RecordStep::ahead` sees: enough records to cover a memory access's
@@ -135,11 +156,10 @@ pub fn drive_with(
                     if d.stop.load(Ordering::Relaxed) {
                         return Err(Error::Interrupted);
                     }
-                    // A quiet source's last records are committed at the next checkpoint.
+                    // A quiet source's last records are checkpointed (and committed) when the
+                    // next checkpoint is due.
                     if let Some(c) = checkpoints.as_deref_mut() {
-                        if c.due() && !handled.pending.is_empty() {
-                            handled.release(&reader, step, Some(c), &mut d)?;
-                        }
+                        handled.checkpoint_when_due(&reader, step, c, &mut d)?;
                     }
                     match items.recv_timeout(Duration::from_millis(100)) {
                         Ok(item) => break item,
@@ -176,10 +196,13 @@ pub fn drive_with(
                     c.passed(end);
                 }
             }
-            Item::Records(mut chunk) => {
+            Item::Records(chunk) => {
                 step.batch();
                 d.counters.bytes_read += chunk.input_bytes;
                 let p = &chunk.prepared;
+                // How many of the chunk's broker positions are already pending release (a
+                // wait inside the chunk hands over those before it).
+                let mut released = 0;
                 for i in 0..LOOKAHEAD {
                     step.ahead(|| chunk.record_line(i));
                 }
@@ -194,16 +217,38 @@ pub fn drive_with(
                     let result = match info.status {
                         Status::Record(_) => {
                             let line = chunk.record_line(i).expect("a record");
-                            step.record(&line, d.counters)
+                            loop {
+                                match step.record(&line, d.counters) {
+                                    Ok(Flow::Wait(wait)) => {
+                                        let between = Between {
+                                            chunk: &chunk,
+                                            next: i,
+                                            released: &mut released,
+                                        };
+                                        between.wait(
+                                            wait,
+                                            &reader,
+                                            step,
+                                            checkpoints.as_deref_mut(),
+                                            &mut handled,
+                                            &mut d,
+                                        )?;
+                                    }
+                                    result => break result,
+                                }
+                            }
                         }
                         Status::Bad(e) => Err(Fault::Record(p.errors[e as usize].clone())),
                         Status::Blank => unreachable!("skipped above"),
                     };
                     match result {
                         Ok(Flow::Continue) => {}
+                        Ok(Flow::Wait(_)) => unreachable!("waited above"),
                         Ok(Flow::Stop) => {
                             let upto = chunk.positions.len().min(i + 1);
-                            handled.pending.extend_from_slice(&chunk.positions[..upto]);
+                            handled
+                                .pending
+                                .extend_from_slice(&chunk.positions[released.min(upto)..upto]);
                             if let Some(c) = checkpoints.as_deref_mut() {
                                 c.passed_records(&chunk.positions[..upto]);
                             }
@@ -224,17 +269,12 @@ pub fn drive_with(
                         c.passed(end);
                     }
                 }
-                handled.pending.append(&mut chunk.positions);
+                handled
+                    .pending
+                    .extend_from_slice(&chunk.positions[released..]);
                 reader.recycle(chunk);
                 match checkpoints.as_deref_mut() {
-                    Some(c) if c.due() => {
-                        if handled.pending.is_empty() {
-                            c.take(step, d.policy, d.counters)?;
-                        } else {
-                            handled.release(&reader, step, Some(c), &mut d)?;
-                        }
-                    }
-                    Some(_) => {}
+                    Some(c) => handled.checkpoint_when_due(&reader, step, c, &mut d)?,
                     None if handled.since.elapsed() >= RELEASE_EVERY => {
                         handled.release(&reader, step, None, &mut d)?;
                     }
@@ -242,5 +282,72 @@ pub fn drive_with(
                 }
             }
         }
+    }
+}
+
+/// The longest the driver sleeps in a step's wait before it looks at the stop flag and the
+/// checkpoint clock again.
+const WAIT_SLICE: Duration = Duration::from_millis(20);
+
+/// A run standing between two records of a chunk: `next` is not handled yet, every record
+/// before it is.
+struct Between<'c> {
+    chunk: &'c Chunk,
+    next: usize,
+    /// How many of the chunk's broker positions are pending release already.
+    released: &'c mut usize,
+}
+
+impl Between<'_> {
+    /// Waits `wait` before record `next` is shown again. What came before it is released as
+    /// handled and its output made to flow; checkpoints are taken when due, at this record
+    /// boundary; a signal stops the run here.
+    fn wait(
+        self,
+        wait: Duration,
+        reader: &Reader,
+        step: &mut impl RecordStep,
+        mut checkpoints: Option<&mut Checkpoints>,
+        handled: &mut Handled,
+        d: &mut Drive<'_>,
+    ) -> Result<()> {
+        // Not taken yet: counted when it is shown again.
+        d.counters.read -= 1;
+        let positions = &self.chunk.positions;
+        let before = positions.len().min(self.next);
+        if *self.released < before {
+            handled
+                .pending
+                .extend_from_slice(&positions[*self.released..before]);
+            *self.released = before;
+        }
+        if let Some(c) = checkpoints.as_deref_mut() {
+            c.passed_records(&positions[..before]);
+            if let Some(at) = self.chunk.line_start(self.next) {
+                c.passed(at);
+            }
+        }
+        if handled.pending.is_empty() || checkpoints.is_some() {
+            step.idle()?;
+        } else {
+            handled.release(reader, step, None, d)?;
+        }
+        // A wait too long to hold is as good as a year: a signal ends it anyway.
+        let until = Instant::now() + wait.min(Duration::from_secs(86_400 * 365));
+        loop {
+            if d.stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            if let Some(c) = checkpoints.as_deref_mut() {
+                handled.checkpoint_when_due(reader, step, c, d)?;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(WAIT_SLICE));
+        }
+        d.counters.read += 1;
+        Ok(())
     }
 }

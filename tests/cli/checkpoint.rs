@@ -494,3 +494,93 @@ fn a_new_stdin_goes_on_from_the_last_checkpoint() {
         assert_eq!(got, want, "{}", command[0]);
     }
 }
+
+#[test]
+fn replay_at_a_rate_killed_twenty_times_sends_what_one_run_sends() {
+    // At 150,000 records a second most records are sent at once and every few hundred the
+    // run waits a millisecond or more: checkpoints are taken inside chunks, in those waits.
+    drill(
+        &[
+            "replay",
+            "--rate",
+            "150k/s",
+            "--time",
+            "t",
+            "--from",
+            "2026-01-01T00:10:00Z",
+            "-o",
+            "sent",
+            "--on-error",
+            "skip",
+            "--dead-letter",
+            "bad",
+        ],
+        &["sent", "bad"],
+        41,
+    );
+}
+
+#[test]
+fn replay_at_a_speed_killed_twenty_times_sends_what_one_run_sends() {
+    drill(
+        &[
+            "replay",
+            "--speed",
+            "200000x",
+            "--time",
+            "t",
+            "-o",
+            "sent",
+            "--on-error",
+            "skip",
+        ],
+        &["sent"],
+        43,
+    );
+}
+
+/// A paced replay killed half way and started again goes on at its pace: the records left
+/// neither go out in a burst to catch up nor wait for the time already spent.
+#[test]
+fn a_restored_replay_keeps_its_pace() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ndjson");
+    let lines: String = (0..60).map(|i| format!("{{\"i\":{i}}}\n")).collect();
+    std::fs::write(&input, &lines).unwrap();
+    let (out, ck) = (dir.path().join("out"), dir.path().join("ck"));
+    let run = || {
+        weir_std()
+            .args(["replay", "--rate", "20/s", "-q", "-o"])
+            .arg(&out)
+            .arg(&input)
+            .arg("--checkpoint")
+            .arg(&ck)
+            .args(["--checkpoint-interval", "50ms"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = run();
+    std::thread::sleep(Duration::from_millis(1500));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let sent_before = std::fs::read_to_string(&out).unwrap().lines().count();
+    assert!((15..=40).contains(&sent_before), "{sent_before} sent");
+
+    let started = Instant::now();
+    let status = run().wait().unwrap();
+    let took = started.elapsed();
+    assert!(status.success());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), lines);
+    // The whole run is due over 59 / 20 = 2.95 s; the restored one has the rest of it. A
+    // burst would take next to nothing; a clock started afresh would take 2.95 s.
+    let checkpointed: f64 = 2.95 - (sent_before as f64 - 1.0) / 20.0;
+    assert!(
+        took.as_secs_f64() >= checkpointed - 0.3,
+        "the rest went out in {took:?}, faster than the pace"
+    );
+    assert!(
+        took.as_secs_f64() <= checkpointed + 0.9,
+        "the rest took {took:?}: the clock did not go on from the checkpoint"
+    );
+}

@@ -221,6 +221,16 @@ fn replay_usage_errors_leave_files_as_they_were() {
             &["replay", CHECKOUTS, "--header", "h=k"],
             "need -o kafka://",
         ),
+        (
+            &[
+                "replay",
+                CHECKOUTS,
+                "--dry-run",
+                "--checkpoint",
+                "/tmp/never",
+            ],
+            "nothing to resume",
+        ),
     ];
     for (args, message) in cases {
         leaves_files_as_they_were(args, 2, message);

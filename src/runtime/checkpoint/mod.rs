@@ -129,6 +129,8 @@ pub struct Checkpoints {
     /// Where a Kafka source stands: the next offset of each partition past the records
     /// handled.
     offsets: BTreeMap<i32, i64>,
+    /// Whether the source has moved on since the last checkpoint.
+    moved: bool,
 }
 
 impl Checkpoints {
@@ -153,6 +155,7 @@ impl Checkpoints {
             inputs,
             at: None,
             offsets: BTreeMap::new(),
+            moved: false,
         })
     }
 
@@ -226,19 +229,25 @@ impl Checkpoints {
 
     /// The source stands at `at`: everything before it has been handled.
     pub(crate) fn passed(&mut self, at: LinePosition) {
+        self.moved |= self.at != Some(at);
         self.at = Some(at);
     }
 
     /// The broker records at these (partition, offset) positions have been handled.
     pub(crate) fn passed_records(&mut self, positions: &[(i32, i64)]) {
         for &(partition, offset) in positions {
-            let next = self.offsets.entry(partition).or_insert(offset + 1);
-            *next = (*next).max(offset + 1);
+            let next = self.offsets.entry(partition).or_insert(offset);
+            if *next <= offset {
+                *next = offset + 1;
+                self.moved = true;
+            }
         }
     }
 
+    /// A checkpoint is due when the interval has passed and the source has moved on since
+    /// the last one (a source that waits for input keeps its last checkpoint).
     pub(crate) fn due(&self) -> bool {
-        self.last.elapsed() >= self.interval
+        self.moved && self.last.elapsed() >= self.interval
     }
 
     /// Takes a checkpoint now: the step hands over its state with its output made durable,
@@ -303,6 +312,7 @@ impl Checkpoints {
         with_state: bool,
     ) -> Result<()> {
         self.last = Instant::now();
+        self.moved = false;
         if self.at.is_none() && self.offsets.is_empty() {
             // Nothing handled yet: nothing to keep.
             return Ok(());
