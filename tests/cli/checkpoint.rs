@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 
-use crate::{weir, weir_std};
+use crate::{weir, weir_std, KillDrill};
 
 /// About 80 MB of records with event times, a bad line now and then, and lines of varied
 /// length (so chunks end mid-way through records of every size).
@@ -59,53 +59,36 @@ fn checkpointed_offset(checkpoint: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// Runs `args` with `--checkpoint`, killing it 20 times at random moments (each time once
-/// its checkpoint has moved on, so that a loaded machine cannot turn the drill into
-/// restarts that never get anywhere), then lets it finish; returns its last stdout.
+/// Runs `args` with `--checkpoint`, killing it 20 times at random moments, each time once its
+/// checkpoint has moved on, then lets it finish; returns its last stdout.
 fn killed_twenty_times(args: &[String], checkpoint: &Path, seed: u64) -> Vec<u8> {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut kills = 0;
-    let mut last = 0;
     // Stdout to a file: a report bigger than a pipe would block a child nobody reads.
     let stdout = checkpoint.with_extension("stdout");
-    let deadline = Instant::now() + Duration::from_secs(240);
-    loop {
-        assert!(Instant::now() < deadline, "no end after {kills} kills");
-        let mut child = weir_std()
-            .args(args)
-            .args(["--checkpoint", checkpoint.to_str().unwrap()])
-            .args(["--checkpoint-interval", "1ms"])
-            .stdout(std::fs::File::create(&stdout).unwrap())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let extra = Duration::from_millis(rng.random_range(0..15));
-        let mut progressed: Option<Instant> = None;
-        let finished = loop {
-            if child.try_wait().unwrap().is_some() {
-                break true;
-            }
-            if progressed.is_none() && checkpointed_offset(checkpoint) > last {
-                progressed = Some(Instant::now());
-            }
-            if kills < 20 && progressed.is_some_and(|at| at.elapsed() >= extra) {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                break false;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        };
-        if finished {
-            let status = child.wait().unwrap();
+    let drill = KillDrill {
+        kills: 20,
+        seed,
+        max_extra: Duration::from_millis(15),
+        deadline: Duration::from_secs(240),
+    };
+    drill.run(
+        || {
+            weir_std()
+                .args(args)
+                .args(["--checkpoint", checkpoint.to_str().unwrap()])
+                .args(["--checkpoint-interval", "1ms"])
+                .stdout(std::fs::File::create(&stdout).unwrap())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        },
+        || checkpointed_offset(checkpoint),
+        || {},
+        |status| {
             assert!(status.success(), "a restart failed: {status:?}");
-            assert_eq!(kills, 20);
-            return std::fs::read(&stdout).unwrap();
-        }
-        kills += 1;
-        let now = checkpointed_offset(checkpoint);
-        assert!(now > last, "a killed run had not moved the checkpoint on");
-        last = now;
-    }
+            false
+        },
+    );
+    std::fs::read(&stdout).unwrap()
 }
 
 fn consume_args(input: &Path, out: &Path, bad: &Path) -> Vec<String> {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{stdout_lines, weir, weir_std};
+use super::{stdout_lines, weir, weir_std, KillDrill};
 
 /// Tests whose consumers join groups take turns: Tansu's group coordinator has been seen to
 /// leave a group forming for good when several join at once.
@@ -1547,7 +1547,6 @@ fn checkpoint_offsets(path: &std::path::Path) -> BTreeMap<i64, i64> {
 #[test]
 #[ignore]
 fn window_from_kafka_to_kafka_killed_ten_times_loses_nothing() {
-    use rand::{Rng, SeedableRng};
     let Some(b) = broker() else { return };
     let _turn = group_turn();
     let input = b.topic("drill-in", 2);
@@ -1620,89 +1619,73 @@ fn window_from_kafka_to_kafka_killed_ten_times_loses_nothing() {
     let group = format!("drill-{input}");
     let dir = tempfile::tempdir().unwrap();
     let checkpoint = dir.path().join("window.ckpt");
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);
-    let deadline = Instant::now() + Duration::from_secs(400);
-    let mut kills = 0;
-    loop {
-        assert!(Instant::now() < deadline, "no end after {kills} kills");
-        let before: i64 = checkpoint_offsets(&checkpoint).values().sum();
-        let mut run = weir_std()
-            .args(window)
-            .arg(b.url(&input))
-            .args([
-                "-G",
-                &group,
-                "--from",
-                "beginning",
-                "-o",
-                &b.url(&drilled_out),
-            ])
-            .args(["--checkpoint", checkpoint.to_str().unwrap()])
-            .args(["--checkpoint-interval", "100ms"])
-            .args(["-X", "session.timeout.ms=6000"])
-            // Small fetches, so that a run reads for a while and each kill lands mid-way.
-            .args([
-                "-X",
-                "fetch.max.bytes=32768",
-                "-X",
-                "max.partition.fetch.bytes=16384",
-            ])
-            .args([
-                "-X",
-                "queued.max.messages.kbytes=64",
-                "-X",
-                "message.max.bytes=32768",
-            ])
-            .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
-            .spawn()
-            .unwrap();
-        let extra = Duration::from_millis(rng.random_range(0..200));
-        let mut progressed: Option<Instant> = None;
-        let finished = loop {
-            if run.try_wait().unwrap().is_some() {
-                break true;
+    let stderr = dir.path().join("stderr");
+    let drill = KillDrill {
+        kills: 10,
+        seed: 41,
+        // Soon after the checkpoint moves: a run must not read the rest of the topic before
+        // its kill, or the drill ends with fewer than ten.
+        max_extra: Duration::from_millis(60),
+        deadline: Duration::from_secs(400),
+    };
+    drill.run(
+        || {
+            weir_std()
+                .args(window)
+                .arg(b.url(&input))
+                .args([
+                    "-G",
+                    &group,
+                    "--from",
+                    "beginning",
+                    "-o",
+                    &b.url(&drilled_out),
+                ])
+                .args(["--checkpoint", checkpoint.to_str().unwrap()])
+                .args(["--checkpoint-interval", "100ms"])
+                .args(["-X", "session.timeout.ms=6000"])
+                // Small fetches, so that a run reads for a while and each kill lands mid-way.
+                .args([
+                    "-X",
+                    "fetch.max.bytes=32768",
+                    "-X",
+                    "max.partition.fetch.bytes=16384",
+                ])
+                .args([
+                    "-X",
+                    "queued.max.messages.kbytes=64",
+                    "-X",
+                    "message.max.bytes=32768",
+                ])
+                .stderr(std::fs::File::create(&stderr).unwrap())
+                .spawn()
+                .unwrap()
+        },
+        || checkpoint_offsets(&checkpoint).values().sum::<i64>() as u64,
+        || {
+            let (committed, checkpointed) = (
+                committed_offsets(&b, &input, &group),
+                checkpoint_offsets(&checkpoint),
+            );
+            for (partition, offset) in &committed {
+                let covered = checkpointed.get(partition).copied().unwrap_or(0);
+                assert!(
+                    *offset <= covered,
+                    "partition {partition}: the group committed {offset}, the checkpoint covers {covered}"
+                );
             }
-            if progressed.is_none()
-                && checkpoint_offsets(&checkpoint).values().sum::<i64>() > before
-            {
-                progressed = Some(Instant::now());
-            }
-            if kills < 10 && progressed.is_some_and(|at| at.elapsed() >= extra) {
-                run.kill().unwrap();
-                run.wait().unwrap();
-                break false;
-            }
-            if Instant::now() >= deadline {
-                let _ = run.kill();
-                panic!("a run made no progress");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        if finished {
-            let status = run.wait().unwrap();
-            let stderr = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+        },
+        |status| {
+            let stderr = std::fs::read_to_string(&stderr).unwrap();
+            // A dropped connection (above): started again from the checkpoint, which is what
+            // a restart is for.
             if status.code() == Some(4) && stderr.contains("cannot reach Kafka") {
-                // A dropped connection (above): started again from the checkpoint, which is
-                // what a restart is for.
-                continue;
+                return true;
             }
             assert!(status.success(), "a restart failed: {status:?}: {stderr}");
-            break;
-        }
-        kills += 1;
-        let (committed, checkpointed) = (
-            committed_offsets(&b, &input, &group),
-            checkpoint_offsets(&checkpoint),
-        );
-        for (partition, offset) in &committed {
-            let covered = checkpointed.get(partition).copied().unwrap_or(0);
-            assert!(
-                *offset <= covered,
-                "partition {partition}: the group committed {offset}, the checkpoint covers {covered}"
-            );
-        }
-    }
-    assert_eq!(kills, 10);
+            false
+        },
+    );
     let got = rows(&drilled_out);
     for row in &got {
         assert_eq!(

@@ -63,3 +63,75 @@ pub fn generated_with(cfg: gen::GenConfig) -> (tempfile::NamedTempFile, Vec<gen:
     file.write_all(&buf).unwrap();
     (file, events)
 }
+
+/// A kill drill: starts a run with `spawn` again and again, killing it `kills` times, each a
+/// random moment (up to `max_extra` after `progress` has moved on, so that a loaded machine
+/// cannot turn the drill into restarts that get nowhere), then lets a run finish. At each
+/// kill `after_kill` checks what the killed run left; a finished run's status goes to
+/// `finished`, which says whether to start again (a run that could not reach its server,
+/// which a restart is for) or that the drill is over. Fails when the drill takes longer than
+/// `deadline` or a run finishes before the kills are done.
+pub struct KillDrill {
+    pub kills: u32,
+    pub seed: u64,
+    pub max_extra: std::time::Duration,
+    pub deadline: std::time::Duration,
+}
+
+impl KillDrill {
+    pub fn run(
+        &self,
+        mut spawn: impl FnMut() -> std::process::Child,
+        progress: impl Fn() -> u64,
+        mut after_kill: impl FnMut(),
+        mut finished: impl FnMut(std::process::ExitStatus) -> bool,
+    ) {
+        use rand::{Rng, SeedableRng};
+        use std::time::{Duration, Instant};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed);
+        let deadline = Instant::now() + self.deadline;
+        let mut kills = 0;
+        let mut last = progress();
+        loop {
+            assert!(Instant::now() < deadline, "no end after {kills} kills");
+            let mut child = spawn();
+            let extra =
+                Duration::from_micros(rng.random_range(0..=self.max_extra.as_micros() as u64));
+            let mut progressed: Option<Instant> = None;
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break Some(status);
+                }
+                if progressed.is_none() && progress() > last {
+                    progressed = Some(Instant::now());
+                }
+                if kills < self.kills && progressed.is_some_and(|at| at.elapsed() >= extra) {
+                    child.kill().unwrap();
+                    child.wait().unwrap();
+                    break None;
+                }
+                if Instant::now() >= deadline {
+                    let _ = child.kill();
+                    panic!("a run made no progress after {kills} kills");
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            match status {
+                Some(status) => {
+                    if finished(status) {
+                        continue;
+                    }
+                    assert_eq!(kills, self.kills, "a run finished before the drill's kills");
+                    return;
+                }
+                None => {
+                    kills += 1;
+                    let now = progress();
+                    assert!(now > last, "a killed run had not moved its progress on");
+                    last = now;
+                    after_kill();
+                }
+            }
+        }
+    }
+}
