@@ -39,7 +39,7 @@ fn checkpoint_of(command: &str, state: Vec<u8>) -> Checkpoint {
     }
 }
 
-fn read_state(file: &CheckpointFile) -> Vec<u8> {
+fn read_state(file: &mut CheckpointFile) -> Vec<u8> {
     match file.read().expect("the checkpoint reads") {
         Loaded::Current(mut c) => std::mem::take(&mut c.partitions[0].state),
         _ => panic!("no current checkpoint"),
@@ -93,7 +93,7 @@ fn windows(dir: &std::path::Path) {
             .unwrap();
     }
     assert_eq!(op.open_windows(), WINDOWS);
-    let file = CheckpointFile::new(&dir.join("window.ckpt"));
+    let mut file = CheckpointFile::new(&dir.join("window.ckpt"));
     let started = Instant::now();
     file.write(&checkpoint_of("window", saved::encode(&op.state())))
         .unwrap();
@@ -102,7 +102,7 @@ fn windows(dir: &std::path::Path) {
     drop(op);
     let started = Instant::now();
     let restored =
-        WindowOperator::restore(cfg, saved::decode(&read_state(&file)).unwrap()).unwrap();
+        WindowOperator::restore(cfg, saved::decode(&read_state(&mut file)).unwrap()).unwrap();
     let restore = started.elapsed().as_secs_f64();
     assert_eq!(restored.open_windows(), WINDOWS);
     report(
@@ -125,7 +125,7 @@ fn ids(dir: &std::path::Path) {
         );
     }
     assert_eq!(d.remembered() as u64, IDS);
-    let file = CheckpointFile::new(&dir.join("dedupe.ckpt"));
+    let mut file = CheckpointFile::new(&dir.join("dedupe.ckpt"));
     let started = Instant::now();
     file.write(&checkpoint_of("dedupe", saved::encode(&d.state())))
         .unwrap();
@@ -135,7 +135,7 @@ fn ids(dir: &std::path::Path) {
     let started = Instant::now();
     let mut restored: Deduper<IdHash> = Deduper::new(Some(3_600_000), usize::MAX);
     restored
-        .restore(saved::decode(&read_state(&file)).unwrap())
+        .restore(saved::decode(&read_state(&mut file)).unwrap())
         .unwrap();
     let restore = started.elapsed().as_secs_f64();
     assert_eq!(restored.remembered() as u64, IDS);

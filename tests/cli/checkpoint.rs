@@ -99,6 +99,8 @@ fn consume_args(input: &Path, out: &Path, bad: &Path) -> Vec<String> {
         "t",
         "--from",
         "2026-01-01T00:10:00Z",
+        "--to",
+        "2026-01-05T12:00:00Z",
         "-o",
         out.to_str().unwrap(),
         "--dead-letter",
@@ -355,6 +357,7 @@ fn a_checkpoint_of_another_job_is_refused_and_reset_starts_afresh() {
     let run = |from: &str, extra: &[&str]| {
         let mut args = consume_args(&input, &out, &bad);
         args[5] = from.into();
+        args[7] = "2026-02-01T00:00:00Z".into();
         weir()
             .args(args)
             .args(["--checkpoint", ck.to_str().unwrap()])
@@ -565,5 +568,83 @@ fn a_restored_replay_keeps_its_pace() {
     assert!(
         took.as_secs_f64() <= checkpointed + 0.9,
         "the rest took {took:?}: the clock did not go on from the checkpoint"
+    );
+}
+
+/// A checkpoint corrupted (a flipped byte) and one truncated, each found at a restart: the
+/// run says so, goes on from the checkpoint before it, and still writes what one
+/// uninterrupted run writes.
+#[test]
+fn a_corrupted_or_truncated_checkpoint_gives_way_to_the_one_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = big_input(dir.path());
+    let (full, full_bad) = (dir.path().join("full.ndjson"), dir.path().join("full.bad"));
+    let whole = weir()
+        .args(consume_args(&input, &full, &full_bad))
+        .output()
+        .unwrap();
+    assert!(whole.status.success(), "{whole:?}");
+    let (part, part_bad) = (dir.path().join("part.ndjson"), dir.path().join("part.bad"));
+    let checkpoint = dir.path().join("run.ckpt");
+    let previous = dir.path().join("run.ckpt.prev");
+    let stderr = dir.path().join("stderr");
+    let damaged = std::cell::Cell::new(0);
+    let mut said = Vec::new();
+    let mut after_damage = false;
+    KillDrill {
+        kills: 2,
+        seed: 3,
+        max_extra: Duration::from_millis(30),
+        deadline: Duration::from_secs(120),
+    }
+    .run(
+        || {
+            // What the last run said, when it started on a damaged checkpoint.
+            if std::mem::replace(&mut after_damage, damaged.get() > said.len()) {
+                said.push(std::fs::read_to_string(&stderr).unwrap());
+            }
+            weir_std()
+                .args(consume_args(&input, &part, &part_bad))
+                .args(["--checkpoint", checkpoint.to_str().unwrap()])
+                .args(["--checkpoint-interval", "1ms"])
+                .stderr(std::fs::File::create(&stderr).unwrap())
+                .spawn()
+                .unwrap()
+        },
+        // Progress counts once there are two checkpoints: one to damage, one to fall back on.
+        || match previous.exists() {
+            true => checkpointed_offset(&checkpoint),
+            false => 0,
+        },
+        || {
+            assert!(previous.exists(), "no checkpoint before the last one");
+            // (Killed between its two renames, the run left no current one: that is damage
+            // enough.)
+            if let Ok(mut bytes) = std::fs::read(&checkpoint) {
+                if damaged.get() == 0 {
+                    let middle = bytes.len() / 2;
+                    bytes[middle] ^= 0x20;
+                } else {
+                    bytes.truncate(bytes.len() * 2 / 3);
+                }
+                std::fs::write(&checkpoint, bytes).unwrap();
+            }
+            damaged.set(damaged.get() + 1);
+        },
+        |status| {
+            assert!(status.success(), "a restart failed: {status:?}");
+            false
+        },
+    );
+    said.push(std::fs::read_to_string(&stderr).unwrap());
+    // The runs after each damage said which checkpoint they used.
+    assert_eq!(said.len(), 2, "{said:?}");
+    for text in &said {
+        assert!(text.contains("restoring the one before it"), "{text}");
+    }
+    assert!(std::fs::read(&part).unwrap() == std::fs::read(&full).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(&part_bad).unwrap(),
+        std::fs::read_to_string(&full_bad).unwrap()
     );
 }

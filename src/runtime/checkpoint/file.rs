@@ -263,6 +263,9 @@ impl Checkpoint {
 #[derive(Clone, Debug)]
 pub struct CheckpointFile {
     path: PathBuf,
+    /// The current file was found unusable and the previous one read instead: the next write
+    /// must not make the bad one the previous.
+    current_bad: bool,
 }
 
 /// What reading a checkpoint found.
@@ -279,6 +282,7 @@ impl CheckpointFile {
     pub fn new(path: &Path) -> CheckpointFile {
         CheckpointFile {
             path: path.to_path_buf(),
+            current_bad: false,
         }
     }
 
@@ -290,7 +294,7 @@ impl CheckpointFile {
 
     /// Replaces the checkpoint with `checkpoint`, atomically: a crash at any moment leaves
     /// either this one or the one before readable.
-    pub fn write(&self, checkpoint: &Checkpoint) -> Result<()> {
+    pub fn write(&mut self, checkpoint: &Checkpoint) -> Result<()> {
         let cannot = |e: io::Error| {
             Error::Unreachable(format!(
                 "cannot write checkpoint {}: {e}",
@@ -304,12 +308,19 @@ impl CheckpointFile {
         let file = out.into_inner().map_err(|e| cannot(e.into_error()))?;
         file.sync_all().map_err(cannot)?;
         drop(file);
-        match fs::rename(&self.path, self.beside(".prev")) {
+        // The current one becomes the previous; a bad one is dropped instead, so that the
+        // good previous one stays until this one is in place.
+        let moved = match self.current_bad {
+            true => fs::remove_file(&self.path),
+            false => fs::rename(&self.path, self.beside(".prev")),
+        };
+        match moved {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(cannot(e)),
         }
         fs::rename(&tmp, &self.path).map_err(cannot)?;
+        self.current_bad = false;
         let dir = match self.path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -319,13 +330,14 @@ impl CheckpointFile {
 
     /// Reads the checkpoint: the current file, or the previous one when the current is
     /// missing or unusable. Neither usable (but one there) is an error naming both reasons.
-    pub fn read(&self) -> Result<Loaded> {
+    pub fn read(&mut self) -> Result<Loaded> {
         let current = read_one(&self.path);
         let reason = match current {
             Some(Ok(c)) => return Ok(Loaded::Current(c)),
             Some(Err(reason)) => Some(reason),
             None => None,
         };
+        self.current_bad = reason.is_some();
         let previous = self.beside(".prev");
         match (read_one(&previous), reason) {
             (None, None) => Ok(Loaded::Fresh),
@@ -472,7 +484,7 @@ mod tests {
     fn the_previous_checkpoint_stands_in_for_a_bad_one() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.ckpt");
-        let file = CheckpointFile::new(&path);
+        let mut file = CheckpointFile::new(&path);
         assert!(matches!(file.read().unwrap(), Loaded::Fresh));
         file.write(&sample(1)).unwrap();
         file.write(&sample(2)).unwrap();
@@ -488,6 +500,14 @@ mod tests {
                 assert_eq!(c, sample(1));
                 assert!(why.contains("checksum"), "{why}");
             }
+            other => panic!("{other:?}"),
+        }
+        // The next checkpoint drops the bad one rather than make it the previous: a crash
+        // while writing it still finds a good one.
+        file.write(&sample(3)).unwrap();
+        fs::write(&path, b"torn").unwrap();
+        match file.read().unwrap() {
+            Loaded::Previous(c, _) => assert_eq!(c, sample(1)),
             other => panic!("{other:?}"),
         }
         // A crash between the two renames: only the previous one is there.
