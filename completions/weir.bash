@@ -58,7 +58,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__consume)
-            opts="-e -G -X -F -n -J -f -u -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --group --kafka-config --timeout --time --time-format --count --envelope --format --unbuffered --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -X -F -n -J -f -u -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --time --time-format --count --envelope --format --unbuffered --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -88,6 +88,14 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --shards)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --efo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --group)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -109,6 +117,10 @@ _weir() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endpoint-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -172,7 +184,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__dedupe)
-            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --group --kafka-config --timeout --id --time --time-format --horizon --horizon-by --delay --partition-by --max-keys --exact-ids --duplicates --keep --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --id --time --time-format --horizon --horizon-by --delay --partition-by --max-keys --exact-ids --duplicates --keep --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -202,6 +214,14 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --shards)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --efo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --group)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -223,6 +243,10 @@ _weir() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endpoint-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -320,7 +344,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__lag)
-            opts="-G -o -X -F -h -V --group --all-groups --group-pattern --time-mode --max-lag --max-messages --per --watch --format --output --kafka-config --timeout --help --version"
+            opts="-G -o -X -F -h -V --group --all-groups --group-pattern --time-mode --max-lag --max-messages --per --watch --format --output --kafka-config --timeout --endpoint-url --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -386,6 +410,10 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --endpoint-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -394,7 +422,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__replay)
-            opts="-e -G -X -F -J -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --group --kafka-config --timeout --time --time-format --envelope --keep-partition --rate --speed --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -X -F -J -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -424,6 +452,14 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --shards)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --efo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --group)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -445,6 +481,10 @@ _weir() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endpoint-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -500,7 +540,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__watermark__subcmd__profile)
-            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --group --kafka-config --timeout --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -530,6 +570,14 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --shards)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --efo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --group)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -551,6 +599,10 @@ _weir() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endpoint-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -622,7 +674,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__window)
-            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --group --kafka-config --timeout --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -652,6 +704,14 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --shards)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --efo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --group)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -673,6 +733,10 @@ _weir() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endpoint-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

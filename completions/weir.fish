@@ -40,10 +40,13 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l max-line-bytes -d 
 complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l partitions -d 'Read only these partitions' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
-complete -c weir -n "__fish_weir_using_subcommand consume" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l timeout -d 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l endpoint-url -d 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS\'s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s n -l count -d 'Stop after writing N records' -r
@@ -68,10 +71,13 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l max-line-bytes -d '
 complete -c weir -n "__fish_weir_using_subcommand window" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l partitions -d 'Read only these partitions' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
-complete -c weir -n "__fish_weir_using_subcommand window" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l timeout -d 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l endpoint-url -d 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS\'s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l key -d 'Group by this field (repeatable for a composite key). Without --key, one global key' -r
@@ -116,10 +122,13 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l max-line
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partitions -d 'Read only these partitions' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l timeout -d 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l endpoint-url -d 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS\'s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l arrival -d 'Arrival-time field (same formats as --time). Default: the broker timestamp of a Kafka source, else the time weir reads the record' -r
@@ -147,10 +156,13 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-line-bytes -d '
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partitions -d 'Read only these partitions' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l timeout -d 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l endpoint-url -d 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS\'s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l id -d 'The id field (repeatable for a composite id)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
@@ -182,10 +194,13 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l max-line-bytes -d '
 complete -c weir -n "__fish_weir_using_subcommand replay" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l partitions -d 'Read only these partitions' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
-complete -c weir -n "__fish_weir_using_subcommand replay" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l timeout -d 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l endpoint-url -d 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS\'s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l rate -d 'At most this many records per second (5000/s, 300/m, 10k/h)' -r
@@ -222,7 +237,8 @@ prometheus\t'Prometheus text exposition format (node_exporter\'s textfile collec
 complete -c weir -n "__fish_weir_using_subcommand lag" -s o -l output -d 'Where the report goes: - (stdout) or a file path' -r
 complete -c weir -n "__fish_weir_using_subcommand lag" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand lag" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
-complete -c weir -n "__fish_weir_using_subcommand lag" -l timeout -d 'How long to wait for a broker before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand lag" -l timeout -d 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4' -r
+complete -c weir -n "__fish_weir_using_subcommand lag" -l endpoint-url -d 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS\'s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain' -r
 complete -c weir -n "__fish_weir_using_subcommand lag" -l all-groups -d 'Every consumer group the cluster lists'
 complete -c weir -n "__fish_weir_using_subcommand lag" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand lag" -s V -l version -d 'Print version'

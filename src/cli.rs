@@ -144,6 +144,20 @@ pub struct BrokerArgs {
     )]
     pub partitions: Vec<i32>,
 
+    /// Kinesis: read only these shards (their children are not followed).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Kinesis"
+    )]
+    pub shards: Vec<String>,
+
+    /// Kinesis: read with enhanced fan-out as this stream consumer (registered when it does
+    /// not exist), through SubscribeToShard.
+    #[arg(long, value_name = "CONSUMER", help_heading = "Kinesis")]
+    pub efo: Option<String>,
+
     /// Consumer group: weir joins it as a member and shares the partitions with the other
     /// members (as kcat -G). Each partition starts at the group's offset, or where --from
     /// beginning|end says when it has none; offsets are committed as records are handed on.
@@ -172,9 +186,15 @@ pub struct ClientArgs {
     )]
     pub config_file: Option<PathBuf>,
 
-    /// How long to wait for a broker before giving up with exit code 4.
+    /// How long to wait for a broker, or to keep retrying a Kinesis call, before giving up
+    /// with exit code 4.
     #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, help_heading = "Kafka")]
     pub timeout: Millis,
+
+    /// Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS's
+    /// (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain.
+    #[arg(long, value_name = "URL", help_heading = "Kinesis")]
+    pub endpoint_url: Option<String>,
 }
 
 impl ClientArgs {

@@ -75,10 +75,15 @@ impl Plan {
         let render = if input.is_broker() {
             if args.time.time.is_some() {
                 return Err(Error::Usage(
-                    "on a Kafka source --from/--to are log positions (broker time); consume does not use --time there".into(),
+                    "on a Kafka or Kinesis source --from/--to are log positions (broker time); consume does not use --time there".into(),
                 ));
             }
             match (&args.format, args.envelope) {
+                (Some(_), _) if input.is_kinesis() => {
+                    return Err(Error::Usage(
+                        "-f formats name Kafka fields; for a Kinesis source use -J".into(),
+                    ))
+                }
                 (Some(_), _) if sink.is_broker() => {
                     return Err(Error::Usage(
                         "-f writes text for people; it cannot go to Kafka".into(),

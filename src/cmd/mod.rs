@@ -16,8 +16,9 @@ use crate::core::record::FieldPath;
 use crate::core::time::{now_millis, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::kafka::{ClientOptions, KafkaSource, ReadPlan, ReadRequest, Render};
+use crate::io::kinesis::{self, AwsOptions, KinesisClient, KinesisSource};
 use crate::io::ndjson::NdjsonSource;
-use crate::io::spec::{Input, KafkaSpec, SinkSpec, SourceSpec};
+use crate::io::spec::{Input, KafkaSpec, KinesisSpec, SinkSpec, SourceSpec};
 use crate::runtime::summary::ReportPlan;
 use crate::runtime::{
     progress, signals, CheckpointInputs, CheckpointPlan, Checkpoints, PolicyPlan, Restored, Source,
@@ -55,6 +56,14 @@ pub fn client_options(client: &ClientArgs) -> Result<ClientOptions> {
     )
 }
 
+/// An AWS client's options (`--endpoint-url`, `--timeout`).
+pub fn aws_options(client: &ClientArgs) -> AwsOptions {
+    AwsOptions {
+        endpoint_url: client.endpoint_url.clone(),
+        timeout: client.timeout(),
+    }
+}
+
 /// Where a command's records come from, checked, with nothing opened yet.
 pub enum SourcePlan {
     Ndjson(Vec<Input>),
@@ -62,6 +71,11 @@ pub enum SourcePlan {
         spec: KafkaSpec,
         read: ReadPlan,
         client: ClientOptions,
+    },
+    Kinesis {
+        spec: KinesisSpec,
+        read: kinesis::ReadPlan,
+        options: AwsOptions,
     },
 }
 
@@ -80,6 +94,7 @@ impl InputPlan {
         let source = match SourceSpec::parse(&input.sources).map_err(Error::Usage)? {
             SourceSpec::Ndjson(inputs) => {
                 reject_broker_flags(&input.broker, time_range)?;
+                reject_kinesis_flags(&input.broker, "NDJSON input")?;
                 for i in &inputs {
                     if let Input::File(path) = i {
                         std::fs::metadata(path).map_err(|e| {
@@ -91,6 +106,7 @@ impl InputPlan {
             }
             SourceSpec::Kafka(spec) => {
                 let b = &input.broker;
+                reject_kinesis_flags(b, "a Kafka source")?;
                 let request = ReadRequest {
                     partitions: b.partitions.clone(),
                     group: b.group.clone(),
@@ -102,8 +118,31 @@ impl InputPlan {
                 let client = client_options(&b.client)?;
                 SourcePlan::Kafka { spec, read, client }
             }
-            SourceSpec::Kinesis(_) => {
-                return Err(Error::Usage("Kinesis sources are not built yet".into()))
+            SourceSpec::Kinesis(spec) => {
+                let b = &input.broker;
+                if b.group.is_some() {
+                    return Err(Error::Usage(
+                        "a Kinesis read has no consumer group: --checkpoint PATH keeps its position (and weir lag reads it)".into(),
+                    ));
+                }
+                if !b.partitions.is_empty() {
+                    return Err(Error::Usage(
+                        "Kinesis has shards, not partitions: --shards ID[,ID]".into(),
+                    ));
+                }
+                let request = kinesis::ReadRequest {
+                    from: b.from.clone(),
+                    to: b.to.clone(),
+                    exit_at_end: b.exit_at_end,
+                    shards: b.shards.clone(),
+                    efo: b.efo.clone(),
+                };
+                let read = kinesis::ReadPlan::new(&spec, &request, now_millis())?;
+                SourcePlan::Kinesis {
+                    spec,
+                    read,
+                    options: aws_options(&b.client),
+                }
             }
         };
         Ok(InputPlan {
@@ -113,8 +152,16 @@ impl InputPlan {
         })
     }
 
+    /// Whether records come from a Kafka or Kinesis source, as envelopes.
     pub fn is_broker(&self) -> bool {
-        matches!(self.source, SourcePlan::Kafka { .. })
+        matches!(
+            self.source,
+            SourcePlan::Kafka { .. } | SourcePlan::Kinesis { .. }
+        )
+    }
+
+    pub fn is_kinesis(&self) -> bool {
+        matches!(self.source, SourcePlan::Kinesis { .. })
     }
 
     /// The envelope field holding the broker timestamp, for a broker source.
@@ -124,14 +171,22 @@ impl InputPlan {
     }
 
     /// The field that tells partitions apart when the command was not given one: a broker
-    /// source's records are envelopes with their `partition`.
+    /// source's records are envelopes with their `partition` (Kafka) or `shard` (Kinesis).
     pub fn partition_field(&self, given: Option<&FieldPath>) -> Option<FieldPath> {
         match given {
             Some(f) => Some(f.clone()),
-            None => self
-                .is_broker()
-                .then(|| "partition".parse().expect("a valid path")),
+            None => self.source_partition_field(),
         }
+    }
+
+    /// The envelope field naming a broker source's partitions.
+    pub fn source_partition_field(&self) -> Option<FieldPath> {
+        let name = match &self.source {
+            SourcePlan::Ndjson(_) => return None,
+            SourcePlan::Kafka { .. } => "partition",
+            SourcePlan::Kinesis { .. } => "shard",
+        };
+        Some(name.parse().expect("a valid path"))
     }
 
     /// Whether the input is stdin, which cannot be read again: a run restored from its
@@ -147,6 +202,9 @@ impl InputPlan {
             SourcePlan::Kafka { read, .. } => CheckpointInputs::Kafka {
                 topic: read.topic.clone(),
             },
+            SourcePlan::Kinesis { read, .. } => CheckpointInputs::Kinesis {
+                stream: read.stream.clone(),
+            },
         }
     }
 
@@ -159,6 +217,9 @@ impl InputPlan {
                 "kafka topic {} partitions {:?} group {:?}",
                 read.topic, read.partitions, read.group
             ),
+            SourcePlan::Kinesis { read, .. } => {
+                format!("kinesis stream {} shards {:?}", read.stream, read.shards)
+            }
         }
     }
 
@@ -166,7 +227,7 @@ impl InputPlan {
     pub fn input_names(&self) -> Vec<String> {
         match &self.source {
             SourcePlan::Ndjson(inputs) => inputs.iter().map(Input::display_name).collect(),
-            SourcePlan::Kafka { .. } => Vec::new(),
+            SourcePlan::Kafka { .. } | SourcePlan::Kinesis { .. } => Vec::new(),
         }
     }
 
@@ -195,6 +256,16 @@ impl InputPlan {
                 let mut source = KafkaSource::open(spec, read, client, render, resume)?;
                 source.show_progress(source.total.and_then(progress::records));
                 Box::new(source)
+            }
+            SourcePlan::Kinesis {
+                spec,
+                read,
+                options,
+            } => {
+                let client = KinesisClient::connect(spec, options)?;
+                let empty = Default::default();
+                let resume = restored.map(|r| &r.shards).unwrap_or(&empty);
+                Box::new(KinesisSource::open(client, read, render, resume)?)
             }
         })
     }
@@ -262,6 +333,20 @@ pub fn ndjson_time_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<
             "{flag} {text}: {other:?} positions need a Kafka source; on NDJSON input use an RFC 3339 or relative time"
         ))),
     }
+}
+
+/// Kinesis source options make no sense on other sources; say so rather than ignore them.
+fn reject_kinesis_flags(broker: &BrokerArgs, what: &str) -> Result<()> {
+    let flag = if !broker.shards.is_empty() {
+        "--shards"
+    } else if broker.efo.is_some() {
+        "--efo"
+    } else {
+        return Ok(());
+    };
+    Err(Error::Usage(format!(
+        "{flag} applies to a Kinesis source (kinesis://STREAM), not to {what}"
+    )))
 }
 
 /// Kafka source options make no sense on NDJSON input; say so rather than ignore them.

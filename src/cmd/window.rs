@@ -72,10 +72,8 @@ impl Plan {
             .ok_or_else(|| Error::Usage("weir window needs --time FIELD".into()))?;
         let input = InputPlan::new(&args.input, false)?;
         let partition_by = input.partition_field(args.partition_by.as_ref());
-        let by_source_partition = input.is_broker()
-            && partition_by
-                .as_ref()
-                .is_some_and(|p| p.as_str() == "partition");
+        let by_source_partition =
+            partition_by.is_some() && partition_by == input.source_partition_field();
         let kind = window_kind(args)?;
         let (aggs, value_paths) = aggregate_specs(args, matches)?;
 
@@ -651,15 +649,14 @@ impl RecordStep for WindowStep {
         self.now = self.clock();
     }
 
-    fn assigned(&mut self, partitions: &[i32]) {
+    fn assigned(&mut self, partitions: &[String]) {
         if !self.by_source_partition {
             return;
         }
-        // The envelope's `partition` is the number's text, which is what ids are keyed by.
-        let mut itoa = itoa::Buffer::new();
+        // Named by their envelope field's JSON text, which is what ids are keyed by.
         let ids: Vec<usize> = partitions
             .iter()
-            .filter_map(|p| self.partitions.id(itoa.format(*p)))
+            .filter_map(|p| self.partitions.id(p))
             .collect();
         self.now = self.clock();
         // Rows a revoked partition held back go out with the next record or tick.

@@ -93,6 +93,57 @@ pub fn write_envelope(out: &mut Vec<u8>, m: &Message<'_>) {
     out.push(b'}');
 }
 
+/// One Kinesis record (or one user record of a KPL aggregate), borrowed.
+#[derive(Clone, Debug)]
+pub struct ShardRecord<'a> {
+    pub stream: &'a str,
+    pub shard: &'a str,
+    pub sequence: &'a str,
+    /// A user record's place in its KPL aggregate.
+    pub subsequence: Option<u64>,
+    /// ApproximateArrivalTimestamp.
+    pub arrival: Option<Millis>,
+    /// The partition key (always text in Kinesis).
+    pub key: &'a str,
+    pub value: &'a [u8],
+}
+
+/// Appends the envelope of a Kinesis record (one line, no newline) to `out`:
+///
+/// ```text
+/// {"stream":"s","shard":"shardId-000000000001","sequence":"4959...","subsequence":0,
+///  "timestamp":"2026-11-28T12:00:01.234Z","key":"m-42","value":{...}}
+/// ```
+///
+/// The value is written and marked as in a Kafka envelope; `subsequence` is there for the
+/// user records of a KPL aggregate only.
+pub fn write_shard_envelope(out: &mut Vec<u8>, r: &ShardRecord<'_>) {
+    out.extend_from_slice(b"{\"stream\":");
+    write_json_str(out, r.stream);
+    out.extend_from_slice(b",\"shard\":");
+    write_json_str(out, r.shard);
+    out.extend_from_slice(b",\"sequence\":");
+    write_json_str(out, r.sequence);
+    if let Some(sub) = r.subsequence {
+        out.extend_from_slice(b",\"subsequence\":");
+        out.extend_from_slice(itoa::Buffer::new().format(sub).as_bytes());
+    }
+    if let Some(ts) = r.arrival {
+        out.extend_from_slice(b",\"timestamp\":\"");
+        write_millis(ts, out);
+        out.push(b'"');
+    }
+    out.extend_from_slice(b",\"key\":");
+    write_json_str(out, r.key);
+    out.extend_from_slice(b",\"value\":");
+    if let Some(encoding) = write_value(out, Some(r.value)) {
+        out.extend_from_slice(b",\"value_encoding\":\"");
+        out.extend_from_slice(encoding.as_bytes());
+        out.push(b'"');
+    }
+    out.push(b'}');
+}
+
 /// Appends the value alone, as `weir consume` writes it without `-J`: the JSON as it is, or
 /// text as a JSON string, or binary as `{"base64":"..."}`, or `null` for a tombstone.
 pub fn write_value_line(out: &mut Vec<u8>, value: Option<&[u8]>) {

@@ -4,6 +4,7 @@ pub mod aggregate;
 pub mod dedupe;
 pub mod envelope;
 pub mod id_table;
+pub mod kpl;
 pub mod lag;
 pub mod lateness;
 pub mod pace;

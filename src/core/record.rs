@@ -26,6 +26,8 @@ pub enum Position {
         stream: Arc<str>,
         shard: Arc<str>,
         sequence: String,
+        /// A user record's place in a KPL aggregate.
+        subsequence: Option<u64>,
     },
 }
 
@@ -44,8 +46,13 @@ impl fmt::Display for Position {
                 stream,
                 shard,
                 sequence,
+                subsequence,
             } => {
-                write!(f, "{stream} shard {shard} sequence {sequence}")
+                write!(f, "{stream} shard {shard} sequence {sequence}")?;
+                match subsequence {
+                    Some(sub) => write!(f, " subsequence {sub}"),
+                    None => Ok(()),
+                }
             }
         }
     }

@@ -57,6 +57,8 @@ impl KafkaSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KinesisSpec {
     pub stream: String,
+    /// The stream's ARN, when it was given as one (`kinesis://arn:aws:kinesis:...`).
+    pub arn: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -233,6 +235,26 @@ fn validate_topic(topic: &str) -> Result<(), String> {
 
 fn parse_kinesis(arg: &str, stream: &str) -> Result<KinesisSpec, String> {
     let usage = format!("invalid Kinesis spec '{arg}': expected kinesis://STREAM");
+    if let Some(fields) = stream.strip_prefix("arn:") {
+        // arn:PARTITION:kinesis:REGION:ACCOUNT:stream/NAME
+        let parts: Vec<&str> = fields.splitn(5, ':').collect();
+        let name = match parts.as_slice() {
+            [_, "kinesis", region, account, resource]
+                if !region.is_empty() && !account.is_empty() =>
+            {
+                resource.strip_prefix("stream/")
+            }
+            _ => None,
+        };
+        let Some(name) = name else {
+            return Err(format!(
+                "invalid Kinesis spec '{arg}': an ARN reads arn:aws:kinesis:REGION:ACCOUNT:stream/NAME"
+            ));
+        };
+        let mut spec = parse_kinesis(arg, name)?;
+        spec.arn = Some(stream.to_string());
+        return Ok(spec);
+    }
     if stream.is_empty() {
         return Err(format!("{usage}: the stream name is missing"));
     }
@@ -249,6 +271,7 @@ fn parse_kinesis(arg: &str, stream: &str) -> Result<KinesisSpec, String> {
     }
     Ok(KinesisSpec {
         stream: stream.to_string(),
+        arn: None,
     })
 }
 
@@ -318,11 +341,28 @@ mod tests {
         assert_eq!(
             src(&["kinesis://orders-v2"]),
             Ok(SourceSpec::Kinesis(KinesisSpec {
-                stream: "orders-v2".into()
+                stream: "orders-v2".into(),
+                arn: None,
             }))
         );
         assert!(src(&["kinesis://"]).is_err());
         assert!(src(&["kinesis://a/b"]).is_err());
+        let arn = "arn:aws:kinesis:eu-west-1:123456789012:stream/orders";
+        assert_eq!(
+            src(&[&format!("kinesis://{arn}")]),
+            Ok(SourceSpec::Kinesis(KinesisSpec {
+                stream: "orders".into(),
+                arn: Some(arn.into()),
+            }))
+        );
+        for bad in [
+            "arn:aws:kinesis:eu-west-1:123456789012:orders",
+            "arn:aws:sqs:eu-west-1:123456789012:stream/orders",
+            "arn:aws:kinesis::123456789012:stream/orders",
+            "arn:aws:kinesis:eu-west-1:123456789012:stream/bad name",
+        ] {
+            assert!(src(&[&format!("kinesis://{bad}")]).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -24,8 +24,10 @@ pub struct Chunk {
     pub data: Vec<u8>,
     /// Bytes of input the chunk stands for, for the summary.
     pub input_bytes: u64,
-    /// For a broker source: each record's (partition, offset).
+    /// For a Kafka source: each record's (partition, offset).
     pub positions: Vec<(i32, i64)>,
+    /// For a Kinesis source: each record's shard, sequence number and subsequence.
+    pub shard_positions: Vec<ShardPosition>,
     /// For a line source: where its input stands just past the chunk's last line.
     pub end: Option<LinePosition>,
     pub(crate) prepared: Prepared,
@@ -52,19 +54,36 @@ impl LinePosition {
     }
 }
 
+/// Where a Kinesis record is: its shard, its sequence number, and for a user record of a KPL
+/// aggregate, its place in the aggregate (the subsequence number).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardPosition {
+    pub shard: Arc<str>,
+    pub sequence: Arc<str>,
+    pub subsequence: Option<u64>,
+}
+
 impl Chunk {
     /// Where record `i` of this chunk came from.
     pub fn position(&self, i: usize) -> Position {
-        match self.positions.get(i) {
-            Some(&(partition, offset)) => Position::Kafka {
+        if let Some(&(partition, offset)) = self.positions.get(i) {
+            return Position::Kafka {
                 topic: self.origin.clone(),
                 partition,
                 offset,
-            },
-            None => Position::Line {
-                source: self.origin.clone(),
-                line: self.first_line + i as u64,
-            },
+            };
+        }
+        if let Some(p) = self.shard_positions.get(i) {
+            return Position::Kinesis {
+                stream: self.origin.clone(),
+                shard: p.shard.clone(),
+                sequence: p.sequence.to_string(),
+                subsequence: p.subsequence,
+            };
+        }
+        Position::Line {
+            source: self.origin.clone(),
+            line: self.first_line + i as u64,
         }
     }
 
@@ -207,6 +226,12 @@ impl Prepared {
             self.lines.push(LineInfo { start, end, status });
             start = end;
         }
+    }
+
+    /// Marks record `i` bad for `error`, whatever its check found.
+    pub(crate) fn mark_bad(&mut self, i: usize, error: RecordError) {
+        self.errors.push(error);
+        self.lines[i].status = Status::Bad(self.errors.len() as u32 - 1);
     }
 
     /// Checks one record in full; its spans go to the end of `spans`.

@@ -52,8 +52,10 @@ pub trait RecordStep {
     /// per record (the records of a batch were read together).
     fn batch(&mut self) {}
     /// The source reads these partitions from now on (its assignment, at the start or after
-    /// a rebalance), before any of their records comes.
-    fn assigned(&mut self, _partitions: &[i32]) {}
+    /// a rebalance; a stream's shards as they split and merge), before any of their records
+    /// comes. Each is named by the JSON text of its envelope field (`3` for a Kafka
+    /// partition, `"shardId-000000000003"` for a Kinesis shard).
+    fn assigned(&mut self, _partitions: &[String]) {}
     /// Shown a record `LOOKAHEAD` records before it comes to `record`, so that the state it
     /// will touch can be fetched into cache while earlier records are worked on. `next`
     /// makes the record's `Line` (or says it is not a record), only for steps that look.
@@ -175,6 +177,11 @@ pub fn drive_with(
         match item {
             Item::Failed(e) => return Err(e),
             Item::Assigned(partitions) => step.assigned(&partitions),
+            Item::ShardEnded(shard) => {
+                if let Some(c) = checkpoints.as_deref_mut() {
+                    c.shard_ended(&shard);
+                }
+            }
             Item::Draining => handled.release(&reader, step, checkpoints.as_deref_mut(), &mut d)?,
             Item::TooLong {
                 origin,
@@ -251,6 +258,8 @@ pub fn drive_with(
                                 .extend_from_slice(&chunk.positions[released.min(upto)..upto]);
                             if let Some(c) = checkpoints.as_deref_mut() {
                                 c.passed_records(&chunk.positions[..upto]);
+                                let upto = chunk.shard_positions.len().min(i + 1);
+                                c.passed_shards(&chunk.shard_positions[..upto]);
                             }
                             handled.release(&reader, step, checkpoints, &mut d)?;
                             return Ok(());
@@ -265,6 +274,7 @@ pub fn drive_with(
                 let end = chunk.end;
                 if let Some(c) = checkpoints.as_deref_mut() {
                     c.passed_records(&chunk.positions);
+                    c.passed_shards(&chunk.shard_positions);
                     if let Some(end) = end {
                         c.passed(end);
                     }
@@ -323,6 +333,8 @@ impl Between<'_> {
         }
         if let Some(c) = checkpoints.as_deref_mut() {
             c.passed_records(&positions[..before]);
+            let shards = &self.chunk.shard_positions;
+            c.passed_shards(&shards[..shards.len().min(self.next)]);
             if let Some(at) = self.chunk.line_start(self.next) {
                 c.passed(at);
             }

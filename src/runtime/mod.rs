@@ -13,11 +13,13 @@ mod reader;
 pub mod signals;
 pub mod summary;
 
-pub use checkpoint::{CheckpointInputs, CheckpointPlan, Checkpoints, Restored, StepCheckpoint};
-pub use chunk::{Chunk, Line, LinePosition, Prepare, CHUNK_BYTES};
+pub use checkpoint::{
+    CheckpointInputs, CheckpointPlan, Checkpoints, Restored, ShardResume, StepCheckpoint,
+};
+pub use chunk::{Chunk, Line, LinePosition, Prepare, ShardPosition, CHUNK_BYTES};
 pub use drive::{drive, drive_with, Drive, Flow, RecordStep};
 pub use policy::{ErrorPolicy, OnError, PolicyPlan};
-pub use reader::{Feed, Reader, Source};
+pub use reader::{Feed, Framed, Reader, Source};
 pub use summary::{Counters, Stats};
 
 use std::sync::atomic::AtomicBool;

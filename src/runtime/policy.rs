@@ -152,10 +152,14 @@ pub fn dead_letter_entry(position: &Position, record: &[u8], error: &RecordError
             stream,
             shard,
             sequence,
+            subsequence,
         } => {
             entry.insert("stream".into(), json!(stream.as_ref()));
             entry.insert("shard".into(), json!(shard.as_ref()));
             entry.insert("sequence".into(), json!(sequence));
+            if let Some(sub) = subsequence {
+                entry.insert("subsequence".into(), json!(sub));
+            }
         }
     }
     entry.insert("reason".into(), json!(error.to_string()));

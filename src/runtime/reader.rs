@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use super::chunk::{Chunk, LinePosition, Prepare, Prepared, Scratch, CHUNK_BYTES};
+use super::chunk::{Chunk, LinePosition, Prepare, Prepared, Scratch, ShardPosition, CHUNK_BYTES};
+use crate::core::record::RecordError;
 use crate::error::{Error, Result};
 
 /// Chunks in flight between the threads; bounds memory and gives backpressure.
@@ -46,12 +47,25 @@ pub(crate) enum Item {
         end: LinePosition,
     },
     /// The partitions the source now reads (its assignment, at the start or after a
-    /// rebalance), before any record of theirs.
-    Assigned(Vec<i32>),
+    /// rebalance; a stream's shards), before any record of theirs, by the JSON text of their
+    /// envelope field.
+    Assigned(Vec<String>),
+    /// A Kinesis shard was read to its end; every record of it was handed over before.
+    ShardEnded(Arc<str>),
     /// The source read to its end and waits for the records still in flight to be handled,
     /// before its last commit.
     Draining,
     Failed(Error),
+}
+
+/// Records a source framed itself: record `i` is `data[ends[i - 1]..ends[i]]`; the records
+/// at the indexes in `bad` are bad as they came, for the reason given; `input_bytes` is what
+/// they were read as, for the summary.
+pub struct Framed<'a> {
+    pub data: Vec<u8>,
+    pub ends: &'a [u32],
+    pub bad: &'a [(u32, RecordError)],
+    pub input_bytes: u64,
 }
 
 /// A source's side of the channel: buffers to fill, and the calls that hand chunks over.
@@ -163,6 +177,7 @@ impl Feed {
             data,
             input_bytes,
             positions: Vec::new(),
+            shard_positions: Vec::new(),
             end: Some(LinePosition {
                 next_line: first_line + lines,
                 ..end
@@ -185,20 +200,55 @@ impl Feed {
     ) -> Result<()> {
         debug_assert_eq!(ends.len(), positions.len());
         self.unhandled += positions.len();
+        let framed = Framed {
+            data,
+            ends,
+            bad: &[],
+            input_bytes,
+        };
+        self.framed(origin, first_record, framed, positions, Vec::new())
+    }
+
+    /// Hands over records of a Kinesis stream (`origin`), framed as `records` frames them,
+    /// each at its `positions[i]` (shard, sequence number, subsequence). The records in `bad`
+    /// are bad as they came (a KPL aggregate that fails its check), with the reason.
+    pub fn shard_records(
+        &mut self,
+        origin: &Arc<str>,
+        first_record: u64,
+        framed: Framed<'_>,
+        positions: Vec<ShardPosition>,
+    ) -> Result<()> {
+        debug_assert_eq!(framed.ends.len(), positions.len());
+        self.framed(origin, first_record, framed, Vec::new(), positions)
+    }
+
+    fn framed(
+        &mut self,
+        origin: &Arc<str>,
+        first_record: u64,
+        framed: Framed<'_>,
+        positions: Vec<(i32, i64)>,
+        shard_positions: Vec<ShardPosition>,
+    ) -> Result<()> {
         let mut prepared = self.spare_prepared.try_recv().unwrap_or_default();
         prepared.fill_framed(
-            &data,
-            ends,
+            &framed.data,
+            framed.ends,
             &self.prepare,
             self.max_line_bytes(),
             &mut self.scratch,
         );
+        for (i, error) in framed.bad {
+            prepared.mark_bad(*i as usize, error.clone());
+        }
         self.send(Item::Records(Chunk {
             origin: origin.clone(),
             first_line: first_record,
-            data,
-            input_bytes,
+            data: framed.data,
+            input_bytes: framed.input_bytes,
             positions,
+            shard_positions,
             end: None,
             prepared,
         }))
@@ -208,8 +258,14 @@ impl Feed {
     /// their records: each holds a watermark back from here until it delivers or goes idle.
     /// A source calls this at the start and whenever its set of partitions changes (a
     /// group's rebalance; a stream's new shards).
-    pub fn assigned(&self, partitions: Vec<i32>) -> Result<()> {
+    pub fn assigned(&self, partitions: Vec<String>) -> Result<()> {
         self.send(Item::Assigned(partitions))
+    }
+
+    /// Reports that `shard` was read to its end (closed by a split or merge), after all of
+    /// its records: a checkpoint then counts it done, and its children may be read.
+    pub fn shard_ended(&self, shard: Arc<str>) -> Result<()> {
+        self.send(Item::ShardEnded(shard))
     }
 
     /// Reports line `line` of `origin`, `len` bytes long, which was too long to keep; the

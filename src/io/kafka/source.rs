@@ -441,7 +441,8 @@ impl KafkaSource {
                 if assigned.is_some() && assigned != reported {
                     // Records polled before the change go out first.
                     pending.hand_over(feed, &topic)?;
-                    feed.assigned(assigned.clone().unwrap_or_default())?;
+                    let names = assigned.iter().flatten().map(i32::to_string).collect();
+                    feed.assigned(names)?;
                     reported = assigned;
                 }
             }

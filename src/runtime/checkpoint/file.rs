@@ -57,12 +57,12 @@ pub enum Resume {
     File { offset: u64, line: u64 },
     /// A Kafka partition: the next offset to read.
     Kafka { offset: i64 },
-    /// A Kinesis shard: after this sequence number (and subsequence, for aggregated records);
-    /// `closed` once the shard has been read to its end.
+    /// A Kinesis shard: after the record with this sequence number, or, within a KPL
+    /// aggregate, after its user record with this subsequence number. (A shard read to its
+    /// end is `Done`.)
     Kinesis {
-        after_sequence: String,
-        subsequence: u64,
-        closed: bool,
+        sequence: String,
+        subsequence: Option<u64>,
     },
     /// Not read yet: start where the run's `--from` says.
     Start,
@@ -422,10 +422,8 @@ mod tests {
                         shard: "shardId-000000000001".into(),
                     },
                     resume: Resume::Kinesis {
-                        after_sequence: "49590338271490256608559692538361571095921575989136588898"
-                            .into(),
-                        subsequence: 2,
-                        closed: false,
+                        sequence: "49590338271490256608559692538361571095921575989136588898".into(),
+                        subsequence: Some(2),
                     },
                     state: vec![1, 2, 3],
                 },

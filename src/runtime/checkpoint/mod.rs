@@ -13,7 +13,7 @@ use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::chunk::LinePosition;
+use super::chunk::{LinePosition, ShardPosition};
 use super::drive::RecordStep;
 use super::policy::ErrorPolicy;
 use super::summary::Counters;
@@ -82,6 +82,8 @@ pub struct Restored {
     pub at: LinePosition,
     /// Where a Kafka source goes on: the next offset of each partition the run had read.
     pub offsets: Vec<(i32, i64)>,
+    /// Where a Kinesis source goes on: each shard the run had read, by id.
+    pub shards: BTreeMap<String, ShardResume>,
     pub counters: Counters,
     pub state: Vec<u8>,
     pub sinks: Vec<SinkLength>,
@@ -94,6 +96,21 @@ pub enum CheckpointInputs {
     Files(Vec<String>),
     /// A Kafka topic: its partitions are found as their records come.
     Kafka { topic: String },
+    /// A Kinesis stream: its shards are found as their records come.
+    Kinesis { stream: String },
+}
+
+/// Where a Kinesis shard's reading goes on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShardResume {
+    /// After the record with this sequence number, or after the user record with this
+    /// subsequence number of the KPL aggregate with it.
+    After {
+        sequence: String,
+        subsequence: Option<u64>,
+    },
+    /// Read to its end: its children may be read.
+    Done,
 }
 
 /// The part of a checkpoint that is no partition's: the counters (JSON, as `--stats`
@@ -129,6 +146,8 @@ pub struct Checkpoints {
     /// Where a Kafka source stands: the next offset of each partition past the records
     /// handled.
     offsets: BTreeMap<i32, i64>,
+    /// Where a Kinesis source stands: each shard past the records handled.
+    shards: BTreeMap<String, ShardResume>,
     /// Whether the source has moved on since the last checkpoint.
     moved: bool,
 }
@@ -155,6 +174,7 @@ impl Checkpoints {
             inputs,
             at: None,
             offsets: BTreeMap::new(),
+            shards: BTreeMap::new(),
             moved: false,
         })
     }
@@ -180,6 +200,7 @@ impl Checkpoints {
         let mut restored = Restored {
             at: LinePosition::start(0),
             offsets: Vec::new(),
+            shards: BTreeMap::new(),
             counters,
             state: shared.state,
             sinks: checkpoint.sinks,
@@ -223,6 +244,26 @@ impl Checkpoints {
                 }
                 self.offsets = restored.offsets.iter().copied().collect();
             }
+            CheckpointInputs::Kinesis { .. } => {
+                for p in checkpoint.partitions {
+                    let PartitionId::Kinesis { shard, .. } = p.partition else {
+                        continue;
+                    };
+                    let resume = match p.resume {
+                        Resume::Kinesis {
+                            sequence,
+                            subsequence,
+                        } => ShardResume::After {
+                            sequence,
+                            subsequence,
+                        },
+                        Resume::Done => ShardResume::Done,
+                        _ => continue,
+                    };
+                    restored.shards.insert(shard, resume);
+                }
+                self.shards = restored.shards.clone();
+            }
         }
         Ok(Some(restored))
     }
@@ -246,6 +287,32 @@ impl Checkpoints {
 
     /// A checkpoint is due when the interval has passed and the source has moved on since
     /// the last one (a source that waits for input keeps its last checkpoint).
+    /// The Kinesis records at these positions have been handled (in order, per shard).
+    pub(crate) fn passed_shards(&mut self, positions: &[ShardPosition]) {
+        // Only each shard's last position counts: look from the end, at the few shards.
+        let mut seen: Vec<&str> = Vec::new();
+        for p in positions.iter().rev() {
+            if seen.contains(&p.shard.as_ref()) {
+                continue;
+            }
+            seen.push(&p.shard);
+            self.shards.insert(
+                p.shard.to_string(),
+                ShardResume::After {
+                    sequence: p.sequence.to_string(),
+                    subsequence: p.subsequence,
+                },
+            );
+            self.moved = true;
+        }
+    }
+
+    /// Kinesis shard `shard` was read to its end, every record handled.
+    pub(crate) fn shard_ended(&mut self, shard: &str) {
+        self.shards.insert(shard.to_string(), ShardResume::Done);
+        self.moved = true;
+    }
+
     pub(crate) fn due(&self) -> bool {
         self.moved && self.last.elapsed() >= self.interval
     }
@@ -266,7 +333,7 @@ impl Checkpoints {
     fn goes_on(&self) -> bool {
         match &self.inputs {
             CheckpointInputs::Files(inputs) => inputs.iter().any(|n| n == "<stdin>"),
-            CheckpointInputs::Kafka { .. } => true,
+            CheckpointInputs::Kafka { .. } | CheckpointInputs::Kinesis { .. } => true,
         }
     }
 
@@ -313,7 +380,7 @@ impl Checkpoints {
     ) -> Result<()> {
         self.last = Instant::now();
         self.moved = false;
-        if self.at.is_none() && self.offsets.is_empty() {
+        if self.at.is_none() && self.offsets.is_empty() && self.shards.is_empty() {
             // Nothing handled yet: nothing to keep.
             return Ok(());
         }
@@ -360,6 +427,27 @@ impl Checkpoints {
                         partition,
                     },
                     resume: Resume::Kafka { offset },
+                    state: Vec::new(),
+                })
+                .collect(),
+            (CheckpointInputs::Kinesis { stream }, _) => self
+                .shards
+                .iter()
+                .map(|(shard, resume)| PartitionCheckpoint {
+                    partition: PartitionId::Kinesis {
+                        stream: stream.clone(),
+                        shard: shard.clone(),
+                    },
+                    resume: match resume {
+                        ShardResume::After {
+                            sequence,
+                            subsequence,
+                        } => Resume::Kinesis {
+                            sequence: sequence.clone(),
+                            subsequence: *subsequence,
+                        },
+                        ShardResume::Done => Resume::Done,
+                    },
                     state: Vec::new(),
                 })
                 .collect(),

@@ -1,0 +1,174 @@
+//! A Kinesis client: the AWS SDK on a tokio runtime of its own, configured by the standard
+//! AWS chain (environment, profile, `AWS_ENDPOINT_URL`) and `--endpoint-url`, and what its
+//! errors mean to weir (retry, renew an iterator, or give up with exit 4).
+//!
+//! The runtime stays at this edge: the rest of weir is synchronous, and calls into the SDK
+//! with `block_on` or reads what the runtime's tasks hand over through channels.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::BehaviorVersion;
+use aws_sdk_kinesis::config::http::HttpResponse;
+use aws_sdk_kinesis::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use tokio::runtime::Runtime;
+
+use crate::error::{Error, Result};
+use crate::io::spec::KinesisSpec;
+
+/// How an AWS client connects: an endpoint besides the AWS chain's, and how long to keep
+/// trying before giving up (exit 4).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AwsOptions {
+    pub endpoint_url: Option<String>,
+    pub timeout: Duration,
+}
+
+/// The stream a call names: by name, or by ARN when one was given.
+#[derive(Clone, Debug)]
+pub struct StreamRef {
+    pub name: String,
+    pub arn: Option<String>,
+}
+
+impl StreamRef {
+    pub fn new(spec: &KinesisSpec) -> StreamRef {
+        StreamRef {
+            name: spec.stream.clone(),
+            arn: spec.arn.clone(),
+        }
+    }
+}
+
+/// A connected client: its runtime, the SDK client, the stream and the options.
+#[derive(Clone)]
+pub struct KinesisClient {
+    pub runtime: Arc<Runtime>,
+    pub sdk: aws_sdk_kinesis::Client,
+    pub stream: StreamRef,
+    pub options: AwsOptions,
+}
+
+/// Builds the tokio runtime AWS clients run on: two workers are plenty for network calls.
+pub fn runtime() -> Result<Arc<Runtime>> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("weir-aws")
+        .enable_all()
+        .build()
+        .map(Arc::new)
+        .map_err(|e| Error::Unreachable(format!("cannot start the AWS client's runtime: {e}")))
+}
+
+/// The SDK configuration from the AWS chain, with `options`' endpoint. The SDK's own retries
+/// are off: weir retries with its own bounded backoff, and a call's single attempt is
+/// limited in time so that an endpoint that does not answer is found within `timeout`.
+pub async fn sdk_config(options: &AwsOptions) -> aws_config::SdkConfig {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(options.timeout.min(Duration::from_secs(5)))
+                .operation_attempt_timeout(options.timeout.max(Duration::from_secs(1)))
+                .build(),
+        );
+    if let Some(url) = &options.endpoint_url {
+        loader = loader.endpoint_url(url);
+    }
+    loader.load().await
+}
+
+impl KinesisClient {
+    pub fn connect(spec: &KinesisSpec, options: &AwsOptions) -> Result<KinesisClient> {
+        let runtime = runtime()?;
+        let config = runtime.block_on(sdk_config(options));
+        if config.region().is_none() {
+            return Err(Error::Usage(
+                "no AWS region: set AWS_REGION (or a profile's region)".into(),
+            ));
+        }
+        Ok(KinesisClient {
+            sdk: aws_sdk_kinesis::Client::new(&config),
+            runtime,
+            stream: StreamRef::new(spec),
+            options: options.clone(),
+        })
+    }
+
+    /// Where the client connects, for messages.
+    pub fn endpoint(&self) -> String {
+        self.options
+            .endpoint_url
+            .clone()
+            .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok())
+            .unwrap_or_else(|| "AWS".into())
+    }
+}
+
+/// What a failed call means.
+#[derive(Debug)]
+pub enum Failure {
+    /// Throttled, or the service or the network failed for now: try again after a while.
+    Retry(String),
+    /// The shard iterator expired: get a new one from the last record read.
+    ExpiredIterator,
+    /// The stream (or shard, or consumer) does not exist, or the credentials were refused:
+    /// exit 4 at once.
+    Refused(String),
+    /// The request itself was wrong (a bad argument): exit 2.
+    Invalid(String),
+}
+
+/// Sorts a failed SDK call into what weir does about it. (The DynamoDB client's errors
+/// have the same shape: `lag` reads a KCL lease table with it.)
+pub fn classify<E>(e: &SdkError<E, HttpResponse>) -> Failure
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    match e {
+        SdkError::ServiceError(service) => {
+            let code = service.err().code().unwrap_or("");
+            let message = service.err().message().unwrap_or("");
+            let said = if message.is_empty() {
+                code.to_string()
+            } else {
+                format!("{code}: {message}")
+            };
+            match code {
+                "ExpiredIteratorException" => Failure::ExpiredIterator,
+                "ProvisionedThroughputExceededException"
+                | "KMSThrottlingException"
+                | "LimitExceededException"
+                | "ThrottlingException"
+                | "InternalFailure"
+                | "InternalFailureException"
+                | "ServiceUnavailable"
+                | "ServiceUnavailableException" => Failure::Retry(said),
+                "InvalidArgumentException" | "ValidationException" => Failure::Invalid(said),
+                _ if service.raw().status().is_server_error() => Failure::Retry(said),
+                // The stream, shard, consumer or table does not exist, or the credentials
+                // were refused, or any other answer no retry changes.
+                _ => Failure::Refused(said),
+            }
+        }
+        // No credentials found, or a request that could not be built.
+        SdkError::ConstructionFailure(_) => Failure::Refused(DisplayErrorContext(e).to_string()),
+        // Connection refused or reset, a timeout, a garbled response: the endpoint may come
+        // back.
+        _ => Failure::Retry(DisplayErrorContext(e).to_string()),
+    }
+}
+
+/// The jitter for a backoff, in [0, 1): from the clock's nanoseconds and a per-caller salt,
+/// so that shards that failed together do not retry together. (No random-number crate in
+/// the binary for this.)
+pub fn jitter(salt: u64) -> f64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0);
+    let mixed = xxhash_rust::xxh3::xxh3_64(&(nanos ^ salt.rotate_left(17)).to_le_bytes());
+    (mixed % 1_000_000) as f64 / 1_000_000.0
+}

@@ -1,0 +1,11 @@
+//! The Kinesis adapter: the AWS client at the edge (`client`), the rules of a read and the
+//! pure parts of reading and writing a stream (`plan`), a shard-aware source (`source`), a
+//! PutRecords sink (`sink`) and the lag of a consumer (`lag`).
+
+pub mod client;
+pub mod plan;
+pub mod source;
+
+pub use client::{AwsOptions, KinesisClient};
+pub use plan::{ReadPlan, ReadRequest};
+pub use source::KinesisSource;

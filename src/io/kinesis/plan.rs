@@ -1,0 +1,525 @@
+//! The rules of a Kinesis read, checked before any client is made, and the pure parts of
+//! reading and writing a stream: where a shard starts, the order of shards across splits and
+//! merges (lineage), when a bounded read of a shard ends, retry backoff, and which entries of
+//! a PutRecords request go again.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use crate::core::time::{LogPosition, Millis};
+use crate::error::{Error, Result};
+use crate::io::spec::KinesisSpec;
+
+/// A Kinesis read as the command line asks for it.
+#[derive(Clone, Debug, Default)]
+pub struct ReadRequest {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub exit_at_end: bool,
+    pub shards: Vec<String>,
+    pub efo: Option<String>,
+}
+
+/// Where a shard's reading starts, when no checkpoint says otherwise.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartAt {
+    /// The oldest record kept (TRIM_HORIZON).
+    Beginning,
+    /// Only records written from now on (LATEST).
+    End,
+    /// At this sequence number (AT_SEQUENCE_NUMBER), in the one shard given.
+    Sequence(String),
+    /// At the first record that arrived at or after this time (AT_TIMESTAMP).
+    Time(Millis),
+}
+
+/// A Kinesis read whose every rule holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadPlan {
+    pub stream: String,
+    pub arn: Option<String>,
+    pub from: StartAt,
+    /// The exclusive end, in arrival time; `None` reads on.
+    pub to: Option<Millis>,
+    /// -e: stop when every shard that existed at the start is read to its end as of the
+    /// start.
+    pub exit_at_end: bool,
+    /// Only these shards (all when empty); their children are not followed.
+    pub shards: Vec<String>,
+    /// Enhanced fan-out: read through this registered consumer with SubscribeToShard.
+    pub efo: Option<String>,
+}
+
+impl ReadPlan {
+    /// Checks `request` against the rules; relative times are resolved against `now`.
+    pub fn new(spec: &KinesisSpec, request: &ReadRequest, now: Millis) -> Result<ReadPlan> {
+        let from = match request.from.as_deref() {
+            None => StartAt::Beginning,
+            Some(text) => parse_start(text, now)?,
+        };
+        if let StartAt::Sequence(_) = from {
+            if request.shards.len() != 1 {
+                return Err(Error::Usage(
+                    "--from SEQUENCE names a record of one shard: give that shard with --shards ID"
+                        .into(),
+                ));
+            }
+        }
+        let to = match request.to.as_deref() {
+            None => None,
+            Some(text) => match LogPosition::parse(text, now) {
+                Ok(LogPosition::Time(t)) => Some(t),
+                Ok(LogPosition::End) => None,
+                _ => {
+                    return Err(Error::Usage(format!(
+                        "--to {text}: on a Kinesis source --to is an arrival time (RFC 3339 or relative, such as -5m), or end with -e"
+                    )))
+                }
+            },
+        };
+        let exit_at_end = request.exit_at_end || request.to.as_deref() == Some("end");
+        if let Some(bad) = request
+            .shards
+            .iter()
+            .find(|s| s.is_empty() || s.len() > 128)
+        {
+            return Err(Error::Usage(format!("--shards: '{bad}' is not a shard id")));
+        }
+        if request
+            .efo
+            .as_deref()
+            .is_some_and(|c| c.is_empty() || c.len() > 128)
+        {
+            return Err(Error::Usage(
+                "--efo names a stream consumer: 1 to 128 characters".into(),
+            ));
+        }
+        Ok(ReadPlan {
+            stream: spec.stream.clone(),
+            arn: spec.arn.clone(),
+            from,
+            to,
+            exit_at_end,
+            shards: request.shards.clone(),
+            efo: request.efo.clone(),
+        })
+    }
+
+    /// Whether the read ends: at -e, or at an end time.
+    pub fn bounded(&self) -> bool {
+        self.exit_at_end || self.to.is_some()
+    }
+}
+
+/// `--from` on a Kinesis source: beginning, end, a sequence number, or a time.
+fn parse_start(text: &str, now: Millis) -> Result<StartAt> {
+    let text = text.trim();
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(StartAt::Sequence(text.to_string()));
+    }
+    match LogPosition::parse(text, now) {
+        Ok(LogPosition::Beginning) => Ok(StartAt::Beginning),
+        Ok(LogPosition::End) => Ok(StartAt::End),
+        Ok(LogPosition::Time(t)) => Ok(StartAt::Time(t)),
+        Ok(LogPosition::Stored) => Err(Error::Usage(
+            "--from stored: a Kinesis read keeps its position with --checkpoint".into(),
+        )),
+        Ok(LogPosition::FromEnd(_)) => Err(Error::Usage(format!(
+            "--from {text}: Kinesis has no record counts to go back by; use a relative time such as -1h"
+        ))),
+        Ok(LogPosition::Offset(_)) => unreachable!("digits are a sequence number"),
+        Err(e) => Err(Error::Usage(format!(
+            "--from: {}",
+            e.replace("stored, an offset, -N", "a sequence number")
+        ))),
+    }
+}
+
+/// A shard as the stream lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardInfo {
+    pub id: String,
+    /// Its parent and, after a merge, the adjacent parent.
+    pub parents: Vec<String>,
+    /// It has an ending sequence number: a split or merge closed it.
+    pub closed: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Waiting,
+    Reading,
+    /// Read to its end (or, in a bounded read, to the end of what it reads).
+    Finished,
+    /// Not read at all: closed before a read that starts at the end.
+    Skipped,
+}
+
+impl State {
+    fn done(self) -> bool {
+        matches!(self, State::Finished | State::Skipped)
+    }
+}
+
+/// The order shards are read in: a shard only once every parent it has among the known
+/// shards is finished, so that a key's records come in order across splits (one parent)
+/// and merges (two). A parent the stream no longer lists (trimmed) holds nothing back.
+#[derive(Debug, Default)]
+pub struct Lineage {
+    shards: BTreeMap<String, (ShardInfo, State)>,
+}
+
+impl Lineage {
+    /// Adds a shard the stream listed; one already known is left as it is. Returns whether
+    /// it was new.
+    pub fn add(&mut self, shard: ShardInfo) -> bool {
+        if self.shards.contains_key(&shard.id) {
+            return false;
+        }
+        self.shards
+            .insert(shard.id.clone(), (shard, State::Waiting));
+        true
+    }
+
+    /// A shard was read to its end (now, or by the run a checkpoint was taken of).
+    pub fn finish(&mut self, id: &str) {
+        if let Some((_, state)) = self.shards.get_mut(id) {
+            *state = State::Finished;
+        }
+    }
+
+    /// A shard needs no reading: it was closed before a read that starts at the end.
+    pub fn skip(&mut self, id: &str) {
+        if let Some((_, state)) = self.shards.get_mut(id) {
+            *state = State::Skipped;
+        }
+    }
+
+    pub fn is_known(&self, id: &str) -> bool {
+        self.shards.contains_key(id)
+    }
+
+    /// The shards that may be read now and are not yet: each is marked as being read.
+    pub fn start_ready(&mut self) -> Vec<String> {
+        let ready: Vec<String> = self
+            .shards
+            .values()
+            .filter(|(shard, state)| {
+                *state == State::Waiting
+                    && shard.parents.iter().all(|p| match self.shards.get(p) {
+                        Some((_, state)) => state.done(),
+                        None => true,
+                    })
+            })
+            .map(|(shard, _)| shard.id.clone())
+            .collect();
+        for id in &ready {
+            self.shards.get_mut(id).expect("listed above").1 = State::Reading;
+        }
+        ready
+    }
+
+    /// The shards being read.
+    pub fn reading(&self) -> Vec<String> {
+        self.with(State::Reading)
+    }
+
+    /// Whether every known shard is finished.
+    pub fn all_finished(&self) -> bool {
+        self.shards.values().all(|(_, s)| s.done())
+    }
+
+    /// Whether a parent of the shard was read through (the child then starts at its
+    /// beginning, whatever `--from` says: that parent's records came before it).
+    pub fn parents_read(&self, id: &str) -> bool {
+        self.shards.get(id).is_some_and(|(shard, _)| {
+            shard.parents.iter().any(|p| {
+                self.shards
+                    .get(p)
+                    .is_some_and(|(_, s)| *s == State::Finished)
+            })
+        })
+    }
+
+    fn with(&self, state: State) -> Vec<String> {
+        self.shards
+            .values()
+            .filter(|(_, s)| *s == state)
+            .map(|(shard, _)| shard.id.clone())
+            .collect()
+    }
+}
+
+/// When a bounded read of one shard ends, by the records' arrival times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardEnd {
+    /// Records that arrived at or after this are left out, and end the shard's read.
+    pub before: Option<Millis>,
+    /// A shard whose reader has caught up with the stream ends there.
+    pub at_tip: bool,
+}
+
+impl ShardEnd {
+    /// `plan`'s end for a read that started at `start` (local time): with -e, what had
+    /// arrived by the start; with --to, what arrived before it.
+    pub fn new(plan: &ReadPlan, start: Millis) -> ShardEnd {
+        let snapshot = plan.exit_at_end.then_some(start.saturating_add(1));
+        let before = match (snapshot, plan.to) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        ShardEnd {
+            before,
+            at_tip: plan.exit_at_end || plan.to.is_some_and(|t| t <= start),
+        }
+    }
+
+    /// Whether a record that arrived at `arrival` is past the end.
+    pub fn is_past(&self, arrival: Millis) -> bool {
+        self.before.is_some_and(|b| arrival >= b)
+    }
+}
+
+/// How long to wait before retry `attempt` (0-based) of a throttled or failed call:
+/// exponential from 100 ms, capped at 5 s, with "equal jitter" (`jitter` in [0, 1) spreads
+/// the second half of the wait) so that many shards do not retry in step.
+pub fn backoff(attempt: u32, jitter: f64) -> Duration {
+    const BASE_MS: f64 = 100.0;
+    const CAP_MS: f64 = 5_000.0;
+    let full = (BASE_MS * 2f64.powi(attempt.min(16) as i32)).min(CAP_MS);
+    Duration::from_micros(((full / 2.0) * (1.0 + jitter.clamp(0.0, 1.0)) * 1000.0) as u64)
+}
+
+/// The fewest milliseconds between two GetRecords calls on one shard: the service takes 5 a
+/// second.
+pub const GET_RECORDS_EVERY_MS: u64 = 200;
+/// The most records one GetRecords call returns.
+pub const GET_RECORDS_LIMIT: i32 = 10_000;
+
+/// Which entries of a PutRecords request to send again, in order, after the entries marked
+/// in `failed` failed: every failed entry, and every entry after a failure of its own key.
+/// Kinesis handles a request's entries one by one, so a later entry of a key can succeed
+/// after an earlier one of that key failed; sending it again after the failed one keeps the
+/// key's order in the last copy of each record (at least once, as a sink promises).
+pub fn entries_to_resend<K: AsRef<str>>(keys: &[K], failed: &[bool]) -> Vec<usize> {
+    let mut failed_keys: HashSet<&str> = HashSet::new();
+    let mut again = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        let key = key.as_ref();
+        if failed[i] {
+            failed_keys.insert(key);
+            again.push(i);
+        } else if failed_keys.contains(key) {
+            again.push(i);
+        }
+    }
+    again
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn spec() -> KinesisSpec {
+        KinesisSpec {
+            stream: "s".into(),
+            arn: None,
+        }
+    }
+
+    fn plan(from: Option<&str>, to: Option<&str>, e: bool, shards: &[&str]) -> Result<ReadPlan> {
+        let request = ReadRequest {
+            from: from.map(String::from),
+            to: to.map(String::from),
+            exit_at_end: e,
+            shards: shards.iter().map(|s| s.to_string()).collect(),
+            efo: None,
+        };
+        ReadPlan::new(&spec(), &request, 1_000_000)
+    }
+
+    #[test]
+    fn positions() {
+        assert_eq!(
+            plan(None, None, false, &[]).unwrap().from,
+            StartAt::Beginning
+        );
+        assert_eq!(
+            plan(Some("end"), None, false, &[]).unwrap().from,
+            StartAt::End
+        );
+        assert_eq!(
+            plan(Some("-10s"), None, false, &[]).unwrap().from,
+            StartAt::Time(990_000)
+        );
+        let seq = "49590338271490256608559692538361571095921575989136588898";
+        assert_eq!(
+            plan(Some(seq), None, false, &["shardId-000000000001"])
+                .unwrap()
+                .from,
+            StartAt::Sequence(seq.into())
+        );
+        assert!(plan(Some(seq), None, false, &[])
+            .unwrap_err()
+            .to_string()
+            .contains("--shards"));
+        assert!(plan(Some("stored"), None, false, &[])
+            .unwrap_err()
+            .to_string()
+            .contains("--checkpoint"));
+        assert!(plan(Some("-5"), None, false, &[])
+            .unwrap_err()
+            .to_string()
+            .contains("relative time"));
+        assert_eq!(
+            plan(None, Some("-1s"), false, &[]).unwrap().to,
+            Some(999_000)
+        );
+        assert!(plan(None, Some("12345"), false, &[]).is_err());
+        let e = plan(None, Some("end"), false, &[]).unwrap();
+        assert!(e.exit_at_end && e.to.is_none());
+    }
+
+    #[test]
+    fn shard_ends() {
+        let p = plan(None, None, true, &[]).unwrap();
+        let end = ShardEnd::new(&p, 5_000);
+        assert!(!end.is_past(5_000) && end.is_past(5_001) && end.at_tip);
+        let p = plan(None, Some("-1s"), false, &[]).unwrap();
+        let end = ShardEnd::new(&p, 1_000_000);
+        assert!(!end.is_past(998_999) && end.is_past(999_000) && end.at_tip);
+        // An end in the future: the read waits for it.
+        let p = plan(None, Some("2100-01-01T00:00:00Z"), false, &[]).unwrap();
+        assert!(!ShardEnd::new(&p, 1_000_000).at_tip);
+        let p = plan(None, None, false, &[]).unwrap();
+        let end = ShardEnd::new(&p, 1_000_000);
+        assert!(!end.is_past(Millis::MAX) && !end.at_tip);
+    }
+
+    fn shard(id: &str, parents: &[&str]) -> ShardInfo {
+        ShardInfo {
+            id: id.into(),
+            parents: parents.iter().map(|p| p.to_string()).collect(),
+            closed: false,
+        }
+    }
+
+    #[test]
+    fn a_split_and_a_merge_are_read_after_their_parents() {
+        let mut l = Lineage::default();
+        // 0 splits into 2 and 3; 1 and 2 merge into 4. 9's parent was trimmed away.
+        for s in [
+            shard("0", &[]),
+            shard("1", &[]),
+            shard("2", &["0"]),
+            shard("3", &["0"]),
+            shard("4", &["1", "2"]),
+            shard("9", &["8"]),
+        ] {
+            assert!(l.add(s));
+        }
+        assert_eq!(l.start_ready(), ["0", "1", "9"]);
+        assert!(l.start_ready().is_empty());
+        l.finish("1");
+        assert!(l.start_ready().is_empty(), "4 waits for 2 as well");
+        l.finish("0");
+        assert_eq!(l.start_ready(), ["2", "3"]);
+        assert!(l.parents_read("2"));
+        l.finish("2");
+        assert_eq!(l.start_ready(), ["4"]);
+        // A shard closed before a read from the end is skipped: its children start as
+        // --from says.
+        let mut m = Lineage::default();
+        m.add(shard("0", &[]));
+        m.add(shard("1", &["0"]));
+        m.skip("0");
+        assert_eq!(m.start_ready(), ["1"]);
+        assert!(!m.parents_read("1"));
+        assert_eq!(l.reading(), ["3", "4", "9"]);
+        for id in ["3", "4", "9"] {
+            l.finish(id);
+        }
+        assert!(l.all_finished());
+    }
+
+    proptest! {
+        /// In any history of splits and merges, no shard starts before every parent has
+        /// finished, and every shard is read in the end.
+        #[test]
+        fn lineage_orders_any_reshard_history(ops in prop::collection::vec((any::<bool>(), any::<prop::sample::Index>(), any::<prop::sample::Index>()), 0..30)) {
+            let mut open: Vec<String> = (0..3).map(|i| i.to_string()).collect();
+            let mut all: Vec<ShardInfo> = open.iter().map(|id| shard(id, &[])).collect();
+            let mut next = 3;
+            for (split, a, b) in ops {
+                let i = a.index(open.len());
+                if split || open.len() < 2 {
+                    let parent = open.remove(i);
+                    for _ in 0..2 {
+                        let id = next.to_string();
+                        next += 1;
+                        all.push(shard(&id, &[&parent]));
+                        open.push(id);
+                    }
+                } else {
+                    let p1 = open.remove(i);
+                    let p2 = open.remove(b.index(open.len()));
+                    let id = next.to_string();
+                    next += 1;
+                    all.push(shard(&id, &[&p1, &p2]));
+                    open.push(id);
+                }
+            }
+            let mut l = Lineage::default();
+            for s in &all { l.add(s.clone()); }
+            let mut finished: HashSet<String> = HashSet::new();
+            loop {
+                let ready = l.start_ready();
+                for id in &ready {
+                    let s = all.iter().find(|s| &s.id == id).unwrap();
+                    prop_assert!(s.parents.iter().all(|p| finished.contains(p)), "{} before its parents", id);
+                }
+                let reading = l.reading();
+                let Some(first) = reading.first() else { break };
+                l.finish(first);
+                finished.insert(first.clone());
+            }
+            prop_assert!(l.all_finished());
+            prop_assert_eq!(finished.len(), all.len());
+        }
+
+        #[test]
+        fn backoff_grows_and_stays_bounded(attempt in 0u32..100, jitter in 0.0f64..1.0) {
+            let wait = backoff(attempt, jitter);
+            prop_assert!(wait >= Duration::from_millis(50));
+            prop_assert!(wait <= Duration::from_secs(5));
+            prop_assert!(backoff(attempt + 1, jitter) >= wait);
+        }
+
+        /// What goes again keeps each key's order in its last copies: per key, the last
+        /// copy of each entry after the resend is in request order, and every failed entry
+        /// is among them.
+        #[test]
+        fn resent_entries_keep_each_keys_order(entries in prop::collection::vec((0u8..4, any::<bool>()), 0..40)) {
+            let keys: Vec<String> = entries.iter().map(|(k, _)| format!("k{k}")).collect();
+            let failed: Vec<bool> = entries.iter().map(|(_, f)| *f).collect();
+            let again = entries_to_resend(&keys, &failed);
+            // Delivered: the successes in request order, then the resent ones (all of which
+            // succeed this time).
+            let mut delivered: Vec<usize> = (0..keys.len()).filter(|&i| !failed[i]).collect();
+            delivered.extend(&again);
+            for i in (0..keys.len()).filter(|&i| failed[i]) {
+                prop_assert!(again.contains(&i));
+            }
+            let mut last: BTreeMap<usize, usize> = BTreeMap::new();
+            for (at, &i) in delivered.iter().enumerate() {
+                last.insert(i, at);
+            }
+            for key in 0u8..4 {
+                let name = format!("k{key}");
+                let order: Vec<usize> = (0..keys.len()).filter(|&i| keys[i] == name).map(|i| last[&i]).collect();
+                prop_assert!(order.windows(2).all(|w| w[0] < w[1]), "{:?}", order);
+            }
+        }
+    }
+}

@@ -1,0 +1,775 @@
+//! The Kinesis source: every shard of a stream read concurrently, children only after their
+//! parents (so a key's records stay in order across splits and merges), within the service's
+//! limits, with KPL aggregates unpacked into their user records.
+//!
+//! Shards are read by tasks on the client's tokio runtime, which send what GetRecords returns
+//! through a small bounded channel (backpressure) to the reader thread; there each record is
+//! rendered as the command wants it and handed over in chunks, like a Kafka source's.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_sdk_kinesis::primitives::DateTime;
+use aws_sdk_kinesis::types::{Record, ShardIteratorType};
+use tokio::sync::mpsc;
+
+use super::client::{classify, jitter, Failure, KinesisClient};
+use super::plan::{
+    backoff, Lineage, ReadPlan, ShardEnd, ShardInfo, StartAt, GET_RECORDS_EVERY_MS,
+    GET_RECORDS_LIMIT,
+};
+use crate::core::envelope::{write_shard_envelope, write_value_line, ShardRecord};
+use crate::core::kpl;
+use crate::core::record::RecordError;
+use crate::core::time::{now_millis, Millis};
+use crate::error::{Error, Result};
+use crate::io::kafka::Render;
+use crate::runtime::{Feed, Framed, ShardPosition, ShardResume, Source, CHUNK_BYTES};
+
+/// How long a shard's reader waits before asking again once it has caught up.
+const IDLE_WAIT: Duration = Duration::from_millis(500);
+/// GetRecords responses in flight to the reader thread; each holds up to 10 MB.
+const RESPONSES_IN_FLIGHT: usize = 4;
+
+/// A stream being read.
+pub struct KinesisSource {
+    client: KinesisClient,
+    plan: ReadPlan,
+    render: Render,
+    /// The shards the stream listed at the start.
+    listed: Vec<ShardInfo>,
+    /// Where a checkpoint says each shard goes on.
+    resume: BTreeMap<String, ShardResume>,
+    /// When the read started (local time): -e reads what had arrived by then.
+    started: Millis,
+}
+
+impl KinesisSource {
+    /// Connects and lists the stream's shards; a stream that does not exist, or refused
+    /// credentials, is exit 4 here, before any output is opened.
+    pub fn open(
+        client: KinesisClient,
+        plan: &ReadPlan,
+        render: Render,
+        resume: &BTreeMap<String, ShardResume>,
+    ) -> Result<KinesisSource> {
+        let started = now_millis();
+        let listed = client
+            .runtime
+            .block_on(list_shards(&client))?
+            .into_iter()
+            .filter(|s| plan.shards.is_empty() || plan.shards.contains(&s.id))
+            .collect::<Vec<_>>();
+        if let Some(missing) = plan
+            .shards
+            .iter()
+            .find(|id| !listed.iter().any(|s| &s.id == *id))
+        {
+            return Err(Error::Unreachable(format!(
+                "stream '{}' has no shard '{missing}'",
+                client.stream.name
+            )));
+        }
+        Ok(KinesisSource {
+            client,
+            plan: plan.clone(),
+            render,
+            listed,
+            resume: resume.clone(),
+            started,
+        })
+    }
+
+    /// The lineage at the start: every shard listed, those a checkpoint finished marked so,
+    /// and, for a read from the end, those closed before it skipped.
+    fn lineage(&self) -> Lineage {
+        let mut lineage = Lineage::default();
+        for shard in &self.listed {
+            lineage.add(shard.clone());
+        }
+        for shard in &self.listed {
+            match self.resume.get(&shard.id) {
+                Some(ShardResume::Done) => lineage.finish(&shard.id),
+                Some(ShardResume::After { .. }) => {}
+                None if shard.closed && self.plan.from == StartAt::End => lineage.skip(&shard.id),
+                None => {}
+            }
+        }
+        lineage
+    }
+}
+
+/// Every shard of the stream, page by page.
+pub async fn list_shards(client: &KinesisClient) -> Result<Vec<ShardInfo>> {
+    let mut shards = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut call = client.sdk.list_shards().max_results(1000);
+        call = match &token {
+            Some(t) => call.next_token(t),
+            None => match &client.stream.arn {
+                Some(arn) => call.stream_arn(arn),
+                None => call.stream_name(&client.stream.name),
+            },
+        };
+        let out = retrying(client, "ListShards", || call.clone().send()).await?;
+        for s in out.shards() {
+            shards.push(ShardInfo {
+                id: s.shard_id().to_string(),
+                parents: s
+                    .parent_shard_id()
+                    .into_iter()
+                    .chain(s.adjacent_parent_shard_id())
+                    .map(String::from)
+                    .collect(),
+                closed: s
+                    .sequence_number_range()
+                    .is_some_and(|r| r.ending_sequence_number().is_some()),
+            });
+        }
+        match out.next_token() {
+            Some(t) => token = Some(t.to_string()),
+            None => return Ok(shards),
+        }
+    }
+}
+
+/// Runs `call` until it succeeds, retrying what may pass with backoff for up to the client's
+/// timeout; what cannot pass is exit 4 (refused) or 2 (an invalid request).
+pub async fn retrying<T, E, F, Fut>(client: &KinesisClient, what: &str, call: F) -> Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<
+        Output = std::result::Result<
+            T,
+            aws_sdk_kinesis::error::SdkError<E, aws_sdk_kinesis::config::http::HttpResponse>,
+        >,
+    >,
+    E: aws_sdk_kinesis::error::ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let since = Instant::now();
+    let mut attempt = 0;
+    loop {
+        match call().await {
+            Ok(out) => return Ok(out),
+            Err(e) => match classify(&e) {
+                Failure::Retry(why) if since.elapsed() < client.options.timeout => {
+                    tokio::time::sleep(backoff(attempt, jitter(attempt as u64))).await;
+                    attempt += 1;
+                    let _ = why;
+                }
+                Failure::Retry(why) => {
+                    return Err(Error::Unreachable(format!(
+                        "Kinesis at {}: {what} failed for {:?}: {why}",
+                        client.endpoint(),
+                        client.options.timeout
+                    )))
+                }
+                Failure::ExpiredIterator => {
+                    return Err(Error::Unreachable(format!(
+                        "Kinesis {what}: expired iterator"
+                    )))
+                }
+                Failure::Refused(why) => {
+                    return Err(Error::Unreachable(format!(
+                        "Kinesis stream '{}' at {}: {what}: {why}",
+                        client.stream.name,
+                        client.endpoint()
+                    )))
+                }
+                Failure::Invalid(why) => {
+                    return Err(Error::Usage(format!(
+                        "Kinesis stream '{}': {what}: {why}",
+                        client.stream.name
+                    )))
+                }
+            },
+        }
+    }
+}
+
+/// What the shard readers tell the reader thread.
+enum Event {
+    /// Records of one shard, as a GetRecords call returned them (cut at the read's end).
+    Records {
+        shard: Arc<str>,
+        records: Vec<Record>,
+    },
+    /// The shards read from now on.
+    Reading(Vec<String>),
+    /// A shard was read to its end; all of its records were sent before this.
+    Ended(Arc<str>),
+    Failed(Error),
+    /// Every shard is finished (a bounded read, or only closed shards).
+    Done,
+}
+
+/// What a shard's reader tells the coordinator when it stops.
+enum Stopped {
+    /// The shard is closed and read to its end; its children, if the response named them.
+    Closed {
+        shard: String,
+        children: Vec<ShardInfo>,
+    },
+    /// A bounded read reached its end in this shard (not closed).
+    AtEnd {
+        shard: String,
+    },
+    Failed(Error),
+}
+
+/// Where one shard's reading starts.
+#[derive(Clone, Debug)]
+enum Start {
+    TrimHorizon,
+    Latest,
+    At(String),
+    After(String),
+    Time(Millis),
+}
+
+impl Source for KinesisSource {
+    fn read(self: Box<Self>, feed: &mut Feed) -> Result<()> {
+        let runtime = self.client.runtime.clone();
+        let (tx, mut rx) = mpsc::channel(RESPONSES_IN_FLIGHT);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let skips: HashMap<String, (String, u64)> = self
+            .resume
+            .iter()
+            .filter_map(|(shard, r)| match r {
+                ShardResume::After {
+                    sequence,
+                    subsequence: Some(sub),
+                } => Some((shard.clone(), (sequence.clone(), *sub))),
+                _ => None,
+            })
+            .collect();
+        let coordinator = Coordinator {
+            lineage: self.lineage(),
+            client: self.client.clone(),
+            plan: self.plan.clone(),
+            resume: self.resume.clone(),
+            end: ShardEnd::new(&self.plan, self.started),
+            out: tx,
+            cancel: cancel.clone(),
+        };
+        let task = runtime.spawn(coordinator.run());
+        let mut renderer = Renderer {
+            stream: Arc::from(self.plan.stream.as_str()),
+            render: self.render,
+            skips,
+            pending: Pending::new(feed),
+        };
+        let result = renderer.take_events(feed, &runtime, &mut rx);
+        cancel.store(true, Ordering::Relaxed);
+        task.abort();
+        result
+    }
+
+    fn join_at_end(&self) -> bool {
+        true
+    }
+}
+
+/// The reader thread's side: renders records and hands them over.
+struct Renderer {
+    stream: Arc<str>,
+    render: Render,
+    /// Per shard, a KPL aggregate a checkpoint stopped inside: its sequence number and the
+    /// last subsequence handled, whose user records are skipped when it comes again.
+    skips: HashMap<String, (String, u64)>,
+    pending: Pending,
+}
+
+impl Renderer {
+    fn take_events(
+        &mut self,
+        feed: &mut Feed,
+        runtime: &tokio::runtime::Runtime,
+        rx: &mut mpsc::Receiver<Event>,
+    ) -> Result<()> {
+        loop {
+            if feed.cancelled() {
+                return Ok(());
+            }
+            // Take what is ready; when nothing is, hand over what we have so that records
+            // flow promptly, then wait a little (and look at the feed again).
+            let event = match rx.try_recv() {
+                Ok(event) => event,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    return self.pending.hand_over(feed, &self.stream)
+                }
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    self.pending.hand_over(feed, &self.stream)?;
+                    match runtime.block_on(async {
+                        tokio::time::timeout(Duration::from_millis(100), rx.recv()).await
+                    }) {
+                        Ok(Some(event)) => event,
+                        Ok(None) => return Ok(()),
+                        Err(_) => continue,
+                    }
+                }
+            };
+            match event {
+                Event::Records { shard, records } => {
+                    for record in records {
+                        self.add(&shard, record);
+                        if self.pending.data.len() >= CHUNK_BYTES {
+                            self.pending.hand_over(feed, &self.stream)?;
+                        }
+                    }
+                }
+                Event::Reading(shards) => {
+                    self.pending.hand_over(feed, &self.stream)?;
+                    let names = shards
+                        .iter()
+                        .map(|s| serde_json::to_string(s).expect("a string serialises"))
+                        .collect();
+                    feed.assigned(names)?;
+                }
+                Event::Ended(shard) => {
+                    self.pending.hand_over(feed, &self.stream)?;
+                    feed.shard_ended(shard)?;
+                }
+                Event::Failed(e) => {
+                    self.pending.hand_over(feed, &self.stream)?;
+                    return Err(e);
+                }
+                Event::Done => return self.pending.hand_over(feed, &self.stream),
+            }
+        }
+    }
+
+    /// Renders one Kinesis record (or each user record of a KPL aggregate) into the chunk
+    /// in the making.
+    fn add(&mut self, shard: &Arc<str>, record: Record) {
+        let sequence: Arc<str> = Arc::from(record.sequence_number);
+        let arrival = record
+            .approximate_arrival_timestamp
+            .and_then(|t| t.to_millis().ok());
+        let key = record.partition_key.unwrap_or_default();
+        let data = record.data.into_inner();
+        let p = &mut self.pending;
+        p.input_bytes += (data.len() + key.len()) as u64;
+        let at = |subsequence| ShardPosition {
+            shard: shard.clone(),
+            sequence: sequence.clone(),
+            subsequence,
+        };
+        let mut message = ShardRecord {
+            stream: &self.stream,
+            shard,
+            sequence: &sequence,
+            subsequence: None,
+            arrival,
+            key: &key,
+            value: &data,
+        };
+        if !kpl::is_aggregated(&data) {
+            write(&self.render, &mut p.data, &message);
+            p.push(at(None));
+            return;
+        }
+        let unpacked = kpl::deaggregate(&data);
+        let (aggregate, index) = match &unpacked {
+            Ok(ok) => ok,
+            Err(reason) => {
+                // The record as it came, in the envelope, is the bad record.
+                write_shard_envelope(&mut p.data, &message);
+                p.bad.push((
+                    p.ends.len() as u32,
+                    RecordError::BadValue {
+                        path: "(KPL aggregate)".into(),
+                        reason: reason.clone(),
+                    },
+                ));
+                p.push(at(None));
+                return;
+            }
+        };
+        // Resuming inside this aggregate: its user records up to the checkpoint's are done.
+        let done_below = match self.skips.get(shard.as_ref()) {
+            Some((seq, sub)) if seq.as_str() == sequence.as_ref() => {
+                let below = sub + 1;
+                self.skips.remove(shard.as_ref());
+                below
+            }
+            _ => 0,
+        };
+        for (i, user) in kpl::user_records(aggregate, index).enumerate() {
+            let sub = i as u64;
+            if sub < done_below {
+                continue;
+            }
+            message.subsequence = Some(sub);
+            message.key = user.key;
+            message.value = user.data;
+            write(&self.render, &mut p.data, &message);
+            p.push(at(Some(sub)));
+        }
+    }
+}
+
+/// Writes a record as the command wants it: its envelope, or its value (`consume`).
+fn write(render: &Render, out: &mut Vec<u8>, record: &ShardRecord<'_>) {
+    match render {
+        Render::Value => write_value_line(out, Some(record.value)),
+        // A kcat format names Kafka fields; the plan refuses it for a Kinesis source.
+        Render::Envelope | Render::Format(_) => write_shard_envelope(out, record),
+    }
+}
+
+/// Records rendered and not yet handed over: one chunk in the making.
+struct Pending {
+    data: Vec<u8>,
+    ends: Vec<u32>,
+    positions: Vec<ShardPosition>,
+    bad: Vec<(u32, RecordError)>,
+    input_bytes: u64,
+    /// The number of the first record in `data`, counted from 1 over the whole read.
+    next_record: u64,
+}
+
+impl Pending {
+    fn new(feed: &Feed) -> Pending {
+        Pending {
+            data: feed.buffer(),
+            ends: Vec::new(),
+            positions: Vec::new(),
+            bad: Vec::new(),
+            input_bytes: 0,
+            next_record: 1,
+        }
+    }
+
+    /// Ends the record just written at `position`.
+    fn push(&mut self, position: ShardPosition) {
+        self.ends.push(self.data.len() as u32);
+        self.positions.push(position);
+    }
+
+    /// Hands the records of `stream` over as one chunk, if there are any.
+    fn hand_over(&mut self, feed: &mut Feed, stream: &Arc<str>) -> Result<()> {
+        if self.positions.is_empty() {
+            return Ok(());
+        }
+        let count = self.positions.len() as u64;
+        let framed = Framed {
+            data: std::mem::replace(&mut self.data, feed.buffer()),
+            ends: &self.ends,
+            bad: &self.bad,
+            input_bytes: std::mem::take(&mut self.input_bytes),
+        };
+        feed.shard_records(
+            stream,
+            self.next_record,
+            framed,
+            std::mem::take(&mut self.positions),
+        )?;
+        self.ends.clear();
+        self.bad.clear();
+        self.next_record += count;
+        Ok(())
+    }
+}
+
+/// Starts shard readers in lineage order and follows the stream as shards close.
+struct Coordinator {
+    lineage: Lineage,
+    client: KinesisClient,
+    plan: ReadPlan,
+    resume: BTreeMap<String, ShardResume>,
+    end: ShardEnd,
+    out: mpsc::Sender<Event>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Coordinator {
+    async fn run(mut self) {
+        let (stopped_tx, mut stopped_rx) = mpsc::unbounded_channel();
+        let mut reported = None;
+        loop {
+            let ready = self.lineage.start_ready();
+            // The shards read change as they start and stop: said before any new one's
+            // records come.
+            let reading = self.lineage.reading();
+            if reported.as_ref() != Some(&reading) {
+                if self
+                    .out
+                    .send(Event::Reading(reading.clone()))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                reported = Some(reading);
+            }
+            {
+                for id in ready {
+                    let reader = ShardReader {
+                        client: self.client.clone(),
+                        shard: Arc::from(id.as_str()),
+                        start: self.start_of(&id),
+                        end: self.end,
+                        out: self.out.clone(),
+                        cancel: self.cancel.clone(),
+                    };
+                    let stopped = stopped_tx.clone();
+                    self.client.runtime.spawn(async move {
+                        let _ = stopped.send(reader.run().await);
+                    });
+                }
+            }
+            if self.lineage.all_finished() {
+                let _ = self.out.send(Event::Done).await;
+                return;
+            }
+            let Some(stopped) = stopped_rx.recv().await else {
+                return;
+            };
+            match stopped {
+                Stopped::Closed { shard, children } => {
+                    self.lineage.finish(&shard);
+                    if self
+                        .out
+                        .send(Event::Ended(Arc::from(shard.as_str())))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                    if let Err(e) = self.follow(&shard, children).await {
+                        let _ = self.out.send(Event::Failed(e)).await;
+                        return;
+                    }
+                }
+                Stopped::AtEnd { shard } => self.lineage.finish(&shard),
+                Stopped::Failed(e) => {
+                    let _ = self.out.send(Event::Failed(e)).await;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Adds the children of a closed shard: those its last response named, or, when it
+    /// named none, those the stream now lists with it as a parent. A bounded read, and a
+    /// read of given shards, reads only the shards it started with.
+    async fn follow(&mut self, shard: &str, children: Vec<ShardInfo>) -> Result<()> {
+        if self.plan.exit_at_end || !self.plan.shards.is_empty() {
+            return Ok(());
+        }
+        let children = if children.is_empty() {
+            list_shards(&self.client)
+                .await?
+                .into_iter()
+                .filter(|s| s.parents.iter().any(|p| p == shard))
+                .collect()
+        } else {
+            children
+        };
+        for child in children {
+            self.lineage.add(child);
+        }
+        Ok(())
+    }
+
+    /// Where shard `id` starts: after its checkpoint; at its beginning when a parent was
+    /// read through; else where --from says.
+    fn start_of(&self, id: &str) -> Start {
+        match self.resume.get(id) {
+            Some(ShardResume::After {
+                sequence,
+                subsequence: Some(_),
+            }) => return Start::At(sequence.clone()),
+            Some(ShardResume::After {
+                sequence,
+                subsequence: None,
+            }) => return Start::After(sequence.clone()),
+            _ => {}
+        }
+        if self.lineage.parents_read(id) {
+            return Start::TrimHorizon;
+        }
+        match &self.plan.from {
+            StartAt::Beginning => Start::TrimHorizon,
+            StartAt::End => Start::Latest,
+            StartAt::Sequence(s) => Start::At(s.clone()),
+            StartAt::Time(t) => Start::Time(*t),
+        }
+    }
+}
+
+/// Reads one shard until it closes, the read ends, or the run is cancelled.
+struct ShardReader {
+    client: KinesisClient,
+    shard: Arc<str>,
+    start: Start,
+    end: ShardEnd,
+    out: mpsc::Sender<Event>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl ShardReader {
+    async fn run(self) -> Stopped {
+        match self.read().await {
+            Ok(stopped) => stopped,
+            Err(e) => Stopped::Failed(e),
+        }
+    }
+
+    async fn read(&self) -> Result<Stopped> {
+        let shard = self.shard.to_string();
+        let mut iterator = self.iterator(&self.start).await?;
+        // The last record sent, for a new iterator when this one expires.
+        let mut last: Option<String> = None;
+        let mut next_call = tokio::time::Instant::now();
+        let mut failing: Option<(Instant, u32)> = None;
+        loop {
+            if self.cancel.load(Ordering::Relaxed) {
+                return Ok(Stopped::AtEnd { shard });
+            }
+            // The service takes five GetRecords calls a second per shard.
+            tokio::time::sleep_until(next_call).await;
+            next_call = tokio::time::Instant::now() + Duration::from_millis(GET_RECORDS_EVERY_MS);
+            let response = self
+                .client
+                .sdk
+                .get_records()
+                .shard_iterator(&iterator)
+                .limit(GET_RECORDS_LIMIT)
+                .send()
+                .await;
+            let out = match response {
+                Ok(out) => {
+                    failing = None;
+                    out
+                }
+                Err(e) => {
+                    match classify(&e) {
+                        Failure::ExpiredIterator => {
+                            let from = match &last {
+                                Some(seq) => Start::After(seq.clone()),
+                                None => self.start.clone(),
+                            };
+                            iterator = self.iterator(&from).await?;
+                        }
+                        Failure::Retry(why) => {
+                            let (since, attempt) = failing.get_or_insert((Instant::now(), 0));
+                            if since.elapsed() >= self.client.options.timeout {
+                                return Err(Error::Unreachable(format!(
+                                    "Kinesis at {}: GetRecords on shard {shard} failed for {:?}: {why}",
+                                    self.client.endpoint(),
+                                    self.client.options.timeout
+                                )));
+                            }
+                            let wait = backoff(*attempt, jitter(*attempt as u64 ^ hash(&shard)));
+                            *attempt += 1;
+                            next_call = tokio::time::Instant::now() + wait;
+                        }
+                        Failure::Refused(why) | Failure::Invalid(why) => {
+                            return Err(Error::Unreachable(format!(
+                                "Kinesis stream '{}' shard {shard}: GetRecords: {why}",
+                                self.client.stream.name
+                            )))
+                        }
+                    }
+                    continue;
+                }
+            };
+            let caught_up = out.records.is_empty() && out.millis_behind_latest.unwrap_or(0) == 0;
+            let mut records = out.records;
+            // A bounded read keeps what arrived before its end; the first record past it
+            // ends the shard.
+            let past = records.iter().position(|r| {
+                r.approximate_arrival_timestamp
+                    .and_then(|t| t.to_millis().ok())
+                    .is_some_and(|t| self.end.is_past(t))
+            });
+            if let Some(at) = past {
+                records.truncate(at);
+            }
+            if let Some(r) = records.last() {
+                last = Some(r.sequence_number.clone());
+            }
+            if !records.is_empty()
+                && self
+                    .out
+                    .send(Event::Records {
+                        shard: self.shard.clone(),
+                        records,
+                    })
+                    .await
+                    .is_err()
+            {
+                // The reader thread is gone: the run is over.
+                return Ok(Stopped::AtEnd { shard });
+            }
+            if past.is_some() {
+                return Ok(Stopped::AtEnd { shard });
+            }
+            match out.next_shard_iterator {
+                Some(next) => iterator = next,
+                None => {
+                    let children = out
+                        .child_shards
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|c| ShardInfo {
+                            id: c.shard_id,
+                            parents: c.parent_shards,
+                            closed: false,
+                        })
+                        .collect();
+                    return Ok(Stopped::Closed { shard, children });
+                }
+            }
+            if caught_up {
+                if self.end.at_tip {
+                    return Ok(Stopped::AtEnd { shard });
+                }
+                next_call = tokio::time::Instant::now() + IDLE_WAIT;
+            }
+        }
+    }
+
+    /// A shard iterator for `start`.
+    async fn iterator(&self, start: &Start) -> Result<String> {
+        let (kind, sequence, time) = match start {
+            Start::TrimHorizon => (ShardIteratorType::TrimHorizon, None, None),
+            Start::Latest => (ShardIteratorType::Latest, None, None),
+            Start::At(s) => (ShardIteratorType::AtSequenceNumber, Some(s.clone()), None),
+            Start::After(s) => (
+                ShardIteratorType::AfterSequenceNumber,
+                Some(s.clone()),
+                None,
+            ),
+            Start::Time(t) => (
+                ShardIteratorType::AtTimestamp,
+                None,
+                Some(DateTime::from_millis(*t)),
+            ),
+        };
+        let stream = &self.client.stream;
+        let call = self
+            .client
+            .sdk
+            .get_shard_iterator()
+            .set_stream_name(stream.arn.is_none().then(|| stream.name.clone()))
+            .set_stream_arn(stream.arn.clone())
+            .shard_id(self.shard.as_ref())
+            .shard_iterator_type(kind)
+            .set_starting_sequence_number(sequence)
+            .set_timestamp(time);
+        let out = retrying(&self.client, "GetShardIterator", || call.clone().send()).await?;
+        out.shard_iterator.ok_or_else(|| {
+            Error::Unreachable(format!("Kinesis gave no iterator for shard {}", self.shard))
+        })
+    }
+}
+
+fn hash(s: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(s.as_bytes())
+}
