@@ -10,13 +10,16 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --locked --all-targets -- -D warnings
 
-# The Kafka tests need a broker: Tansu on 127.0.0.1, installed on first use (see the script),
-# stopped by PID when this script exits. Kinesis tests will get theirs the same way.
-echo "== starting the test broker"
-trap 'scripts/kafka-broker.sh stop' EXIT
-# An assignment, so that a failed start stops this script (set -e) before any test runs.
+# The Kafka tests need a broker (Tansu), the Kinesis tests their servers (kinesis-local,
+# kinesalite, dynalite), all on 127.0.0.1, installed on first use (see the scripts), stopped
+# by PID when this script exits.
+echo "== starting the test servers"
+trap 'scripts/kafka-broker.sh stop; scripts/kinesis-servers.sh stop' EXIT
+# Assignments, so that a failed start stops this script (set -e) before any test runs.
 broker_env=$(scripts/kafka-broker.sh start)
 eval "$broker_env"
+kinesis_env=$(scripts/kinesis-servers.sh start)
+eval "$kinesis_env"
 
 echo "== cargo test"
 cargo test --locked "$@"

@@ -262,10 +262,11 @@ impl InputPlan {
                 read,
                 options,
             } => {
-                let client = KinesisClient::connect(spec, options)?;
+                let runtime = kinesis::client::runtime()?;
+                let client = KinesisClient::connect(&runtime, spec, options)?;
                 let empty = Default::default();
                 let resume = restored.map(|r| &r.shards).unwrap_or(&empty);
-                Box::new(KinesisSource::open(client, read, render, resume)?)
+                Box::new(KinesisSource::open(runtime, client, read, render, resume)?)
             }
         })
     }

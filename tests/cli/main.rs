@@ -6,6 +6,7 @@ mod corpus;
 mod dedupe;
 mod docs;
 mod kafka;
+mod kinesis;
 mod profile;
 mod signals;
 mod usage;

@@ -5,7 +5,6 @@
 //! The runtime stays at this edge: the rest of weir is synchronous, and calls into the SDK
 //! with `block_on` or reads what the runtime's tasks hand over through channels.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_config::retry::RetryConfig;
@@ -42,23 +41,23 @@ impl StreamRef {
     }
 }
 
-/// A connected client: its runtime, the SDK client, the stream and the options.
+/// A connected client: the SDK client, the stream and the options. Its calls run on a
+/// runtime from `runtime`, which the caller owns (and shuts down outside it: a runtime
+/// cannot be dropped by one of its own tasks).
 #[derive(Clone)]
 pub struct KinesisClient {
-    pub runtime: Arc<Runtime>,
     pub sdk: aws_sdk_kinesis::Client,
     pub stream: StreamRef,
     pub options: AwsOptions,
 }
 
 /// Builds the tokio runtime AWS clients run on: two workers are plenty for network calls.
-pub fn runtime() -> Result<Arc<Runtime>> {
+pub fn runtime() -> Result<Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("weir-aws")
         .enable_all()
         .build()
-        .map(Arc::new)
         .map_err(|e| Error::Unreachable(format!("cannot start the AWS client's runtime: {e}")))
 }
 
@@ -81,8 +80,11 @@ pub async fn sdk_config(options: &AwsOptions) -> aws_config::SdkConfig {
 }
 
 impl KinesisClient {
-    pub fn connect(spec: &KinesisSpec, options: &AwsOptions) -> Result<KinesisClient> {
-        let runtime = runtime()?;
+    pub fn connect(
+        runtime: &Runtime,
+        spec: &KinesisSpec,
+        options: &AwsOptions,
+    ) -> Result<KinesisClient> {
         let config = runtime.block_on(sdk_config(options));
         if config.region().is_none() {
             return Err(Error::Usage(
@@ -91,7 +93,6 @@ impl KinesisClient {
         }
         Ok(KinesisClient {
             sdk: aws_sdk_kinesis::Client::new(&config),
-            runtime,
             stream: StreamRef::new(spec),
             options: options.clone(),
         })

@@ -35,6 +35,7 @@ const RESPONSES_IN_FLIGHT: usize = 4;
 
 /// A stream being read.
 pub struct KinesisSource {
+    runtime: tokio::runtime::Runtime,
     client: KinesisClient,
     plan: ReadPlan,
     render: Render,
@@ -50,14 +51,14 @@ impl KinesisSource {
     /// Connects and lists the stream's shards; a stream that does not exist, or refused
     /// credentials, is exit 4 here, before any output is opened.
     pub fn open(
+        runtime: tokio::runtime::Runtime,
         client: KinesisClient,
         plan: &ReadPlan,
         render: Render,
         resume: &BTreeMap<String, ShardResume>,
     ) -> Result<KinesisSource> {
         let started = now_millis();
-        let listed = client
-            .runtime
+        let listed = runtime
             .block_on(list_shards(&client))?
             .into_iter()
             .filter(|s| plan.shards.is_empty() || plan.shards.contains(&s.id))
@@ -73,6 +74,7 @@ impl KinesisSource {
             )));
         }
         Ok(KinesisSource {
+            runtime,
             client,
             plan: plan.clone(),
             render,
@@ -232,7 +234,6 @@ enum Start {
 
 impl Source for KinesisSource {
     fn read(self: Box<Self>, feed: &mut Feed) -> Result<()> {
-        let runtime = self.client.runtime.clone();
         let (tx, mut rx) = mpsc::channel(RESPONSES_IN_FLIGHT);
         let cancel = Arc::new(AtomicBool::new(false));
         let skips: HashMap<String, (String, u64)> = self
@@ -255,16 +256,18 @@ impl Source for KinesisSource {
             out: tx,
             cancel: cancel.clone(),
         };
-        let task = runtime.spawn(coordinator.run());
+        let task = self.runtime.spawn(coordinator.run());
         let mut renderer = Renderer {
             stream: Arc::from(self.plan.stream.as_str()),
             render: self.render,
             skips,
             pending: Pending::new(feed),
         };
-        let result = renderer.take_events(feed, &runtime, &mut rx);
+        let result = renderer.take_events(feed, &self.runtime, &mut rx);
         cancel.store(true, Ordering::Relaxed);
         task.abort();
+        // The shard readers may be in the middle of calls: leave them, do not wait.
+        self.runtime.shutdown_background();
         result
     }
 
@@ -348,7 +351,7 @@ impl Renderer {
         let sequence: Arc<str> = Arc::from(record.sequence_number);
         let arrival = record
             .approximate_arrival_timestamp
-            .and_then(|t| t.to_millis().ok());
+            .map(|t| arrival_millis(&t));
         let key = record.partition_key.unwrap_or_default();
         let data = record.data.into_inner();
         let p = &mut self.pending;
@@ -517,7 +520,7 @@ impl Coordinator {
                         cancel: self.cancel.clone(),
                     };
                     let stopped = stopped_tx.clone();
-                    self.client.runtime.spawn(async move {
+                    tokio::spawn(async move {
                         let _ = stopped.send(reader.run().await);
                     });
                 }
@@ -685,7 +688,7 @@ impl ShardReader {
             // ends the shard.
             let past = records.iter().position(|r| {
                 r.approximate_arrival_timestamp
-                    .and_then(|t| t.to_millis().ok())
+                    .map(|t| arrival_millis(&t))
                     .is_some_and(|t| self.end.is_past(t))
             });
             if let Some(at) = past {
@@ -772,4 +775,24 @@ impl ShardReader {
 
 fn hash(s: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(s.as_bytes())
+}
+
+/// An arrival time in whole milliseconds, rounded: the service keeps milliseconds, and the
+/// SDK reads its epoch-seconds number through a float, so 52.655 s may come as 52.654999 s.
+pub fn arrival_millis(t: &DateTime) -> Millis {
+    let nanos = t.secs() as i128 * 1_000_000_000 + t.subsec_nanos() as i128;
+    ((nanos + 500_000).div_euclid(1_000_000)) as Millis
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrival_times_round_to_the_millisecond() {
+        let t = DateTime::from_secs_f64(1_796_188_252.655);
+        assert_eq!(arrival_millis(&t), 1_796_188_252_655);
+        assert_eq!(arrival_millis(&DateTime::from_millis(-1)), -1);
+        assert_eq!(arrival_millis(&DateTime::from_millis(0)), 0);
+    }
 }

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The Kinesis test servers, all on 127.0.0.1, and the independent Python clients the tests
+# check weir against:
+#   kinesis-local 0.6.2 (npm): the full API (ChildShards, UpdateShardCount, SubscribeToShard);
+#   kinesalite 3.3.3 (npm): faster, for volume tests and benchmarks;
+#   dynalite (npm): DynamoDB, for KCL lease tables;
+#   boto3 and aws-kinesis-agg (PyPI).
+#
+#   scripts/kinesis-servers.sh start   installs what is missing, starts the servers, prints
+#                                      the lines to eval: WEIR_TEST_KINESIS,
+#                                      WEIR_TEST_KINESALITE, WEIR_TEST_DYNAMODB
+#   scripts/kinesis-servers.sh stop    stops them by PID
+#
+# Packages live in target/kinesis-servers/ (node_modules), logs and PIDs beside them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+DIR=$ROOT/target/kinesis-servers
+KINESIS_LOCAL_PORT=${WEIR_KINESIS_LOCAL_PORT:-14568}
+KINESIS_LOCAL_TLS_PORT=${WEIR_KINESIS_LOCAL_TLS_PORT:-14566}
+KINESALITE_PORT=${WEIR_KINESALITE_PORT:-14567}
+DYNALITE_PORT=${WEIR_DYNALITE_PORT:-14569}
+NPM_PACKAGES="kinesis-local@0.6.2 kinesalite@3.3.3 dynalite@4.0.0"
+PIP_PACKAGES="boto3==1.43.11 aws-kinesis-agg==1.2.3"
+
+log() { echo "kinesis-servers: $*" >&2; }
+
+install_tools() {
+  mkdir -p "$DIR"
+  if [ ! -f "$DIR/node_modules/kinesis-local/main.js" ] || [ ! -d "$DIR/node_modules/kinesalite" ] \
+      || [ ! -d "$DIR/node_modules/dynalite" ]; then
+    log "installing $NPM_PACKAGES (npm)"
+    (cd "$DIR" && npm install --no-audit --no-fund --loglevel=error $NPM_PACKAGES) >&2
+  fi
+  if ! python3 -c "import boto3, aws_kinesis_agg" 2>/dev/null; then
+    log "installing $PIP_PACKAGES (PyPI)"
+    python3 -m pip install -q $PIP_PACKAGES >&2
+  fi
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# start_server NAME PORT COMMAND...: starts one server in the background unless it runs.
+start_server() {
+  local name=$1 port=$2
+  shift 2
+  if [ -f "$DIR/$name.pid" ] && kill -0 "$(cat "$DIR/$name.pid")" 2>/dev/null; then
+    log "$name already running (pid $(cat "$DIR/$name.pid"))"
+    return
+  fi
+  if port_open "$port"; then
+    log "port $port is taken by another process; set WEIR_${name^^}_PORT"
+    exit 1
+  fi
+  (cd "$DIR" && exec "$@" >"$DIR/$name.log" 2>&1) &
+  echo $! > "$DIR/$name.pid"
+  for _ in $(seq 200); do
+    port_open "$port" && break
+    sleep 0.1
+  done
+  if ! port_open "$port" || ! kill -0 "$(cat "$DIR/$name.pid")" 2>/dev/null; then
+    log "$name did not start; see $DIR/$name.log"
+    exit 1
+  fi
+  log "$name on 127.0.0.1:$port (pid $(cat "$DIR/$name.pid"))"
+}
+
+start() {
+  install_tools
+  local modules=$DIR/node_modules
+  # kinesis-local: streams, splits, merges and consumers ready at once.
+  start_server kinesis_local "$KINESIS_LOCAL_PORT" env \
+    KINESIS_MOCK_PLAIN_PORT="$KINESIS_LOCAL_PORT" KINESIS_MOCK_TLS_PORT="$KINESIS_LOCAL_TLS_PORT" \
+    KINESIS_MOCK_CERT_PATH="$modules/kinesis-local/server.json" \
+    CREATE_STREAM_DURATION=0ms DELETE_STREAM_DURATION=0ms SPLIT_SHARD_DURATION=0ms \
+    MERGE_SHARDS_DURATION=0ms UPDATE_SHARD_COUNT_DURATION=0ms \
+    REGISTER_STREAM_CONSUMER_DURATION=0ms DEREGISTER_STREAM_CONSUMER_DURATION=0ms \
+    START_STREAM_ENCRYPTION_DURATION=0ms STOP_STREAM_ENCRYPTION_DURATION=0ms \
+    UPDATE_STREAM_MODE_DURATION=0ms SHARD_LIMIT=1000 SHOULD_PERSIST_DATA=false \
+    node -r "$ROOT/scripts/kinesis/loopback.js" "$modules/kinesis-local/main.js"
+  start_server kinesalite "$KINESALITE_PORT" env NODE_PATH="$modules" \
+    node "$ROOT/scripts/kinesis/kinesalite.js" "$KINESALITE_PORT"
+  start_server dynalite "$DYNALITE_PORT" env NODE_PATH="$modules" \
+    node "$ROOT/scripts/kinesis/dynalite.js" "$DYNALITE_PORT"
+  echo "export WEIR_TEST_KINESIS=http://127.0.0.1:$KINESIS_LOCAL_PORT"
+  echo "export WEIR_TEST_KINESALITE=http://127.0.0.1:$KINESALITE_PORT"
+  echo "export WEIR_TEST_DYNAMODB=http://127.0.0.1:$DYNALITE_PORT"
+}
+
+stop() {
+  for name in kinesis_local kinesalite dynalite; do
+    if [ -f "$DIR/$name.pid" ]; then
+      kill "$(cat "$DIR/$name.pid")" 2>/dev/null || true
+      rm -f "$DIR/$name.pid"
+    fi
+  done
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 start | stop" >&2; exit 2 ;;
+esac

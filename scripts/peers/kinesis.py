@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Kinesis (and DynamoDB) through boto3, the independent client weir's Kinesis tests and
+benchmarks check it against. One subcommand per action; results are JSON on stdout.
+
+    kinesis.py ENDPOINT create STREAM SHARDS
+    kinesis.py ENDPOINT put STREAM KEY_FIELD < records.ndjson     (PutRecords, 500 at a time)
+    kinesis.py ENDPOINT put-agg STREAM KEY_FIELD PER_RECORD < records.ndjson
+                                              (KPL aggregates of PER_RECORD user records, made
+                                              with aws-kinesis-agg)
+    kinesis.py ENDPOINT shards STREAM         (ListShards, every page)
+    kinesis.py ENDPOINT split STREAM SHARD    (in the middle of its hash range)
+    kinesis.py ENDPOINT merge STREAM SHARD ADJACENT
+    kinesis.py ENDPOINT read STREAM           (every shard from TRIM_HORIZON to its end as of
+                                              now, de-aggregated: one JSON object a record)
+    kinesis.py ENDPOINT arrivals STREAM       (per shard: each record's sequence and arrival
+                                              time, in ms)
+    kinesis.py ENDPOINT lease-table DYNAMO_ENDPOINT APP < leases.json
+                                              (a KCL lease table, as KCL writes it)
+
+Credentials and region: the AWS chain (the tests set AWS_ACCESS_KEY_ID and friends).
+"""
+import calendar
+import json
+import sys
+import time
+
+import boto3
+
+
+def client(endpoint, service="kinesis"):
+    return boto3.client(service, endpoint_url=endpoint, region_name="us-east-1")
+
+
+def wait_active(k, stream):
+    for _ in range(600):
+        summary = k.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]
+        if summary["StreamStatus"] == "ACTIVE":
+            return
+        time.sleep(0.05)
+    raise SystemExit(f"stream {stream} did not become ACTIVE")
+
+
+def list_shards(k, stream):
+    shards, token = [], None
+    while True:
+        out = k.list_shards(NextToken=token) if token else k.list_shards(StreamName=stream)
+        shards.extend(out["Shards"])
+        token = out.get("NextToken")
+        if not token:
+            return shards
+
+
+def put_entries(k, stream, entries):
+    """PutRecords in batches of 500, failed entries sent again until every one is in."""
+    for start in range(0, len(entries), 500):
+        batch = entries[start : start + 500]
+        while batch:
+            out = k.put_records(StreamName=stream, Records=batch)
+            batch = [e for e, r in zip(batch, out["Records"]) if "ErrorCode" in r]
+            if batch:
+                time.sleep(0.1)
+
+
+def read_all(k, stream):
+    """Every record of every shard, parents before children, de-aggregated."""
+    import base64
+
+    from aws_kinesis_agg.deaggregator import iter_deaggregate_records
+
+    out = []
+    for shard in list_shards(k, stream):
+        it = k.get_shard_iterator(
+            StreamName=stream, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while it:
+            r = k.get_records(ShardIterator=it, Limit=10000)
+            for rec in iter_deaggregate_records(r["Records"], data_format="Boto3"):
+                kin = rec["kinesis"]
+                data = kin["data"]
+                # A user record of an aggregate comes back base64-encoded; a plain record as
+                # boto3 gave it.
+                if "subSequenceNumber" in kin:
+                    data = base64.b64decode(data)
+                out.append(
+                    {
+                        "shard": shard["ShardId"],
+                        "sequence": kin["sequenceNumber"],
+                        "subsequence": kin.get("subSequenceNumber"),
+                        "key": kin["partitionKey"],
+                        "data": data.decode(),
+                    }
+                )
+            it = r.get("NextShardIterator")
+            if not r["Records"] and r.get("MillisBehindLatest", 0) == 0:
+                break
+    return out
+
+
+def main():
+    endpoint, action, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    k = client(endpoint)
+    if action == "create":
+        stream, shards = args[0], int(args[1])
+        k.create_stream(StreamName=stream, ShardCount=shards)
+        wait_active(k, stream)
+    elif action == "put":
+        stream, key_field = args
+        lines = [l for l in sys.stdin.read().splitlines() if l.strip()]
+        entries = [
+            {"Data": l.encode(), "PartitionKey": str(json.loads(l)[key_field])} for l in lines
+        ]
+        put_entries(k, stream, entries)
+    elif action == "put-agg":
+        from aws_kinesis_agg.aggregator import RecordAggregator
+
+        stream, key_field, per_record = args[0], args[1], int(args[2])
+        lines = [l for l in sys.stdin.read().splitlines() if l.strip()]
+        entries = []
+        for start in range(0, len(lines), per_record):
+            agg = RecordAggregator()
+            for l in lines[start : start + per_record]:
+                agg.add_user_record(str(json.loads(l)[key_field]), l.encode())
+            key, _, data = agg.clear_and_get().get_contents()
+            entries.append({"Data": data, "PartitionKey": key})
+        put_entries(k, stream, entries)
+    elif action == "shards":
+        print(json.dumps(list_shards(k, args[0])))
+    elif action == "split":
+        stream, shard_id = args
+        shard = next(s for s in list_shards(k, stream) if s["ShardId"] == shard_id)
+        lo = int(shard["HashKeyRange"]["StartingHashKey"])
+        hi = int(shard["HashKeyRange"]["EndingHashKey"])
+        k.split_shard(
+            StreamName=stream, ShardToSplit=shard_id, NewStartingHashKey=str((lo + hi) // 2 + 1)
+        )
+        wait_active(k, stream)
+    elif action == "merge":
+        stream, shard, adjacent = args
+        k.merge_shards(StreamName=stream, ShardToMerge=shard, AdjacentShardToMerge=adjacent)
+        wait_active(k, stream)
+    elif action == "read":
+        for rec in read_all(k, args[0]):
+            print(json.dumps(rec))
+    elif action == "arrivals":
+        stream = args[0]
+        for shard in list_shards(k, stream):
+            it = k.get_shard_iterator(
+                StreamName=stream, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+            )["ShardIterator"]
+            while it:
+                r = k.get_records(ShardIterator=it, Limit=10000)
+                for rec in r["Records"]:
+                    # Whole milliseconds, rounded (the time comes as a float of seconds).
+                    at = rec["ApproximateArrivalTimestamp"]
+                    us = calendar.timegm(at.utctimetuple()) * 1_000_000 + at.microsecond
+                    ms = (us + 500) // 1000
+                    print(json.dumps({"shard": shard["ShardId"], "sequence": rec["SequenceNumber"], "arrival": ms}))
+                it = r.get("NextShardIterator")
+                if not r["Records"] and r.get("MillisBehindLatest", 0) == 0:
+                    break
+    elif action == "lease-table":
+        dynamo_endpoint, app = args
+        leases = json.load(sys.stdin)
+        d = client(dynamo_endpoint, "dynamodb")
+        d.create_table(
+            TableName=app,
+            KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        for lease in leases:
+            item = {
+                "leaseKey": {"S": lease["leaseKey"]},
+                "checkpoint": {"S": lease["checkpoint"]},
+                "checkpointSubSequenceNumber": {"N": str(lease.get("checkpointSubSequenceNumber", 0))},
+                "leaseCounter": {"N": "1"},
+            }
+            if lease.get("leaseOwner"):
+                item["leaseOwner"] = {"S": lease["leaseOwner"]}
+            if lease.get("parentShardId"):
+                item["parentShardId"] = {"SS": lease["parentShardId"]}
+            d.put_item(TableName=app, Item=item)
+    else:
+        raise SystemExit(f"unknown action {action}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,450 @@
+//! Kinesis: weir against kinesis-local (and kinesalite for volume), judged by boto3 and
+//! aws-kinesis-agg, the independent clients `scripts/peers/kinesis.py` drives. The servers
+//! come from `scripts/kinesis-servers.sh`, which `scripts/test.sh` runs; under `CI=true` a
+//! missing server fails the tests.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{weir, weir_std, KillDrill};
+
+/// A Kinesis test server: its endpoint.
+pub struct Server {
+    pub endpoint: String,
+}
+
+/// kinesis-local, the server with the full API.
+pub fn kinesis_local() -> Option<Server> {
+    server("WEIR_TEST_KINESIS")
+}
+
+fn server(var: &str) -> Option<Server> {
+    match std::env::var(var) {
+        Ok(endpoint) => Some(Server { endpoint }),
+        Err(_) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true but no {var}: run the tests through scripts/test.sh, which starts the Kinesis servers"
+            );
+            eprintln!("skipped: no {var} (scripts/kinesis-servers.sh starts one)");
+            None
+        }
+    }
+}
+
+/// The AWS settings every client here uses: fixed test credentials and region.
+pub fn aws_env(c: &mut Command) -> &mut Command {
+    c.env("AWS_ACCESS_KEY_ID", "weir-test")
+        .env("AWS_SECRET_ACCESS_KEY", "weir-test")
+        .env("AWS_REGION", "us-east-1")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_ENDPOINT_URL")
+}
+
+impl Server {
+    /// A new stream with a name unique to this test run.
+    pub fn stream(&self, name: &str, shards: u32) -> String {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let stream = format!(
+            "{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        self.py(&["create", &stream, &shards.to_string()], "");
+        stream
+    }
+
+    /// Runs the boto3 helper; its stdout.
+    pub fn py(&self, args: &[&str], stdin: &str) -> String {
+        let mut c = Command::new("python3");
+        aws_env(&mut c)
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/scripts/peers/kinesis.py"
+            ))
+            .arg(&self.endpoint)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("python3");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "kinesis.py {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// The stream's shards, as ListShards gives them.
+    pub fn shards(&self, stream: &str) -> Vec<Value> {
+        serde_json::from_str(&self.py(&["shards", stream], "")).unwrap()
+    }
+
+    /// Every record, as boto3 reads it.
+    pub fn read(&self, stream: &str) -> Vec<Value> {
+        self.py(&["read", stream], "")
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    pub fn url(&self, stream: &str) -> String {
+        format!("kinesis://{stream}")
+    }
+
+    /// `weir ARGS` against this server.
+    pub fn weir(&self, args: &[&str]) -> Output {
+        let mut c = weir_std();
+        aws_env(&mut c)
+            .args(args)
+            .args(["--endpoint-url", &self.endpoint])
+            .output()
+            .unwrap()
+    }
+}
+
+/// `n` records `{"i":I,"k":"kK","t":T}` from `start`: ten keys, event times a second apart.
+fn records(start: u64, n: u64) -> String {
+    (start..start + n)
+        .map(|i| {
+            format!(
+                "{{\"i\":{i},\"k\":\"k{}\",\"t\":{}}}\n",
+                i % 10,
+                1_767_225_600_000 + i * 1000
+            )
+        })
+        .collect()
+}
+
+fn lines(out: &Output) -> Vec<Value> {
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every value's `i`, in the order read, checked to be each once from 0 to n, in order per
+/// key.
+fn assert_each_once_in_key_order(envelopes: &[Value], n: u64) {
+    assert_each_once(envelopes, n);
+    let mut last: HashMap<String, i64> = HashMap::new();
+    for e in envelopes {
+        let v = &e["value"];
+        let i = v["i"].as_i64().unwrap();
+        let key = v["k"].as_str().unwrap().to_string();
+        let before = last.insert(key.clone(), i).unwrap_or(-1);
+        assert!(
+            i > before,
+            "key {key}: {i} came after {before}: out of order"
+        );
+    }
+}
+
+/// Every value's `i` once, from 0 to n, each under its own key.
+fn assert_each_once(envelopes: &[Value], n: u64) {
+    let mut seen = vec![0u32; n as usize];
+    for e in envelopes {
+        let v = &e["value"];
+        seen[v["i"].as_u64().unwrap() as usize] += 1;
+        assert_eq!(e["key"], v["k"], "{e}");
+    }
+    let wrong: Vec<_> = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c != 1)
+        .take(5)
+        .collect();
+    assert!(wrong.is_empty(), "records not read exactly once: {wrong:?}");
+}
+
+/// A 4-shard stream, written in three parts: before a split in the middle of the data, after
+/// it, and after a merge. Returns the stream.
+fn resharded_stream(s: &Server, name: &str) -> String {
+    resharded_stream_of(s, name, 1)
+}
+
+/// `resharded_stream` with `scale` times as many records: 3,000 x scale.
+fn resharded_stream_of(s: &Server, name: &str, scale: u64) -> String {
+    let stream = s.stream(name, 4);
+    s.py(&["put", &stream, "k"], &records(0, 1500 * scale));
+    s.py(&["split", &stream, "shardId-000000000000"], "");
+    s.py(&["put", &stream, "k"], &records(1500 * scale, 1000 * scale));
+    // Shards 1 and 2 cover adjacent hash ranges.
+    s.py(
+        &[
+            "merge",
+            &stream,
+            "shardId-000000000001",
+            "shardId-000000000002",
+        ],
+        "",
+    );
+    s.py(&["put", &stream, "k"], &records(2500 * scale, 500 * scale));
+    stream
+}
+
+#[test]
+fn consume_reads_every_record_once_across_a_split_and_a_merge() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = resharded_stream(&s, "reshard");
+    let shards = s.shards(&stream);
+    assert_eq!(shards.len(), 7, "{shards:?}");
+    let got = lines(&s.weir(&["consume", "-J", "-e", "-q", &s.url(&stream)]));
+    assert_each_once_in_key_order(&got, 3000);
+    // The same records, shards and sequence numbers as boto3 reads.
+    let mut want: Vec<(String, String)> = s
+        .read(&stream)
+        .iter()
+        .map(|r| {
+            (
+                r["shard"].as_str().unwrap().to_string(),
+                r["sequence"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut have: Vec<(String, String)> = got
+        .iter()
+        .map(|e| {
+            (
+                e["shard"].as_str().unwrap().to_string(),
+                e["sequence"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    want.sort();
+    have.sort();
+    assert_eq!(have, want);
+    // Children come after their parents: the merged shard's first record after the last
+    // of both parents.
+    let index = |shard: &str, first: bool| {
+        let mut at = got
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e["shard"] == shard)
+            .map(|(i, _)| i);
+        if first {
+            at.next().unwrap()
+        } else {
+            at.last().unwrap()
+        }
+    };
+    let merged = shards
+        .iter()
+        .find(|s| s["AdjacentParentShardId"].is_string())
+        .unwrap()["ShardId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for parent in ["shardId-000000000001", "shardId-000000000002"] {
+        assert!(index(parent, false) < index(&merged, true));
+    }
+}
+
+#[test]
+fn kpl_aggregates_come_back_as_their_user_records() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("kpl", 2);
+    s.py(&["put-agg", &stream, "k", "25"], &records(0, 500));
+    let got = lines(&s.weir(&["consume", "-J", "-e", "-q", &s.url(&stream)]));
+    // (An aggregate goes to the shard of its first record's key, so keys spread over shards
+    // and their order across shards is not kept: each record once is what holds.)
+    assert_each_once(&got, 500);
+    // Each user record carries its own key and its place in its aggregate, as
+    // aws-kinesis-agg reads them.
+    let want: BTreeMap<(String, u64), String> = s
+        .read(&stream)
+        .iter()
+        .map(|r| {
+            (
+                (
+                    r["sequence"].as_str().unwrap().to_string(),
+                    r["subsequence"].as_u64().unwrap(),
+                ),
+                r["key"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let have: BTreeMap<(String, u64), String> = got
+        .iter()
+        .map(|e| {
+            (
+                (
+                    e["sequence"].as_str().unwrap().to_string(),
+                    e["subsequence"].as_u64().unwrap(),
+                ),
+                e["key"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(have.len(), 500);
+    assert_eq!(have, want);
+}
+
+#[test]
+fn from_a_time_starts_at_the_first_record_that_arrived_then() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("from-time", 1);
+    s.py(&["put", &stream, "k"], &records(0, 300));
+    std::thread::sleep(Duration::from_millis(30));
+    s.py(&["put", &stream, "k"], &records(300, 300));
+    let arrivals: Vec<Value> = s
+        .py(&["arrivals", &stream], "")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The first record of the second write arrived at least 30 ms after the last of the
+    // first.
+    let t = arrivals[300]["arrival"].as_i64().unwrap();
+    assert!(arrivals[299]["arrival"].as_i64().unwrap() < t);
+    let from = chrono::DateTime::from_timestamp_millis(t)
+        .unwrap()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let got = lines(&s.weir(&[
+        "consume",
+        "-J",
+        "-e",
+        "-q",
+        "--from",
+        &from,
+        &s.url(&stream),
+    ]));
+    assert_eq!(got.len(), 300);
+    assert_eq!(got[0]["value"]["i"], 300);
+    assert_eq!(got[0]["sequence"], arrivals[300]["sequence"]);
+    // --to is exclusive.
+    let upto = lines(&s.weir(&["consume", "-J", "-q", "--to", &from, &s.url(&stream)]));
+    assert_eq!(upto.len(), 300);
+    assert_eq!(upto[299]["value"]["i"], 299);
+}
+
+#[test]
+fn a_missing_stream_or_endpoint_is_exit_4() {
+    let Some(s) = kinesis_local() else { return };
+    let out = s.weir(&["consume", "-e", "kinesis://no-such-stream"]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no-such-stream"), "{err}");
+    let mut c = weir_std();
+    let out = aws_env(&mut c)
+        .args(["consume", "-e", "kinesis://s", "--timeout", "1s"])
+        .args(["--endpoint-url", "http://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+}
+
+#[test]
+fn window_on_a_stream_equals_consume_piped_into_window_by_shard() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = resharded_stream(&s, "direct");
+    let window = [
+        "window",
+        "--time",
+        "value.t",
+        "--time-format",
+        "ms",
+        "--key",
+        "value.k",
+        "--tumbling",
+        "1m",
+        // Longer than the data: a pipe cannot know the shards that have not spoken yet, so
+        // it holds W back for fewer of them, and may find late what the direct read does
+        // not; with no record late the two must agree.
+        "--delay",
+        "1h",
+        "--count",
+        "--sum",
+        "value.i",
+        "-q",
+    ];
+    let mut args = window.to_vec();
+    let url = s.url(&stream);
+    args.extend(["-e", &url]);
+    let direct = s.weir(&args);
+    assert!(direct.status.success(), "{direct:?}");
+    let envelopes = s.weir(&["consume", "-J", "-e", "-q", &url]);
+    assert!(envelopes.status.success());
+    let piped = weir()
+        .args(window)
+        .args(["--partition-by", "shard"])
+        .write_stdin(envelopes.stdout)
+        .output()
+        .unwrap();
+    assert!(piped.status.success(), "{piped:?}");
+    let sorted = |out: &[u8]| {
+        let mut rows: Vec<String> = String::from_utf8(out.to_vec())
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        rows.sort();
+        rows
+    };
+    let direct = sorted(&direct.stdout);
+    assert!(direct.len() > 40, "{direct:?}");
+    assert_eq!(direct, sorted(&piped.stdout));
+    // The counts add up to every record.
+    let total: u64 = direct
+        .iter()
+        .map(|r| {
+            serde_json::from_str::<Value>(r).unwrap()["count"]
+                .as_u64()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(total, 3000);
+}
+
+#[test]
+fn a_checkpointed_consume_killed_and_restarted_reads_every_record_once() {
+    let Some(s) = kinesis_local() else { return };
+    // Enough records that a run is killed three times before it reads them all.
+    let stream = resharded_stream_of(&s, "ckpt", 4);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, checkpoint) = (dir.path().join("out"), dir.path().join("ckpt"));
+    let url = s.url(&stream);
+    let progress = || std::fs::read(&out).map(|b| b.len() as u64).unwrap_or(0);
+    KillDrill {
+        kills: 3,
+        seed: 5,
+        max_extra: Duration::from_millis(30),
+        deadline: Duration::from_secs(120),
+    }
+    .run(
+        || {
+            let mut c = weir_std();
+            aws_env(&mut c)
+                .args(["consume", "-J", "-e", "-q", &url])
+                .args(["--endpoint-url", &s.endpoint])
+                .args(["-o", out.to_str().unwrap()])
+                .args(["--checkpoint", checkpoint.to_str().unwrap()])
+                .args(["--checkpoint-interval", "50ms"])
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        },
+        progress,
+        || {},
+        |status| {
+            assert!(status.success(), "a restart failed: {status:?}");
+            false
+        },
+    );
+    let got: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_each_once_in_key_order(&got, 12_000);
+}
