@@ -236,7 +236,7 @@ fn consume_reads_every_record_once_across_a_split_and_a_merge() {
         if first {
             at.next().unwrap()
         } else {
-            at.last().unwrap()
+            at.next_back().unwrap()
         }
     };
     let merged = shards
