@@ -70,6 +70,7 @@ impl Plan {
             SinkSpec::parse(&args.sink.output).map_err(Error::Usage)?,
             RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?,
             super::client_options(&args.input.broker.client)?,
+            super::aws_options(&args.input.broker.client),
         )?;
         let mut range = TimeRange::default();
         let render = if input.is_broker() {

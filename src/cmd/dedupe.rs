@@ -68,6 +68,7 @@ impl Plan {
             SinkSpec::parse(&args.sink.output).map_err(Error::Usage)?,
             RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?,
             super::client_options(&args.input.broker.client)?,
+            super::aws_options(&args.input.broker.client),
         )?;
         let checkpoint = super::checkpoint_plan(&args.checkpoint, &sink.spec, false)?;
         let job = format!(

@@ -99,10 +99,13 @@ impl Plan {
                 "--from/--to on NDJSON input need --time FIELD (or envelopes, -J)".into(),
             ));
         }
+        let mut fields = RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?;
+        fields.envelope_keys = envelope;
         let sink = SinkPlan::new(
             SinkSpec::parse(&args.sink.output).map_err(Error::Usage)?,
-            RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?,
+            fields,
             super::client_options(&args.input.broker.client)?,
+            super::aws_options(&args.input.broker.client),
         )?;
         let time = (!envelope)
             .then(|| args.time.time.clone())

@@ -93,28 +93,34 @@ impl Plan {
             .collect();
 
         let sink_spec = SinkSpec::parse(&args.output).map_err(Error::Usage)?;
-        if matches!(sink_spec, SinkSpec::Kafka(_)) && args.format == TableFormat::Csv {
+        let to_broker = matches!(sink_spec, SinkSpec::Kafka(_) | SinkSpec::Kinesis(_));
+        if to_broker && args.format == TableFormat::Csv {
             return Err(Error::Usage(
-                "--format csv cannot go to Kafka; rows go there as NDJSON".into(),
+                "--format csv cannot go to Kafka or Kinesis; rows go there as NDJSON".into(),
             ));
         }
-        // Rows of one key land in one partition, in order.
-        let row_key = match sink_spec {
-            SinkSpec::Kafka(_) => RecordFields {
-                key: args
-                    .keys
-                    .first()
-                    .map(|k| k.column_name().parse())
-                    .transpose()
-                    .map_err(Error::Usage)?,
-                headers: Vec::new(),
-            },
-            _ => RecordFields::default(),
+        // Rows of one key land in one partition (or shard), in order. A Kinesis record needs
+        // a partition key: rows without key fields are keyed by their window.
+        let first_key = args.keys.first().map(|k| k.column_name());
+        let row_key = match (&sink_spec, first_key) {
+            (SinkSpec::Kafka(_), Some(column)) | (SinkSpec::Kinesis(_), Some(column)) => {
+                Some(column)
+            }
+            (SinkSpec::Kinesis(_), None) => Some("window_start".to_string()),
+            _ => None,
+        };
+        let row_key = RecordFields {
+            key: row_key
+                .map(|column| column.parse())
+                .transpose()
+                .map_err(Error::Usage)?,
+            ..RecordFields::default()
         };
         let sink = SinkPlan::new(
             sink_spec,
             row_key,
             super::client_options(&args.input.broker.client)?,
+            super::aws_options(&args.input.broker.client),
         )?;
         let checkpoint = super::checkpoint_plan(&args.checkpoint, &sink.spec, false)?;
         let job = format!(

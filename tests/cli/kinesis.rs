@@ -448,3 +448,141 @@ fn a_checkpointed_consume_killed_and_restarted_reads_every_record_once() {
         .collect();
     assert_each_once_in_key_order(&got, 12_000);
 }
+
+/// Per key, the `i` of each record as boto3 reads the stream (shard by shard: a key's
+/// records are all in one shard of a stream that was not resharded).
+fn keyed_values(records: &[Value]) -> BTreeMap<String, Vec<u64>> {
+    let mut by_key: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for r in records {
+        let data: Value = serde_json::from_str(r["data"].as_str().unwrap()).unwrap();
+        by_key
+            .entry(r["key"].as_str().unwrap().to_string())
+            .or_default()
+            .push(data["i"].as_u64().unwrap());
+    }
+    by_key
+}
+
+#[test]
+fn the_sink_writes_records_that_read_back_the_same_in_key_order() {
+    let Some(s) = kinesis_local() else { return };
+    let source = s.stream("sink-src", 3);
+    s.py(&["put", &source, "k"], &records(0, 3000));
+    let want = keyed_values(&s.read(&source));
+    assert_eq!(want.values().map(Vec::len).sum::<usize>(), 3000);
+
+    // Envelopes replayed: each keeps its own partition key.
+    let dir = tempfile::tempdir().unwrap();
+    let envelopes = dir.path().join("envelopes.ndjson");
+    let out = s.weir(&[
+        "consume",
+        "-J",
+        "-e",
+        "-q",
+        &s.url(&source),
+        "-o",
+        envelopes.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let replayed = s.stream("sink-replayed", 2);
+    let out = s.weir(&[
+        "replay",
+        "-J",
+        "-q",
+        envelopes.to_str().unwrap(),
+        "-o",
+        &s.url(&replayed),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(keyed_values(&s.read(&replayed)), want);
+
+    // Values straight from stream to stream, keyed by a field.
+    let copied = s.stream("sink-copied", 4);
+    let out = s.weir(&[
+        "consume",
+        "-e",
+        "-q",
+        &s.url(&source),
+        "-o",
+        &s.url(&copied),
+        "--key",
+        "k",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(keyed_values(&s.read(&copied)), want);
+}
+
+#[test]
+fn a_record_over_a_mebibyte_is_a_bad_record_with_its_position() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("too-big", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ndjson");
+    let big = "x".repeat(1 << 20);
+    std::fs::write(
+        &input,
+        format!(
+            "{{\"k\":\"a\",\"i\":0}}\n{{\"k\":\"b\",\"pad\":\"{big}\"}}\n{{\"k\":\"c\",\"i\":2}}\n"
+        ),
+    )
+    .unwrap();
+    let url = s.url(&stream);
+    let args = [
+        "replay",
+        "-q",
+        input.to_str().unwrap(),
+        "-o",
+        &url,
+        "--key",
+        "k",
+    ];
+    let failed = s.weir(&args);
+    assert_eq!(failed.status.code(), Some(3), "{failed:?}");
+    let err = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        err.contains("in.ndjson:2") && err.contains("1 MiB"),
+        "{err}"
+    );
+    // Skipped, it is counted and the others go.
+    let mut skip = args.to_vec();
+    skip.extend(["--on-error", "skip"]);
+    let out = s.weir(&skip);
+    assert!(out.status.success(), "{out:?}");
+    let keys: Vec<String> = s
+        .read(&stream)
+        .iter()
+        .map(|r| r["key"].as_str().unwrap().to_string())
+        .collect();
+    // The first run sent "a" before it failed; the second sent "a" and "c".
+    assert_eq!(keys, ["a", "a", "c"]);
+}
+
+#[test]
+fn a_kinesis_sink_needs_a_partition_key_and_takes_no_headers() {
+    for (args, message) in [
+        (
+            &["consume", "fixtures/checkouts.ndjson", "-o", "kinesis://s"][..],
+            "--key FIELD",
+        ),
+        (
+            &[
+                "consume",
+                "fixtures/checkouts.ndjson",
+                "-o",
+                "kinesis://s",
+                "--key",
+                "merchant_id",
+                "--header",
+                "h=currency",
+            ][..],
+            "no headers",
+        ),
+    ] {
+        let out = weir().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(message),
+            "{out:?}"
+        );
+    }
+}

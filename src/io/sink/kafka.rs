@@ -46,12 +46,14 @@ impl KafkaLines {
     }
 }
 
-/// What a Kafka sink takes from each line: `--key FIELD` and `--header NAME=FIELD`.
+/// What a broker sink takes from each line: `--key FIELD` and `--header NAME=FIELD`.
 #[derive(Clone, Debug, Default)]
 pub struct RecordFields {
     pub key: Option<FieldPath>,
     /// (header name, field)
     pub headers: Vec<(String, FieldPath)>,
+    /// The records are envelopes with keys of their own (`replay -J`).
+    pub envelope_keys: bool,
 }
 
 impl RecordFields {
@@ -60,6 +62,7 @@ impl RecordFields {
         let mut out = RecordFields {
             key: key.cloned(),
             headers: Vec::new(),
+            envelope_keys: false,
         };
         for h in headers {
             let (name, field) = h.split_once('=').ok_or_else(|| {
@@ -139,7 +142,7 @@ impl KafkaLines {
 }
 
 /// A field's bytes for a key or header: a string's text, other JSON as it is written.
-fn field_bytes(raw: &str) -> Cow<'_, [u8]> {
+pub(super) fn field_bytes(raw: &str) -> Cow<'_, [u8]> {
     match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
         Some(inner) if !inner.contains('\\') => Cow::Borrowed(inner.as_bytes()),
         // The scanner has validated the string, so it decodes.

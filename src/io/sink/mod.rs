@@ -1,9 +1,11 @@
-//! Sinks behind one interface (`Sink`): stdout and files (`file`), and Kafka topics
-//! (`kafka`); `LineSink` is the one a command holds, opened from a checked `SinkPlan`.
+//! Sinks behind one interface (`Sink`): stdout and files (`file`), Kafka topics (`kafka`)
+//! and Kinesis streams (`kinesis`); `LineSink` is the one a command holds, opened from a
+//! checked `SinkPlan`.
 //! `table` writes rows of named columns (NDJSON or CSV) into a sink.
 
 mod file;
 mod kafka;
+mod kinesis;
 mod table;
 
 use std::fs::File;
@@ -12,9 +14,11 @@ use std::path::Path;
 
 pub use file::FileSink;
 pub use kafka::{KafkaLines, RecordFields};
+pub use kinesis::KinesisLines;
 pub use table::{CsvRow, TableFormat, TableWriter};
 
 use super::kafka::{ClientOptions, Outgoing};
+use super::kinesis::AwsOptions;
 use super::spec::SinkSpec;
 use crate::error::{Error, Fault, Result};
 use crate::runtime::checkpoint::committed;
@@ -43,19 +47,34 @@ pub struct SinkPlan {
     pub spec: SinkSpec,
     pub fields: RecordFields,
     pub client: ClientOptions,
+    pub aws: AwsOptions,
 }
 
 impl SinkPlan {
-    /// Checks that the record fields fit the sink.
-    pub fn new(spec: SinkSpec, fields: RecordFields, client: ClientOptions) -> Result<SinkPlan> {
+    /// Checks that the record fields fit the sink: a Kinesis record needs a partition key
+    /// (`--key FIELD`, unless the records are envelopes with their own) and has no headers.
+    pub fn new(
+        spec: SinkSpec,
+        fields: RecordFields,
+        client: ClientOptions,
+        aws: AwsOptions,
+    ) -> Result<SinkPlan> {
         match spec {
             SinkSpec::Kafka(_) => {}
-            SinkSpec::Kinesis(_) => {
-                return Err(Error::Usage("Kinesis sinks are not built yet".into()))
+            SinkSpec::Kinesis(_) if !fields.headers.is_empty() => {
+                return Err(Error::Usage(
+                    "Kinesis records have no headers: --header needs -o kafka://...".into(),
+                ))
             }
+            SinkSpec::Kinesis(_) if fields.key.is_none() && !fields.envelope_keys => {
+                return Err(Error::Usage(
+                    "-o kinesis:// needs --key FIELD: the field whose value is each record's partition key".into(),
+                ))
+            }
+            SinkSpec::Kinesis(_) => {}
             SinkSpec::Stdout | SinkSpec::File(_) if !fields.is_empty() => {
                 return Err(Error::Usage(
-                    "--key/--header pick a Kafka record's key and headers: they need -o kafka://..."
+                    "--key/--header pick a record's key and headers: they need -o kafka://... or -o kinesis://..."
                         .into(),
                 ))
             }
@@ -65,6 +84,7 @@ impl SinkPlan {
             spec,
             fields,
             client,
+            aws,
         })
     }
 
@@ -73,7 +93,12 @@ impl SinkPlan {
         if matches!(spec, SinkSpec::Kafka(_) | SinkSpec::Kinesis(_)) {
             return Err(Error::Usage(refusal.into()));
         }
-        SinkPlan::new(spec, RecordFields::default(), ClientOptions::default())
+        SinkPlan::new(
+            spec,
+            RecordFields::default(),
+            ClientOptions::default(),
+            AwsOptions::default(),
+        )
     }
 
     pub fn is_broker(&self) -> bool {
@@ -90,6 +115,7 @@ pub struct LineSink {
 enum Out {
     File(FileSink),
     Kafka(Box<KafkaLines>),
+    Kinesis(Box<KinesisLines>),
 }
 
 impl LineSink {
@@ -107,7 +133,9 @@ impl LineSink {
             SinkSpec::Kafka(k) => {
                 Out::Kafka(Box::new(KafkaLines::open(k, &plan.client, &plan.fields)?))
             }
-            SinkSpec::Kinesis(_) => unreachable!("SinkPlan::new refuses Kinesis sinks"),
+            SinkSpec::Kinesis(k) => {
+                Out::Kinesis(Box::new(KinesisLines::open(k, &plan.aws, &plan.fields)?))
+            }
         };
         Ok(LineSink { out })
     }
@@ -142,6 +170,7 @@ impl LineSink {
         match &self.out {
             Out::File(f) => f.name.clone(),
             Out::Kafka(k) => format!("kafka topic '{}'", k.topic()),
+            Out::Kinesis(k) => format!("kinesis stream '{}'", k.stream()),
         }
     }
 
@@ -149,7 +178,7 @@ impl LineSink {
     fn file_writer(&mut self) -> Option<&mut BufWriter<File>> {
         match &mut self.out {
             Out::File(f) => Some(f.writer()),
-            Out::Kafka(_) => None,
+            Out::Kafka(_) | Out::Kinesis(_) => None,
         }
     }
 
@@ -173,6 +202,7 @@ impl Sink for LineSink {
         match &mut self.out {
             Out::File(f) => f.write_record(line),
             Out::Kafka(k) => k.write_record(line),
+            Out::Kinesis(k) => k.write_record(line),
         }
     }
 
@@ -180,6 +210,7 @@ impl Sink for LineSink {
         match &mut self.out {
             Out::File(f) => f.send(record),
             Out::Kafka(k) => k.send(record),
+            Out::Kinesis(k) => k.send(record),
         }
     }
 
@@ -187,6 +218,7 @@ impl Sink for LineSink {
         match &mut self.out {
             Out::File(f) => f.write_raw(bytes),
             Out::Kafka(k) => k.write_raw(bytes),
+            Out::Kinesis(k) => k.write_raw(bytes),
         }
     }
 
@@ -194,6 +226,7 @@ impl Sink for LineSink {
         match &mut self.out {
             Out::File(f) => f.flush(),
             Out::Kafka(k) => k.flush(),
+            Out::Kinesis(k) => k.flush(),
         }
     }
 
@@ -201,6 +234,7 @@ impl Sink for LineSink {
         match &mut self.out {
             Out::File(f) => f.idle(),
             Out::Kafka(k) => k.idle(),
+            Out::Kinesis(k) => k.idle(),
         }
     }
 }
