@@ -266,6 +266,9 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             break
         }
         'weir;lag' {
+            [CompletionResult]::new('--checkpoint', '--checkpoint', [CompletionResultType]::ParameterName, 'Kinesis: the lag of the weir run that keeps this checkpoint')
+            [CompletionResult]::new('--kcl-app', '--kcl-app', [CompletionResultType]::ParameterName, 'Kinesis: the lag of this KCL application, read from its lease table in DynamoDB (the table is named after the application)')
+            [CompletionResult]::new('--dynamodb-endpoint-url', '--dynamodb-endpoint-url', [CompletionResultType]::ParameterName, 'Kinesis: the DynamoDB endpoint of --kcl-app''s lease table, instead of AWS''s')
             [CompletionResult]::new('-G', '-G ', [CompletionResultType]::ParameterName, 'A consumer group (repeatable)')
             [CompletionResult]::new('--group', '--group', [CompletionResultType]::ParameterName, 'A consumer group (repeatable)')
             [CompletionResult]::new('--group-pattern', '--group-pattern', [CompletionResultType]::ParameterName, 'The listed groups whose names match this regular expression')

@@ -344,12 +344,24 @@ _weir() {
             return 0
             ;;
         weir__subcmd__lag)
-            opts="-G -o -X -F -h -V --group --all-groups --group-pattern --time-mode --max-lag --max-messages --per --watch --format --output --kafka-config --timeout --endpoint-url --help --version"
+            opts="-G -o -X -F -h -V --checkpoint --kcl-app --dynamodb-endpoint-url --group --all-groups --group-pattern --time-mode --max-lag --max-messages --per --watch --format --output --kafka-config --timeout --endpoint-url --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --checkpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kcl-app)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dynamodb-endpoint-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --group)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -257,6 +257,9 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --version 'Print version'
         }
         &'weir;lag'= {
+            cand --checkpoint 'Kinesis: the lag of the weir run that keeps this checkpoint'
+            cand --kcl-app 'Kinesis: the lag of this KCL application, read from its lease table in DynamoDB (the table is named after the application)'
+            cand --dynamodb-endpoint-url 'Kinesis: the DynamoDB endpoint of --kcl-app''s lease table, instead of AWS''s'
             cand -G 'A consumer group (repeatable)'
             cand --group 'A consumer group (repeatable)'
             cand --group-pattern 'The listed groups whose names match this regular expression'

@@ -219,6 +219,9 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l reset -d 'Forget th
 complete -c weir -n "__fish_weir_using_subcommand replay" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand lag" -l checkpoint -d 'Kinesis: the lag of the weir run that keeps this checkpoint' -r -F
+complete -c weir -n "__fish_weir_using_subcommand lag" -l kcl-app -d 'Kinesis: the lag of this KCL application, read from its lease table in DynamoDB (the table is named after the application)' -r
+complete -c weir -n "__fish_weir_using_subcommand lag" -l dynamodb-endpoint-url -d 'Kinesis: the DynamoDB endpoint of --kcl-app\'s lease table, instead of AWS\'s' -r
 complete -c weir -n "__fish_weir_using_subcommand lag" -s G -l group -d 'A consumer group (repeatable)' -r
 complete -c weir -n "__fish_weir_using_subcommand lag" -l group-pattern -d 'The listed groups whose names match this regular expression' -r
 complete -c weir -n "__fish_weir_using_subcommand lag" -l time-mode -d 'How the time lag is found: exact, estimate, or none (messages only)' -r -f -a "exact\t'now - timestamp of the first unconsumed record, read from the log'

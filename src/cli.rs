@@ -757,19 +757,48 @@ Examples:
   # Watch the groups whose names start with etl-, every 10 seconds:
   weir lag kafka://localhost:9092 --group-pattern '^etl-' --watch 10s
 
+  # How far a checkpointed weir run, or a KCL application, is behind on a Kinesis stream:
+  weir lag kinesis://orders --checkpoint orders.ckpt --max-lag 5m
+  weir lag kinesis://orders --kcl-app billing --format prometheus
+
 Time lag is now minus the timestamp of the first record the group has not consumed (read from
 the log), 0 when it is caught up. A partition without a committed offset is reported as such,
-not as zero lag. Exit codes: 0 within the thresholds, 1 a threshold exceeded, 4 the cluster
-cannot be reached within --timeout.";
+not as zero lag. On Kinesis, per shard: now minus the arrival time of the first record after
+the checkpoint (0 when caught up), MillisBehindLatest and the lease owner. Exit codes: 0 within
+the thresholds, 1 a threshold exceeded, 4 the cluster or stream cannot be reached within
+--timeout.";
 
 /// Consumer lag in messages and in time, with thresholds for scripts.
 #[derive(Debug, Args)]
 #[command(after_help = LAG_AFTER_HELP)]
-#[command(group(clap::ArgGroup::new("which").required(true).multiple(true).args(["groups", "all_groups", "group_pattern"])))]
 pub struct LagArgs {
-    /// kafka://HOST:PORT[,HOST:PORT][/TOPIC]: the cluster, and optionally one topic.
-    #[arg(value_name = "CLUSTER")]
+    /// kafka://HOST:PORT[,HOST:PORT][/TOPIC]: the cluster, and optionally one topic; or
+    /// kinesis://STREAM.
+    #[arg(value_name = "CLUSTER|STREAM")]
     pub cluster: String,
+
+    /// Kinesis: the lag of the weir run that keeps this checkpoint.
+    #[arg(
+        long,
+        value_name = "PATH",
+        conflicts_with = "kcl_app",
+        help_heading = "Kinesis"
+    )]
+    pub checkpoint: Option<PathBuf>,
+
+    /// Kinesis: the lag of this KCL application, read from its lease table in DynamoDB
+    /// (the table is named after the application).
+    #[arg(long, value_name = "NAME", help_heading = "Kinesis")]
+    pub kcl_app: Option<String>,
+
+    /// Kinesis: the DynamoDB endpoint of --kcl-app's lease table, instead of AWS's.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "kcl_app",
+        help_heading = "Kinesis"
+    )]
+    pub dynamodb_endpoint_url: Option<String>,
 
     /// A consumer group (repeatable).
     #[arg(short = 'G', long = "group", value_name = "GROUP")]

@@ -14,6 +14,9 @@ benchmarks check it against. One subcommand per action; results are JSON on stdo
                                               now, de-aggregated: one JSON object a record)
     kinesis.py ENDPOINT arrivals STREAM       (per shard: each record's sequence and arrival
                                               time, in ms)
+    kinesis.py ENDPOINT first-after STREAM SHARD SEQUENCE|TRIM_HORIZON
+                                              (the arrival time, in ms, of the first record
+                                              after it, or null)
     kinesis.py ENDPOINT lease-table DYNAMO_ENDPOINT APP < leases.json
                                               (a KCL lease table, as KCL writes it)
 
@@ -158,6 +161,21 @@ def main():
                 it = r.get("NextShardIterator")
                 if not r["Records"] and r.get("MillisBehindLatest", 0) == 0:
                     break
+    elif action == "first-after":
+        # The arrival time (ms) of the first record after a sequence number, or null.
+        stream, shard, sequence = args
+        kind = {"TRIM_HORIZON": "TRIM_HORIZON"}.get(sequence, "AFTER_SEQUENCE_NUMBER")
+        extra = {} if kind == "TRIM_HORIZON" else {"StartingSequenceNumber": sequence}
+        it = k.get_shard_iterator(
+            StreamName=stream, ShardId=shard, ShardIteratorType=kind, **extra
+        )["ShardIterator"]
+        r = k.get_records(ShardIterator=it, Limit=1)
+        if r["Records"]:
+            at = r["Records"][0]["ApproximateArrivalTimestamp"]
+            us = calendar.timegm(at.utctimetuple()) * 1_000_000 + at.microsecond
+            print(json.dumps((us + 500) // 1000))
+        else:
+            print("null")
     elif action == "lease-table":
         dynamo_endpoint, app = args
         leases = json.load(sys.stdin)

@@ -1,5 +1,7 @@
 //! `weir lag`: per group, topic and partition, the committed offset, the log end, the lag in
 //! messages and in time; totals; thresholds that set the exit code; several output formats.
+//! For a Kinesis stream: per shard, a weir checkpoint's or a KCL application's position,
+//! the time lag, MillisBehindLatest and the lease owner.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::IsTerminal;
@@ -11,77 +13,201 @@ use regex::Regex;
 
 use crate::cli::LagArgs;
 use crate::core::lag::{
-    breaches, estimated_time_lag, exact_time_lag, messages_behind, History, PartitionLag,
-    PartitionOffsets, Sample, Thresholds, TimeLag,
+    breaches, estimated_time_lag, exact_time_lag, messages_behind, shard_breaches, History,
+    PartitionLag, PartitionOffsets, Sample, Thresholds, TimeLag,
 };
-use crate::core::time::now_millis;
+use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
-use crate::io::kafka::{ClientOptions, Cluster, GroupDescription};
+use crate::io::kafka::{Cluster, GroupDescription};
+use crate::io::kinesis::{self, lag::Consumer, KinesisClient};
 use crate::io::sink::{LineSink, Sink, SinkPlan};
-use crate::io::spec::{parse_kafka_cluster, KafkaSpec, SinkSpec};
-use crate::report::lag::{describe_breach, render, LagFormat, LagReport, LagTimeMode};
+use crate::io::spec::{parse_kafka_cluster, KafkaSpec, SinkSpec, SourceSpec};
+use crate::report::lag::{
+    describe_breach, describe_shard_breach, render, render_shards, LagFormat, LagReport,
+    LagTimeMode, ShardLagReport,
+};
 
 /// Sampled points kept per partition for `--time-mode estimate --watch`.
 const HISTORY_POINTS: usize = 360;
 
 pub fn run(args: LagArgs, stop: &AtomicBool) -> Result<()> {
-    let spec = parse_kafka_cluster(&args.cluster).map_err(Error::Usage)?;
-    let pattern = match &args.group_pattern {
-        Some(p) => Some(Regex::new(p).map_err(|e| Error::Usage(format!("--group-pattern: {e}")))?),
-        None => None,
-    };
     let output = SinkPlan::text(
         SinkSpec::parse(&args.output).map_err(Error::Usage)?,
         "weir lag writes its report to stdout or a file",
     )?;
-    let client = super::client_options(&args.client)?;
     let redraw = args.watch.is_some()
         && output.spec == SinkSpec::Stdout
         && std::io::stdout().is_terminal()
         && args.format == LagFormat::Table;
+    let looped = Looped {
+        output,
+        redraw,
+        watch: args.watch,
+    };
+    if args.cluster.starts_with("kinesis://") {
+        return run_kinesis(args, looped, stop);
+    }
+    let spec = parse_kafka_cluster(&args.cluster).map_err(Error::Usage)?;
+    if args.checkpoint.is_some() || args.kcl_app.is_some() {
+        return Err(Error::Usage(
+            "--checkpoint and --kcl-app name Kinesis consumers: give kinesis://STREAM".into(),
+        ));
+    }
+    if args.groups.is_empty() && !args.all_groups && args.group_pattern.is_none() {
+        return Err(Error::Usage(
+            "which groups? give --group GROUP, --all-groups or --group-pattern REGEX".into(),
+        ));
+    }
+    let pattern = match &args.group_pattern {
+        Some(p) => Some(Regex::new(p).map_err(|e| Error::Usage(format!("--group-pattern: {e}")))?),
+        None => None,
+    };
+    let client = super::client_options(&args.client)?;
     let thresholds = Thresholds {
         max_time_ms: args.max_lag,
         max_messages: args.max_messages,
         scope: args.per,
     };
-    let (format, watch) = (args.format, args.watch);
-    let measurer = Measurer::spawn(spec, client, args, pattern);
-    // Opened once the cluster has answered, so that an unreachable one leaves the file alone.
-    let mut out: Option<LineSink> = None;
-    loop {
+    let format = args.format;
+    let measurer = Measurer::spawn(move || {
+        let cluster = Cluster::connect(&spec, &client)?;
+        let mut history = History::new(HISTORY_POINTS);
+        let mut describe = true;
+        Ok(Box::new(move || {
+            measure(
+                &cluster,
+                &spec,
+                &args,
+                pattern.as_ref(),
+                &mut history,
+                &mut describe,
+            )
+        }))
+    });
+    looped.run(stop, || {
         let report = measurer.measure(stop)?;
         let breached = breaches(&report.rows, &thresholds);
         let mut text = String::new();
-        if redraw {
-            text.push_str("\x1b[H\x1b[2J");
-        }
         render(&report, &breached, format, &mut text);
-        let sink = match &mut out {
-            Some(sink) => sink,
-            None => out.insert(LineSink::open(&output)?),
-        };
-        sink.write_raw(text.as_bytes())?;
-        sink.flush()?;
-        for b in &breached {
-            eprintln!("weir lag: {}", describe_breach(b));
+        Ok((text, breached.iter().map(describe_breach).collect()))
+    })
+}
+
+/// `weir lag kinesis://STREAM`: a weir checkpoint's or a KCL application's lag per shard.
+fn run_kinesis(args: LagArgs, looped: Looped, stop: &AtomicBool) -> Result<()> {
+    let spec = match SourceSpec::parse(std::slice::from_ref(&args.cluster)).map_err(Error::Usage)? {
+        SourceSpec::Kinesis(spec) => spec,
+        _ => unreachable!("a kinesis:// URL"),
+    };
+    let refused = if !args.groups.is_empty() || args.all_groups || args.group_pattern.is_some() {
+        Some("Kinesis has no consumer groups: give --checkpoint PATH or --kcl-app NAME")
+    } else if args.max_messages.is_some() {
+        Some("--max-messages: Kinesis has no record counts; use --max-lag")
+    } else if args.time_mode != LagTimeMode::Exact {
+        Some("--time-mode: a Kinesis lag is always read from the stream (exact)")
+    } else {
+        None
+    };
+    if let Some(why) = refused {
+        return Err(Error::Usage(why.into()));
+    }
+    let options = super::aws_options(&args.client);
+    let consumer = match (args.checkpoint.clone(), args.kcl_app.clone()) {
+        (Some(path), None) => Ok(path),
+        (None, Some(app)) => Err(app),
+        _ => {
+            return Err(Error::Usage(
+                "whose lag? give --checkpoint PATH (a weir checkpoint) or --kcl-app NAME".into(),
+            ))
         }
-        let Some(every) = watch else {
-            return if breached.is_empty() {
-                Ok(())
-            } else {
-                Err(Error::CheckFailed(format!(
-                    "{} lag threshold{} exceeded",
-                    breached.len(),
-                    if breached.len() == 1 { "" } else { "s" }
-                )))
-            };
+    };
+    let dynamo_endpoint = args.dynamodb_endpoint_url.clone();
+    let (format, max_lag) = (args.format, args.max_lag);
+    let measurer = Measurer::spawn(move || {
+        let runtime = kinesis::client::runtime()?;
+        let client = KinesisClient::connect(&runtime, &spec, &options)?;
+        let consumer = match consumer {
+            Ok(path) => Consumer::Checkpoint(path),
+            Err(app) => Consumer::Kcl {
+                app,
+                dynamo: runtime.block_on(kinesis::lag::dynamo_client(
+                    &options,
+                    dynamo_endpoint.as_deref(),
+                )),
+            },
         };
-        let until = Instant::now() + Duration::from_millis(every as u64);
-        while Instant::now() < until {
-            if stop.load(Ordering::Relaxed) {
-                return Err(Error::Interrupted);
+        Ok(Box::new(move || {
+            let rows = runtime.block_on(kinesis::lag::measure(&client, &consumer))?;
+            Ok(ShardLagReport {
+                at: now_millis(),
+                rows,
+            })
+        }))
+    });
+    looped.run(stop, || {
+        let report = measurer.measure(stop)?;
+        let breached: Vec<String> = shard_breaches(&report.rows, max_lag)
+            .into_iter()
+            .map(|(i, ms)| describe_shard_breach(&report.rows[i], ms, max_lag.unwrap_or(0)))
+            .collect();
+        let mut text = String::new();
+        render_shards(&report, &breached, format, &mut text);
+        Ok((text, breached))
+    })
+}
+
+/// Where reports go, and how often.
+struct Looped {
+    output: SinkPlan,
+    redraw: bool,
+    watch: Option<Millis>,
+}
+
+impl Looped {
+    /// Writes what `measure` renders (the report's text and its breaches), once or every
+    /// `--watch`; a breach is exit 1 at the end of a single run.
+    fn run(
+        self,
+        stop: &AtomicBool,
+        mut measure: impl FnMut() -> Result<(String, Vec<String>)>,
+    ) -> Result<()> {
+        // Opened once the cluster has answered, so that an unreachable one leaves the file
+        // alone.
+        let mut out: Option<LineSink> = None;
+        loop {
+            let (report, breached) = measure()?;
+            let mut text = String::new();
+            if self.redraw {
+                text.push_str("\x1b[H\x1b[2J");
             }
-            std::thread::sleep(STOP_CHECK);
+            text.push_str(&report);
+            let sink = match &mut out {
+                Some(sink) => sink,
+                None => out.insert(LineSink::open(&self.output)?),
+            };
+            sink.write_raw(text.as_bytes())?;
+            sink.flush()?;
+            for b in &breached {
+                eprintln!("weir lag: {b}");
+            }
+            let Some(every) = self.watch else {
+                return if breached.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Error::CheckFailed(format!(
+                        "{} lag threshold{} exceeded",
+                        breached.len(),
+                        if breached.len() == 1 { "" } else { "s" }
+                    )))
+                };
+            };
+            let until = Instant::now() + Duration::from_millis(every as u64);
+            while Instant::now() < until {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
+                }
+                std::thread::sleep(STOP_CHECK);
+            }
         }
     }
 }
@@ -89,43 +215,33 @@ pub fn run(args: LagArgs, stop: &AtomicBool) -> Result<()> {
 /// How often a wait looks at the stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(20);
 
-/// The cluster calls on a thread of their own. Each can block for up to `--timeout`, and a
-/// signal must not wait for them: the command's thread waits for the answer and watches the
-/// stop flag, and on a signal it returns at once, leaving the calls to end with the process.
-struct Measurer {
+/// A measurement, made on a thread of its own.
+type Measure<R> = Box<dyn FnMut() -> Result<R>>;
+
+/// The cluster (or stream) calls on a thread of their own. Each can block for up to
+/// `--timeout`, and a signal must not wait for them: the command's thread waits for the
+/// answer and watches the stop flag, and on a signal it returns at once, leaving the calls
+/// to end with the process.
+struct Measurer<R> {
     ask: mpsc::Sender<()>,
-    answers: mpsc::Receiver<Result<LagReport>>,
+    answers: mpsc::Receiver<Result<R>>,
 }
 
-impl Measurer {
-    fn spawn(
-        spec: KafkaSpec,
-        client: ClientOptions,
-        args: LagArgs,
-        pattern: Option<Regex>,
-    ) -> Measurer {
+impl<R: Send + 'static> Measurer<R> {
+    /// Starts the thread: `connect` makes the measurement there (connecting first).
+    fn spawn(connect: impl FnOnce() -> Result<Measure<R>> + Send + 'static) -> Measurer<R> {
         let (ask, asked) = mpsc::channel::<()>();
         let (answer, answers) = mpsc::channel();
         std::thread::spawn(move || {
-            let cluster = match Cluster::connect(&spec, &client) {
-                Ok(cluster) => cluster,
+            let mut measure = match connect() {
+                Ok(measure) => measure,
                 Err(e) => {
                     let _ = answer.send(Err(e));
                     return;
                 }
             };
-            let mut history = History::new(HISTORY_POINTS);
-            let mut describe = true;
             while asked.recv().is_ok() {
-                let report = measure(
-                    &cluster,
-                    &spec,
-                    &args,
-                    pattern.as_ref(),
-                    &mut history,
-                    &mut describe,
-                );
-                if answer.send(report).is_err() {
+                if answer.send(measure()).is_err() {
                     return;
                 }
             }
@@ -134,7 +250,7 @@ impl Measurer {
     }
 
     /// One measurement, or `Interrupted` as soon as a signal comes.
-    fn measure(&self, stop: &AtomicBool) -> Result<LagReport> {
+    fn measure(&self, stop: &AtomicBool) -> Result<R> {
         let _ = self.ask.send(());
         loop {
             if stop.load(Ordering::Relaxed) {

@@ -242,6 +242,93 @@ pub fn breaches(rows: &[PartitionLag], th: &Thresholds) -> Vec<Breach> {
     out
 }
 
+/// Where a Kinesis consumer stands in a shard: a weir checkpoint's or a KCL lease's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShardCheckpoint {
+    /// The consumer has no position in this shard yet.
+    None,
+    /// It starts at the oldest record (KCL's TRIM_HORIZON): it has read nothing.
+    TrimHorizon,
+    /// It starts at the newest (KCL's LATEST).
+    Latest,
+    /// It has read the shard to its end (KCL's SHARD_END; a weir checkpoint's done shard).
+    ShardEnd,
+    /// It has handled the record with this sequence number (with a subsequence: that user
+    /// record of a KPL aggregate).
+    At {
+        sequence: String,
+        subsequence: Option<u64>,
+    },
+}
+
+impl ShardCheckpoint {
+    /// How a report shows it: a sequence number, or the name KCL gives the position (the
+    /// subsequence, where there is one, is `subsequence`).
+    pub fn text(&self) -> String {
+        match self {
+            ShardCheckpoint::None => "-".into(),
+            ShardCheckpoint::TrimHorizon => "TRIM_HORIZON".into(),
+            ShardCheckpoint::Latest => "LATEST".into(),
+            ShardCheckpoint::ShardEnd => "SHARD_END".into(),
+            ShardCheckpoint::At { sequence, .. } => sequence.clone(),
+        }
+    }
+
+    /// The user record of a KPL aggregate the checkpoint is at.
+    pub fn subsequence(&self) -> Option<u64> {
+        match self {
+            ShardCheckpoint::At { subsequence, .. } => *subsequence,
+            _ => None,
+        }
+    }
+}
+
+/// One shard's row of a Kinesis lag report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardLag {
+    pub stream: String,
+    pub shard: String,
+    /// The consumer: a weir checkpoint's path, or a KCL application's name.
+    pub consumer: String,
+    pub checkpoint: ShardCheckpoint,
+    /// The KCL worker holding the shard's lease.
+    pub owner: Option<String>,
+    pub time: TimeLag,
+    /// What GetRecords said from the checkpoint on.
+    pub millis_behind_latest: Option<i64>,
+    /// The shard was closed by a split or merge.
+    pub closed: bool,
+}
+
+/// A shard's time lag: `now` minus the arrival time of the first record after the
+/// checkpoint (`first_after`), or none when the consumer is caught up or done.
+pub fn shard_time_lag(
+    checkpoint: &ShardCheckpoint,
+    first_after: Option<Millis>,
+    now: Millis,
+) -> TimeLag {
+    match (checkpoint, first_after) {
+        (ShardCheckpoint::None, _) => TimeLag::Unknown,
+        (ShardCheckpoint::ShardEnd | ShardCheckpoint::Latest, _) => TimeLag::CaughtUp,
+        (_, None) => TimeLag::CaughtUp,
+        (_, Some(arrival)) => TimeLag::Exact {
+            ms: now.saturating_sub(arrival).max(0),
+            understated: false,
+        },
+    }
+}
+
+/// The shards whose time lag is over `max_time_ms`.
+pub fn shard_breaches(rows: &[ShardLag], max_time_ms: Option<Millis>) -> Vec<(usize, Millis)> {
+    let Some(max) = max_time_ms else {
+        return Vec::new();
+    };
+    rows.iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.time.millis().filter(|&ms| ms > max).map(|ms| (i, ms)))
+        .collect()
+}
+
 /// Points sampled over time for `--time-mode estimate` under `--watch`: per partition, the
 /// log end seen at each poll and when. Bounded: the oldest points go first.
 #[derive(Debug, Default)]
@@ -454,5 +541,51 @@ mod tests {
                 None => prop_assert!(at < offsets[0] || at > *offsets.last().unwrap()),
             }
         }
+    }
+
+    #[test]
+    fn shard_time_lags() {
+        let at = ShardCheckpoint::At {
+            sequence: "1".into(),
+            subsequence: None,
+        };
+        assert_eq!(
+            shard_time_lag(&at, Some(1_000), 5_000),
+            TimeLag::Exact {
+                ms: 4_000,
+                understated: false
+            }
+        );
+        assert_eq!(shard_time_lag(&at, None, 5_000), TimeLag::CaughtUp);
+        // A clock behind the service's does not make a negative lag.
+        assert_eq!(shard_time_lag(&at, Some(6_000), 5_000).millis(), Some(0));
+        assert_eq!(
+            shard_time_lag(&ShardCheckpoint::TrimHorizon, Some(1_000), 5_000).millis(),
+            Some(4_000)
+        );
+        assert_eq!(
+            shard_time_lag(&ShardCheckpoint::ShardEnd, Some(1_000), 5_000),
+            TimeLag::CaughtUp
+        );
+        assert_eq!(
+            shard_time_lag(&ShardCheckpoint::None, Some(1_000), 5_000),
+            TimeLag::Unknown
+        );
+        let row = |ms| ShardLag {
+            stream: "s".into(),
+            shard: "shardId-0".into(),
+            consumer: "c".into(),
+            checkpoint: at.clone(),
+            owner: None,
+            time: TimeLag::Exact {
+                ms,
+                understated: false,
+            },
+            millis_behind_latest: None,
+            closed: false,
+        };
+        let rows = [row(10), row(30)];
+        assert_eq!(shard_breaches(&rows, Some(20)), [(1, 30)]);
+        assert!(shard_breaches(&rows, None).is_empty());
     }
 }

@@ -1,12 +1,13 @@
-//! How `weir lag` shows a measurement: an aligned table, JSON, NDJSON, CSV or Prometheus's
-//! text format, and the lines that name a breached threshold.
+//! How `weir lag` shows a measurement of Kafka groups or of a Kinesis consumer: an aligned
+//! table, JSON, NDJSON, CSV or Prometheus's text format, and the lines that name a breached
+//! threshold.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
-use crate::core::lag::{totals, Breach, PartitionLag, TimeLag};
+use crate::core::lag::{totals, Breach, PartitionLag, ShardLag, TimeLag};
 use crate::core::time::{format_millis, human_duration, Millis};
 use crate::io::kafka::GroupDescription;
 
@@ -351,4 +352,193 @@ mod tests {
     fn label_escaping() {
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
+}
+
+/// One measurement of a Kinesis consumer's shards.
+pub struct ShardLagReport {
+    pub at: Millis,
+    pub rows: Vec<ShardLag>,
+}
+
+const SHARD_COLUMNS: [&str; 10] = [
+    "stream",
+    "consumer",
+    "shard",
+    "checkpoint",
+    "checkpoint_subsequence",
+    "lag_ms",
+    "time_lag",
+    "millis_behind_latest",
+    "owner",
+    "closed",
+];
+
+fn shard_row_json(r: &ShardLag) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("stream".into(), json!(r.stream));
+    m.insert("consumer".into(), json!(r.consumer));
+    m.insert("shard".into(), json!(r.shard));
+    m.insert("checkpoint".into(), json!(r.checkpoint.text()));
+    m.insert(
+        "checkpoint_subsequence".into(),
+        json!(r.checkpoint.subsequence()),
+    );
+    m.insert("lag_ms".into(), json!(r.time.millis()));
+    m.insert("time_lag".into(), json!(time_lag_name(r.time)));
+    m.insert("millis_behind_latest".into(), json!(r.millis_behind_latest));
+    m.insert("owner".into(), json!(r.owner));
+    m.insert("closed".into(), json!(r.closed));
+    m
+}
+
+/// The line on stderr for a shard over `--max-lag`.
+pub fn describe_shard_breach(r: &ShardLag, ms: Millis, max: Millis) -> String {
+    format!(
+        "consumer '{}' stream '{}' shard {}: {ms} ms > {max} ms",
+        r.consumer, r.stream, r.shard
+    )
+}
+
+/// Appends a Kinesis lag report in `format` to `out`.
+pub fn render_shards(
+    report: &ShardLagReport,
+    breached: &[String],
+    format: LagFormat,
+    out: &mut String,
+) {
+    match format {
+        LagFormat::Table => render_shard_table(report, out),
+        LagFormat::Ndjson => {
+            for r in &report.rows {
+                out.push_str(&Value::Object(shard_row_json(r)).to_string());
+                out.push('\n');
+            }
+        }
+        LagFormat::Json => {
+            let doc = json!({
+                "at": format_millis(report.at),
+                "shards": report.rows.iter().map(|r| Value::Object(shard_row_json(r))).collect::<Vec<_>>(),
+                "max_lag_ms": report.rows.iter().filter_map(|r| r.time.millis()).max(),
+                "breaches": breached,
+            });
+            out.push_str(&doc.to_string());
+            out.push('\n');
+        }
+        LagFormat::Csv => {
+            let mut w = csv::WriterBuilder::new()
+                .terminator(csv::Terminator::Any(b'\n'))
+                .from_writer(Vec::new());
+            w.write_record(SHARD_COLUMNS).expect("write to Vec");
+            for r in &report.rows {
+                let row = shard_row_json(r);
+                w.write_record(SHARD_COLUMNS.iter().map(|c| match &row[*c] {
+                    Value::Null => String::new(),
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                }))
+                .expect("write to Vec");
+            }
+            let bytes = w.into_inner().expect("flush to Vec");
+            out.push_str(&String::from_utf8(bytes).expect("UTF-8 cells"));
+        }
+        LagFormat::Prometheus => {
+            let labels = |r: &ShardLag| {
+                format!(
+                    "consumer=\"{}\",stream=\"{}\",shard=\"{}\"",
+                    label(&r.consumer),
+                    label(&r.stream),
+                    label(&r.shard)
+                )
+            };
+            let _ = writeln!(out, "# HELP weir_kinesis_lag_seconds Seconds since the first record after the consumer's checkpoint arrived; 0 when caught up.");
+            let _ = writeln!(out, "# TYPE weir_kinesis_lag_seconds gauge");
+            for r in &report.rows {
+                if let Some(ms) = r.time.millis() {
+                    let _ = writeln!(
+                        out,
+                        "weir_kinesis_lag_seconds{{{}}} {:.3}",
+                        labels(r),
+                        ms as f64 / 1000.0
+                    );
+                }
+            }
+            let _ = writeln!(out, "# HELP weir_kinesis_millis_behind_latest What GetRecords says from the consumer's checkpoint on.");
+            let _ = writeln!(out, "# TYPE weir_kinesis_millis_behind_latest gauge");
+            for r in &report.rows {
+                if let Some(ms) = r.millis_behind_latest {
+                    let _ = writeln!(
+                        out,
+                        "weir_kinesis_millis_behind_latest{{{}}} {ms}",
+                        labels(r)
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn render_shard_table(report: &ShardLagReport, out: &mut String) {
+    let mut table: Vec<[String; 7]> = vec![[
+        "CONSUMER".into(),
+        "STREAM".into(),
+        "SHARD".into(),
+        "CHECKPOINT".into(),
+        "BEHIND-LATEST".into(),
+        "OWNER".into(),
+        "TIME-LAG".into(),
+    ]];
+    for r in &report.rows {
+        let mut shard = r.shard.clone();
+        if r.closed {
+            shard.push_str(" (closed)");
+        }
+        table.push([
+            r.consumer.clone(),
+            r.stream.clone(),
+            shard,
+            abbreviate(&r.checkpoint.text()),
+            r.millis_behind_latest.map_or("-".into(), human_duration),
+            r.owner.clone().unwrap_or_else(|| "-".into()),
+            time_cell(r.time),
+        ]);
+    }
+    let max = report.rows.iter().filter_map(|r| r.time.millis()).max();
+    table.push([
+        String::new(),
+        String::new(),
+        "max".into(),
+        String::new(),
+        String::new(),
+        String::new(),
+        max.map_or("-".into(), human_duration),
+    ]);
+    let mut widths = [0usize; 7];
+    for row in &table {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in &table {
+        let mut line = String::new();
+        for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+            if i == 6 {
+                line.push_str(cell);
+            } else if i == 4 {
+                let _ = write!(line, "{cell:>w$}  ");
+            } else {
+                let _ = write!(line, "{cell:<w$}  ");
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+/// A sequence number's first and last digits: enough to tell two apart in a table (JSON,
+/// NDJSON and CSV have it whole).
+fn abbreviate(text: &str) -> String {
+    if text.len() <= 20 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.to_string();
+    }
+    format!("{}…{}", &text[..6], &text[text.len() - 10..])
 }

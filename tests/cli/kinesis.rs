@@ -586,3 +586,183 @@ fn a_kinesis_sink_needs_a_partition_key_and_takes_no_headers() {
         );
     }
 }
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// `weir lag ARGS --format json` against the server, timed: the report, and the wall clock
+/// before and after it.
+fn timed_lag(s: &Server, args: &[&str]) -> (Value, i64, i64) {
+    let mut all = vec!["lag", "--format", "json"];
+    all.extend(args);
+    let before = now_ms();
+    let out = s.weir(&all);
+    let after = now_ms();
+    assert!(out.status.success(), "{out:?}");
+    (serde_json::from_slice(&out.stdout).unwrap(), before, after)
+}
+
+/// Each shard's lag lies between what an independent reader's arrival time for the first
+/// record after the checkpoint gives at the start and at the end of the call.
+fn assert_lag_within_bounds(
+    s: &Server,
+    stream: &str,
+    report: &Value,
+    before: i64,
+    after: i64,
+    first_after: &dyn Fn(&str) -> String,
+) {
+    let shards = report["shards"].as_array().unwrap();
+    assert!(!shards.is_empty());
+    for row in shards {
+        let shard = row["shard"].as_str().unwrap();
+        let arrival: Option<i64> =
+            serde_json::from_str(&s.py(&["first-after", stream, shard, &first_after(shard)], ""))
+                .unwrap();
+        let lag = row["lag_ms"].as_i64().unwrap();
+        match arrival {
+            Some(a) => assert!(
+                (before - a..=after - a).contains(&lag),
+                "{shard}: lag {lag} ms outside [{}, {}]",
+                before - a,
+                after - a
+            ),
+            None => assert_eq!(lag, 0, "{shard}: caught up"),
+        }
+    }
+}
+
+#[test]
+fn lag_of_a_weir_checkpoint_is_the_age_of_the_first_record_after_it() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("lag-ckpt", 2);
+    s.py(&["put", &stream, "k"], &records(0, 200));
+    let dir = tempfile::tempdir().unwrap();
+    let (out, ckpt) = (dir.path().join("out"), dir.path().join("ckpt"));
+    let run = s.weir(&[
+        "consume",
+        "-J",
+        "-e",
+        "-q",
+        &s.url(&stream),
+        "-o",
+        out.to_str().unwrap(),
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{run:?}");
+    // The last sequence read per shard is the checkpoint's.
+    let mut last: BTreeMap<String, String> = BTreeMap::new();
+    for line in std::fs::read_to_string(&out).unwrap().lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        last.insert(
+            e["shard"].as_str().unwrap().into(),
+            e["sequence"].as_str().unwrap().into(),
+        );
+    }
+    // Caught up: no lag.
+    let (report, _, _) = timed_lag(
+        &s,
+        &[&s.url(&stream), "--checkpoint", ckpt.to_str().unwrap()],
+    );
+    for row in report["shards"].as_array().unwrap() {
+        assert_eq!(row["lag_ms"], 0, "{row}");
+        assert_eq!(
+            row["checkpoint"].as_str(),
+            last.get(row["shard"].as_str().unwrap()).map(String::as_str)
+        );
+    }
+    s.py(&["put", &stream, "k"], &records(200, 100));
+    std::thread::sleep(Duration::from_millis(300));
+    let (report, before, after) = timed_lag(
+        &s,
+        &[&s.url(&stream), "--checkpoint", ckpt.to_str().unwrap()],
+    );
+    assert!(report["max_lag_ms"].as_i64().unwrap() >= 300, "{report}");
+    assert_lag_within_bounds(&s, &stream, &report, before, after, &|shard| {
+        last[shard].clone()
+    });
+    // Over --max-lag: exit 1, the shard named.
+    let out = s.weir(&[
+        "lag",
+        &s.url(&stream),
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--max-lag",
+        "100ms",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("shardId-"));
+    // An endpoint that does not answer: exit 4.
+    let mut c = weir_std();
+    let out = aws_env(&mut c)
+        .args([
+            "lag",
+            &s.url(&stream),
+            "--checkpoint",
+            ckpt.to_str().unwrap(),
+        ])
+        .args(["--endpoint-url", "http://127.0.0.1:1", "--timeout", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+}
+
+#[test]
+fn lag_of_a_kcl_application_reads_its_lease_table() {
+    let Some(s) = kinesis_local() else { return };
+    let Some(dynamo) = server("WEIR_TEST_DYNAMODB") else {
+        return;
+    };
+    let stream = s.stream("lag-kcl", 2);
+    s.py(&["put", &stream, "k"], &records(0, 200));
+    let read = s.read(&stream);
+    let of = |shard: &str| -> Vec<&Value> { read.iter().filter(|r| r["shard"] == shard).collect() };
+    let (s0, s1) = (of("shardId-000000000000"), of("shardId-000000000001"));
+    assert!(s0.len() > 10 && s1.len() > 10);
+    // As KCL writes them: shard 0 checkpointed in the middle, held by worker-1; shard 1 not
+    // started (TRIM_HORIZON).
+    let middle = s0[s0.len() / 2]["sequence"].as_str().unwrap().to_string();
+    let leases = serde_json::json!([
+        {"leaseKey": "shardId-000000000000", "checkpoint": middle, "checkpointSubSequenceNumber": 0, "leaseOwner": "worker-1"},
+        {"leaseKey": "shardId-000000000001", "checkpoint": "TRIM_HORIZON"},
+    ]);
+    let app = format!("{stream}-app");
+    s.py(
+        &["lease-table", &dynamo.endpoint, &app],
+        &leases.to_string(),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let (report, before, after) = timed_lag(
+        &s,
+        &[
+            &s.url(&stream),
+            "--kcl-app",
+            &app,
+            "--dynamodb-endpoint-url",
+            &dynamo.endpoint,
+        ],
+    );
+    let rows = report["shards"].as_array().unwrap();
+    assert_eq!(rows[0]["owner"], "worker-1");
+    assert_eq!(rows[0]["checkpoint"], middle.as_str());
+    assert_eq!(rows[1]["checkpoint"], "TRIM_HORIZON");
+    assert_lag_within_bounds(&s, &stream, &report, before, after, &|shard| match shard {
+        "shardId-000000000000" => middle.clone(),
+        _ => "TRIM_HORIZON".into(),
+    });
+    // An application without a lease table: exit 4.
+    let out = s.weir(&[
+        "lag",
+        &s.url(&stream),
+        "--kcl-app",
+        "no-such-app",
+        "--dynamodb-endpoint-url",
+        &dynamo.endpoint,
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+}

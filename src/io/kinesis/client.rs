@@ -11,7 +11,7 @@ use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::BehaviorVersion;
 use aws_sdk_kinesis::config::http::HttpResponse;
-use aws_sdk_kinesis::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
 use tokio::runtime::Runtime;
 
 use crate::error::{Error, Result};
@@ -155,11 +155,26 @@ where
             }
         }
         // No credentials found, or a request that could not be built.
-        SdkError::ConstructionFailure(_) => Failure::Refused(DisplayErrorContext(e).to_string()),
+        SdkError::ConstructionFailure(_) => Failure::Refused(causes(e)),
         // Connection refused or reset, a timeout, a garbled response: the endpoint may come
         // back.
-        _ => Failure::Retry(DisplayErrorContext(e).to_string()),
+        _ => Failure::Retry(causes(e)),
     }
+}
+
+/// An error and its causes, each said once: "dispatch failure: io error: ... refused".
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// The jitter for a backoff, in [0, 1): from the clock's nanoseconds and a per-caller salt,

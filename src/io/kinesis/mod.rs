@@ -3,6 +3,7 @@
 //! PutRecords sink (`sink`) and the lag of a consumer (`lag`).
 
 pub mod client;
+pub mod lag;
 pub mod plan;
 pub mod source;
 

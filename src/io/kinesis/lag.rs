@@ -1,0 +1,261 @@
+//! How far a Kinesis consumer is behind, per shard: its checkpoint (a weir checkpoint file,
+//! or a KCL application's lease table in DynamoDB), the arrival time of the first record
+//! after it, and what GetRecords says of the distance to the tip (MillisBehindLatest).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use aws_sdk_kinesis::types::ShardIteratorType;
+
+use super::client::{classify, Failure, KinesisClient};
+use super::source::{arrival_millis, list_shards, retrying};
+use crate::core::kpl;
+use crate::core::lag::{shard_time_lag, ShardCheckpoint, ShardLag};
+use crate::core::time::{now_millis, Millis};
+use crate::error::{Error, Result};
+use crate::runtime::checkpoint::file::{CheckpointFile, Loaded, PartitionId, Resume};
+
+/// Whose lag: a weir checkpoint, or a KCL application.
+pub enum Consumer {
+    Checkpoint(PathBuf),
+    Kcl {
+        app: String,
+        dynamo: aws_sdk_dynamodb::Client,
+    },
+}
+
+impl Consumer {
+    /// The consumer's name in a report.
+    pub fn name(&self) -> String {
+        match self {
+            Consumer::Checkpoint(path) => path.display().to_string(),
+            Consumer::Kcl { app, .. } => app.clone(),
+        }
+    }
+
+    /// Where the consumer stands in each shard it has a position in, and who holds it.
+    async fn positions(
+        &self,
+        stream: &str,
+    ) -> Result<BTreeMap<String, (ShardCheckpoint, Option<String>)>> {
+        match self {
+            Consumer::Checkpoint(path) => checkpoint_positions(path, stream),
+            Consumer::Kcl { app, dynamo } => lease_positions(app, dynamo).await,
+        }
+    }
+}
+
+/// The shards of a weir checkpoint of a read of `stream`.
+fn checkpoint_positions(
+    path: &PathBuf,
+    stream: &str,
+) -> Result<BTreeMap<String, (ShardCheckpoint, Option<String>)>> {
+    let checkpoint = match CheckpointFile::new(path).read()? {
+        Loaded::Current(c) | Loaded::Previous(c, _) => c,
+        Loaded::Fresh => {
+            return Err(Error::Unreachable(format!(
+                "no checkpoint at {}",
+                path.display()
+            )))
+        }
+    };
+    let mut positions = BTreeMap::new();
+    for p in checkpoint.partitions {
+        let PartitionId::Kinesis { stream: s, shard } = p.partition else {
+            continue;
+        };
+        if s != stream {
+            continue;
+        }
+        let position = match p.resume {
+            Resume::Kinesis {
+                sequence,
+                subsequence,
+            } => ShardCheckpoint::At {
+                sequence,
+                subsequence,
+            },
+            Resume::Done => ShardCheckpoint::ShardEnd,
+            _ => continue,
+        };
+        positions.insert(shard, (position, None));
+    }
+    if positions.is_empty() {
+        return Err(Error::Usage(format!(
+            "{} holds no position in stream '{stream}': it is the checkpoint of another read",
+            path.display()
+        )));
+    }
+    Ok(positions)
+}
+
+/// The leases of a KCL application: its DynamoDB table, named after it, one item a shard.
+async fn lease_positions(
+    app: &str,
+    dynamo: &aws_sdk_dynamodb::Client,
+) -> Result<BTreeMap<String, (ShardCheckpoint, Option<String>)>> {
+    let mut positions = BTreeMap::new();
+    let mut start = None;
+    loop {
+        let out = dynamo
+            .scan()
+            .table_name(app)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|e| match classify(&e) {
+                Failure::Retry(why) | Failure::Refused(why) | Failure::Invalid(why) => {
+                    Error::Unreachable(format!("the lease table of KCL application '{app}': {why}"))
+                }
+                Failure::ExpiredIterator => unreachable!("a scan has no iterator"),
+            })?;
+        for item in out.items() {
+            let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+            let Some(key) = text("leaseKey") else {
+                continue;
+            };
+            // A multi-stream application's lease key is account:stream:epoch:shard.
+            let shard = key.rsplit(':').next().unwrap_or(&key).to_string();
+            let sub = item
+                .get("checkpointSubSequenceNumber")
+                .and_then(|v| v.as_n().ok())
+                .and_then(|n| n.parse::<u64>().ok());
+            let position = match text("checkpoint").as_deref() {
+                None => ShardCheckpoint::None,
+                Some("TRIM_HORIZON") => ShardCheckpoint::TrimHorizon,
+                Some("LATEST") => ShardCheckpoint::Latest,
+                Some("SHARD_END") => ShardCheckpoint::ShardEnd,
+                Some(seq) if seq.bytes().all(|b| b.is_ascii_digit()) => ShardCheckpoint::At {
+                    sequence: seq.to_string(),
+                    subsequence: sub,
+                },
+                Some(_) => ShardCheckpoint::None,
+            };
+            positions.insert(shard, (position, text("leaseOwner")));
+        }
+        match out.last_evaluated_key {
+            Some(key) if !key.is_empty() => start = Some(key),
+            _ => return Ok(positions),
+        }
+    }
+}
+
+/// The lag of `consumer` on every shard of the client's stream.
+pub async fn measure(client: &KinesisClient, consumer: &Consumer) -> Result<Vec<ShardLag>> {
+    let stream = client.stream.name.clone();
+    let shards = list_shards(client).await?;
+    let positions = consumer.positions(&stream).await?;
+    let consumer_name = consumer.name();
+    let mut rows = Vec::new();
+    for shard in shards {
+        let (checkpoint, owner) = positions
+            .get(&shard.id)
+            .cloned()
+            .unwrap_or((ShardCheckpoint::None, None));
+        let (first_after, behind) = first_after(client, &shard.id, &checkpoint).await?;
+        rows.push(ShardLag {
+            stream: stream.clone(),
+            time: shard_time_lag(&checkpoint, first_after, now_millis()),
+            shard: shard.id,
+            consumer: consumer_name.clone(),
+            checkpoint,
+            owner,
+            millis_behind_latest: behind,
+            closed: shard.closed,
+        });
+    }
+    Ok(rows)
+}
+
+/// The arrival time of the first record after `checkpoint` in `shard` (none when there is
+/// none yet), and MillisBehindLatest from there.
+async fn first_after(
+    client: &KinesisClient,
+    shard: &str,
+    checkpoint: &ShardCheckpoint,
+) -> Result<(Option<Millis>, Option<i64>)> {
+    let (kind, sequence, inside) = match checkpoint {
+        ShardCheckpoint::None | ShardCheckpoint::ShardEnd | ShardCheckpoint::Latest => {
+            return Ok((None, None))
+        }
+        ShardCheckpoint::TrimHorizon => (ShardIteratorType::TrimHorizon, None, None),
+        ShardCheckpoint::At {
+            sequence,
+            subsequence: None,
+        } => (
+            ShardIteratorType::AfterSequenceNumber,
+            Some(sequence.clone()),
+            None,
+        ),
+        // Inside an aggregate: its user records after the checkpoint's are still to come.
+        ShardCheckpoint::At {
+            sequence,
+            subsequence: Some(sub),
+        } => (
+            ShardIteratorType::AtSequenceNumber,
+            Some(sequence.clone()),
+            Some(*sub),
+        ),
+    };
+    let stream = &client.stream;
+    let call = client
+        .sdk
+        .get_shard_iterator()
+        .set_stream_name(stream.arn.is_none().then(|| stream.name.clone()))
+        .set_stream_arn(stream.arn.clone())
+        .shard_id(shard)
+        .shard_iterator_type(kind)
+        .set_starting_sequence_number(sequence);
+    let out = retrying(client, "GetShardIterator", || call.clone().send()).await?;
+    let mut iterator = out.shard_iterator;
+    let mut behind = None;
+    // A sparse shard can answer empty before its next record: a few calls more.
+    for _ in 0..5 {
+        let Some(it) = iterator.take() else { break };
+        let call = client.sdk.get_records().shard_iterator(&it).limit(2);
+        let out = retrying(client, "GetRecords", || call.clone().send()).await?;
+        behind = out.millis_behind_latest.or(behind);
+        let mut records = out.records.iter();
+        if let Some(sub) = inside {
+            // The checkpoint's own record: pending only while user records remain after it.
+            if let Some(first) = records.next() {
+                let data = first.data.as_ref();
+                let remaining = kpl::is_aggregated(data)
+                    && kpl::deaggregate(data).is_ok_and(|(_, index)| index.len() as u64 > sub + 1);
+                if remaining {
+                    return Ok((
+                        first
+                            .approximate_arrival_timestamp
+                            .map(|t| arrival_millis(&t)),
+                        behind,
+                    ));
+                }
+            }
+        }
+        if let Some(next) = records.next() {
+            return Ok((
+                next.approximate_arrival_timestamp
+                    .map(|t| arrival_millis(&t)),
+                behind,
+            ));
+        }
+        if out.records.len() > usize::from(inside.is_some()) || behind == Some(0) {
+            break;
+        }
+        iterator = out.next_shard_iterator;
+    }
+    Ok((None, behind))
+}
+
+/// A DynamoDB client from the AWS chain, with its own endpoint when given.
+pub async fn dynamo_client(
+    options: &super::AwsOptions,
+    endpoint: Option<&str>,
+) -> aws_sdk_dynamodb::Client {
+    let config = super::client::sdk_config(options).await;
+    let mut builder = aws_sdk_dynamodb::config::Builder::from(&config);
+    if let Some(url) = endpoint {
+        builder = builder.endpoint_url(url);
+    }
+    aws_sdk_dynamodb::Client::from_conf(builder.build())
+}
