@@ -344,16 +344,6 @@ fn render_table(report: &LagReport, out: &mut String) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn label_escaping() {
-        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
-    }
-}
-
 /// One measurement of a Kinesis consumer's shards.
 pub struct ShardLagReport {
     pub at: Millis,
@@ -541,4 +531,14 @@ fn abbreviate(text: &str) -> String {
         return text.to_string();
     }
     format!("{}…{}", &text[..6], &text[text.len() - 10..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_escaping() {
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
 }

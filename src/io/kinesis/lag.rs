@@ -3,7 +3,7 @@
 //! after it, and what GetRecords says of the distance to the tip (MillisBehindLatest).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use aws_sdk_kinesis::types::ShardIteratorType;
 
@@ -47,7 +47,7 @@ impl Consumer {
 
 /// The shards of a weir checkpoint of a read of `stream`.
 fn checkpoint_positions(
-    path: &PathBuf,
+    path: &Path,
     stream: &str,
 ) -> Result<BTreeMap<String, (ShardCheckpoint, Option<String>)>> {
     let checkpoint = match CheckpointFile::new(path).read()? {
