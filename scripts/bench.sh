@@ -126,6 +126,31 @@ if [[ " $WHAT " == *" lag "* ]]; then
   echo "  info  exact time lag: ${SECS['weir lag (exact time lag)']} s; one fetch of every partition by kcat: ${SECS['kcat -C -e (100 partitions)']} s"
 fi
 
+# Kinesis (WHAT=kinesis, not in the default set: it starts the Kinesis test servers). On
+# kinesalite, a 4-shard stream of 200,000 records (written by weir replay, timed against a
+# boto3 PutRecords writer for information), read to its end with weir consume -e against a
+# boto3 reader that reads the same shards, one thread a shard, in the same run.
+if [[ " $WHAT " == *" kinesis "* ]]; then
+  trap 'scripts/kinesis-servers.sh stop' EXIT
+  kinesis_env=$(scripts/kinesis-servers.sh start)
+  eval "$kinesis_env"
+  export AWS_ACCESS_KEY_ID=weir-bench AWS_SECRET_ACCESS_KEY=weir-bench AWS_REGION=us-east-1
+  K=$WEIR_TEST_KINESALITE
+  data 200000
+  S=bench-$$-$RANDOM
+  python3 scripts/peers/kinesis.py "$K" create "$S" 4
+  python3 scripts/peers/kinesis.py "$K" create "$S-boto3" 4
+  echo "== kinesis: $LINES records, $((BYTES / LINES)) bytes each, kinesalite on $K"
+  run "weir replay -o kinesis" 1 $WEIR replay "$FILE" -o "kinesis://$S" --key merchant_id --endpoint-url "$K" -q
+  run "boto3 put_records" 1 sh -c "python3 scripts/peers/kinesis.py '$K' put '$S-boto3' merchant_id < '$FILE'"
+  run "weir consume -e" 3 $WEIR consume "kinesis://$S" -e -q --endpoint-url "$K"
+  run "boto3 reader (4 threads)" 3 python3 scripts/peers/kinesis_reader.py "$K" "$S"
+  got=$($WEIR consume "kinesis://$S" -e -q --endpoint-url "$K" | wc -l)
+  check "weir consume -e read every record" "$got" "==" "$LINES"
+  check "weir consume -e vs boto3 reader (x)" "$(ratio 'weir consume -e' 'boto3 reader (4 threads)')" ">=" 2.0
+  echo "  info  weir replay vs boto3 put_records: $(ratio 'weir replay -o kinesis' 'boto3 put_records')x"
+fi
+
 if [[ " $WHAT " == *" consume "* ]]; then
 data "$EVENTS"
 echo "# weir consume: $LINES lines, $((BYTES / 1000000)) MB ($FILE), every line checked to be JSON"
