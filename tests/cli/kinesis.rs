@@ -766,3 +766,22 @@ fn lag_of_a_kcl_application_reads_its_lease_table() {
     ]);
     assert_eq!(out.status.code(), Some(4), "{out:?}");
 }
+
+#[test]
+fn enhanced_fan_out_reads_every_record_once_across_a_split_and_a_merge() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = resharded_stream(&s, "efo");
+    // The consumer is registered by the first run and reused by the second.
+    for _ in 0..2 {
+        let got = lines(&s.weir(&[
+            "consume",
+            "-J",
+            "-e",
+            "-q",
+            "--efo",
+            "weir-efo-test",
+            &s.url(&stream),
+        ]));
+        assert_each_once_in_key_order(&got, 3000);
+    }
+}

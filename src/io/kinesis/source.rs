@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_kinesis::primitives::DateTime;
-use aws_sdk_kinesis::types::{Record, ShardIteratorType};
+use aws_sdk_kinesis::types::{
+    ConsumerStatus, Record, ShardIteratorType, StartingPosition, SubscribeToShardEventStream,
+};
 use tokio::sync::mpsc;
 
 use super::client::{classify, jitter, Failure, KinesisClient};
@@ -493,6 +495,16 @@ impl Coordinator {
     async fn run(mut self) {
         let (stopped_tx, mut stopped_rx) = mpsc::unbounded_channel();
         let mut reported = None;
+        let efo = match &self.plan.efo {
+            Some(name) => match efo_consumer(&self.client, name).await {
+                Ok(arn) => Some(Arc::<str>::from(arn)),
+                Err(e) => {
+                    let _ = self.out.send(Event::Failed(e)).await;
+                    return;
+                }
+            },
+            None => None,
+        };
         loop {
             let ready = self.lineage.start_ready();
             // The shards read change as they start and stop: said before any new one's
@@ -513,6 +525,7 @@ impl Coordinator {
                 for id in ready {
                     let reader = ShardReader {
                         client: self.client.clone(),
+                        efo: efo.clone(),
                         shard: Arc::from(id.as_str()),
                         start: self.start_of(&id),
                         end: self.end,
@@ -608,6 +621,8 @@ impl Coordinator {
 /// Reads one shard until it closes, the read ends, or the run is cancelled.
 struct ShardReader {
     client: KinesisClient,
+    /// The ARN of the enhanced fan-out consumer to read through, if any.
+    efo: Option<Arc<str>>,
     shard: Arc<str>,
     start: Start,
     end: ShardEnd,
@@ -617,10 +632,120 @@ struct ShardReader {
 
 impl ShardReader {
     async fn run(self) -> Stopped {
-        match self.read().await {
+        let read = match &self.efo {
+            Some(consumer) => self.subscribe(consumer).await,
+            None => self.read().await,
+        };
+        match read {
             Ok(stopped) => stopped,
             Err(e) => Stopped::Failed(e),
         }
+    }
+
+    /// Reads the shard with enhanced fan-out: SubscribeToShard pushes its records for up to
+    /// five minutes, then weir subscribes again from the continuation sequence number.
+    async fn subscribe(&self, consumer: &str) -> Result<Stopped> {
+        let shard = self.shard.to_string();
+        let mut from = self.start.clone();
+        let mut failing: Option<(Instant, u32)> = None;
+        loop {
+            if self.cancel.load(Ordering::Relaxed) {
+                return Ok(Stopped::AtEnd { shard });
+            }
+            let (kind, sequence, time) = iterator_of(&from);
+            let position = StartingPosition::builder()
+                .r#type(kind)
+                .set_sequence_number(sequence)
+                .set_timestamp(time)
+                .build()
+                .expect("the type is set");
+            let call = self
+                .client
+                .sdk
+                .subscribe_to_shard()
+                .consumer_arn(consumer)
+                .shard_id(shard.as_str())
+                .starting_position(position);
+            let failure = match call.send().await {
+                Err(e) => match classify(&e) {
+                    Failure::Retry(why) => why,
+                    Failure::ExpiredIterator => "an expired subscription".into(),
+                    Failure::Refused(why) | Failure::Invalid(why) => {
+                        return Err(Error::Unreachable(format!(
+                            "Kinesis stream '{}' shard {shard}: SubscribeToShard: {why}",
+                            self.client.stream.name
+                        )))
+                    }
+                },
+                Ok(mut out) => loop {
+                    let event = match out.event_stream.recv().await {
+                        Ok(Some(SubscribeToShardEventStream::SubscribeToShardEvent(e))) => e,
+                        Ok(Some(_)) => continue,
+                        // The subscription ran its course (five minutes): again, from where
+                        // it stood.
+                        Ok(None) => break String::new(),
+                        Err(e) => break format!("{e}"),
+                    };
+                    failing = None;
+                    let mut records = event.records;
+                    let past = self.cut(&mut records);
+                    if !records.is_empty() && !self.send(records).await {
+                        return Ok(Stopped::AtEnd { shard });
+                    }
+                    if past {
+                        return Ok(Stopped::AtEnd { shard });
+                    }
+                    let continuation = event.continuation_sequence_number;
+                    if continuation.is_empty() {
+                        return Ok(Stopped::Closed {
+                            shard,
+                            children: children_of(event.child_shards),
+                        });
+                    }
+                    from = Start::After(continuation);
+                    if event.millis_behind_latest == 0 && self.end.at_tip {
+                        return Ok(Stopped::AtEnd { shard });
+                    }
+                },
+            };
+            if failure.is_empty() {
+                continue;
+            }
+            let (since, attempt) = failing.get_or_insert((Instant::now(), 0));
+            if since.elapsed() >= self.client.options.timeout {
+                return Err(Error::Unreachable(format!(
+                    "Kinesis at {}: SubscribeToShard on shard {shard} failed for {:?}: {failure}",
+                    self.client.endpoint(),
+                    self.client.options.timeout
+                )));
+            }
+            tokio::time::sleep(backoff(*attempt, jitter(*attempt as u64 ^ hash(&shard)))).await;
+            *attempt += 1;
+        }
+    }
+
+    /// Cuts records at the read's end; whether one was past it.
+    fn cut(&self, records: &mut Vec<Record>) -> bool {
+        let past = records.iter().position(|r| {
+            r.approximate_arrival_timestamp
+                .map(|t| arrival_millis(&t))
+                .is_some_and(|t| self.end.is_past(t))
+        });
+        if let Some(at) = past {
+            records.truncate(at);
+        }
+        past.is_some()
+    }
+
+    /// Sends records to the reader thread; false when it is gone (the run is over).
+    async fn send(&self, records: Vec<Record>) -> bool {
+        self.out
+            .send(Event::Records {
+                shard: self.shard.clone(),
+                records,
+            })
+            .await
+            .is_ok()
     }
 
     async fn read(&self) -> Result<Stopped> {
@@ -686,47 +811,24 @@ impl ShardReader {
             let mut records = out.records;
             // A bounded read keeps what arrived before its end; the first record past it
             // ends the shard.
-            let past = records.iter().position(|r| {
-                r.approximate_arrival_timestamp
-                    .map(|t| arrival_millis(&t))
-                    .is_some_and(|t| self.end.is_past(t))
-            });
-            if let Some(at) = past {
-                records.truncate(at);
-            }
+            let past = self.cut(&mut records);
             if let Some(r) = records.last() {
                 last = Some(r.sequence_number.clone());
             }
-            if !records.is_empty()
-                && self
-                    .out
-                    .send(Event::Records {
-                        shard: self.shard.clone(),
-                        records,
-                    })
-                    .await
-                    .is_err()
-            {
+            if !records.is_empty() && !self.send(records).await {
                 // The reader thread is gone: the run is over.
                 return Ok(Stopped::AtEnd { shard });
             }
-            if past.is_some() {
+            if past {
                 return Ok(Stopped::AtEnd { shard });
             }
             match out.next_shard_iterator {
                 Some(next) => iterator = next,
                 None => {
-                    let children = out
-                        .child_shards
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|c| ShardInfo {
-                            id: c.shard_id,
-                            parents: c.parent_shards,
-                            closed: false,
-                        })
-                        .collect();
-                    return Ok(Stopped::Closed { shard, children });
+                    return Ok(Stopped::Closed {
+                        shard,
+                        children: children_of(out.child_shards),
+                    })
                 }
             }
             if caught_up {
@@ -740,21 +842,7 @@ impl ShardReader {
 
     /// A shard iterator for `start`.
     async fn iterator(&self, start: &Start) -> Result<String> {
-        let (kind, sequence, time) = match start {
-            Start::TrimHorizon => (ShardIteratorType::TrimHorizon, None, None),
-            Start::Latest => (ShardIteratorType::Latest, None, None),
-            Start::At(s) => (ShardIteratorType::AtSequenceNumber, Some(s.clone()), None),
-            Start::After(s) => (
-                ShardIteratorType::AfterSequenceNumber,
-                Some(s.clone()),
-                None,
-            ),
-            Start::Time(t) => (
-                ShardIteratorType::AtTimestamp,
-                None,
-                Some(DateTime::from_millis(*t)),
-            ),
-        };
+        let (kind, sequence, time) = iterator_of(start);
         let stream = &self.client.stream;
         let call = self
             .client
@@ -794,5 +882,100 @@ mod tests {
         assert_eq!(arrival_millis(&t), 1_796_188_252_655);
         assert_eq!(arrival_millis(&DateTime::from_millis(-1)), -1);
         assert_eq!(arrival_millis(&DateTime::from_millis(0)), 0);
+    }
+}
+
+/// The iterator type, sequence number and time that `start` asks for.
+fn iterator_of(start: &Start) -> (ShardIteratorType, Option<String>, Option<DateTime>) {
+    match start {
+        Start::TrimHorizon => (ShardIteratorType::TrimHorizon, None, None),
+        Start::Latest => (ShardIteratorType::Latest, None, None),
+        Start::At(s) => (ShardIteratorType::AtSequenceNumber, Some(s.clone()), None),
+        Start::After(s) => (
+            ShardIteratorType::AfterSequenceNumber,
+            Some(s.clone()),
+            None,
+        ),
+        Start::Time(t) => (
+            ShardIteratorType::AtTimestamp,
+            None,
+            Some(DateTime::from_millis(*t)),
+        ),
+    }
+}
+
+/// The children a closed shard's last response named.
+fn children_of(children: Option<Vec<aws_sdk_kinesis::types::ChildShard>>) -> Vec<ShardInfo> {
+    children
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| ShardInfo {
+            id: c.shard_id,
+            parents: c.parent_shards,
+            closed: false,
+        })
+        .collect()
+}
+
+/// The ARN of enhanced fan-out consumer `name` of the stream: registered when it does not
+/// exist yet, and waited for until it is active.
+async fn efo_consumer(client: &KinesisClient, name: &str) -> Result<String> {
+    let stream = &client.stream;
+    let summary = client
+        .sdk
+        .describe_stream_summary()
+        .set_stream_name(stream.arn.is_none().then(|| stream.name.clone()))
+        .set_stream_arn(stream.arn.clone());
+    let summary = retrying(client, "DescribeStreamSummary", || summary.clone().send()).await?;
+    let stream_arn = summary
+        .stream_description_summary
+        .map(|d| d.stream_arn)
+        .unwrap_or_default();
+    let describe = client
+        .sdk
+        .describe_stream_consumer()
+        .stream_arn(&stream_arn)
+        .consumer_name(name);
+    let since = Instant::now();
+    let mut registered = false;
+    loop {
+        match describe.clone().send().await {
+            Ok(out) => {
+                if let Some(c) = out.consumer_description {
+                    if c.consumer_status == ConsumerStatus::Active {
+                        return Ok(c.consumer_arn);
+                    }
+                }
+            }
+            Err(e)
+                if !registered
+                    && e.as_service_error()
+                        .is_some_and(|s| s.is_resource_not_found_exception()) =>
+            {
+                let register = client
+                    .sdk
+                    .register_stream_consumer()
+                    .stream_arn(&stream_arn)
+                    .consumer_name(name);
+                retrying(client, "RegisterStreamConsumer", || register.clone().send()).await?;
+                registered = true;
+                continue;
+            }
+            Err(e) => {
+                if let Failure::Refused(why) | Failure::Invalid(why) = classify(&e) {
+                    return Err(Error::Unreachable(format!(
+                        "Kinesis stream '{}': consumer '{name}': {why}",
+                        stream.name
+                    )));
+                }
+            }
+        }
+        if since.elapsed() >= client.options.timeout.max(Duration::from_secs(30)) {
+            return Err(Error::Unreachable(format!(
+                "Kinesis stream '{}': consumer '{name}' did not become active",
+                stream.name
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
