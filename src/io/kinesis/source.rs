@@ -872,19 +872,6 @@ pub fn arrival_millis(t: &DateTime) -> Millis {
     ((nanos + 500_000).div_euclid(1_000_000)) as Millis
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn arrival_times_round_to_the_millisecond() {
-        let t = DateTime::from_secs_f64(1_796_188_252.655);
-        assert_eq!(arrival_millis(&t), 1_796_188_252_655);
-        assert_eq!(arrival_millis(&DateTime::from_millis(-1)), -1);
-        assert_eq!(arrival_millis(&DateTime::from_millis(0)), 0);
-    }
-}
-
 /// The iterator type, sequence number and time that `start` asks for.
 fn iterator_of(start: &Start) -> (ShardIteratorType, Option<String>, Option<DateTime>) {
     match start {
@@ -977,5 +964,18 @@ async fn efo_consumer(client: &KinesisClient, name: &str) -> Result<String> {
             )));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrival_times_round_to_the_millisecond() {
+        let t = DateTime::from_secs_f64(1_796_188_252.655);
+        assert_eq!(arrival_millis(&t), 1_796_188_252_655);
+        assert_eq!(arrival_millis(&DateTime::from_millis(-1)), -1);
+        assert_eq!(arrival_millis(&DateTime::from_millis(0)), 0);
     }
 }
