@@ -785,3 +785,47 @@ fn enhanced_fan_out_reads_every_record_once_across_a_split_and_a_merge() {
         assert_each_once_in_key_order(&got, 3000);
     }
 }
+
+/// A live read follows a split made while it runs: the children's records come, after the
+/// parent's, each once.
+#[test]
+fn a_live_read_follows_a_split_made_while_it_runs() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("live-split", 1);
+    s.py(&["put", &stream, "k"], &records(0, 500));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut c = weir_std();
+    let mut child = aws_env(&mut c)
+        .args(["consume", "-J", "-q", &s.url(&stream)])
+        .args(["--endpoint-url", &s.endpoint, "-o", out.to_str().unwrap()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let count = || {
+        std::fs::read_to_string(&out)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let wait_for = |n: usize| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while count() < n && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_for(500);
+    s.py(&["split", &stream, "shardId-000000000000"], "");
+    s.py(&["put", &stream, "k"], &records(500, 500));
+    wait_for(1000);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let got: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_each_once_in_key_order(&got, 1000);
+    let shards: std::collections::BTreeSet<&str> =
+        got.iter().map(|e| e["shard"].as_str().unwrap()).collect();
+    assert_eq!(shards.len(), 3, "{shards:?}");
+}
