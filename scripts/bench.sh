@@ -143,11 +143,22 @@ if [[ " $WHAT " == *" kinesis "* ]]; then
   echo "== kinesis: $LINES records, $((BYTES / LINES)) bytes each, kinesalite on $K"
   run "weir replay -o kinesis" 1 $WEIR replay "$FILE" -o "kinesis://$S" --key merchant_id --endpoint-url "$K" -q
   run "boto3 put_records" 1 sh -c "python3 scripts/peers/kinesis.py '$K' put '$S-boto3' merchant_id < '$FILE'"
-  run "weir consume -e" 3 $WEIR consume "kinesis://$S" -e -q --endpoint-url "$K"
-  run "boto3 reader (4 threads)" 3 python3 scripts/peers/kinesis_reader.py "$K" "$S"
+  # kinesalite's own CPU time per read, from /proc: the server, not the client, bounds both.
+  server_cpu() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$(cat target/kinesis-servers/kinesalite.pid)/stat"; }
+  for reader in "weir consume -e" "boto3 reader (4 threads)" "boto3 reader (sequential)"; do
+    before=$(server_cpu)
+    case $reader in
+      weir*) run "$reader" 3 $WEIR consume "kinesis://$S" -e -q --endpoint-url "$K" ;;
+      *4*) run "$reader" 3 python3 scripts/peers/kinesis_reader.py "$K" "$S" ;;
+      *) run "$reader" 3 python3 scripts/peers/kinesis_reader.py "$K" "$S" --sequential ;;
+    esac
+    echo "  info  kinesalite CPU over the 3 runs of $reader: $(awk -v a="$before" -v b="$(server_cpu)" 'BEGIN{printf "%.1f", b - a}') s"
+  done
   got=$($WEIR consume "kinesis://$S" -e -q --endpoint-url "$K" | wc -l)
   check "weir consume -e read every record" "$got" "==" "$LINES"
-  check "weir consume -e vs boto3 reader (x)" "$(ratio 'weir consume -e' 'boto3 reader (4 threads)')" ">=" 2.0
+  check "weir consume -e vs boto3 reader, sequential (x)" "$(ratio 'weir consume -e' 'boto3 reader (sequential)')" ">=" 2.0
+  check "weir consume -e vs boto3 reader, 4 threads (x)" "$(ratio 'weir consume -e' 'boto3 reader (4 threads)')" ">=" 2.0
+  echo "  info  client CPU, boto3 reader (4 threads) / weir consume -e: $(awk -v a="${CPU['weir consume -e']}" -v b="${CPU['boto3 reader (4 threads)']}" 'BEGIN{printf "%.1f", b/(a<0.01?0.01:a)}')x"
   echo "  info  weir replay vs boto3 put_records: $(ratio 'weir replay -o kinesis' 'boto3 put_records')x"
 fi
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The peer of `weir consume -e kinesis://STREAM` in the benchmark: boto3 reads every shard of
-a stream (one thread a shard, all at once) from TRIM_HORIZON until it has caught up, and
-writes each record's data as a line to stdout, as weir writes values.
+a stream from TRIM_HORIZON until it has caught up, and writes each record's data as a line to
+stdout, as weir writes values. By default one thread a shard, all at once; with --sequential
+one shard after another, as the simplest scripts do.
 
-    kinesis_reader.py ENDPOINT STREAM > records
+    kinesis_reader.py ENDPOINT STREAM [--sequential] > records
 """
 import sys
 import threading
@@ -34,11 +35,15 @@ def main():
                 return
             it = r.get("NextShardIterator")
 
-    threads = [threading.Thread(target=read, args=(s["ShardId"],)) for s in shards]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    if "--sequential" in sys.argv[3:]:
+        for s in shards:
+            read(s["ShardId"])
+    else:
+        threads = [threading.Thread(target=read, args=(s["ShardId"],)) for s in shards]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     out.flush()
 
 

@@ -322,6 +322,10 @@ fn from_a_time_starts_at_the_first_record_that_arrived_then() {
     assert_eq!(got.len(), 300);
     assert_eq!(got[0]["value"]["i"], 300);
     assert_eq!(got[0]["sequence"], arrivals[300]["sequence"]);
+    // The stream named by its ARN reads the same.
+    let arn = format!("kinesis://arn:aws:kinesis:us-east-1:000000000000:stream/{stream}");
+    let by_arn = lines(&s.weir(&["consume", "-J", "-e", "-q", "--from", &from, &arn]));
+    assert_eq!(by_arn, got);
     // --to is exclusive.
     let upto = lines(&s.weir(&["consume", "-J", "-q", "--to", &from, &s.url(&stream)]));
     assert_eq!(upto.len(), 300);
