@@ -34,6 +34,12 @@ def client(endpoint, service="kinesis"):
     return boto3.client(service, endpoint_url=endpoint, region_name="us-east-1")
 
 
+def arrival_ms(record):
+    """A record's arrival time in whole milliseconds, rounded: it comes as a float of seconds."""
+    at = record["ApproximateArrivalTimestamp"]
+    return (calendar.timegm(at.utctimetuple()) * 1_000_000 + at.microsecond + 500) // 1000
+
+
 def wait_active(k, stream):
     for _ in range(600):
         summary = k.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]
@@ -153,11 +159,7 @@ def main():
             while it:
                 r = k.get_records(ShardIterator=it, Limit=10000)
                 for rec in r["Records"]:
-                    # Whole milliseconds, rounded (the time comes as a float of seconds).
-                    at = rec["ApproximateArrivalTimestamp"]
-                    us = calendar.timegm(at.utctimetuple()) * 1_000_000 + at.microsecond
-                    ms = (us + 500) // 1000
-                    print(json.dumps({"shard": shard["ShardId"], "sequence": rec["SequenceNumber"], "arrival": ms}))
+                    print(json.dumps({"shard": shard["ShardId"], "sequence": rec["SequenceNumber"], "arrival": arrival_ms(rec)}))
                 it = r.get("NextShardIterator")
                 if not r["Records"] and r.get("MillisBehindLatest", 0) == 0:
                     break
@@ -171,9 +173,7 @@ def main():
         )["ShardIterator"]
         r = k.get_records(ShardIterator=it, Limit=1)
         if r["Records"]:
-            at = r["Records"][0]["ApproximateArrivalTimestamp"]
-            us = calendar.timegm(at.utctimetuple()) * 1_000_000 + at.microsecond
-            print(json.dumps((us + 500) // 1000))
+            print(json.dumps(arrival_ms(r["Records"][0])))
         else:
             print("null")
     elif action == "lease-table":

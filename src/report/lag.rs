@@ -165,21 +165,7 @@ const COLUMNS: [&str; 10] = [
 ];
 
 fn render_csv(report: &LagReport, out: &mut String) {
-    let mut w = csv::WriterBuilder::new()
-        .terminator(csv::Terminator::Any(b'\n'))
-        .from_writer(Vec::new());
-    w.write_record(COLUMNS).expect("write to Vec");
-    for r in &report.rows {
-        let row = row_json(r);
-        let cells = COLUMNS.iter().map(|c| match &row[*c] {
-            Value::Null => String::new(),
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        });
-        w.write_record(cells).expect("write to Vec");
-    }
-    let bytes = w.into_inner().expect("flush to Vec");
-    out.push_str(&String::from_utf8(bytes).expect("UTF-8 cells"));
+    csv_rows(&COLUMNS, report.rows.iter().map(row_json), out);
 }
 
 /// A label value in the exposition format: backslash, quote and newline escaped.
@@ -322,18 +308,24 @@ fn render_table(report: &LagReport, out: &mut String) {
             t.max_time_ms.map_or("-".into(), human_duration) + &note,
         ]);
     }
-    let mut widths = [0usize; 7];
-    for row in &table {
+    align(&table, |i| (2..6).contains(&i), out);
+}
+
+/// Writes `table` in aligned columns, those `right` names aligned right; the last column is
+/// free text.
+fn align<const N: usize>(table: &[[String; N]], right: impl Fn(usize) -> bool, out: &mut String) {
+    let mut widths = [0usize; N];
+    for row in table {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    for row in &table {
+    for row in table {
         let mut line = String::new();
         for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
-            if i == 6 {
+            if i == N - 1 {
                 line.push_str(cell);
-            } else if (2..6).contains(&i) {
+            } else if right(i) {
                 let _ = write!(line, "{cell:>w$}  ");
             } else {
                 let _ = write!(line, "{cell:<w$}  ");
@@ -342,6 +334,24 @@ fn render_table(report: &LagReport, out: &mut String) {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+}
+
+/// Writes one CSV row a report row, the cells of `columns` from its JSON form, with a header.
+fn csv_rows(columns: &[&str], rows: impl Iterator<Item = Map<String, Value>>, out: &mut String) {
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    w.write_record(columns).expect("write to Vec");
+    for row in rows {
+        let cells = columns.iter().map(|c| match &row[*c] {
+            Value::Null => String::new(),
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        w.write_record(cells).expect("write to Vec");
+    }
+    let bytes = w.into_inner().expect("flush to Vec");
+    out.push_str(&String::from_utf8(bytes).expect("UTF-8 cells"));
 }
 
 /// One measurement of a Kinesis consumer's shards.
@@ -414,23 +424,7 @@ pub fn render_shards(
             out.push_str(&doc.to_string());
             out.push('\n');
         }
-        LagFormat::Csv => {
-            let mut w = csv::WriterBuilder::new()
-                .terminator(csv::Terminator::Any(b'\n'))
-                .from_writer(Vec::new());
-            w.write_record(SHARD_COLUMNS).expect("write to Vec");
-            for r in &report.rows {
-                let row = shard_row_json(r);
-                w.write_record(SHARD_COLUMNS.iter().map(|c| match &row[*c] {
-                    Value::Null => String::new(),
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                }))
-                .expect("write to Vec");
-            }
-            let bytes = w.into_inner().expect("flush to Vec");
-            out.push_str(&String::from_utf8(bytes).expect("UTF-8 cells"));
-        }
+        LagFormat::Csv => csv_rows(&SHARD_COLUMNS, report.rows.iter().map(shard_row_json), out),
         LagFormat::Prometheus => {
             let labels = |r: &ShardLag| {
                 format!(
@@ -502,26 +496,7 @@ fn render_shard_table(report: &ShardLagReport, out: &mut String) {
         String::new(),
         max.map_or("-".into(), human_duration),
     ]);
-    let mut widths = [0usize; 7];
-    for row in &table {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    for row in &table {
-        let mut line = String::new();
-        for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
-            if i == 6 {
-                line.push_str(cell);
-            } else if i == 4 {
-                let _ = write!(line, "{cell:>w$}  ");
-            } else {
-                let _ = write!(line, "{cell:<w$}  ");
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    align(&table, |i| i == 4, out);
 }
 
 /// A sequence number's first and last digits: enough to tell two apart in a table (JSON,
