@@ -70,38 +70,45 @@ def put_entries(k, stream, entries):
                 time.sleep(0.1)
 
 
-def read_all(k, stream):
-    """Every record of every shard, parents before children, de-aggregated."""
-    import base64
-
-    from aws_kinesis_agg.deaggregator import iter_deaggregate_records
-
-    out = []
+def shard_batches(k, stream):
+    """Each shard's records from TRIM_HORIZON to its end as of now, a GetRecords batch at a
+    time, shards in the order ListShards gives them: (shard id, records)."""
     for shard in list_shards(k, stream):
         it = k.get_shard_iterator(
             StreamName=stream, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
         )["ShardIterator"]
         while it:
             r = k.get_records(ShardIterator=it, Limit=10000)
-            for rec in iter_deaggregate_records(r["Records"], data_format="Boto3"):
-                kin = rec["kinesis"]
-                data = kin["data"]
-                # A user record of an aggregate comes back base64-encoded; a plain record as
-                # boto3 gave it.
-                if "subSequenceNumber" in kin:
-                    data = base64.b64decode(data)
-                out.append(
-                    {
-                        "shard": shard["ShardId"],
-                        "sequence": kin["sequenceNumber"],
-                        "subsequence": kin.get("subSequenceNumber"),
-                        "key": kin["partitionKey"],
-                        "data": data.decode(),
-                    }
-                )
+            yield shard["ShardId"], r["Records"]
             it = r.get("NextShardIterator")
             if not r["Records"] and r.get("MillisBehindLatest", 0) == 0:
                 break
+
+
+def read_all(k, stream):
+    """Every record of every shard, de-aggregated."""
+    import base64
+
+    from aws_kinesis_agg.deaggregator import iter_deaggregate_records
+
+    out = []
+    for shard, records in shard_batches(k, stream):
+        for rec in iter_deaggregate_records(records, data_format="Boto3"):
+            kin = rec["kinesis"]
+            data = kin["data"]
+            # A user record of an aggregate comes back base64-encoded; a plain record as
+            # boto3 gave it.
+            if "subSequenceNumber" in kin:
+                data = base64.b64decode(data)
+            out.append(
+                {
+                    "shard": shard,
+                    "sequence": kin["sequenceNumber"],
+                    "subsequence": kin.get("subSequenceNumber"),
+                    "key": kin["partitionKey"],
+                    "data": data.decode(),
+                }
+            )
     return out
 
 
@@ -151,18 +158,9 @@ def main():
         for rec in read_all(k, args[0]):
             print(json.dumps(rec))
     elif action == "arrivals":
-        stream = args[0]
-        for shard in list_shards(k, stream):
-            it = k.get_shard_iterator(
-                StreamName=stream, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-            )["ShardIterator"]
-            while it:
-                r = k.get_records(ShardIterator=it, Limit=10000)
-                for rec in r["Records"]:
-                    print(json.dumps({"shard": shard["ShardId"], "sequence": rec["SequenceNumber"], "arrival": arrival_ms(rec)}))
-                it = r.get("NextShardIterator")
-                if not r["Records"] and r.get("MillisBehindLatest", 0) == 0:
-                    break
+        for shard, records in shard_batches(k, args[0]):
+            for rec in records:
+                print(json.dumps({"shard": shard, "sequence": rec["SequenceNumber"], "arrival": arrival_ms(rec)}))
     elif action == "first-after":
         # The arrival time (ms) of the first record after a sequence number, or null.
         stream, shard, sequence = args
