@@ -16,7 +16,7 @@ const CHUNKS_IN_FLIGHT: usize = 4;
 
 /// Where records come from. A source runs on the reader thread: it reads its input, puts its
 /// records into chunks, and hands each over with `Feed::lines` (a line source: the records
-/// are the lines) or `Feed::records` (a broker source: it frames its records and gives each
+/// are the lines) or a `Framing` (a broker source: it frames its records and gives each
 /// its partition and offset). Returning ends the input; a partitioned source reports a
 /// partition it has finished, or one that is new, by the positions of the records it hands
 /// over. When it has nothing to hand over it hands over nothing: the driver sees an empty
@@ -61,11 +61,94 @@ pub(crate) enum Item {
 /// Records a source framed itself: record `i` is `data[ends[i - 1]..ends[i]]`; the records
 /// at the indexes in `bad` are bad as they came, for the reason given; `input_bytes` is what
 /// they were read as, for the summary.
-pub struct Framed<'a> {
+struct Framed<'a> {
+    data: Vec<u8>,
+    ends: &'a [u32],
+    bad: &'a [(u32, RecordError)],
+    input_bytes: u64,
+}
+
+/// Where a record a broker source framed comes from: a Kafka (partition, offset) or a
+/// Kinesis `ShardPosition`.
+pub trait FramedPosition: Sized {
+    /// The positions as a chunk keeps them: Kafka's, and Kinesis's.
+    fn into_chunk(positions: Vec<Self>) -> (Vec<(i32, i64)>, Vec<ShardPosition>);
+}
+
+impl FramedPosition for (i32, i64) {
+    fn into_chunk(positions: Vec<Self>) -> (Vec<(i32, i64)>, Vec<ShardPosition>) {
+        (positions, Vec::new())
+    }
+}
+
+impl FramedPosition for ShardPosition {
+    fn into_chunk(positions: Vec<Self>) -> (Vec<(i32, i64)>, Vec<ShardPosition>) {
+        (Vec::new(), positions)
+    }
+}
+
+/// Records a broker source has rendered and not yet handed over: one chunk in the making.
+/// The source writes each record's bytes into `data`, then ends it with `push` (or
+/// `push_bad`, for one that is bad as it came); `hand_over` sends the chunk.
+pub struct Framing<P: FramedPosition> {
     pub data: Vec<u8>,
-    pub ends: &'a [u32],
-    pub bad: &'a [(u32, RecordError)],
+    ends: Vec<u32>,
+    positions: Vec<P>,
+    bad: Vec<(u32, RecordError)>,
+    /// Bytes of input the records stand for, for the summary.
     pub input_bytes: u64,
+    /// The number of the first record in `data`, counted from 1 over the whole read.
+    next_record: u64,
+}
+
+impl<P: FramedPosition> Framing<P> {
+    pub fn new(feed: &Feed) -> Framing<P> {
+        Framing {
+            data: feed.buffer(),
+            ends: Vec::new(),
+            positions: Vec::new(),
+            bad: Vec::new(),
+            input_bytes: 0,
+            next_record: 1,
+        }
+    }
+
+    /// Ends the record just written into `data`, at `position`.
+    pub fn push(&mut self, position: P) {
+        self.ends.push(self.data.len() as u32);
+        self.positions.push(position);
+    }
+
+    /// Ends the record just written into `data`, at `position`, as a bad one.
+    pub fn push_bad(&mut self, position: P, error: RecordError) {
+        self.bad.push((self.ends.len() as u32, error));
+        self.push(position);
+    }
+
+    /// Whether the chunk is full.
+    pub fn is_full(&self) -> bool {
+        self.data.len() >= CHUNK_BYTES
+    }
+
+    /// Hands the records over as one chunk of `origin`, if there are any.
+    pub fn hand_over(&mut self, feed: &mut Feed, origin: &Arc<str>) -> Result<()> {
+        if self.positions.is_empty() {
+            return Ok(());
+        }
+        let count = self.positions.len() as u64;
+        let framed = Framed {
+            data: std::mem::replace(&mut self.data, feed.buffer()),
+            ends: &self.ends,
+            bad: &self.bad,
+            input_bytes: std::mem::take(&mut self.input_bytes),
+        };
+        let (positions, shard_positions) = P::into_chunk(std::mem::take(&mut self.positions));
+        feed.framed(origin, self.next_record, framed, positions, shard_positions)?;
+        self.ends.clear();
+        self.bad.clear();
+        self.next_record += count;
+        Ok(())
+    }
 }
 
 /// A source's side of the channel: buffers to fill, and the calls that hand chunks over.
@@ -187,42 +270,9 @@ impl Feed {
         Ok(lines)
     }
 
-    /// Hands over records that the source framed itself: record `i` is
-    /// `data[ends[i - 1]..ends[i]]`, at `positions[i]` (partition, offset) of `origin`.
-    pub fn records(
-        &mut self,
-        origin: &Arc<str>,
-        first_record: u64,
-        data: Vec<u8>,
-        ends: &[u32],
-        positions: Vec<(i32, i64)>,
-        input_bytes: u64,
-    ) -> Result<()> {
-        debug_assert_eq!(ends.len(), positions.len());
-        self.unhandled += positions.len();
-        let framed = Framed {
-            data,
-            ends,
-            bad: &[],
-            input_bytes,
-        };
-        self.framed(origin, first_record, framed, positions, Vec::new())
-    }
-
-    /// Hands over records of a Kinesis stream (`origin`), framed as `records` frames them,
-    /// each at its `positions[i]` (shard, sequence number, subsequence). The records in `bad`
-    /// are bad as they came (a KPL aggregate that fails its check), with the reason.
-    pub fn shard_records(
-        &mut self,
-        origin: &Arc<str>,
-        first_record: u64,
-        framed: Framed<'_>,
-        positions: Vec<ShardPosition>,
-    ) -> Result<()> {
-        debug_assert_eq!(framed.ends.len(), positions.len());
-        self.framed(origin, first_record, framed, Vec::new(), positions)
-    }
-
+    /// Hands over the records of `framing`, from `origin`, as one chunk: record `i` is
+    /// `data[ends[i - 1]..ends[i]]` at its position (a Kafka record's partition and offset,
+    /// a Kinesis record's shard and sequence).
     fn framed(
         &mut self,
         origin: &Arc<str>,
@@ -231,6 +281,8 @@ impl Feed {
         positions: Vec<(i32, i64)>,
         shard_positions: Vec<ShardPosition>,
     ) -> Result<()> {
+        // Only Kafka records are reported back as handled (their offsets are committed).
+        self.unhandled += positions.len();
         let mut prepared = self.spare_prepared.try_recv().unwrap_or_default();
         prepared.fill_framed(
             &framed.data,

@@ -21,7 +21,7 @@ use crate::core::envelope::{write_envelope, write_value_line, KcatFormat, Messag
 use crate::core::time::LogPosition;
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
-use crate::runtime::{Feed, Source, CHUNK_BYTES};
+use crate::runtime::{Feed, Framing, Source};
 
 /// How long a poll waits once records stop coming.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
@@ -423,7 +423,7 @@ impl KafkaSource {
     fn read_records(&mut self, feed: &mut Feed) -> Result<()> {
         let topic = self.topic.clone();
         let render = std::mem::take(&mut self.render);
-        let mut pending = Pending::new(feed);
+        let mut pending = Framing::new(feed);
         let mut reported: Option<Vec<i32>> = None;
         let mut rebalances = None;
         loop {
@@ -451,10 +451,9 @@ impl KafkaSource {
                 Polled::Record(m) => {
                     let message = message(&m, &topic);
                     render.write(&mut pending.data, &message);
-                    pending.ends.push(pending.data.len() as u32);
-                    pending.positions.push((message.partition, message.offset));
+                    pending.push((message.partition, message.offset));
                     pending.input_bytes += (m.payload_len() + m.key_len()) as u64;
-                    pending.data.len() >= CHUNK_BYTES
+                    pending.is_full()
                 }
             };
             // The last records before the end go out too.
@@ -472,48 +471,6 @@ impl KafkaSource {
     /// commit.
     fn acknowledge(&self, feed: &mut Feed) {
         feed.handled(|partition, offset| self.done(partition, offset));
-    }
-}
-
-/// Records rendered and not yet handed over: one chunk in the making.
-struct Pending {
-    data: Vec<u8>,
-    ends: Vec<u32>,
-    positions: Vec<(i32, i64)>,
-    input_bytes: u64,
-    /// The number of the first record in `data`, counted from 1 over the whole read.
-    next_record: u64,
-}
-
-impl Pending {
-    fn new(feed: &Feed) -> Pending {
-        Pending {
-            data: feed.buffer(),
-            ends: Vec::new(),
-            positions: Vec::new(),
-            input_bytes: 0,
-            next_record: 1,
-        }
-    }
-
-    /// Hands the records over as one chunk, if there are any.
-    fn hand_over(&mut self, feed: &mut Feed, topic: &Arc<str>) -> Result<()> {
-        if self.positions.is_empty() {
-            return Ok(());
-        }
-        let count = self.positions.len() as u64;
-        let chunk = std::mem::replace(&mut self.data, feed.buffer());
-        feed.records(
-            topic,
-            self.next_record,
-            chunk,
-            &self.ends,
-            std::mem::take(&mut self.positions),
-            std::mem::take(&mut self.input_bytes),
-        )?;
-        self.ends.clear();
-        self.next_record += count;
-        Ok(())
     }
 }
 

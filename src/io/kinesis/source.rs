@@ -28,7 +28,7 @@ use crate::core::record::RecordError;
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
 use crate::io::kafka::Render;
-use crate::runtime::{Feed, Framed, ShardPosition, ShardResume, Source, CHUNK_BYTES};
+use crate::runtime::{Feed, Framing, ShardPosition, ShardResume, Source};
 
 /// How long a shard's reader waits before asking again once it has caught up.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
@@ -263,7 +263,7 @@ impl Source for KinesisSource {
             stream: Arc::from(self.plan.stream.as_str()),
             render: self.render,
             skips,
-            pending: Pending::new(feed),
+            pending: Framing::new(feed),
         };
         let result = renderer.take_events(feed, &self.runtime, &mut rx);
         cancel.store(true, Ordering::Relaxed);
@@ -285,7 +285,7 @@ struct Renderer {
     /// Per shard, a KPL aggregate a checkpoint stopped inside: its sequence number and the
     /// last subsequence handled, whose user records are skipped when it comes again.
     skips: HashMap<String, (String, u64)>,
-    pending: Pending,
+    pending: Framing<ShardPosition>,
 }
 
 impl Renderer {
@@ -321,7 +321,7 @@ impl Renderer {
                 Event::Records { shard, records } => {
                     for record in records {
                         self.add(&shard, record);
-                        if self.pending.data.len() >= CHUNK_BYTES {
+                        if self.pending.is_full() {
                             self.pending.hand_over(feed, &self.stream)?;
                         }
                     }
@@ -383,14 +383,11 @@ impl Renderer {
             Err(reason) => {
                 // The record as it came, in the envelope, is the bad record.
                 write_shard_envelope(&mut p.data, &message);
-                p.bad.push((
-                    p.ends.len() as u32,
-                    RecordError::BadValue {
-                        path: "(KPL aggregate)".into(),
-                        reason: reason.clone(),
-                    },
-                ));
-                p.push(at(None));
+                let error = RecordError::BadValue {
+                    path: "(KPL aggregate)".into(),
+                    reason: reason.clone(),
+                };
+                p.push_bad(at(None), error);
                 return;
             }
         };
@@ -423,60 +420,6 @@ fn write(render: &Render, out: &mut Vec<u8>, record: &ShardRecord<'_>) {
         Render::Value => write_value_line(out, Some(record.value)),
         // A kcat format names Kafka fields; the plan refuses it for a Kinesis source.
         Render::Envelope | Render::Format(_) => write_shard_envelope(out, record),
-    }
-}
-
-/// Records rendered and not yet handed over: one chunk in the making.
-struct Pending {
-    data: Vec<u8>,
-    ends: Vec<u32>,
-    positions: Vec<ShardPosition>,
-    bad: Vec<(u32, RecordError)>,
-    input_bytes: u64,
-    /// The number of the first record in `data`, counted from 1 over the whole read.
-    next_record: u64,
-}
-
-impl Pending {
-    fn new(feed: &Feed) -> Pending {
-        Pending {
-            data: feed.buffer(),
-            ends: Vec::new(),
-            positions: Vec::new(),
-            bad: Vec::new(),
-            input_bytes: 0,
-            next_record: 1,
-        }
-    }
-
-    /// Ends the record just written at `position`.
-    fn push(&mut self, position: ShardPosition) {
-        self.ends.push(self.data.len() as u32);
-        self.positions.push(position);
-    }
-
-    /// Hands the records of `stream` over as one chunk, if there are any.
-    fn hand_over(&mut self, feed: &mut Feed, stream: &Arc<str>) -> Result<()> {
-        if self.positions.is_empty() {
-            return Ok(());
-        }
-        let count = self.positions.len() as u64;
-        let framed = Framed {
-            data: std::mem::replace(&mut self.data, feed.buffer()),
-            ends: &self.ends,
-            bad: &self.bad,
-            input_bytes: std::mem::take(&mut self.input_bytes),
-        };
-        feed.shard_records(
-            stream,
-            self.next_record,
-            framed,
-            std::mem::take(&mut self.positions),
-        )?;
-        self.ends.clear();
-        self.bad.clear();
-        self.next_record += count;
-        Ok(())
     }
 }
 
