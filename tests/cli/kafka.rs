@@ -1250,6 +1250,97 @@ fn group_members_share_the_partitions() {
     assert!(out.status.success(), "{out:?}");
 }
 
+/// With -e, a member that another joins keeps the partitions it still owns (cooperative
+/// rebalancing hands over only those that move) and reads them to their end before it exits,
+/// instead of taking the empty increment of the rebalance for its whole assignment and
+/// leaving at once. Between them the members read every record.
+#[test]
+fn a_member_that_another_joins_reads_its_partitions_to_the_end() {
+    let Some(b) = broker() else { return };
+    let _turn = group_turn();
+    let topic = b.topic("joined", 4);
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    for i in 0..24_000 {
+        writeln!(file, "{{\"id\":{i}}}").unwrap();
+    }
+    b.produce(&topic, file.path(), &["--key", "id"]);
+    let group = format!("joined-{topic}");
+    let dir = tempfile::tempdir().unwrap();
+    let member = |name: &str| {
+        weir_std()
+            .args([
+                "consume",
+                "-q",
+                "-J",
+                "-e",
+                "--from",
+                "beginning",
+                "-G",
+                &group,
+            ])
+            .args(["-X", "session.timeout.ms=6000"])
+            // Small fetches: the first member is still reading when the second joins.
+            .args([
+                "-X",
+                "fetch.max.bytes=16384",
+                "-X",
+                "max.partition.fetch.bytes=4096",
+            ])
+            .args([
+                "-X",
+                "queued.max.messages.kbytes=16",
+                "-X",
+                "message.max.bytes=16384",
+            ])
+            .arg(b.url(&topic))
+            .args(["-o", dir.path().join(name).to_str().unwrap()])
+            .spawn()
+            .unwrap()
+    };
+    let lines = |name: &str| -> Vec<Value> {
+        std::fs::read_to_string(dir.path().join(name))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let mut first = member("first");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while lines("first").len() < 100 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut second = member("second");
+    let (a, b2) = (first.wait().unwrap(), second.wait().unwrap());
+    assert!(a.success() && b2.success(), "{a:?} {b2:?}");
+    let (first, second) = (lines("first"), lines("second"));
+    // Cooperative rebalancing moves only some partitions to the second member: the first
+    // keeps the others and reads them alone, to their end. (Had it left at the rebalance, the
+    // second member would have read the rest of every partition.)
+    let partitions = |records: &[Value]| -> std::collections::BTreeSet<i64> {
+        records
+            .iter()
+            .map(|e| e["partition"].as_i64().unwrap())
+            .collect()
+    };
+    let kept: Vec<i64> = partitions(&first)
+        .difference(&partitions(&second))
+        .copied()
+        .collect();
+    assert!(
+        !kept.is_empty(),
+        "the second member read from every partition: the first left before reading its own ({} records read)",
+        first.len()
+    );
+    let mut ids: Vec<i64> = first
+        .iter()
+        .chain(&second)
+        .map(|e| e["value"]["id"].as_i64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids, (0..24_000).collect::<Vec<_>>());
+}
+
 /// `weir window` on a live topic, its rows read as they come: (seconds since start, row).
 struct LiveWindow {
     child: std::process::Child,

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
-use rdkafka::consumer::{BaseConsumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, RebalanceProtocol};
 use rdkafka::error::KafkaError;
 use rdkafka::ClientContext;
 
@@ -140,11 +140,24 @@ impl ClientContext for Reporter {
 }
 
 impl ConsumerContext for Reporter {
-    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let cooperative = matches!(
+            consumer.rebalance_protocol(),
+            RebalanceProtocol::Cooperative
+        );
         let now = match rebalance {
-            Rebalance::Assign(tpl) => Some(tpl.elements().iter().map(|e| e.partition()).collect()),
+            // What the member owns now: under cooperative rebalancing an assignment or a
+            // revocation is an increment, so the whole is asked of the consumer; under eager
+            // rebalancing the assignment is the whole.
+            Rebalance::Assign(tpl) if !cooperative => {
+                Some(tpl.elements().iter().map(|e| e.partition()).collect())
+            }
+            Rebalance::Assign(_) | Rebalance::Revoke(_) if cooperative => consumer
+                .assignment()
+                .ok()
+                .map(|tpl| tpl.elements().iter().map(|e| e.partition()).collect()),
             // Eager rebalancing revokes everything, then assigns: unknown until then.
-            Rebalance::Revoke(_) | Rebalance::Error(_) => None,
+            Rebalance::Assign(_) | Rebalance::Revoke(_) | Rebalance::Error(_) => None,
         };
         *self.assigned.lock().expect("not poisoned") = now;
         self.rebalances.fetch_add(1, Ordering::Release);

@@ -113,6 +113,11 @@ impl KafkaSource {
             if config.get("enable.auto.commit").is_none() {
                 config.set("enable.auto.commit", "true");
             }
+            // A member keeps the partitions it has when another joins or leaves: only those
+            // that move stop, instead of every member's.
+            if config.get("partition.assignment.strategy").is_none() {
+                config.set("partition.assignment.strategy", "cooperative-sticky");
+            }
         } else {
             config.set("group.id", "weir");
             config.set("enable.auto.commit", "false");
