@@ -185,12 +185,9 @@ fn consume(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         };
         read_records_with(run, &mut step, checkpoints.as_mut())
     };
-    // At the end of the input, and on a signal (the drive loop stops between chunks, at a
-    // record boundary), the checkpoint covers everything handled.
+    // At the end of the input, and on a signal, the checkpoint covers everything handled.
     if let Some(c) = &mut checkpoints {
-        if matches!(result, Ok(()) | Err(Error::Interrupted)) {
-            c.take(&mut step, &mut policy, &stats.counters)?;
-        }
+        c.take_at_end(&mut step, &mut policy, &stats.counters, &result)?;
     }
     // Flush what was written even when the run stopped on an error or a signal.
     let flushed = step.sink.flush().and(policy.flush());

@@ -200,9 +200,7 @@ fn replay(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     // At the end of the input, and on a signal (the run stops between records, in a pace
     // wait or between chunks), the checkpoint covers everything sent.
     if let Some(c) = &mut checkpoints {
-        if matches!(result, Ok(()) | Err(Error::Interrupted)) {
-            c.take(&mut step, &mut policy, &stats.counters)?;
-        }
+        c.take_at_end(&mut step, &mut policy, &stats.counters, &result)?;
     }
     // Every record handed to the sink is delivered (or reported) before we exit.
     let flushed = match &mut step.sink {

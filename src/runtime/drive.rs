@@ -95,6 +95,23 @@ impl Handled {
         Ok(())
     }
 
+    /// The input waits: the output is made to flow (`idle`), and, without checkpoints, durable
+    /// for the handled records it covers, which are released (`durable` does what `idle` does
+    /// and more: once is enough). With checkpoints, positions wait for the next one.
+    fn settle(
+        &mut self,
+        reader: &Reader,
+        step: &mut impl RecordStep,
+        checkpointed: bool,
+        d: &mut Drive<'_>,
+    ) -> Result<()> {
+        if self.pending.is_empty() || checkpointed {
+            step.idle()
+        } else {
+            self.release(reader, step, None, d)
+        }
+    }
+
     /// Takes a checkpoint when one is due, and releases the records it covers.
     fn checkpoint_when_due(
         &mut self,
@@ -147,13 +164,7 @@ pub fn drive_with(
             Ok(item) => item,
             Err(TryRecvError::Disconnected) => return Ok(()),
             Err(TryRecvError::Empty) => {
-                // `durable` does what `idle` does and more: once is enough. With checkpoints,
-                // positions wait for the next one.
-                if handled.pending.is_empty() || checkpoints.is_some() {
-                    step.idle()?;
-                } else {
-                    handled.release(&reader, step, None, &mut d)?;
-                }
+                handled.settle(&reader, step, checkpoints.is_some(), &mut d)?;
                 loop {
                     if d.stop.load(Ordering::Relaxed) {
                         return Err(Error::Interrupted);
@@ -339,11 +350,7 @@ impl Between<'_> {
                 c.passed(at);
             }
         }
-        if handled.pending.is_empty() || checkpoints.is_some() {
-            step.idle()?;
-        } else {
-            handled.release(reader, step, None, d)?;
-        }
+        handled.settle(reader, step, checkpoints.is_some(), d)?;
         // A wait too long to hold is as good as a year: a signal ends it anyway.
         let until = Instant::now() + wait.min(Duration::from_secs(86_400 * 365));
         loop {

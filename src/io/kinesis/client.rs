@@ -1,19 +1,23 @@
 //! A Kinesis client: the AWS SDK on a tokio runtime of its own, configured by the standard
-//! AWS chain (environment, profile, `AWS_ENDPOINT_URL`) and `--endpoint-url`, and what its
-//! errors mean to weir (retry, renew an iterator, or give up with exit 4).
+//! AWS chain (environment, profile, `AWS_ENDPOINT_URL`) and `--endpoint-url`; what its errors
+//! mean to weir (retry, renew an iterator, or give up with exit 4), calls retried by that
+//! rule (`retrying`), and arrival times as weir keeps them.
 //!
 //! The runtime stays at this edge: the rest of weir is synchronous, and calls into the SDK
 //! with `block_on` or reads what the runtime's tasks hand over through channels.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::BehaviorVersion;
 use aws_sdk_kinesis::config::http::HttpResponse;
 use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_kinesis::primitives::DateTime;
 use tokio::runtime::Runtime;
 
+use super::plan::backoff;
+use crate::core::time::Millis;
 use crate::error::{Error, Result};
 use crate::io::spec::KinesisSpec;
 
@@ -187,4 +191,72 @@ pub fn jitter(salt: u64) -> f64 {
         .unwrap_or(0);
     let mixed = xxhash_rust::xxh3::xxh3_64(&(nanos ^ salt.rotate_left(17)).to_le_bytes());
     (mixed % 1_000_000) as f64 / 1_000_000.0
+}
+
+/// Runs `call` until it succeeds, retrying what may pass with backoff for up to the client's
+/// timeout; what cannot pass is exit 4 (refused) or 2 (an invalid request).
+pub async fn retrying<T, E, F, Fut>(client: &KinesisClient, what: &str, call: F) -> Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, SdkError<E, HttpResponse>>>,
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let since = Instant::now();
+    let mut attempt = 0;
+    loop {
+        match call().await {
+            Ok(out) => return Ok(out),
+            Err(e) => match classify(&e) {
+                Failure::Retry(_) if since.elapsed() < client.options.timeout => {
+                    tokio::time::sleep(backoff(attempt, jitter(attempt as u64))).await;
+                    attempt += 1;
+                }
+                Failure::Retry(why) => {
+                    return Err(Error::Unreachable(format!(
+                        "Kinesis at {}: {what} failed for {:?}: {why}",
+                        client.endpoint(),
+                        client.options.timeout
+                    )))
+                }
+                Failure::ExpiredIterator => {
+                    return Err(Error::Unreachable(format!(
+                        "Kinesis {what}: expired iterator"
+                    )))
+                }
+                Failure::Refused(why) => {
+                    return Err(Error::Unreachable(format!(
+                        "Kinesis stream '{}' at {}: {what}: {why}",
+                        client.stream.name,
+                        client.endpoint()
+                    )))
+                }
+                Failure::Invalid(why) => {
+                    return Err(Error::Usage(format!(
+                        "Kinesis stream '{}': {what}: {why}",
+                        client.stream.name
+                    )))
+                }
+            },
+        }
+    }
+}
+
+/// An arrival time in whole milliseconds, rounded: the service keeps milliseconds, and the
+/// SDK reads its epoch-seconds number through a float, so 52.655 s may come as 52.654999 s.
+pub fn arrival_millis(t: &DateTime) -> Millis {
+    let nanos = t.secs() as i128 * 1_000_000_000 + t.subsec_nanos() as i128;
+    ((nanos + 500_000).div_euclid(1_000_000)) as Millis
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrival_times_round_to_the_millisecond() {
+        let t = DateTime::from_secs_f64(1_796_188_252.655);
+        assert_eq!(arrival_millis(&t), 1_796_188_252_655);
+        assert_eq!(arrival_millis(&DateTime::from_millis(-1)), -1);
+        assert_eq!(arrival_millis(&DateTime::from_millis(0)), 0);
+    }
 }

@@ -7,13 +7,14 @@ use std::path::{Path, PathBuf};
 
 use aws_sdk_kinesis::types::ShardIteratorType;
 
-use super::client::{classify, Failure, KinesisClient};
-use super::source::{arrival_millis, list_shards, retrying};
+use super::client::{arrival_millis, classify, retrying, Failure, KinesisClient};
+use super::source::list_shards;
 use crate::core::kpl;
 use crate::core::lag::{shard_time_lag, ShardCheckpoint, ShardLag};
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
-use crate::runtime::checkpoint::file::{CheckpointFile, Loaded, PartitionId, Resume};
+use crate::runtime::checkpoint::file::{CheckpointFile, Loaded, PartitionId};
+use crate::runtime::ShardResume;
 
 /// Whose lag: a weir checkpoint, or a KCL application.
 pub enum Consumer {
@@ -67,16 +68,16 @@ fn checkpoint_positions(
         if s != stream {
             continue;
         }
-        let position = match p.resume {
-            Resume::Kinesis {
+        let position = match ShardResume::of(p.resume) {
+            Some(ShardResume::After {
                 sequence,
                 subsequence,
-            } => ShardCheckpoint::At {
+            }) => ShardCheckpoint::At {
                 sequence,
                 subsequence,
             },
-            Resume::Done => ShardCheckpoint::ShardEnd,
-            _ => continue,
+            Some(ShardResume::Done) => ShardCheckpoint::ShardEnd,
+            None => continue,
         };
         positions.insert(shard, (position, None));
     }

@@ -17,7 +17,7 @@ use aws_sdk_kinesis::types::{
 };
 use tokio::sync::mpsc;
 
-use super::client::{classify, jitter, Failure, KinesisClient};
+use super::client::{arrival_millis, classify, jitter, retrying, Failure, KinesisClient};
 use super::plan::{
     backoff, Lineage, ReadPlan, ShardEnd, ShardInfo, StartAt, GET_RECORDS_EVERY_MS,
     GET_RECORDS_LIMIT,
@@ -136,60 +136,6 @@ pub async fn list_shards(client: &KinesisClient) -> Result<Vec<ShardInfo>> {
         match out.next_token() {
             Some(t) => token = Some(t.to_string()),
             None => return Ok(shards),
-        }
-    }
-}
-
-/// Runs `call` until it succeeds, retrying what may pass with backoff for up to the client's
-/// timeout; what cannot pass is exit 4 (refused) or 2 (an invalid request).
-pub async fn retrying<T, E, F, Fut>(client: &KinesisClient, what: &str, call: F) -> Result<T>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<
-        Output = std::result::Result<
-            T,
-            aws_sdk_kinesis::error::SdkError<E, aws_sdk_kinesis::config::http::HttpResponse>,
-        >,
-    >,
-    E: aws_sdk_kinesis::error::ProvideErrorMetadata + std::error::Error + 'static,
-{
-    let since = Instant::now();
-    let mut attempt = 0;
-    loop {
-        match call().await {
-            Ok(out) => return Ok(out),
-            Err(e) => match classify(&e) {
-                Failure::Retry(why) if since.elapsed() < client.options.timeout => {
-                    tokio::time::sleep(backoff(attempt, jitter(attempt as u64))).await;
-                    attempt += 1;
-                    let _ = why;
-                }
-                Failure::Retry(why) => {
-                    return Err(Error::Unreachable(format!(
-                        "Kinesis at {}: {what} failed for {:?}: {why}",
-                        client.endpoint(),
-                        client.options.timeout
-                    )))
-                }
-                Failure::ExpiredIterator => {
-                    return Err(Error::Unreachable(format!(
-                        "Kinesis {what}: expired iterator"
-                    )))
-                }
-                Failure::Refused(why) => {
-                    return Err(Error::Unreachable(format!(
-                        "Kinesis stream '{}' at {}: {what}: {why}",
-                        client.stream.name,
-                        client.endpoint()
-                    )))
-                }
-                Failure::Invalid(why) => {
-                    return Err(Error::Usage(format!(
-                        "Kinesis stream '{}': {what}: {why}",
-                        client.stream.name
-                    )))
-                }
-            },
         }
     }
 }
@@ -808,13 +754,6 @@ fn hash(s: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(s.as_bytes())
 }
 
-/// An arrival time in whole milliseconds, rounded: the service keeps milliseconds, and the
-/// SDK reads its epoch-seconds number through a float, so 52.655 s may come as 52.654999 s.
-pub fn arrival_millis(t: &DateTime) -> Millis {
-    let nanos = t.secs() as i128 * 1_000_000_000 + t.subsec_nanos() as i128;
-    ((nanos + 500_000).div_euclid(1_000_000)) as Millis
-}
-
 /// The iterator type, sequence number and time that `start` asks for.
 fn iterator_of(start: &Start) -> (ShardIteratorType, Option<String>, Option<DateTime>) {
     match start {
@@ -907,18 +846,5 @@ async fn efo_consumer(client: &KinesisClient, name: &str) -> Result<String> {
             )));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn arrival_times_round_to_the_millisecond() {
-        let t = DateTime::from_secs_f64(1_796_188_252.655);
-        assert_eq!(arrival_millis(&t), 1_796_188_252_655);
-        assert_eq!(arrival_millis(&DateTime::from_millis(-1)), -1);
-        assert_eq!(arrival_millis(&DateTime::from_millis(0)), 0);
     }
 }

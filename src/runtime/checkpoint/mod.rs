@@ -113,6 +113,38 @@ pub enum ShardResume {
     Done,
 }
 
+impl ShardResume {
+    /// A shard's resume position as the checkpoint file keeps it; `None` for one that is no
+    /// shard's.
+    pub fn of(resume: Resume) -> Option<ShardResume> {
+        match resume {
+            Resume::Kinesis {
+                sequence,
+                subsequence,
+            } => Some(ShardResume::After {
+                sequence,
+                subsequence,
+            }),
+            Resume::Done => Some(ShardResume::Done),
+            _ => None,
+        }
+    }
+
+    /// The position as the checkpoint file keeps it.
+    fn to_resume(&self) -> Resume {
+        match self {
+            ShardResume::After {
+                sequence,
+                subsequence,
+            } => Resume::Kinesis {
+                sequence: sequence.clone(),
+                subsequence: *subsequence,
+            },
+            ShardResume::Done => Resume::Done,
+        }
+    }
+}
+
 /// The part of a checkpoint that is no partition's: the counters (JSON, as `--stats`
 /// writes them) and, for a source whose partitions do not each keep their own, the
 /// command's state.
@@ -249,18 +281,9 @@ impl Checkpoints {
                     let PartitionId::Kinesis { shard, .. } = p.partition else {
                         continue;
                     };
-                    let resume = match p.resume {
-                        Resume::Kinesis {
-                            sequence,
-                            subsequence,
-                        } => ShardResume::After {
-                            sequence,
-                            subsequence,
-                        },
-                        Resume::Done => ShardResume::Done,
-                        _ => continue,
-                    };
-                    restored.shards.insert(shard, resume);
+                    if let Some(resume) = ShardResume::of(p.resume) {
+                        restored.shards.insert(shard, resume);
+                    }
                 }
                 self.shards = restored.shards.clone();
             }
@@ -326,6 +349,22 @@ impl Checkpoints {
         counters: &Counters,
     ) -> Result<()> {
         self.write(step, policy, counters, true)
+    }
+
+    /// The last checkpoint of a command whose state is small and whole at any record (`consume`,
+    /// `replay`): taken when the run ended with `result` at the end of its input or on a
+    /// signal (at a record boundary either way), never after an error.
+    pub fn take_at_end(
+        &mut self,
+        step: &mut impl RecordStep,
+        policy: &mut ErrorPolicy,
+        counters: &Counters,
+        result: &Result<()>,
+    ) -> Result<()> {
+        if matches!(result, Ok(()) | Err(Error::Interrupted)) {
+            self.take(step, policy, counters)?;
+        }
+        Ok(())
     }
 
     /// Whether a run started from this run's last checkpoint reads more: a new stdin, or
@@ -438,16 +477,7 @@ impl Checkpoints {
                         stream: stream.clone(),
                         shard: shard.clone(),
                     },
-                    resume: match resume {
-                        ShardResume::After {
-                            sequence,
-                            subsequence,
-                        } => Resume::Kinesis {
-                            sequence: sequence.clone(),
-                            subsequence: *subsequence,
-                        },
-                        ShardResume::Done => Resume::Done,
-                    },
+                    resume: resume.to_resume(),
                     state: Vec::new(),
                 })
                 .collect(),
