@@ -55,7 +55,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -s o -l output -d 'Si
 complete -c weir -n "__fish_weir_using_subcommand consume" -l key -d 'Kafka sink: the record key is this field\'s value (strings as they are, other JSON as its text)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
-complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C)' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s J -l envelope -d 'Kafka source: write each record\'s envelope (topic, partition, offset, timestamp, key, headers, value) instead of its value'
@@ -107,7 +107,8 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l format -d 'Output r
 csv\t'A header row, then one row per result (RFC 4180 quoting)'"
 complete -c weir -n "__fish_weir_using_subcommand window" -s o -l output -d 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC (NDJSON rows, keyed by the first --key field)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
-complete -c weir -n "__fish_weir_using_subcommand window" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand window" -l count -d 'Number of records'
@@ -142,7 +143,7 @@ json\t''"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l plot -d 'Also draw the lateness histogram and the drift series to PATH (.svg, or .html wrapping it)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s o -l output -d 'Sink: - (stdout) or a file path' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l reset -d 'Forget the checkpoint and start afresh'
@@ -179,7 +180,8 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -s o -l output -d 'Sin
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key -d 'Kafka sink: the record key is this field\'s value (strings as they are, other JSON as its text)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l exact-ids -d 'Remember ids as text instead of 128-bit hashes (more memory, no hash collisions)'
@@ -209,7 +211,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -s o -l output -d 'Sin
 complete -c weir -n "__fish_weir_using_subcommand replay" -l key -d 'Kafka sink: the record key is this field\'s value (strings as they are, other JSON as its text)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
-complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s J -l envelope -d 'The input lines are envelopes, as `weir consume -J` writes them'

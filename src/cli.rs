@@ -246,13 +246,29 @@ pub struct CheckpointArgs {
     #[arg(long, value_name = "PATH", help_heading = "Checkpoints")]
     pub checkpoint: Option<PathBuf>,
 
-    /// How often a checkpoint is taken (also at the end and on Ctrl-C).
-    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, requires = "checkpoint", help_heading = "Checkpoints")]
+    /// How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often
+    /// each partition's state goes to the changelog topic.
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, help_heading = "Checkpoints")]
     pub checkpoint_interval: Millis,
 
     /// Forget the checkpoint and start afresh.
     #[arg(long, requires = "checkpoint", help_heading = "Checkpoints")]
     pub reset: bool,
+}
+
+/// Where a consumer-group member keeps the state of each partition it owns.
+#[derive(Debug, Args)]
+pub struct ChangelogArgs {
+    /// With -G on a Kafka source: the compacted topic that keeps each partition's state,
+    /// for the member the group gives it to next [default: GROUP-COMMAND-changelog, created
+    /// when missing].
+    #[arg(
+        long,
+        value_name = "TOPIC",
+        requires = "group",
+        help_heading = "Checkpoints"
+    )]
+    pub changelog: Option<String>,
 }
 
 /// The run summary.
@@ -486,6 +502,9 @@ pub struct WindowArgs {
     pub checkpoint: CheckpointArgs,
 
     #[command(flatten)]
+    pub changelog: ChangelogArgs,
+
+    #[command(flatten)]
     pub report: ReportArgs,
 }
 
@@ -568,6 +587,9 @@ pub struct DedupeArgs {
 
     #[command(flatten)]
     pub checkpoint: CheckpointArgs,
+
+    #[command(flatten)]
+    pub changelog: ChangelogArgs,
 
     #[command(flatten)]
     pub report: ReportArgs,

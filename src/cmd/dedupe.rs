@@ -2,12 +2,13 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{DedupeArgs, HorizonBy, Keep};
 use crate::core::dedupe::{hash_id, DedupeCounts, Deduper, DeduperState, IdHash, IdKey, Verdict};
+use crate::core::partitioned::PerPartition;
 use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
 use crate::core::saved;
 use crate::core::time::{Millis, TimeFormat};
@@ -19,8 +20,8 @@ use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records_with, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run,
-    Stats, StepCheckpoint,
+    read_records_with, CheckpointPlan, Checkpoints, Counters, ErrorPolicy, Flow, Line, Prepare,
+    RecordStep, Run, Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -41,14 +42,26 @@ struct Plan {
     time_at: Option<usize>,
     partition_at: Option<usize>,
     checkpoint: Option<CheckpointPlan>,
+    /// A consumer-group member keeps state per partition, saved this often.
+    per_partition: Option<Duration>,
     /// What makes a checkpoint this job's: the inputs and every flag that decides the output.
     job: String,
 }
 
 impl Plan {
     fn new(args: &DedupeArgs) -> Result<Plan> {
-        let input = InputPlan::new(&args.input, false)?;
-        let partition_by = input.partition_field(args.partition_by.as_ref());
+        let mut input = InputPlan::new(&args.input, false)?;
+        // A group member's partitions are tasks of their own, each with its own watermark.
+        let per_partition = super::group_of(&input).is_some();
+        if per_partition && args.partition_by.is_some() {
+            return Err(Error::Usage(
+                "with -G each partition has its own ids and watermark; --partition-by does not apply".into(),
+            ));
+        }
+        let partition_by = match per_partition {
+            true => None,
+            false => input.partition_field(args.partition_by.as_ref()),
+        };
         let event_time = args.horizon.is_some() && args.horizon_by == HorizonBy::Event;
         if event_time && args.time.time.is_none() {
             return Err(Error::Usage(
@@ -84,6 +97,13 @@ impl Plan {
             args.exact_ids,
             args.duplicates,
         );
+        let per_partition = super::changelog_plan(
+            &mut input,
+            "dedupe",
+            &args.changelog,
+            &args.checkpoint,
+            &job,
+        )?;
         Ok(Plan {
             input,
             sink,
@@ -91,6 +111,7 @@ impl Plan {
             time_at,
             partition_at,
             checkpoint,
+            per_partition,
             job,
         })
     }
@@ -99,6 +120,10 @@ impl Plan {
 fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     let (mut checkpoints, restored) =
         super::open_checkpoints(plan.checkpoint.as_ref(), "dedupe", &plan.job, &plan.input)?;
+    if let Some(interval) = plan.per_partition {
+        let inputs = plan.input.checkpoint_inputs();
+        checkpoints = Some(Checkpoints::for_group(interval, "dedupe", inputs));
+    }
     let restored = restored.as_ref();
     let source = plan.input.open_source_at(Render::Envelope, restored)?;
     let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored)?;
@@ -107,27 +132,26 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         Some(path) => Some(LineSink::open_file(path, restored)?),
         None => None,
     };
-    let ids = match (args.keep, args.exact_ids) {
-        (Keep::First, true) => Ids::Exact(Deduper::new(args.horizon, args.max_keys)),
-        (Keep::First, false) => Ids::Hashed(Deduper::new(args.horizon, args.max_keys)),
-        (Keep::Last, true) => Ids::ExactLast(Deduper::keeping_last(args.horizon, args.max_keys)),
-        (Keep::Last, false) => Ids::HashedLast(Deduper::keeping_last(args.horizon, args.max_keys)),
+    let spec = TaskSpec {
+        keep: args.keep,
+        exact_ids: args.exact_ids,
+        horizon: args.horizon,
+        max_keys: args.max_keys,
+        delay: args.delay,
     };
     let extractor = Arc::new(Extractor::new(plan.paths));
     let mut step = DedupeStep {
-        ids,
+        task: spec.fresh(),
+        tasks: plan.per_partition.map(|_| (PerPartition::default(), spec)),
         extractor: extractor.clone(),
         id_fields: args.ids.len(),
         time_at: plan.time_at,
         time_format: args.time.time_format.clone(),
         partition_at: plan.partition_at,
-        partitions: PartitionIds::default(),
-        watermarks: Watermarks::new(args.delay, None),
         horizon_by: args.horizon_by,
         sink,
         duplicates,
         id: String::new(),
-        seq: 0,
         started: Instant::now(),
         now: 0,
         released: Vec::new(),
@@ -136,7 +160,7 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         stats.counters = r.counters.clone();
         // A finished job's last checkpoint keeps no state.
         if !r.state.is_empty() {
-            step.restore(saved::decode(&r.state).map_err(Error::Usage)?)?;
+            step.restore(saved::decode(&r.state).map_err(Error::Usage)?, spec)?;
         }
     }
     let run = Run {
@@ -153,10 +177,14 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
     if let Some(c) = &mut checkpoints {
         c.take_before_last_output(&mut step, &mut policy, &stats.counters, &result)?;
     }
-    // The end of the input, or a clean stop: every held record goes out.
+    // The end of the input, or a clean stop: every held record goes out (but a group
+    // member's, whose held records go with their partitions' states to their next owners).
+    let stopped = matches!(result, Err(Error::Interrupted));
     let result = match result {
-        Ok(()) | Err(Error::Interrupted) => {
-            step.ids.finish(&mut step.released);
+        Ok(()) | Err(Error::Interrupted) if !(stopped && plan.per_partition.is_some()) => {
+            let mut released = std::mem::take(&mut step.released);
+            step.each_task(|task| task.ids.finish(&mut released));
+            step.released = released;
             step.write_released(&mut stats.counters).and(result)
         }
         failed => failed,
@@ -164,10 +192,13 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
     if let Some(c) = &mut checkpoints {
         c.take_after_last_output(&mut step, &mut policy, &stats.counters, &result)?;
     }
-    let counts = step.ids.counts();
-    stats.counters.evicted = counts.evicted;
-    stats.counters.possibly_duplicates = counts.possibly_duplicate;
-    stats.counters.peak_keys = counts.peak_keys;
+    let counters = &mut stats.counters;
+    step.each_task(|task| {
+        let counts = task.ids.counts();
+        counters.evicted += counts.evicted;
+        counters.possibly_duplicates += counts.possibly_duplicate;
+        counters.peak_keys = counters.peak_keys.max(counts.peak_keys);
+    });
     let flushed = step.flush().and(policy.flush());
     result.and(flushed)
 }
@@ -175,12 +206,76 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
 /// What a checkpoint keeps of a dedupe run.
 #[derive(Serialize, Deserialize)]
 struct StepState {
+    task: TaskState,
+    /// The arrival clock.
+    now: Millis,
+}
+
+/// What a checkpoint keeps of a task: a run's ids and watermarks, or one partition's.
+#[derive(Serialize, Deserialize)]
+struct TaskState {
     ids: IdsState,
     partitions: Vec<String>,
     watermarks: Watermarks,
     seq: Millis,
-    /// The arrival clock.
-    now: Millis,
+}
+
+/// The flags a new task is made with.
+#[derive(Clone, Copy)]
+struct TaskSpec {
+    keep: Keep,
+    exact_ids: bool,
+    horizon: Option<Millis>,
+    max_keys: usize,
+    delay: Millis,
+}
+
+impl TaskSpec {
+    fn fresh(&self) -> Task {
+        let (horizon, max) = (self.horizon, self.max_keys);
+        let ids = match (self.keep, self.exact_ids) {
+            (Keep::First, true) => Ids::Exact(Deduper::new(horizon, max)),
+            (Keep::First, false) => Ids::Hashed(Deduper::new(horizon, max)),
+            (Keep::Last, true) => Ids::ExactLast(Deduper::keeping_last(horizon, max)),
+            (Keep::Last, false) => Ids::HashedLast(Deduper::keeping_last(horizon, max)),
+        };
+        Task {
+            ids,
+            partitions: PartitionIds::default(),
+            watermarks: Watermarks::new(self.delay, None),
+            seq: 0,
+        }
+    }
+
+    fn restore(&self, state: TaskState) -> Result<Task> {
+        let mut task = self.fresh();
+        task.ids.restore(state.ids).map_err(Error::Usage)?;
+        task.partitions = PartitionIds::from_values(state.partitions);
+        task.watermarks = state.watermarks;
+        task.seq = state.seq;
+        Ok(task)
+    }
+}
+
+/// The ids remembered and the watermarks: of the whole run, or, for a consumer-group
+/// member, of one partition.
+struct Task {
+    ids: Ids,
+    partitions: PartitionIds,
+    watermarks: Watermarks,
+    /// Records seen, the stand-in for time without --time.
+    seq: Millis,
+}
+
+impl Task {
+    fn state(&self) -> TaskState {
+        TaskState {
+            ids: self.ids.state(),
+            partitions: self.partitions.values(),
+            watermarks: self.watermarks.clone(),
+            seq: self.seq,
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -291,20 +386,19 @@ impl Ids {
 }
 
 struct DedupeStep {
-    ids: Ids,
+    /// The task of the run (of the partition being read, for a group member).
+    task: Task,
+    /// A group member's tasks of the partitions not being read, and how to make one.
+    tasks: Option<(PerPartition<Task>, TaskSpec)>,
     extractor: Arc<Extractor>,
     id_fields: usize,
     time_at: Option<usize>,
     time_format: TimeFormat,
     partition_at: Option<usize>,
-    partitions: PartitionIds,
-    watermarks: Watermarks,
     horizon_by: HorizonBy,
     sink: LineSink,
     duplicates: Option<LineSink>,
     id: String,
-    /// Records seen, the stand-in for time without --time.
-    seq: Millis,
     started: Instant,
     /// Arrival time, read once per batch of records.
     now: Millis,
@@ -313,13 +407,19 @@ struct DedupeStep {
 }
 
 impl DedupeStep {
-    fn restore(&mut self, state: StepState) -> Result<()> {
-        self.ids.restore(state.ids).map_err(Error::Usage)?;
-        self.partitions = PartitionIds::from_values(state.partitions);
-        self.watermarks = state.watermarks;
-        self.seq = state.seq;
+    fn restore(&mut self, state: StepState, spec: TaskSpec) -> Result<()> {
+        self.task = spec.restore(state.task)?;
         self.started = super::clock_from(state.now);
         Ok(())
+    }
+
+    /// Runs `f` on every task (one per partition for a group member).
+    fn each_task(&mut self, f: impl FnMut(&mut Task)) {
+        let mut f = f;
+        match &mut self.tasks {
+            Some((parked, _)) => parked.for_each(&mut self.task, |_, t| f(t)),
+            None => f(&mut self.task),
+        }
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -386,14 +486,15 @@ impl DedupeStep {
         }
         // Without a time field, arrival order stands in for time, so that --max-keys
         // evicts the ids seen longest ago.
-        self.seq += 1;
+        self.task.seq += 1;
         let t = match self.time_at {
             Some(i) => time_of(field(i)?, &x.paths()[i], &self.time_format)?,
-            None => self.seq,
+            None => self.task.seq,
         };
         let partition = match self.partition_at {
             None => 0,
             Some(i) => self
+                .task
                 .partitions
                 .id(field(i)?)
                 .ok_or_else(|| RecordError::BadValue {
@@ -407,6 +508,9 @@ impl DedupeStep {
 
 impl RecordStep for DedupeStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
+        if let (Some((parked, spec)), Some((partition, _))) = (&mut self.tasks, line.offset) {
+            parked.activate(&mut self.task, partition, || spec.fresh());
+        }
         let (t, partition) = self.parse(line)?;
         // One id field is read in place; several are joined in `self.id`.
         let id = match self.id_fields {
@@ -415,16 +519,17 @@ impl RecordStep for DedupeStep {
         };
         // The clock is the watermark on arrival (event-time horizon) or the read time.
         let (t, clock) = match self.horizon_by {
-            HorizonBy::Event => (t, self.watermarks.current()),
+            HorizonBy::Event => (t, self.task.watermarks.current()),
             HorizonBy::Arrival => (self.now, self.now),
         };
         // `time_at` is set only for an event-time horizon.
         let observe = self.time_at.is_some();
-        if !self.ids.holding() {
-            let verdict = self.ids.check(id, t, clock);
+        let task = &mut self.task;
+        if !task.ids.holding() {
+            let verdict = task.ids.check(id, t, clock);
             if observe {
                 // No idle timeout here, so the watermark never reads processing time.
-                self.watermarks.observe(partition, t, 0);
+                task.watermarks.observe(partition, t, 0);
             }
             if verdict == Verdict::Duplicate {
                 self.drop_duplicate(line.bytes, counters)?;
@@ -436,17 +541,17 @@ impl RecordStep for DedupeStep {
         }
         // --keep last: a repeat takes the place of the record held so far, which is dropped.
         let held = Held {
-            seq: self.seq as u64,
+            seq: task.seq as u64,
             bytes: line.bytes.into(),
         };
-        let replaced = self.ids.check_held(id, t, clock, held);
+        let replaced = task.ids.check_held(id, t, clock, held);
         if observe {
-            self.watermarks.observe(partition, t, 0);
+            task.watermarks.observe(partition, t, 0);
         }
         if let Some(earlier) = replaced {
             self.drop_duplicate(&earlier.bytes, counters)?;
         }
-        self.ids.take_released(&mut self.released);
+        self.task.ids.take_released(&mut self.released);
         self.write_released(counters)?;
         Ok(Flow::Continue)
     }
@@ -462,7 +567,7 @@ impl RecordStep for DedupeStep {
             return;
         }
         if let Some(id) = next().and_then(|line| line.field(0)) {
-            self.ids.prefetch(id);
+            self.task.ids.prefetch(id);
         }
     }
 
@@ -476,10 +581,7 @@ impl RecordStep for DedupeStep {
 
     fn checkpoint(&mut self, with_state: bool) -> Result<StepCheckpoint> {
         let state = with_state.then(|| StepState {
-            ids: self.ids.state(),
-            partitions: self.partitions.values(),
-            watermarks: self.watermarks.clone(),
-            seq: self.seq,
+            task: self.task.state(),
             now: self.started.elapsed().as_millis() as Millis,
         });
         let mut sinks: Vec<_> = self.sink.durable()?.into_iter().collect();
@@ -490,6 +592,31 @@ impl RecordStep for DedupeStep {
             state: state.map(|s| saved::encode(&s)).unwrap_or_default(),
             sinks,
         })
+    }
+
+    fn save_partition(&mut self, partition: i32) -> Result<Vec<u8>> {
+        let (parked, _) = self.tasks.as_ref().expect("a group member's");
+        Ok(parked
+            .get(&self.task, partition)
+            .map(|task| saved::encode(&task.state()))
+            .unwrap_or_default())
+    }
+
+    fn restore_partition(&mut self, partition: i32, state: &[u8]) -> Result<()> {
+        let (parked, spec) = self.tasks.as_mut().expect("a group member's");
+        if state.is_empty() {
+            return Ok(());
+        }
+        let task = spec.restore(saved::decode(state).map_err(Error::Usage)?)?;
+        parked.put(&mut self.task, partition, task);
+        Ok(())
+    }
+
+    fn revoke_partition(&mut self, partition: i32) {
+        if let Some((parked, spec)) = &mut self.tasks {
+            // Records held for --keep last went with the partition's saved state.
+            parked.take(&mut self.task, partition, || spec.fresh());
+        }
     }
 
     fn idle(&mut self) -> Result<()> {

@@ -11,11 +11,13 @@ pub mod profile;
 pub mod replay;
 pub mod window;
 
-use crate::cli::{BrokerArgs, CheckpointArgs, ClientArgs, Command, InputArgs, ReportArgs};
+use crate::cli::{
+    BrokerArgs, ChangelogArgs, CheckpointArgs, ClientArgs, Command, InputArgs, ReportArgs,
+};
 use crate::core::record::FieldPath;
 use crate::core::time::{now_millis, LogPosition, Millis};
 use crate::error::{Error, Result};
-use crate::io::kafka::{ClientOptions, KafkaSource, ReadPlan, ReadRequest, Render};
+use crate::io::kafka::{ChangelogPlan, ClientOptions, KafkaSource, ReadPlan, ReadRequest, Render};
 use crate::io::kinesis::{self, AwsOptions, KinesisClient, KinesisSource};
 use crate::io::ndjson::NdjsonSource;
 use crate::io::spec::{Input, KafkaSpec, KinesisSpec, SinkSpec, SourceSpec};
@@ -294,6 +296,49 @@ pub fn checkpoint_plan(
         interval: std::time::Duration::from_millis(args.checkpoint_interval as u64),
         reset: args.reset,
     }))
+}
+
+/// The Kafka consumer group a command's source reads as a member of, if any.
+pub fn group_of(input: &InputPlan) -> Option<&str> {
+    match &input.source {
+        SourcePlan::Kafka { read, .. } => read.group.as_deref(),
+        _ => None,
+    }
+}
+
+/// For a command that keeps state per partition as a consumer-group member (`window`,
+/// `dedupe` with -G): names its changelog topic on the read and returns how often states are
+/// saved there; `None` for a source that is no group's. A checkpoint file cannot go with it:
+/// a partition's state must follow the partition to whichever member the group gives it.
+pub fn changelog_plan(
+    input: &mut InputPlan,
+    command: &str,
+    changelog: &ChangelogArgs,
+    checkpoint: &CheckpointArgs,
+    job: &str,
+) -> Result<Option<std::time::Duration>> {
+    let SourcePlan::Kafka { read, .. } = &mut input.source else {
+        return Ok(None);
+    };
+    let Some(group) = &read.group else {
+        return Ok(None);
+    };
+    if checkpoint.checkpoint.is_some() {
+        return Err(Error::Usage(
+            "with -G each partition's state is kept in the changelog topic (--changelog), for whichever member the group gives the partition to; --checkpoint is for a run without -G".into(),
+        ));
+    }
+    let topic = changelog
+        .changelog
+        .clone()
+        .unwrap_or_else(|| format!("{group}-{command}-changelog"));
+    read.changelog = Some(ChangelogPlan {
+        topic,
+        job: job.to_string(),
+    });
+    Ok(Some(std::time::Duration::from_millis(
+        checkpoint.checkpoint_interval as u64,
+    )))
 }
 
 /// Opens a run's checkpoints, when it keeps them, and reads the one to restore from.

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::ArgMatches;
 use serde::{Deserialize, Serialize};
@@ -13,6 +13,7 @@ use crate::cli::WindowArgs;
 use crate::core::aggregate::{
     is_plain_name, prepare, AggInput, AggKind, AggSpec, Cell, Columns, JsonColumns,
 };
+use crate::core::partitioned::PerPartition;
 use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
 use crate::core::saved;
 use crate::core::time::{Millis, TimeFormat};
@@ -27,8 +28,8 @@ use crate::io::sink::{CsvRow, LineSink, RecordFields, Sink, SinkPlan, TableForma
 use crate::io::spec::SinkSpec;
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records_with, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run,
-    Stats, StepCheckpoint,
+    read_records_with, CheckpointPlan, Checkpoints, Counters, ErrorPolicy, Flow, Line, Prepare,
+    RecordStep, Run, Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -59,6 +60,8 @@ struct Plan {
     key_columns: Vec<String>,
     agg_fields: Vec<Option<usize>>,
     checkpoint: Option<CheckpointPlan>,
+    /// A consumer-group member keeps state per partition, saved this often.
+    per_partition: Option<Duration>,
     /// What makes a checkpoint this job's: the inputs and every flag that shapes the result.
     job: String,
 }
@@ -70,8 +73,18 @@ impl Plan {
             .time
             .clone()
             .ok_or_else(|| Error::Usage("weir window needs --time FIELD".into()))?;
-        let input = InputPlan::new(&args.input, false)?;
-        let partition_by = input.partition_field(args.partition_by.as_ref());
+        let mut input = InputPlan::new(&args.input, false)?;
+        // A group member's partitions are tasks of their own, each with its own watermark.
+        let per_partition = super::group_of(&input).is_some();
+        if per_partition && args.partition_by.is_some() {
+            return Err(Error::Usage(
+                "with -G each partition has its own windows and watermark; --partition-by does not apply".into(),
+            ));
+        }
+        let partition_by = match per_partition {
+            true => None,
+            false => input.partition_field(args.partition_by.as_ref()),
+        };
         let by_source_partition =
             partition_by.is_some() && partition_by == input.source_partition_field();
         let kind = window_kind(args)?;
@@ -139,6 +152,13 @@ impl Plan {
             args.format,
             args.late_output,
         );
+        let per_partition = super::changelog_plan(
+            &mut input,
+            "window",
+            &args.changelog,
+            &args.checkpoint,
+            &job,
+        )?;
         Ok(Plan {
             input,
             sink,
@@ -161,6 +181,7 @@ impl Plan {
             key_columns: args.keys.iter().map(FieldPath::column_name).collect(),
             agg_fields,
             checkpoint,
+            per_partition,
             job,
         })
     }
@@ -169,6 +190,10 @@ impl Plan {
 fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     let (mut checkpoints, restored) =
         super::open_checkpoints(plan.checkpoint.as_ref(), "window", &plan.job, &plan.input)?;
+    if let Some(interval) = plan.per_partition {
+        let inputs = plan.input.checkpoint_inputs();
+        checkpoints = Some(Checkpoints::for_group(interval, "window", inputs));
+    }
     let restored = restored.as_ref();
     // A finished job's last checkpoint keeps no state.
     let saved: Option<StepState> = restored
@@ -189,6 +214,11 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     let marks = plan.config.allowed_lateness > 0 || plan.config.emit == EmitMode::Updates;
     let extractor = Arc::new(Extractor::new(plan.paths));
     let watermarks = Watermarks::new(plan.delay, plan.idle_timeout);
+    let tasks = plan.per_partition.map(|_| Tasks {
+        parked: PerPartition::default(),
+        config: plan.config.clone(),
+        watermarks: watermarks.clone(),
+    });
     let mut table = TableWriter::new(sink, plan.format);
     let (op, partitions, started, written) = match saved {
         None => (
@@ -210,6 +240,7 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     };
     let mut step = WindowStep {
         op,
+        tasks,
         extractor: extractor.clone(),
         time_format: plan.time_format,
         partition_at: plan.partition_at,
@@ -246,16 +277,19 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     }
     if result.is_ok() {
         // A bounded input ended: the watermark goes to +infinity and every window fires.
-        step.op.finish(&mut step.rows);
+        step.each_op(|op, rows| op.finish(rows));
         result = step.write_rows();
         if let Some(c) = &mut checkpoints {
             c.take_after_last_output(&mut step, &mut policy, &stats.counters, &result)?;
         }
     }
-    let peaks = step.op.peaks();
     stats.counters.written = step.written;
-    stats.counters.peak_open_windows = peaks.open_windows as u64;
-    stats.counters.peak_keys = peaks.keys as u64;
+    step.each_op(|op, _| {
+        let peaks = op.peaks();
+        let c = &mut stats.counters;
+        c.peak_open_windows = c.peak_open_windows.max(peaks.open_windows as u64);
+        c.peak_keys = c.peak_keys.max(peaks.keys as u64);
+    });
     let flushed = step.flush().and(policy.flush());
     result.and(flushed)
 }
@@ -448,8 +482,25 @@ fn fill_row(row: &Row, key_columns: &[String], aggs: &[AggSpec], out: &mut impl 
     }
 }
 
+/// A consumer-group member's windows: an operator per partition it owns, each with its own
+/// watermark.
+struct Tasks {
+    /// The operators of the partitions not being read (the one being read is `op`).
+    parked: PerPartition<WindowOperator>,
+    config: WindowConfig,
+    watermarks: Watermarks,
+}
+
+impl Tasks {
+    fn fresh(&self) -> WindowOperator {
+        WindowOperator::new(self.config.clone(), self.watermarks.clone())
+    }
+}
+
 struct WindowStep {
+    /// The operator (of the partition being read, for a group member).
     op: WindowOperator,
+    tasks: Option<Tasks>,
     /// The fields this command reads, located by the reader thread.
     extractor: Arc<Extractor>,
     time_format: TimeFormat,
@@ -482,6 +533,15 @@ fn recycle_inputs<'b>(mut v: Vec<AggInput<'_>>) -> Vec<AggInput<'b>> {
 }
 
 impl WindowStep {
+    /// Runs `f` on every operator (one per partition for a group member), with the rows.
+    fn each_op(&mut self, mut f: impl FnMut(&mut WindowOperator, &mut Vec<Row>)) {
+        let rows = &mut self.rows;
+        match &mut self.tasks {
+            Some(t) => t.parked.for_each(&mut self.op, |_, op| f(op, rows)),
+            None => f(&mut self.op, rows),
+        }
+    }
+
     /// Processing time, for idle partitions.
     fn clock(&self) -> Millis {
         self.started.elapsed().as_millis() as Millis
@@ -597,6 +657,12 @@ impl WindowStep {
 
 impl RecordStep for WindowStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
+        if let (Some(t), Some((partition, _))) = (&mut self.tasks, line.offset) {
+            let Tasks { parked, .. } = t;
+            parked.activate(&mut self.op, partition, || {
+                WindowOperator::new(t.config.clone(), t.watermarks.clone())
+            });
+        }
         let mut inputs = recycle_inputs(std::mem::take(&mut self.inputs));
         let parsed = self.parse(line, &mut inputs);
         let outcome = parsed.map(|(ts, partition, single_key)| {
@@ -669,9 +735,36 @@ impl RecordStep for WindowStep {
         self.op.assign(&ids, self.now, &mut self.rows);
     }
 
+    fn save_partition(&mut self, partition: i32) -> Result<Vec<u8>> {
+        let t = self.tasks.as_ref().expect("a group member's");
+        Ok(t.parked
+            .get(&self.op, partition)
+            .map(|op| saved::encode(&op.state()))
+            .unwrap_or_default())
+    }
+
+    fn restore_partition(&mut self, partition: i32, state: &[u8]) -> Result<()> {
+        let t = self.tasks.as_mut().expect("a group member's");
+        if state.is_empty() {
+            return Ok(());
+        }
+        let state = saved::decode(state).map_err(Error::Usage)?;
+        let op = WindowOperator::restore(t.config.clone(), state).map_err(Error::Usage)?;
+        t.parked.put(&mut self.op, partition, op);
+        Ok(())
+    }
+
+    fn revoke_partition(&mut self, partition: i32) {
+        if let Some(t) = &mut self.tasks {
+            let fresh = t.fresh();
+            t.parked.take(&mut self.op, partition, || fresh);
+        }
+    }
+
     fn tick(&mut self) -> Result<()> {
         self.now = self.clock();
-        self.op.tick(self.now, &mut self.rows);
+        let now = self.now;
+        self.each_op(|op, rows| op.tick(now, rows));
         if !self.rows.is_empty() {
             self.write_rows()?;
             self.flush()?;

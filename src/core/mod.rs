@@ -8,6 +8,7 @@ pub mod kpl;
 pub mod lag;
 pub mod lateness;
 pub mod pace;
+pub mod partitioned;
 pub mod record;
 pub mod saved;
 pub mod scan;

@@ -60,6 +60,23 @@ pub trait RecordStep {
     /// will touch can be fetched into cache while earlier records are worked on. `next`
     /// makes the record's `Line` (or says it is not a record), only for steps that look.
     fn ahead<'l>(&mut self, _next: impl FnOnce() -> Option<Line<'l>>) {}
+    /// A consumer-group member keeps state per input partition (a task each): the state of
+    /// `partition`, encoded, for its next owner. Only commands that keep state that way
+    /// implement this and the next two.
+    fn save_partition(&mut self, _partition: i32) -> Result<Vec<u8>> {
+        Err(Error::Usage(
+            "this command keeps no state per partition".into(),
+        ))
+    }
+    /// `partition` goes on from `state`, as its last owner saved it.
+    fn restore_partition(&mut self, _partition: i32, _state: &[u8]) -> Result<()> {
+        Err(Error::Usage(
+            "this command keeps no state per partition".into(),
+        ))
+    }
+    /// `partition` is no longer this member's: its state goes (saved before, if it was
+    /// revoked; lost with it, if the group gave it away for a missed heartbeat).
+    fn revoke_partition(&mut self, _partition: i32) {}
 }
 
 /// How often, while records keep coming, the output is made durable so that a broker source
@@ -86,7 +103,7 @@ impl Handled {
     ) -> Result<()> {
         if !self.pending.is_empty() {
             match checkpoints {
-                Some(c) => c.take(step, d.policy, d.counters)?,
+                Some(c) => take(c, reader, step, d)?,
                 None => step.durable()?,
             }
             reader.handled(std::mem::take(&mut self.pending));
@@ -123,11 +140,23 @@ impl Handled {
         if !checkpoints.due() {
             Ok(())
         } else if self.pending.is_empty() {
-            checkpoints.take(step, d.policy, d.counters)
+            take(checkpoints, reader, step, d)
         } else {
             self.release(reader, step, Some(checkpoints), d)
         }
     }
+}
+
+/// Takes a checkpoint; a group member's saved partition states go to the source to save.
+fn take(
+    checkpoints: &mut Checkpoints,
+    reader: &Reader,
+    step: &mut impl RecordStep,
+    d: &mut Drive<'_>,
+) -> Result<()> {
+    checkpoints.take(step, d.policy, d.counters)?;
+    reader.saved(checkpoints.take_saved());
+    Ok(())
 }
 
 /// How far ahead `RecordStep::ahead` sees: enough records to cover a memory access's
@@ -158,13 +187,37 @@ pub fn drive_with(
         pending: Vec::new(),
         since: Instant::now(),
     };
+    let result = drive_loop(
+        &reader,
+        &mut d,
+        step,
+        checkpoints.as_deref_mut(),
+        &mut handled,
+    );
+    // A group member that stops saves its partitions' states, so that their next owners go
+    // on from here (the source saves them before it leaves the group).
+    if let (Err(Error::Interrupted), Some(c)) = (&result, checkpoints) {
+        if c.is_group() {
+            handled.release(&reader, step, Some(c), &mut d)?;
+        }
+    }
+    result
+}
+
+fn drive_loop(
+    reader: &Reader,
+    d: &mut Drive<'_>,
+    step: &mut impl RecordStep,
+    mut checkpoints: Option<&mut Checkpoints>,
+    handled: &mut Handled,
+) -> Result<()> {
     loop {
         let items = reader.items.as_ref().expect("receiver kept until drop");
         let item = match items.try_recv() {
             Ok(item) => item,
             Err(TryRecvError::Disconnected) => return Ok(()),
             Err(TryRecvError::Empty) => {
-                handled.settle(&reader, step, checkpoints.is_some(), &mut d)?;
+                handled.settle(reader, step, checkpoints.is_some(), d)?;
                 loop {
                     if d.stop.load(Ordering::Relaxed) {
                         return Err(Error::Interrupted);
@@ -172,7 +225,7 @@ pub fn drive_with(
                     // A quiet source's last records are checkpointed (and committed) when the
                     // next checkpoint is due.
                     if let Some(c) = checkpoints.as_deref_mut() {
-                        handled.checkpoint_when_due(&reader, step, c, &mut d)?;
+                        handled.checkpoint_when_due(reader, step, c, d)?;
                     }
                     match items.recv_timeout(Duration::from_millis(100)) {
                         Ok(item) => break item,
@@ -193,7 +246,20 @@ pub fn drive_with(
                     c.shard_ended(&shard);
                 }
             }
-            Item::Draining => handled.release(&reader, step, checkpoints.as_deref_mut(), &mut d)?,
+            Item::Draining => handled.release(reader, step, checkpoints.as_deref_mut(), d)?,
+            Item::Restored { owned, states } => {
+                if let Some(c) = checkpoints.as_deref_mut() {
+                    c.own(&owned, &states, step)?;
+                }
+            }
+            Item::Revoked { partitions, reply } => {
+                let states = match checkpoints.as_deref_mut() {
+                    Some(c) => c.revoke(&partitions, step, d.policy)?,
+                    None => Vec::new(),
+                };
+                // The source waits for the answer, unless the run is ending.
+                let _ = reply.send(states);
+            }
             Item::TooLong {
                 origin,
                 line,
@@ -221,6 +287,11 @@ pub fn drive_with(
                 // How many of the chunk's broker positions are already pending release (a
                 // wait inside the chunk hands over those before it).
                 let mut released = 0;
+                // A group member skips the records of partitions it no longer owns, and those
+                // its restored state covers: neither read nor handled here.
+                let skipped = checkpoints
+                    .as_deref()
+                    .and_then(|c| c.skipped(&chunk.positions));
                 for i in 0..LOOKAHEAD {
                     step.ahead(|| chunk.record_line(i));
                 }
@@ -229,6 +300,9 @@ pub fn drive_with(
                     chunk.prefetch_line(i + 2 * LOOKAHEAD);
                     if let Status::Blank = info.status {
                         d.counters.blank_lines += 1;
+                        continue;
+                    }
+                    if skipped.as_ref().is_some_and(|s| s[i]) {
                         continue;
                     }
                     d.counters.read += 1;
@@ -245,11 +319,11 @@ pub fn drive_with(
                                         };
                                         between.wait(
                                             wait,
-                                            &reader,
+                                            reader,
                                             step,
                                             checkpoints.as_deref_mut(),
-                                            &mut handled,
-                                            &mut d,
+                                            handled,
+                                            d,
                                         )?;
                                     }
                                     result => break result,
@@ -272,7 +346,7 @@ pub fn drive_with(
                                 let upto = chunk.shard_positions.len().min(i + 1);
                                 c.passed_shards(&chunk.shard_positions[..upto]);
                             }
-                            handled.release(&reader, step, checkpoints, &mut d)?;
+                            handled.release(reader, step, checkpoints, d)?;
                             return Ok(());
                         }
                         Err(Fault::Fatal(e)) => return Err(e),
@@ -295,9 +369,9 @@ pub fn drive_with(
                     .extend_from_slice(&chunk.positions[released..]);
                 reader.recycle(chunk);
                 match checkpoints.as_deref_mut() {
-                    Some(c) => handled.checkpoint_when_due(&reader, step, c, &mut d)?,
+                    Some(c) => handled.checkpoint_when_due(reader, step, c, d)?,
                     None if handled.since.elapsed() >= RELEASE_EVERY => {
-                        handled.release(&reader, step, None, &mut d)?;
+                        handled.release(reader, step, None, d)?;
                     }
                     None => {}
                 }

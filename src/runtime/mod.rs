@@ -14,12 +14,13 @@ pub mod signals;
 pub mod summary;
 
 pub use checkpoint::{
-    CheckpointInputs, CheckpointPlan, Checkpoints, Restored, ShardResume, StepCheckpoint,
+    CheckpointInputs, CheckpointPlan, Checkpoints, PartitionState, Restored, ShardResume,
+    StepCheckpoint,
 };
 pub use chunk::{Chunk, Line, LinePosition, Prepare, ShardPosition, CHUNK_BYTES};
 pub use drive::{drive, drive_with, Drive, Flow, RecordStep};
 pub use policy::{ErrorPolicy, OnError, PolicyPlan};
-pub use reader::{Feed, Framing, Reader, Source};
+pub use reader::{Feed, Framing, Reader, Revoker, Source};
 pub use summary::{Counters, Stats};
 
 use std::sync::atomic::AtomicBool;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use super::checkpoint::PartitionState;
 use super::chunk::{Chunk, LinePosition, Prepare, Prepared, Scratch, ShardPosition, CHUNK_BYTES};
 use crate::core::record::RecordError;
 use crate::error::{Error, Result};
@@ -52,6 +53,19 @@ pub(crate) enum Item {
     Assigned(Vec<String>),
     /// A Kinesis shard was read to its end; every record of it was handed over before.
     ShardEnded(Arc<str>),
+    /// A consumer-group member with state per partition (`Checkpoints::for_group`) was given
+    /// `owned`, with the state their last owner saved, before any of their records.
+    Restored {
+        owned: Vec<i32>,
+        states: Vec<PartitionState>,
+    },
+    /// The group takes these partitions away: the driver, having handled every record
+    /// before, makes the output durable and answers with each one's state and next offset,
+    /// which the source saves and commits before the group moves them.
+    Revoked {
+        partitions: Vec<i32>,
+        reply: mpsc::Sender<Vec<PartitionState>>,
+    },
     /// The source read to its end and waits for the records still in flight to be handled,
     /// before its last commit.
     Draining,
@@ -160,8 +174,11 @@ pub struct Feed {
     prepare: Prepare,
     max_line_bytes: usize,
     cancel: Arc<AtomicBool>,
-    /// The positions of records the command has handled, in order.
-    handled: Receiver<Vec<(i32, i64)>>,
+    /// What the command sends back: the positions of records it has handled, in order, and
+    /// the partition states it saved.
+    handled: Receiver<Back>,
+    /// Saved partition states received and not yet taken by the source.
+    saved: Vec<PartitionState>,
     /// Framed records handed over and not yet reported handled.
     unhandled: usize,
 }
@@ -181,14 +198,40 @@ impl Feed {
     /// Calls `done` with the (partition, offset) of each record the command has handled
     /// since the last call, in order: what a broker source may mark as done.
     pub fn handled(&mut self, mut done: impl FnMut(i32, i64)) {
-        while let Ok(positions) = self.handled.try_recv() {
-            self.take_handled(positions, &mut done);
+        while let Ok(back) = self.handled.try_recv() {
+            self.take_handled(back, &mut done);
         }
     }
 
-    fn take_handled(&mut self, positions: Vec<(i32, i64)>, done: &mut impl FnMut(i32, i64)) {
-        self.unhandled = self.unhandled.saturating_sub(positions.len());
-        positions.into_iter().for_each(|(p, o)| done(p, o));
+    fn take_handled(&mut self, back: Back, done: &mut impl FnMut(i32, i64)) {
+        match back {
+            Back::Handled(positions) => {
+                self.unhandled = self.unhandled.saturating_sub(positions.len());
+                positions.into_iter().for_each(|(p, o)| done(p, o));
+            }
+            Back::Saved(states) => self.saved.extend(states),
+        }
+    }
+
+    /// The partition states the command saved since the last call (after `handled` or
+    /// `wait_handled` took them from the channel), for the source to keep where the next
+    /// owner of each partition finds it.
+    pub fn take_saved(&mut self) -> Vec<PartitionState> {
+        std::mem::take(&mut self.saved)
+    }
+
+    /// A handle the source's group callbacks use to have the command give up partitions.
+    pub fn revoker(&self) -> Revoker {
+        Revoker {
+            out: self.out.clone(),
+            cancel: self.cancel.clone(),
+        }
+    }
+
+    /// Reports the partitions a group member owns now and the states it restored for those
+    /// it was given, before any of their records.
+    pub fn restored(&self, owned: Vec<i32>, states: Vec<PartitionState>) -> Result<()> {
+        self.send(Item::Restored { owned, states })
     }
 
     /// At the end of its input, waits until the command has handled every record handed
@@ -210,7 +253,7 @@ impl Feed {
                 return;
             }
             match self.handled.recv_timeout(Duration::from_millis(50)) {
-                Ok(positions) => self.take_handled(positions, &mut done),
+                Ok(back) => self.take_handled(back, &mut done),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
             }
@@ -349,12 +392,44 @@ impl Feed {
     }
 }
 
+/// What the command sends back to the source.
+pub(crate) enum Back {
+    /// The positions of records handled, in order.
+    Handled(Vec<(i32, i64)>),
+    /// Partition states saved, their output durable.
+    Saved(Vec<PartitionState>),
+}
+
+/// Asks the command to give up partitions, from a group's rebalance callback on the reader
+/// thread.
+pub struct Revoker {
+    out: SyncSender<Item>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Revoker {
+    /// Has the command hand over `partitions`, every record before handled and its output
+    /// durable, and returns their states; `None` when the run is ending (the command then
+    /// saves no more: the next owner goes on from the last saved state).
+    pub fn revoke(&self, partitions: Vec<i32>) -> Option<Vec<PartitionState>> {
+        let (reply, answer) = mpsc::channel();
+        self.out.send(Item::Revoked { partitions, reply }).ok()?;
+        loop {
+            match answer.recv_timeout(Duration::from_millis(50)) {
+                Ok(states) => return Some(states),
+                Err(RecvTimeoutError::Timeout) if !self.cancel.load(Ordering::Acquire) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
 /// The command's side: the chunks, and the thread that makes them.
 pub struct Reader {
     pub(crate) items: Option<Receiver<Item>>,
     spare: SyncSender<Vec<u8>>,
     spare_prepared: SyncSender<Prepared>,
-    handled: mpsc::Sender<Vec<(i32, i64)>>,
+    handled: mpsc::Sender<Back>,
     /// A source that must be joined is told to stop and then joined, so that it can commit
     /// and close its client before the process exits.
     joined: Option<(Arc<AtomicBool>, thread::JoinHandle<()>)>,
@@ -389,6 +464,7 @@ impl Reader {
             max_line_bytes,
             cancel: cancel.clone(),
             handled: handled_rx,
+            saved: Vec::new(),
             unhandled: 0,
         };
         let handle = thread::Builder::new()
@@ -411,7 +487,14 @@ impl Reader {
     /// Tells the source that the command has handled these records.
     pub(crate) fn handled(&self, positions: Vec<(i32, i64)>) {
         if !positions.is_empty() {
-            let _ = self.handled.send(positions);
+            let _ = self.handled.send(Back::Handled(positions));
+        }
+    }
+
+    /// Gives the source partition states to save, their output durable.
+    pub(crate) fn saved(&self, states: Vec<PartitionState>) {
+        if !states.is_empty() {
+            let _ = self.handled.send(Back::Saved(states));
         }
     }
 

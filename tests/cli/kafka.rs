@@ -14,17 +14,17 @@ use super::{stdout_lines, weir, weir_std, KillDrill};
 
 /// Tests whose consumers join groups take turns: Tansu's group coordinator has been seen to
 /// leave a group forming for good when several join at once.
-fn group_turn() -> std::sync::MutexGuard<'static, ()> {
+pub(super) fn group_turn() -> std::sync::MutexGuard<'static, ()> {
     static GROUPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
     GROUPS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-struct Broker {
+pub(super) struct Broker {
     addr: String,
     kcat: String,
 }
 
-fn broker() -> Option<Broker> {
+pub(super) fn broker() -> Option<Broker> {
     match std::env::var("WEIR_TEST_KAFKA") {
         Ok(addr) => Some(Broker {
             addr,
@@ -43,7 +43,7 @@ fn broker() -> Option<Broker> {
 
 impl Broker {
     /// A new topic with a name unique to this test run.
-    fn topic(&self, name: &str, partitions: u32) -> String {
+    pub(super) fn topic(&self, name: &str, partitions: u32) -> String {
         static N: AtomicU32 = AtomicU32::new(0);
         let topic = format!(
             "{name}-{}-{}-{}",
@@ -64,7 +64,7 @@ impl Broker {
         topic
     }
 
-    fn url(&self, topic: &str) -> String {
+    pub(super) fn url(&self, topic: &str) -> String {
         format!("kafka://{}/{topic}", self.addr)
     }
 

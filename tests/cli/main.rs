@@ -8,6 +8,7 @@ mod docs;
 mod kafka;
 mod kinesis;
 mod profile;
+mod scale;
 mod signals;
 mod usage;
 mod window;

@@ -7,12 +7,16 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, RebalanceProtocol};
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, RebalanceProtocol,
+};
 use rdkafka::error::KafkaError;
-use rdkafka::ClientContext;
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
+use super::changelog::Changelog;
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
+use crate::runtime::{PartitionState, Revoker};
 
 /// Environment variable naming a default `-F` file, as `KAFKACAT_CONFIG` does for kcat.
 pub const CONFIG_ENV: &str = "WEIR_KAFKA_CONFIG";
@@ -109,6 +113,88 @@ pub struct Reporter {
     assigned: Mutex<Option<Vec<i32>>>,
     /// How many times `assigned` changed: cheap to read on every poll.
     rebalances: AtomicU64,
+    /// A group member with state per partition: what it does when partitions are revoked.
+    group: Mutex<Option<GroupState>>,
+}
+
+/// How a consumer-group member keeps its partitions' states: the command gives them up
+/// through `revoker`, and they are saved in the changelog, then their offsets committed.
+pub struct GroupState {
+    pub revoker: Revoker,
+    pub changelog: Changelog,
+    pub topic: String,
+    /// Partitions revoked since the read loop last looked.
+    pub revoked: Vec<i32>,
+    /// The next offset of each partition's latest save: an older one that comes later (a
+    /// periodic save overtaken by a revocation) is not written over it.
+    saved: std::collections::HashMap<i32, i64>,
+    /// The first failure of a save inside a rebalance callback, for the read loop to report.
+    pub failure: Option<Error>,
+}
+
+impl GroupState {
+    pub fn new(revoker: Revoker, changelog: Changelog, topic: String) -> GroupState {
+        GroupState {
+            revoker,
+            changelog,
+            topic,
+            revoked: Vec::new(),
+            saved: Default::default(),
+            failure: None,
+        }
+    }
+
+    /// Saves `states` in the changelog and, once the broker has them, commits their offsets:
+    /// the group's offsets never run ahead of the saved states.
+    pub fn save(
+        &mut self,
+        consumer: &BaseConsumer<Reporter>,
+        states: Vec<PartitionState>,
+        mode: CommitMode,
+    ) -> Result<()> {
+        let newer: Vec<PartitionState> = states
+            .into_iter()
+            .filter(|s| {
+                self.saved
+                    .get(&s.partition)
+                    .is_none_or(|&n| s.next_offset >= n)
+            })
+            .collect();
+        if newer.is_empty() {
+            return Ok(());
+        }
+        self.changelog.write(&newer)?;
+        let mut offsets = TopicPartitionList::new();
+        for s in &newer {
+            self.saved.insert(s.partition, s.next_offset);
+            offsets
+                .add_partition_offset(&self.topic, s.partition, Offset::Offset(s.next_offset))
+                .map_err(|e| Error::Usage(format!("partition {}: {e}", s.partition)))?;
+        }
+        match consumer.commit(&offsets, mode) {
+            // A partition moved on meanwhile: its next owner commits; the state is saved.
+            Ok(()) | Err(KafkaError::ConsumerCommit(_)) => Ok(()),
+            Err(e) => Err(Error::Unreachable(format!("cannot commit offsets: {e}"))),
+        }
+    }
+
+    /// The group takes `partitions` away: the command hands over their states, which are
+    /// saved and committed before the callback returns and the group moves them.
+    fn revoke(&mut self, consumer: &BaseConsumer<Reporter>, partitions: Vec<i32>) {
+        self.revoked.extend(&partitions);
+        // Lost for a missed heartbeat: another member may own them already, so their state
+        // is not written over its own; the command drops them.
+        let lost = consumer.assignment_lost();
+        let Some(states) = self.revoker.revoke(partitions) else {
+            return;
+        };
+        if lost {
+            return;
+        }
+        if let Err(e) = self.save(consumer, states, CommitMode::Sync) {
+            self.failure.get_or_insert(e);
+        }
+    }
 }
 
 impl Reporter {
@@ -140,6 +226,24 @@ impl ClientContext for Reporter {
 }
 
 impl ConsumerContext for Reporter {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let Rebalance::Revoke(tpl) = rebalance else {
+            return;
+        };
+        let mut group = self.group.lock().expect("not poisoned");
+        if let Some(group) = group.as_mut() {
+            let partitions = tpl
+                .elements()
+                .iter()
+                .filter(|e| e.topic() == group.topic)
+                .map(|e| e.partition())
+                .collect::<Vec<i32>>();
+            if !partitions.is_empty() {
+                group.revoke(consumer, partitions);
+            }
+        }
+    }
+
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         let cooperative = matches!(
             consumer.rebalance_protocol(),
@@ -172,6 +276,12 @@ impl Reporter {
 
     pub(crate) fn assigned(&self) -> Option<Vec<i32>> {
         self.assigned.lock().expect("not poisoned").clone()
+    }
+
+    /// The group member's state keeping, while it keeps state per partition (`None` once the
+    /// read is over: a consumer that closes then gives its partitions up without them).
+    pub(crate) fn group(&self) -> std::sync::MutexGuard<'_, Option<GroupState>> {
+        self.group.lock().expect("not poisoned")
     }
 }
 

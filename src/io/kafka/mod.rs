@@ -1,8 +1,10 @@
 //! The Kafka adapter: client configuration (`config`), the rules of a read checked before
 //! any client is made (`plan`), a source (`source`), a producing sink (`sink`) and the
-//! read-only cluster questions of `weir lag` (`admin`).
+//! read-only cluster questions of `weir lag` (`admin`), and the changelog topic where a group
+//! member keeps its partitions' states (`changelog`).
 
 pub mod admin;
+pub mod changelog;
 pub mod config;
 pub mod plan;
 pub mod sink;
@@ -10,6 +12,6 @@ pub mod source;
 
 pub use admin::{Cluster, GroupDescription};
 pub use config::ClientOptions;
-pub use plan::{ReadPlan, ReadRequest};
+pub use plan::{ChangelogPlan, ReadPlan, ReadRequest};
 pub use sink::{KafkaSink, Outgoing};
 pub use source::{KafkaSource, Render};

@@ -34,6 +34,16 @@ pub struct ReadPlan {
     pub bounded: bool,
     /// -e: a partition is done at the end it reaches, even before its snapshot end.
     pub exit_at_end: bool,
+    /// A group member that keeps state per partition saves it here (set by the command).
+    pub changelog: Option<ChangelogPlan>,
+}
+
+/// Where a group member keeps its partitions' states: the changelog topic, and the job its
+/// records are marked with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangelogPlan {
+    pub topic: String,
+    pub job: String,
 }
 
 impl ReadPlan {
@@ -98,6 +108,7 @@ impl ReadPlan {
             balanced,
             reset,
             exit_at_end: request.exit_at_end,
+            changelog: None,
         })
     }
 }

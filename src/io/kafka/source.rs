@@ -15,13 +15,14 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Headers, Message as _};
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
-use super::config::{scrub, unreachable, ClientOptions, Reporter};
+use super::changelog::Changelog;
+use super::config::{scrub, unreachable, ClientOptions, GroupState, Reporter};
 use super::plan::ReadPlan;
 use crate::core::envelope::{write_envelope, write_value_line, KcatFormat, Message, TimestampType};
 use crate::core::time::LogPosition;
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
-use crate::runtime::{Feed, Framing, Source};
+use crate::runtime::{Feed, Framing, PartitionState, Source};
 
 /// How long a poll waits once records stop coming.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
@@ -78,6 +79,9 @@ pub struct KafkaSource {
     /// A checkpoint's next offset per partition: a group member skips what comes before
     /// (the checkpoint's state holds it already, and the group's offsets may lag behind).
     resume: HashMap<i32, i64>,
+    /// A group member that keeps state per partition saves it here; taken into the client
+    /// context when the read starts.
+    changelog: Option<Changelog>,
 }
 
 /// One step of a read.
@@ -117,6 +121,10 @@ impl KafkaSource {
             // that move stop, instead of every member's.
             if config.get("partition.assignment.strategy").is_none() {
                 config.set("partition.assignment.strategy", "cooperative-sticky");
+            }
+            // With state per partition, offsets are committed only as states are saved.
+            if plan.changelog.is_some() {
+                config.set("enable.auto.commit", "false");
             }
         } else {
             config.set("group.id", "weir");
@@ -174,7 +182,17 @@ impl KafkaSource {
             last_progress: Instant::now(),
             render,
             resume: resume.iter().copied().collect(),
+            changelog: None,
         };
+        if let (Some(changelog), Some(_)) = (&plan.changelog, &plan.group) {
+            source.changelog = Some(Changelog::open(
+                spec,
+                client,
+                &changelog.topic,
+                &changelog.job,
+                meta.partitions().len(),
+            )?);
+        }
         if balanced {
             if bounded {
                 let ends = source.resolve(&partitions, &LogPosition::End, spec, false)?;
@@ -383,9 +401,10 @@ impl KafkaSource {
         }
     }
 
-    /// Marks records up to and including `offset` as done, for the group's next commit.
+    /// Marks records up to and including `offset` as done, for the group's next commit (a
+    /// member with state per partition commits as it saves them instead).
     fn done(&self, partition: i32, offset: i64) {
-        if self.grouped {
+        if self.grouped && !self.keeps_state() {
             // Fails only for a partition no longer assigned: nothing to commit then.
             let _ = self.consumer.store_offset(&self.topic, partition, offset);
         }
@@ -409,10 +428,19 @@ impl KafkaSource {
 
 impl Source for KafkaSource {
     fn read(mut self: Box<Self>, feed: &mut Feed) -> Result<()> {
+        if let Some(changelog) = self.changelog.take() {
+            let group = GroupState::new(feed.revoker(), changelog, self.topic.to_string());
+            *self.consumer.context().group() = Some(group);
+        }
         let read = self.read_records(feed);
         // Records still in flight are committed once the command has handled them.
         feed.wait_handled(|partition, offset| self.done(partition, offset));
-        read.and(self.finish())
+        // The states saved as the read ended (at its end, or on a stop) go to the changelog;
+        // then the consumer gives its partitions up without them.
+        let saved = self.save(feed.take_saved(), CommitMode::Sync);
+        let group = self.consumer.context().group().take();
+        let failed = group.and_then(|g| g.failure).map_or(Ok(()), Err);
+        read.and(saved).and(failed).and(self.finish())
     }
 
     fn join_at_end(&self) -> bool {
@@ -430,12 +458,14 @@ impl KafkaSource {
         let render = std::mem::take(&mut self.render);
         let mut pending = Framing::new(feed);
         let mut reported: Option<Vec<i32>> = None;
+        // The partitions the command keeps state for (a member with state per partition).
+        let mut owned: Vec<i32> = Vec::new();
         let mut rebalances = None;
         loop {
             if feed.cancelled() {
                 return Ok(());
             }
-            self.acknowledge(feed);
+            self.acknowledge(feed)?;
             let seen = self.consumer.context().rebalances();
             if rebalances != Some(seen) {
                 rebalances = Some(seen);
@@ -443,9 +473,12 @@ impl KafkaSource {
                     Some(own) => Some(own.clone()),
                     None => self.consumer.context().assigned(),
                 };
-                if assigned.is_some() && assigned != reported {
+                if let Some(now) = &assigned {
                     // Records polled before the change go out first.
                     pending.hand_over(feed, &topic)?;
+                    self.restore(feed, &mut owned, now)?;
+                }
+                if assigned.is_some() && assigned != reported {
                     let names = assigned.iter().flatten().map(i32::to_string).collect();
                     feed.assigned(names)?;
                     reported = assigned;
@@ -473,9 +506,47 @@ impl KafkaSource {
     }
 
     /// Stores the offsets of the records the command has handled, for the group's next
-    /// commit.
-    fn acknowledge(&self, feed: &mut Feed) {
+    /// commit; a member with state per partition saves the states the command handed over.
+    fn acknowledge(&self, feed: &mut Feed) -> Result<()> {
         feed.handled(|partition, offset| self.done(partition, offset));
+        self.save(feed.take_saved(), CommitMode::Async)
+    }
+
+    /// Whether this group member keeps state per partition (in a changelog topic).
+    fn keeps_state(&self) -> bool {
+        self.consumer.context().group().is_some()
+    }
+
+    /// Saves partition states in the changelog and commits their offsets.
+    fn save(&self, states: Vec<PartitionState>, mode: CommitMode) -> Result<()> {
+        if states.is_empty() {
+            return Ok(());
+        }
+        let mut group = self.consumer.context().group();
+        match group.as_mut() {
+            Some(g) => g.save(&self.consumer, states, mode),
+            None => Ok(()),
+        }
+    }
+
+    /// The group changed this member's partitions (`now`): with state per partition, the
+    /// command drops the revoked ones' (saved in the callback) and restores the new ones'
+    /// from the changelog, before any of their records.
+    fn restore(&self, feed: &mut Feed, owned: &mut Vec<i32>, now: &[i32]) -> Result<()> {
+        let mut group = self.consumer.context().group();
+        let Some(g) = group.as_mut() else {
+            return Ok(());
+        };
+        if let Some(e) = g.failure.take() {
+            return Err(e);
+        }
+        let revoked = std::mem::take(&mut g.revoked);
+        owned.retain(|p| !revoked.contains(p));
+        let new: Vec<i32> = now.iter().copied().filter(|p| !owned.contains(p)).collect();
+        let states = g.changelog.read(&new)?;
+        drop(group);
+        *owned = now.to_vec();
+        feed.restored(now.to_vec(), states)
     }
 }
 

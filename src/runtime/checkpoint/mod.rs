@@ -7,7 +7,7 @@
 
 pub mod file;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -73,6 +73,28 @@ pub struct StepCheckpoint {
     pub state: Vec<u8>,
     /// Its output files, flushed and synced, and their lengths.
     pub sinks: Vec<SinkLength>,
+}
+
+/// A consumer-group member's state of one input partition, saved where the partition's next
+/// owner finds it (the changelog topic): the command's state after every record before
+/// `next_offset`, whose output was durable when it was saved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionState {
+    pub partition: i32,
+    pub next_offset: i64,
+    pub state: Vec<u8>,
+}
+
+/// The partitions a group member owns, each a task with state of its own.
+#[derive(Debug, Default)]
+struct Owned {
+    /// Each owned partition's first offset not covered by its restored state: a record
+    /// before it is skipped (the group's committed offset may lag behind the state).
+    floors: BTreeMap<i32, i64>,
+    /// Partitions with records handled since their last save.
+    moved: BTreeSet<i32>,
+    /// States saved and not yet handed to the source.
+    outbox: Vec<PartitionState>,
 }
 
 /// What a restored run starts from.
@@ -165,9 +187,14 @@ impl Restored {
     }
 }
 
-/// The checkpoints of one run of a line source.
+/// The checkpoints of one run: kept in a file, or, for a consumer-group member whose state is
+/// kept per partition, handed partition by partition to the source, which saves them (in the
+/// changelog topic) and commits their offsets.
 pub struct Checkpoints {
-    file: CheckpointFile,
+    /// `None` for a group member.
+    file: Option<CheckpointFile>,
+    /// `Some` for a group member.
+    group: Option<Owned>,
     interval: Duration,
     last: Instant,
     command: &'static str,
@@ -198,7 +225,8 @@ impl Checkpoints {
             file.reset()?;
         }
         Ok(Checkpoints {
-            file,
+            file: Some(file),
+            group: None,
             interval: plan.interval,
             last: Instant::now(),
             command,
@@ -211,10 +239,134 @@ impl Checkpoints {
         })
     }
 
+    /// The checkpoints of a consumer-group member of `command` reading `inputs`, every
+    /// `interval`: each partition it owns is a task with state of its own, which
+    /// the source restores when the group gives it the partition and saves when it is due,
+    /// when the group takes the partition away, and when the run stops.
+    pub fn for_group(
+        interval: Duration,
+        command: &'static str,
+        inputs: CheckpointInputs,
+    ) -> Checkpoints {
+        Checkpoints {
+            file: None,
+            group: Some(Owned::default()),
+            interval,
+            last: Instant::now(),
+            command,
+            job: String::new(),
+            inputs,
+            at: None,
+            offsets: BTreeMap::new(),
+            shards: BTreeMap::new(),
+            moved: false,
+        }
+    }
+
+    /// Whether these are a group member's, saved per partition through the source.
+    pub(crate) fn is_group(&self) -> bool {
+        self.group.is_some()
+    }
+
+    /// The group member owns `owned` now, and restored `states` for those it was given.
+    /// Returns the partitions it no longer owns (lost, not revoked: their state is not saved).
+    pub(crate) fn own(
+        &mut self,
+        owned: &[i32],
+        states: &[PartitionState],
+        step: &mut impl RecordStep,
+    ) -> Result<Vec<i32>> {
+        let Some(group) = &mut self.group else {
+            return Ok(Vec::new());
+        };
+        let lost: Vec<i32> = group
+            .floors
+            .keys()
+            .copied()
+            .filter(|p| !owned.contains(p))
+            .collect();
+        for p in &lost {
+            group.floors.remove(p);
+            group.moved.remove(p);
+            self.offsets.remove(p);
+            step.revoke_partition(*p);
+        }
+        for &p in owned {
+            if group.floors.contains_key(&p) {
+                continue;
+            }
+            let saved = states.iter().find(|s| s.partition == p);
+            let floor = match saved {
+                Some(s) => {
+                    step.restore_partition(p, &s.state)?;
+                    self.offsets.insert(p, s.next_offset);
+                    s.next_offset
+                }
+                None => i64::MIN,
+            };
+            group.floors.insert(p, floor);
+        }
+        Ok(lost)
+    }
+
+    /// For a group member: which records at these positions it must skip, as they belong to
+    /// a partition it does not own (revoked while they were in flight) or come before its
+    /// restored state; `None` when it skips none (the usual case).
+    pub(crate) fn skipped(&self, positions: &[(i32, i64)]) -> Option<Vec<bool>> {
+        let group = self.group.as_ref()?;
+        let skip = |&(p, o): &(i32, i64)| group.floors.get(&p).is_none_or(|&floor| o < floor);
+        if !positions.iter().any(skip) {
+            return None;
+        }
+        Some(positions.iter().map(skip).collect())
+    }
+
+    /// The group takes `partitions` away: each one's state (with the output durable) is
+    /// returned for the source to save before the group moves it, and forgotten here.
+    pub(crate) fn revoke(
+        &mut self,
+        partitions: &[i32],
+        step: &mut impl RecordStep,
+        policy: &mut ErrorPolicy,
+    ) -> Result<Vec<PartitionState>> {
+        let Some(group) = &mut self.group else {
+            return Ok(Vec::new());
+        };
+        step.durable()?;
+        policy.durable()?;
+        let mut states = Vec::new();
+        for &p in partitions {
+            if group.floors.remove(&p).is_none() {
+                continue;
+            }
+            group.moved.remove(&p);
+            if let Some(next) = self.offsets.remove(&p) {
+                states.push(PartitionState {
+                    partition: p,
+                    next_offset: next,
+                    state: step.save_partition(p)?,
+                });
+            }
+            step.revoke_partition(p);
+        }
+        Ok(states)
+    }
+
+    /// The states saved since the last call, for the source.
+    pub(crate) fn take_saved(&mut self) -> Vec<PartitionState> {
+        self.group
+            .as_mut()
+            .map(|g| std::mem::take(&mut g.outbox))
+            .unwrap_or_default()
+    }
+
     /// Reads the checkpoint, if there is one, refusing one of another version, command or
     /// job (exit 2). A stand-in previous checkpoint is said on stderr.
     pub fn restore(&mut self) -> Result<Option<Restored>> {
-        let checkpoint = match self.file.read()? {
+        let Some(file) = &mut self.file else {
+            return Ok(None);
+        };
+        let checkpoint = match file.read()? {
             Loaded::Fresh => return Ok(None),
             Loaded::Current(c) => c,
             Loaded::Previous(c, why) => {
@@ -300,6 +452,15 @@ impl Checkpoints {
     /// The broker records at these (partition, offset) positions have been handled.
     pub(crate) fn passed_records(&mut self, positions: &[(i32, i64)]) {
         for &(partition, offset) in positions {
+            if let Some(group) = &mut self.group {
+                // A group member passes only the records of partitions it owns.
+                match group.floors.get(&partition) {
+                    Some(&floor) if offset >= floor => {
+                        group.moved.insert(partition);
+                    }
+                    _ => continue,
+                }
+            }
             let next = self.offsets.entry(partition).or_insert(offset);
             if *next <= offset {
                 *next = offset + 1;
@@ -388,6 +549,10 @@ impl Checkpoints {
         result: &Result<()>,
     ) -> Result<()> {
         let stopped = matches!(result, Err(Error::Interrupted));
+        // A group member saved its partitions' states through the source as its read ended.
+        if self.is_group() {
+            return Ok(());
+        }
         if stopped || result.is_ok() && self.goes_on() {
             self.write(step, policy, counters, true)?;
         }
@@ -404,7 +569,7 @@ impl Checkpoints {
         counters: &Counters,
         result: &Result<()>,
     ) -> Result<()> {
-        if result.is_ok() && !self.goes_on() {
+        if result.is_ok() && !self.goes_on() && !self.is_group() {
             self.write(step, policy, counters, false)?;
         }
         Ok(())
@@ -419,6 +584,24 @@ impl Checkpoints {
     ) -> Result<()> {
         self.last = Instant::now();
         self.moved = false;
+        if let Some(group) = &mut self.group {
+            // Each partition's state after its records, handed to the source to save.
+            step.durable()?;
+            policy.durable()?;
+            for p in std::mem::take(&mut group.moved) {
+                if let Some(&next) = self.offsets.get(&p) {
+                    group.outbox.push(PartitionState {
+                        partition: p,
+                        next_offset: next,
+                        state: step.save_partition(p)?,
+                    });
+                }
+            }
+            return Ok(());
+        }
+        let Some(file) = &mut self.file else {
+            return Ok(());
+        };
         if self.at.is_none() && self.offsets.is_empty() && self.shards.is_empty() {
             // Nothing handled yet: nothing to keep.
             return Ok(());
@@ -498,6 +681,6 @@ impl Checkpoints {
             shared: saved::encode(&shared),
             sinks,
         };
-        self.file.write(&checkpoint)
+        file.write(&checkpoint)
     }
 }

@@ -1,0 +1,381 @@
+//! The changelog topic: where a consumer-group member keeps the state of each input partition
+//! it owns, so that the partition's next owner (after a rebalance, a stop or a crash) goes on
+//! from it, as Kafka Streams does.
+//!
+//! The topic is compacted and has a partition for each input partition: input partition `p`'s
+//! state lives in changelog partition `p`. Its head record, keyed `p`, holds the next input
+//! offset the state covers and either the state itself or the number of parts it was cut
+//! into; the parts are keyed `p/STAMP/i`, written before the head that names their stamp, so
+//! a crash mid-write leaves the head pointing to a whole earlier state. Parts no head names
+//! any more are deleted (a tombstone) once a newer head is delivered. Every record carries
+//! the job in a header, so one job's state is never read as another's.
+//!
+//! A read keeps the last record per key, and ignores a record at an offset already read (a
+//! compacting broker may return one twice).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Headers, Message as _};
+use rdkafka::{Offset, TopicPartitionList};
+use serde::{Deserialize, Serialize};
+
+use super::config::{scrub, unreachable, ClientOptions, Reporter};
+use super::sink::{KafkaSink, Outgoing};
+use crate::core::saved;
+use crate::error::{Error, Fault, Result};
+use crate::io::spec::KafkaSpec;
+use crate::runtime::PartitionState;
+
+/// The header naming the job a record's state belongs to.
+const JOB_HEADER: &str = "weir-job";
+
+/// A state larger than this is cut into parts of this size (Kafka's default largest
+/// record is 1 MB).
+const PART_BYTES: usize = 256 * 1024;
+
+/// A changelog partition's records: the last value per key (`None`: deleted).
+type Keyed = HashMap<String, Option<Vec<u8>>>;
+
+/// The head record of a partition's state.
+#[derive(Serialize, Deserialize)]
+struct Head {
+    /// The first input offset the state does not cover.
+    next_offset: i64,
+    /// Names this write's parts.
+    stamp: u64,
+    /// How many parts the state was cut into; 0 when it is `inline`.
+    parts: u32,
+    inline: Vec<u8>,
+}
+
+/// The changelog of one job: its topic, and the keys each partition's next write deletes.
+pub struct Changelog {
+    pub topic: String,
+    job: String,
+    spec: KafkaSpec,
+    client: ClientOptions,
+    sink: Mutex<KafkaSink>,
+    /// Per partition, the part keys that the next head makes stale.
+    stale: Mutex<HashMap<i32, Vec<String>>>,
+}
+
+impl Changelog {
+    /// Opens the changelog `topic` of `job`, creating it (compacted, `partitions` partitions)
+    /// when the cluster lacks it. One with fewer partitions than the input is refused.
+    pub fn open(
+        spec: &KafkaSpec,
+        client: &ClientOptions,
+        topic: &str,
+        job: &str,
+        partitions: usize,
+    ) -> Result<Changelog> {
+        ensure_topic(spec, client, topic, partitions)?;
+        let mut at = spec.clone();
+        at.topic = Some(topic.to_string());
+        Ok(Changelog {
+            topic: topic.to_string(),
+            job: job.to_string(),
+            spec: at.clone(),
+            client: client.clone(),
+            sink: Mutex::new(KafkaSink::open(&at, client)?),
+            stale: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Saves these partition states and waits until the broker has them all; then deletes
+    /// the parts they made stale.
+    pub fn write(&self, states: &[PartitionState]) -> Result<()> {
+        if states.is_empty() {
+            return Ok(());
+        }
+        let mut sink = self.sink.lock().expect("not poisoned");
+        let job = [(JOB_HEADER, Some(self.job.as_bytes()))];
+        let mut heads = Vec::with_capacity(states.len());
+        let mut made_stale = Vec::new();
+        for s in states {
+            let stamp = stamp();
+            let p = s.partition;
+            let mut head = Head {
+                next_offset: s.next_offset,
+                stamp,
+                parts: 0,
+                inline: Vec::new(),
+            };
+            if s.state.len() <= PART_BYTES {
+                head.inline = s.state.clone();
+            } else {
+                for (i, part) in s.state.chunks(PART_BYTES).enumerate() {
+                    let key = format!("{p}/{stamp}/{i}");
+                    send(&mut sink, p, &key, Some(part), &job)?;
+                    made_stale.push((p, key));
+                    head.parts += 1;
+                }
+            }
+            heads.push((p, saved::encode(&head)));
+        }
+        // The parts are delivered before a head names them.
+        sink.flush()?;
+        for (p, head) in &heads {
+            send(&mut sink, *p, &p.to_string(), Some(head), &job)?;
+        }
+        sink.flush()?;
+        let mut stale = self.stale.lock().expect("not poisoned");
+        for s in states {
+            for key in stale.remove(&s.partition).unwrap_or_default() {
+                send(&mut sink, s.partition, &key, None, &job)?;
+            }
+        }
+        for (p, key) in made_stale {
+            stale.entry(p).or_default().push(key);
+        }
+        // Tombstones need not be waited for: a part left behind is deleted by a later write.
+        sink.poll()
+    }
+
+    /// The saved state of each of these partitions that has one.
+    pub fn read(&self, partitions: &[i32]) -> Result<Vec<PartitionState>> {
+        if partitions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let records = self.read_records(partitions)?;
+        let mut states = Vec::new();
+        let mut stale = self.stale.lock().expect("not poisoned");
+        for &p in partitions {
+            let Some(keys) = records.get(&p) else {
+                continue;
+            };
+            let Some(Some(head)) = keys.get(&p.to_string()) else {
+                continue;
+            };
+            let head: Head = saved::decode(head).map_err(|e| self.damaged(p, &e))?;
+            let prefix = format!("{p}/{}/", head.stamp);
+            let state = if head.parts == 0 {
+                head.inline
+            } else {
+                let mut state = Vec::new();
+                for i in 0..head.parts {
+                    match keys.get(&format!("{prefix}{i}")) {
+                        Some(Some(part)) => state.extend_from_slice(part),
+                        _ => return Err(self.damaged(p, &format!("part {i} is missing"))),
+                    }
+                }
+                state
+            };
+            // Parts of any other write are stale: the next write deletes them.
+            let others = keys
+                .iter()
+                .filter(|(k, v)| v.is_some() && k.contains('/') && !k.starts_with(&prefix))
+                .map(|(k, _)| k.clone());
+            let ours = (0..head.parts).map(|i| format!("{prefix}{i}"));
+            stale.insert(p, others.chain(ours).collect());
+            states.push(PartitionState {
+                partition: p,
+                next_offset: head.next_offset,
+                state,
+            });
+        }
+        Ok(states)
+    }
+
+    fn damaged(&self, partition: i32, why: &str) -> Error {
+        Error::Usage(format!(
+            "the changelog topic '{}' holds a damaged state of partition {partition}: {why}; start afresh with a new --changelog topic",
+            self.topic
+        ))
+    }
+
+    /// Every record of these changelog partitions, the last per key (`None`: deleted).
+    fn read_records(
+        &self,
+        partitions: &[i32],
+    ) -> Result<BTreeMap<i32, Keyed>> {
+        let timeout = self.client.timeout;
+        let mut config = self.client.config(&self.spec);
+        config.set("group.id", "weir-changelog");
+        config.set("enable.auto.commit", "false");
+        config.set("enable.partition.eof", "true");
+        let consumer: BaseConsumer<Reporter> = config
+            .create_with_context(Reporter::default())
+            .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+        let mut assignment = TopicPartitionList::new();
+        // The end of each partition now: what a read must reach.
+        let mut ends = HashMap::new();
+        for &p in partitions {
+            let (low, high) = consumer
+                .fetch_watermarks(&self.topic, p, timeout)
+                .map_err(|e| unreachable("cannot read the changelog at", &self.spec, e))?;
+            if high > low {
+                ends.insert(p, high);
+                assignment
+                    .add_partition_offset(&self.topic, p, Offset::Offset(low))
+                    .map_err(|e| Error::Usage(format!("changelog partition {p}: {e}")))?;
+            }
+        }
+        let mut out: BTreeMap<i32, Keyed> = BTreeMap::new();
+        if ends.is_empty() {
+            return Ok(out);
+        }
+        consumer
+            .assign(&assignment)
+            .map_err(|e| unreachable("cannot read the changelog at", &self.spec, e))?;
+        let mut next: HashMap<i32, i64> = HashMap::new();
+        let mut last_progress = Instant::now();
+        while ends
+            .iter()
+            .any(|(p, end)| next.get(p).is_none_or(|n| n < end))
+        {
+            match consumer.poll(Duration::from_millis(100)) {
+                None | Some(Err(KafkaError::PartitionEOF(_))) => {
+                    if last_progress.elapsed() > timeout {
+                        return Err(Error::Unreachable(format!(
+                            "the changelog topic '{}' stopped short of its end for {timeout:?}",
+                            self.topic
+                        )));
+                    }
+                }
+                Some(Err(e)) => {
+                    return Err(Error::Unreachable(format!(
+                        "reading the changelog '{}': {e}",
+                        self.topic
+                    )))
+                }
+                Some(Ok(m)) => {
+                    last_progress = Instant::now();
+                    let p = m.partition();
+                    let seen = next.entry(p).or_insert(i64::MIN);
+                    // A record read before (a compacting broker may return one twice).
+                    if m.offset() < *seen {
+                        continue;
+                    }
+                    *seen = m.offset() + 1;
+                    let job = m.headers().and_then(|h| {
+                        h.iter()
+                            .find(|h| h.key == JOB_HEADER)
+                            .and_then(|h| h.value.map(<[u8]>::to_vec))
+                    });
+                    if job.as_deref() != Some(self.job.as_bytes()) {
+                        return Err(Error::Usage(format!(
+                            "the changelog topic '{}' holds the state of another job (other flags, or another command); give this one its own with --changelog TOPIC or a new -G group",
+                            self.topic
+                        )));
+                    }
+                    let Some(key) = m.key().map(|k| String::from_utf8_lossy(k).into_owned()) else {
+                        continue;
+                    };
+                    out.entry(p)
+                        .or_default()
+                        .insert(key, m.payload().map(<[u8]>::to_vec));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A write's stamp: unique across members and time, so two members' parts never share a key.
+fn stamp() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos ^ (u64::from(std::process::id()) << 44)
+}
+
+fn send(
+    sink: &mut KafkaSink,
+    partition: i32,
+    key: &str,
+    value: Option<&[u8]>,
+    headers: &[(&str, Option<&[u8]>)],
+) -> Result<()> {
+    let record = Outgoing {
+        value,
+        key: Some(key.as_bytes()),
+        headers,
+        timestamp: None,
+        partition: Some(partition),
+    };
+    sink.send(&record).map_err(|f| match f {
+        Fault::Fatal(e) => e,
+        Fault::Record(e) => Error::Unreachable(format!(
+            "the changelog topic '{}' refused a state record: {e}",
+            sink.topic
+        )),
+    })
+}
+
+/// Creates the changelog topic when the cluster lacks it; refuses one with fewer partitions
+/// than the input.
+fn ensure_topic(
+    spec: &KafkaSpec,
+    client: &ClientOptions,
+    topic: &str,
+    partitions: usize,
+) -> Result<()> {
+    let timeout = client.timeout;
+    let admin: AdminClient<DefaultClientContext> = client
+        .config(spec)
+        .create()
+        .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+    let have = |admin: &AdminClient<DefaultClientContext>| -> Result<Option<usize>> {
+        let metadata = admin
+            .inner()
+            .fetch_metadata(Some(topic), timeout)
+            .map_err(|e| unreachable("cannot reach Kafka at", spec, e))?;
+        Ok(metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty())
+            .map(|t| t.partitions().len()))
+    };
+    let count = match have(&admin)? {
+        Some(n) => n,
+        None => {
+            let new = NewTopic::new(topic, partitions as i32, TopicReplication::Fixed(-1))
+                .set("cleanup.policy", "compact");
+            let options = AdminOptions::new().operation_timeout(Some(timeout));
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .map_err(|e| Error::Unreachable(format!("cannot start a runtime: {e}")))?;
+            let results = runtime
+                .block_on(admin.create_topics([&new], &options))
+                .map_err(|e| unreachable("cannot create the changelog topic at", spec, e))?;
+            for result in results {
+                match result {
+                    Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                    Err((_, code)) => {
+                        return Err(Error::Unreachable(format!(
+                            "cannot create the changelog topic '{topic}': {code}"
+                        )))
+                    }
+                }
+            }
+            // The new topic shows in metadata once its partitions have leaders.
+            let deadline = Instant::now() + timeout;
+            loop {
+                if let Some(n) = have(&admin)? {
+                    break n;
+                }
+                if Instant::now() > deadline {
+                    return Err(Error::Unreachable(format!(
+                        "the changelog topic '{topic}' was created but has no partitions after {timeout:?}"
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    };
+    if count < partitions {
+        return Err(Error::Usage(format!(
+            "the changelog topic '{topic}' has {count} partitions, fewer than the input's {partitions}"
+        )));
+    }
+    Ok(())
+}

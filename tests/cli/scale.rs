@@ -1,0 +1,399 @@
+//! Several weir instances as one consumer group on a 4-partition topic, while records keep
+//! arriving: members join, one is killed and started again, one stops and another joins.
+//! Every partition's state follows it through the changelog topic, so the rows of all the
+//! instances, upserted, equal one uninterrupted instance's.
+//!
+//! The members' moves are spaced a few seconds apart, and the group is never left empty: the
+//! test broker's group coordinator has been seen to stall a group for good when members come
+//! and go during a rebalance, and when a member joins a group that every member has left. So
+//! the windows fire on the watermark, not at an end of input: the last records of every key
+//! are far ahead in event time, and the rows compared are those of the windows before them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::kafka::{broker, group_turn, Broker};
+use super::weir_std;
+
+/// How often each member saves its partitions' states.
+const INTERVAL: &str = "500ms";
+
+/// One run of a member: its process, its output file and its stderr.
+struct Member {
+    name: String,
+    child: Child,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+/// A group of instances of one command over one topic.
+struct Group<'a> {
+    b: &'a Broker,
+    topic: String,
+    group: String,
+    command: Vec<String>,
+    dir: tempfile::TempDir,
+    members: Vec<Member>,
+}
+
+impl<'a> Group<'a> {
+    fn new(b: &'a Broker, topic: &str, command: &[&str]) -> Group<'a> {
+        Group {
+            b,
+            topic: topic.to_string(),
+            group: format!("scale-{topic}"),
+            command: command.iter().map(|s| s.to_string()).collect(),
+            dir: tempfile::tempdir().unwrap(),
+            members: Vec::new(),
+        }
+    }
+
+    fn member_command(
+        &self,
+        name: &str,
+        group: &str,
+        extra: &[&str],
+    ) -> (Command, PathBuf, PathBuf) {
+        let out = self.dir.path().join(format!("{name}.ndjson"));
+        let err = self.dir.path().join(format!("{name}.stderr"));
+        let mut c = weir_std();
+        c.args(&self.command)
+            .arg(self.b.url(&self.topic))
+            .args(["-G", group, "--from", "beginning"])
+            .args(["--checkpoint-interval", INTERVAL])
+            .args(["-X", "session.timeout.ms=6000"])
+            .args(extra)
+            .args(["-o", out.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&err).unwrap());
+        (c, out, err)
+    }
+
+    /// Starts a member that reads on until it is stopped.
+    fn join(&mut self, name: &str) {
+        let (mut c, out, err) = self.member_command(name, &self.group.clone(), &[]);
+        self.members.push(Member {
+            name: name.to_string(),
+            child: c.spawn().unwrap(),
+            out,
+            err,
+        });
+    }
+
+    fn member(&mut self, name: &str) -> &mut Member {
+        self.members.iter_mut().find(|m| m.name == name).unwrap()
+    }
+
+    /// SIGKILL: the member saves nothing more.
+    fn kill(&mut self, name: &str) {
+        let m = self.member(name);
+        m.child.kill().unwrap();
+        m.child.wait().unwrap();
+    }
+
+    /// SIGTERM: the member saves its partitions' states and leaves (exit 130).
+    fn stop(&mut self, name: &str) {
+        let m = self.member(name);
+        let status = Command::new("kill")
+            .args(["-TERM", &m.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let status = m.child.wait().unwrap();
+        let err = std::fs::read_to_string(&m.err).unwrap();
+        assert_eq!(status.code(), Some(130), "member {}: {err}", m.name);
+    }
+
+    /// A member that reads to the end (-e); it must succeed.
+    fn finish(&mut self, name: &str, group: &str) -> Vec<String> {
+        let (mut c, out, err) = self.member_command(name, group, &["-e"]);
+        let mut child = c.spawn().unwrap();
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(90) {
+                let _ = child.kill();
+                panic!("{name} did not finish in 90 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let err = std::fs::read_to_string(&err).unwrap();
+        assert!(status.success(), "{name}: {status:?}: {err}");
+        lines(&out)
+    }
+
+    /// Each member's output lines, by member name.
+    fn outputs(&self) -> Vec<(String, Vec<String>)> {
+        self.members
+            .iter()
+            .map(|m| (m.name.clone(), lines(&m.out)))
+            .collect()
+    }
+
+    /// The sequence every test goes through, while `producing` writes the records: three
+    /// members join; b is killed and, once the group has moved its partitions, started again
+    /// as b2; c stops and d joins; when the records are all there and the members' output is
+    /// `complete` (given the reference's, `reference` below), they stop. Returns every run's
+    /// output, and the reference's.
+    #[allow(clippy::type_complexity)]
+    fn run(
+        &mut self,
+        mut producing: Child,
+        complete: impl Fn(&[String], &[(String, Vec<String>)]) -> bool,
+    ) -> (Vec<(String, Vec<String>)>, Vec<String>) {
+        for name in ["a", "b", "c"] {
+            self.join(name);
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        std::thread::sleep(Duration::from_secs(3));
+        self.kill("b");
+        // The session timeout (6 s), then the rebalance that gives b's partitions away.
+        std::thread::sleep(Duration::from_secs(9));
+        self.join("b2");
+        std::thread::sleep(Duration::from_secs(4));
+        self.stop("c");
+        std::thread::sleep(Duration::from_secs(4));
+        self.join("d");
+        assert!(producing.wait().unwrap().success(), "the producer failed");
+        let reference = self.reference();
+        let started = Instant::now();
+        while !complete(&reference, &self.outputs()) {
+            if started.elapsed() > Duration::from_secs(90) {
+                for name in ["a", "b2", "d"] {
+                    let _ = self.member(name).child.kill();
+                }
+                panic!("the members' output is incomplete 90 s after the last record");
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        for name in ["a", "b2", "d"] {
+            self.stop(name);
+        }
+        (self.outputs(), reference)
+    }
+
+    /// One uninterrupted member of a group of its own, over the same records.
+    fn reference(&mut self) -> Vec<String> {
+        let group = format!("{}-reference", self.group);
+        self.finish("reference", &group)
+    }
+}
+
+fn lines(path: &PathBuf) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `weir replay FILE --rate` into `topic`, keyed by `key`: records that keep arriving.
+fn produce_while(
+    b: &Broker,
+    topic: &str,
+    records: &str,
+    key: &str,
+    rate: &str,
+) -> (Child, tempfile::NamedTempFile) {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(records.as_bytes()).unwrap();
+    let child = weir_std()
+        .args(["replay", "-q", "--key", key, "--rate", rate])
+        .arg(file.path())
+        .args(["-o", &b.url(topic)])
+        .spawn()
+        .unwrap();
+    (child, file)
+}
+
+/// The duplicated rows of `outputs` (by `key`), each with the members that wrote it.
+fn duplicated(
+    outputs: &[(String, Vec<String>)],
+    key: impl Fn(&Value) -> String,
+) -> BTreeMap<String, Vec<String>> {
+    let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (name, rows) in outputs {
+        for row in rows {
+            let v: Value = serde_json::from_str(row).unwrap();
+            writers.entry(key(&v)).or_default().push(name.clone());
+        }
+    }
+    writers.retain(|_, w| w.len() > 1);
+    writers
+}
+
+/// Only the killed member's output since its last save comes twice: every duplicate is a
+/// row b wrote and its partitions' next owner wrote again. Clean moves (a stop, a join)
+/// repeat nothing.
+fn check_duplicates(outputs: &[(String, Vec<String>)], key: impl Fn(&Value) -> String) {
+    let dups = duplicated(outputs, key);
+    for (k, writers) in &dups {
+        assert!(
+            writers.len() == 2 && writers.contains(&"b".to_string()),
+            "{k} written by {writers:?}: only the killed member's last rows may come twice"
+        );
+    }
+    let b_rows = outputs
+        .iter()
+        .find(|(n, _)| n == "b")
+        .map_or(0, |(_, r)| r.len());
+    eprintln!(
+        "{} rows written twice, of the {b_rows} the killed member wrote",
+        dups.len()
+    );
+}
+
+#[test]
+fn window_members_that_join_leave_and_die_give_the_rows_of_one() {
+    let Some(b) = broker() else { return };
+    let _turn = group_turn();
+    let topic = b.topic("scale-window", 4);
+    // 37 keys, times 50 ms apart with up to 400 ms of disorder: nothing is late at --delay 1s.
+    // Then a record of each key an hour ahead, so that every window before it fires.
+    let t0 = 1_767_225_600_000u64;
+    let mut records = String::new();
+    let n = 60_000u64;
+    for i in 0..n {
+        let jitter = (i * 7919) % 800;
+        let t = t0 + i * 50 + jitter;
+        records.push_str(&format!(
+            "{{\"k\":\"k{}\",\"t\":{t},\"v\":{}}}\n",
+            i % 37,
+            i % 1000
+        ));
+    }
+    let ahead = t0 + n * 50 + 3_600_000;
+    for k in 0..37 {
+        records.push_str(&format!("{{\"k\":\"k{k}\",\"t\":{ahead},\"v\":0}}\n"));
+    }
+    let (producing, _file) = produce_while(&b, &topic, &records, "k", "2500/s");
+    let mut group = Group::new(
+        &b,
+        &topic,
+        &[
+            "window",
+            "-q",
+            "--time",
+            "value.t",
+            "--time-format",
+            "ms",
+            "--key",
+            "value.k",
+            "--tumbling",
+            "10s",
+            "--delay",
+            "1s",
+            "--count",
+            "--sum",
+            "value.v",
+        ],
+    );
+    let upsert_key = |r: &Value| format!("{} {}", r["value_k"], r["window_start"]);
+    // The reference's rows but those of the windows an hour ahead, which fire only at its end.
+    let rows_before = |reference: &[String]| -> BTreeMap<String, String> {
+        reference
+            .iter()
+            .map(|l| (serde_json::from_str::<Value>(l).unwrap(), l))
+            .filter(|(r, _)| r["sum_value_v"] != 0)
+            .map(|(r, l)| (upsert_key(&r), l.clone()))
+            .collect()
+    };
+    let (outputs, reference) = group.run(producing, |reference, outputs| {
+        let want = rows_before(reference);
+        let got: BTreeSet<String> = outputs
+            .iter()
+            .flat_map(|(_, rows)| rows)
+            .map(|l| upsert_key(&serde_json::from_str(l).unwrap()))
+            .collect();
+        want.keys().all(|k| got.contains(k))
+    });
+    let want = rows_before(&reference);
+    // 3,000 s of event time: 300 windows of each key.
+    assert!(want.len() >= 300 * 37, "{} rows", want.len());
+    let mut table: BTreeMap<String, String> = BTreeMap::new();
+    for (name, rows) in &outputs {
+        for row in rows {
+            let k = upsert_key(&serde_json::from_str(row).unwrap());
+            assert_eq!(
+                want.get(&k),
+                Some(row),
+                "{name} wrote a row unlike the reference's"
+            );
+            table.insert(k, row.clone());
+        }
+    }
+    assert_eq!(table.len(), want.len(), "rows missing");
+    check_duplicates(&outputs, upsert_key);
+}
+
+#[test]
+fn dedupe_members_that_join_leave_and_die_pass_each_id_once() {
+    let Some(b) = broker() else { return };
+    let _turn = group_turn();
+    let topic = b.topic("scale-dedupe", 4);
+    // 30,000 ids, each sent one to three times within two seconds of event time.
+    let t0 = 1_767_225_600_000u64;
+    let mut records = String::new();
+    for i in 0..50_000u64 {
+        let id = if i % 5 < 3 { i } else { i.saturating_sub(1 + (i * 31) % 40) };
+        let t = t0 + i * 40;
+        records.push_str(&format!("{{\"id\":\"e{id}\",\"t\":{t},\"n\":{i}}}\n"));
+    }
+    let (producing, _file) = produce_while(&b, &topic, &records, "id", "2000/s");
+    let mut group = Group::new(
+        &b,
+        &topic,
+        &[
+            "dedupe",
+            "-q",
+            "--id",
+            "value.id",
+            "--time",
+            "value.t",
+            "--time-format",
+            "ms",
+            "--horizon",
+            "1m",
+        ],
+    );
+    let passed = |outputs: &[(String, Vec<String>)]| -> BTreeSet<String> {
+        outputs
+            .iter()
+            .flat_map(|(_, rows)| rows.iter().cloned())
+            .collect()
+    };
+    let (outputs, reference) = group.run(producing, |reference, outputs| {
+        passed(outputs).len() >= reference.len()
+    });
+    let reference: BTreeSet<String> = reference.into_iter().collect();
+    let position = |r: &Value| format!("{} {}", r["partition"], r["offset"]);
+    let mut passed: BTreeSet<String> = BTreeSet::new();
+    for (name, rows) in &outputs {
+        for row in rows {
+            assert!(
+                reference.contains(row),
+                "{name} passed a record the reference dropped: {row}"
+            );
+            passed.insert(row.clone());
+        }
+    }
+    assert_eq!(
+        passed.len(),
+        reference.len(),
+        "records the reference passed are missing"
+    );
+    // Each id once, across every member.
+    let ids: BTreeSet<String> = passed
+        .iter()
+        .map(|r| serde_json::from_str::<Value>(r).unwrap()["value"]["id"].to_string())
+        .collect();
+    assert_eq!(ids.len(), passed.len(), "an id passed twice");
+    check_duplicates(&outputs, position);
+}
