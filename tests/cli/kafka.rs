@@ -20,8 +20,8 @@ pub(super) fn group_turn() -> std::sync::MutexGuard<'static, ()> {
 }
 
 pub(super) struct Broker {
-    addr: String,
-    kcat: String,
+    pub(super) addr: String,
+    pub(super) kcat: String,
 }
 
 pub(super) fn broker() -> Option<Broker> {
@@ -1611,28 +1611,10 @@ fn committed_offsets(b: &Broker, topic: &str, group: &str) -> BTreeMap<i64, i64>
     offsets
 }
 
-/// The next offset per partition a checkpoint (or the one before it) goes on from.
-fn checkpoint_offsets(path: &std::path::Path) -> BTreeMap<i64, i64> {
-    use weir::runtime::checkpoint::file::{CheckpointFile, Loaded, PartitionId, Resume};
-    let c = match CheckpointFile::new(path).read() {
-        Ok(Loaded::Current(c) | Loaded::Previous(c, _)) => c,
-        _ => return BTreeMap::new(),
-    };
-    c.partitions
-        .iter()
-        .filter_map(|p| match (&p.partition, &p.resume) {
-            (PartitionId::Kafka { partition, .. }, Resume::Kafka { offset }) => {
-                Some((*partition as i64, *offset))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-/// The Kafka drill: `window` from a topic to a topic in a group, with checkpoints, killed ten
-/// times. Every row of one uninterrupted run is in the output topic, every extra row is an
-/// identical copy of one of them (same upsert key, same values), and at every kill the
-/// group's committed offsets are not ahead of the checkpoint (so not of the output).
+/// The Kafka drill: `window` from a topic to a topic as a group member, each partition's
+/// state saved in the changelog topic, killed ten times. Every row of one uninterrupted run is
+/// in the output topic, and every extra row is an identical copy of one of them (same upsert
+/// key, same values): the group's offsets never ran ahead of the saved states.
 /// Slow (two minutes or more: each restart waits out the killed member's session), so out of
 /// the default run: `scripts/test.sh -- --ignored window_from_kafka`.
 #[test]
@@ -1709,13 +1691,14 @@ fn window_from_kafka_to_kafka_killed_ten_times_loses_nothing() {
     let drilled_out = b.topic("drill-out", 1);
     let group = format!("drill-{input}");
     let dir = tempfile::tempdir().unwrap();
-    let checkpoint = dir.path().join("window.ckpt");
     let stderr = dir.path().join("stderr");
+    let committed = || committed_offsets(&b, &input, &group);
     let drill = KillDrill {
         kills: 10,
         seed: 41,
-        // Soon after the checkpoint moves: a run must not read the rest of the topic before
-        // its kill, or the drill ends with fewer than ten.
+        // Soon after the committed offsets move (each partition's state was saved first): a run
+        // must not read the rest of the topic before its kill, or the drill ends with fewer
+        // than ten.
         max_extra: Duration::from_millis(60),
         deadline: Duration::from_secs(400),
     };
@@ -1732,40 +1715,28 @@ fn window_from_kafka_to_kafka_killed_ten_times_loses_nothing() {
                     "-o",
                     &b.url(&drilled_out),
                 ])
-                .args(["--checkpoint", checkpoint.to_str().unwrap()])
                 .args(["--checkpoint-interval", "100ms"])
                 .args(["-X", "session.timeout.ms=6000"])
                 // Small fetches, so that a run reads for a while and each kill lands mid-way.
+                // The committed offsets, read through `weir lag`, take a while to look at.
                 .args([
                     "-X",
-                    "fetch.max.bytes=32768",
+                    "fetch.max.bytes=8192",
                     "-X",
-                    "max.partition.fetch.bytes=16384",
+                    "max.partition.fetch.bytes=4096",
                 ])
                 .args([
                     "-X",
-                    "queued.max.messages.kbytes=64",
+                    "queued.max.messages.kbytes=16",
                     "-X",
-                    "message.max.bytes=32768",
+                    "message.max.bytes=8192",
                 ])
                 .stderr(std::fs::File::create(&stderr).unwrap())
                 .spawn()
                 .unwrap()
         },
-        || checkpoint_offsets(&checkpoint).values().sum::<i64>() as u64,
-        || {
-            let (committed, checkpointed) = (
-                committed_offsets(&b, &input, &group),
-                checkpoint_offsets(&checkpoint),
-            );
-            for (partition, offset) in &committed {
-                let covered = checkpointed.get(partition).copied().unwrap_or(0);
-                assert!(
-                    *offset <= covered,
-                    "partition {partition}: the group committed {offset}, the checkpoint covers {covered}"
-                );
-            }
-        },
+        || committed().values().sum::<i64>() as u64,
+        || {},
         |status| {
             let stderr = std::fs::read_to_string(&stderr).unwrap();
             // A dropped connection (above): started again from the checkpoint, which is what

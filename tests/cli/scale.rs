@@ -342,7 +342,11 @@ fn dedupe_members_that_join_leave_and_die_pass_each_id_once() {
     let t0 = 1_767_225_600_000u64;
     let mut records = String::new();
     for i in 0..50_000u64 {
-        let id = if i % 5 < 3 { i } else { i.saturating_sub(1 + (i * 31) % 40) };
+        let id = if i % 5 < 3 {
+            i
+        } else {
+            i.saturating_sub(1 + (i * 31) % 40)
+        };
         let t = t0 + i * 40;
         records.push_str(&format!("{{\"id\":\"e{id}\",\"t\":{t},\"n\":{i}}}\n"));
     }
@@ -396,4 +400,65 @@ fn dedupe_members_that_join_leave_and_die_pass_each_id_once() {
         .collect();
     assert_eq!(ids.len(), passed.len(), "an id passed twice");
     check_duplicates(&outputs, position);
+}
+
+/// A partition's state larger than a Kafka record is saved in parts, restored whole by the
+/// next member, and the parts of an earlier save are deleted once a newer one is whole.
+#[test]
+fn a_large_state_is_saved_in_parts_and_restored_whole() {
+    let Some(b) = broker() else { return };
+    let _turn = group_turn();
+    let topic = b.topic("scale-parts", 2);
+    let group = format!("parts-{topic}");
+    let mut records = String::new();
+    for i in 0..120_000u64 {
+        records.push_str(&format!(
+            "{{\"id\":\"e{i}\",\"t\":{}}}\n",
+            1_767_225_600_000 + i
+        ));
+    }
+    let dedupe = |expected_passed: usize| {
+        let (mut producing, _file) = produce_while(&b, &topic, &records, "id", "10000000/s");
+        assert!(producing.wait().unwrap().success());
+        let out = super::weir()
+            .args(["dedupe", "--id", "value.id", "--time", "value.t"])
+            .args(["--time-format", "ms", "--horizon", "1h", "-e", "-q"])
+            .args(["-G", &group, "--from", "beginning"])
+            .arg(b.url(&topic))
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(super::stdout_lines(&out).len(), expected_passed);
+    };
+    // 60,000 ids a partition: over a megabyte of state each.
+    dedupe(120_000);
+    // The same ids again: the restored states know every one.
+    dedupe(0);
+    let changelog = format!("{group}-dedupe-changelog");
+    let out = Command::new(&b.kcat)
+        .args(["-b", &b.addr, "-C", "-e", "-q", "-t", &changelog])
+        .args(["-f", "%k %S\n"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // The last record of each key; a deleted one has size -1.
+    let mut last: BTreeMap<String, i64> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let (key, size) = line.rsplit_once(' ').unwrap();
+        last.insert(key.to_string(), size.parse().unwrap());
+    }
+    let live: Vec<&String> = last
+        .iter()
+        .filter(|(_, s)| **s >= 0)
+        .map(|(k, _)| k)
+        .collect();
+    let heads = live.iter().filter(|k| !k.contains('/')).count();
+    let stamps: BTreeSet<&str> = live
+        .iter()
+        .filter_map(|k| k.rsplit_once('/').map(|(s, _)| s))
+        .collect();
+    assert_eq!(heads, 2, "{live:?}");
+    assert_eq!(stamps.len(), 2, "one save's parts per partition: {live:?}");
+    assert!(live.len() > 2 + 2 * 4, "each state in parts: {live:?}");
 }

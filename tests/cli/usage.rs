@@ -153,6 +153,35 @@ fn window_usage_errors_leave_files_as_they_were() {
             &[CHECKOUTS, "--tumbling", "1m", "--from", "-1h"],
             "applies to a Kafka source",
         ),
+        // A group member's state is kept per partition, in the changelog topic.
+        (
+            &[
+                NO_BROKER,
+                "--tumbling",
+                "1m",
+                "-G",
+                "g",
+                "--checkpoint",
+                "/tmp/never",
+            ],
+            "--checkpoint is for a run without -G",
+        ),
+        (
+            &[
+                NO_BROKER,
+                "--tumbling",
+                "1m",
+                "-G",
+                "g",
+                "--partition-by",
+                "p",
+            ],
+            "--partition-by does not apply",
+        ),
+        (
+            &[NO_BROKER, "--tumbling", "1m", "--changelog", "c"],
+            "--group",
+        ),
     ];
     for (args, message) in cases {
         let all: Vec<&str> = w.iter().chain(args.iter()).copied().collect();
@@ -178,6 +207,19 @@ fn dedupe_usage_errors_leave_files_as_they_were() {
         (
             &["dedupe", CHECKOUTS, "--id", "event_id", "--key", "k"],
             "need -o kafka://",
+        ),
+        (
+            &[
+                "dedupe",
+                NO_BROKER,
+                "--id",
+                "event_id",
+                "-G",
+                "g",
+                "--checkpoint",
+                "/tmp/never",
+            ],
+            "--checkpoint is for a run without -G",
         ),
     ];
     for (args, message) in cases {

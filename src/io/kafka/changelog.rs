@@ -89,7 +89,7 @@ impl Changelog {
     }
 
     /// Saves these partition states and waits until the broker has them all; then deletes
-    /// the parts they made stale.
+    /// the parts they made stale (a part a crash leaves behind goes at a later save).
     pub fn write(&self, states: &[PartitionState]) -> Result<()> {
         if states.is_empty() {
             return Ok(());
@@ -134,8 +134,7 @@ impl Changelog {
         for (p, key) in made_stale {
             stale.entry(p).or_default().push(key);
         }
-        // Tombstones need not be waited for: a part left behind is deleted by a later write.
-        sink.poll()
+        sink.flush()
     }
 
     /// The saved state of each of these partitions that has one.
@@ -191,10 +190,7 @@ impl Changelog {
     }
 
     /// Every record of these changelog partitions, the last per key (`None`: deleted).
-    fn read_records(
-        &self,
-        partitions: &[i32],
-    ) -> Result<BTreeMap<i32, Keyed>> {
+    fn read_records(&self, partitions: &[i32]) -> Result<BTreeMap<i32, Keyed>> {
         let timeout = self.client.timeout;
         let mut config = self.client.config(&self.spec);
         config.set("group.id", "weir-changelog");

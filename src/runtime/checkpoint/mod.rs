@@ -684,3 +684,113 @@ impl Checkpoints {
         file.write(&checkpoint)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Fault;
+    use crate::runtime::chunk::Line;
+    use crate::runtime::drive::Flow;
+    use crate::runtime::policy::PolicyPlan;
+
+    /// A step whose state per partition is a number.
+    #[derive(Default)]
+    struct Numbers {
+        states: BTreeMap<i32, Vec<u8>>,
+        durable: u32,
+    }
+
+    impl RecordStep for Numbers {
+        fn record(&mut self, _: &Line<'_>, _: &mut Counters) -> Result<Flow, Fault> {
+            Ok(Flow::Continue)
+        }
+        fn idle(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn durable(&mut self) -> Result<()> {
+            self.durable += 1;
+            Ok(())
+        }
+        fn save_partition(&mut self, partition: i32) -> Result<Vec<u8>> {
+            Ok(self.states.get(&partition).cloned().unwrap_or_default())
+        }
+        fn restore_partition(&mut self, partition: i32, state: &[u8]) -> Result<()> {
+            self.states.insert(partition, state.to_vec());
+            Ok(())
+        }
+        fn revoke_partition(&mut self, partition: i32) {
+            self.states.remove(&partition);
+        }
+    }
+
+    fn group() -> Checkpoints {
+        let inputs = CheckpointInputs::Kafka { topic: "t".into() };
+        Checkpoints::for_group(Duration::ZERO, "window", inputs)
+    }
+
+    #[test]
+    fn a_group_member_skips_what_it_does_not_own_and_what_its_state_covers() {
+        let mut c = group();
+        let mut step = Numbers::default();
+        let restored = PartitionState {
+            partition: 1,
+            next_offset: 10,
+            state: vec![7],
+        };
+        c.own(&[0, 1], &[restored], &mut step).unwrap();
+        assert_eq!(step.states.get(&1), Some(&vec![7]));
+        // Partition 2 is not ours; partition 1's records before 10 are in its state.
+        assert_eq!(c.skipped(&[(0, 3), (1, 10), (1, 11)]), None);
+        assert_eq!(
+            c.skipped(&[(0, 3), (1, 9), (2, 0), (1, 10)]),
+            Some(vec![false, true, true, false])
+        );
+        c.passed_records(&[(0, 3), (1, 9), (2, 0), (1, 10)]);
+        assert_eq!(c.offsets.get(&2), None, "an unowned partition was passed");
+        assert_eq!(c.offsets.get(&1), Some(&11));
+        assert_eq!(c.offsets.get(&0), Some(&4));
+    }
+
+    #[test]
+    fn a_due_save_hands_over_the_partitions_that_moved_and_a_revoke_the_revoked() {
+        let mut c = group();
+        let mut step = Numbers::default();
+        let mut policy = ErrorPolicy::open(&PolicyPlan::new(None, None)).unwrap();
+        let counters = Counters::default();
+        c.own(&[0, 1], &[], &mut step).unwrap();
+        step.states.insert(0, vec![1]);
+        step.states.insert(1, vec![2]);
+        c.passed_records(&[(0, 5)]);
+        c.take(&mut step, &mut policy, &counters).unwrap();
+        let saved = c.take_saved();
+        assert_eq!(
+            saved,
+            vec![PartitionState {
+                partition: 0,
+                next_offset: 6,
+                state: vec![1]
+            }],
+            "only partition 0 moved"
+        );
+        assert_eq!(step.durable, 1, "the output is durable before a save");
+        c.passed_records(&[(1, 8)]);
+        let revoked = c.revoke(&[1, 3], &mut step, &mut policy).unwrap();
+        assert_eq!(
+            revoked,
+            vec![PartitionState {
+                partition: 1,
+                next_offset: 9,
+                state: vec![2]
+            }]
+        );
+        assert!(
+            !step.states.contains_key(&1),
+            "a revoked partition's state stays"
+        );
+        assert_eq!(c.skipped(&[(1, 9)]), Some(vec![true]));
+        // Lost (not revoked): dropped without a save.
+        let lost = c.own(&[1], &[], &mut step).unwrap();
+        assert_eq!(lost, vec![0]);
+        assert!(!step.states.contains_key(&0));
+    }
+}
