@@ -162,6 +162,39 @@ if [[ " $WHAT " == *" kinesis "* ]]; then
   echo "  info  weir replay vs boto3 put_records: $(ratio 'weir replay -o kinesis' 'boto3 put_records')x"
 fi
 
+# Scale-out (WHAT=scale, starts the test broker). weir window -G -e over a 4-partition topic of
+# 1M events keyed by merchant_id: one member against two members started together, in events
+# per second (each run a new group and changelog). Then the takeover after a SIGKILL:
+# scripts/scale_takeover.py has two dedupe members share a topic that records keep coming to,
+# kills one, and times how long the survivor takes to pass a record of the dead member's
+# partitions, with -X session.timeout.ms=6000 (librdkafka's default is 45 s); it also counts
+# the records both passed, against one checkpoint interval's worth. Targets: takeover under 10
+# s, at most one interval re-read.
+if [[ " $WHAT " == *" scale "* ]]; then
+  trap 'scripts/kafka-broker.sh stop' EXIT
+  broker_env=$(scripts/kafka-broker.sh start)
+  eval "$broker_env"
+  B=$WEIR_TEST_KAFKA
+  data "${SCALE_EVENTS:-1000000}"
+  T="bench-scale-$$-$RANDOM"
+  tansu topic create --broker "tcp://$B" --partitions 4 "$T" >/dev/null
+  $WEIR replay -q --key merchant_id "$FILE" -o "kafka://$B/$T"
+  echo "== scale: $LINES events on 4 partitions, Tansu on $B"
+  win=(window "kafka://$B/$T" --from beginning -e -q --time value.occurred_at --key value.merchant_id --tumbling 1m --count)
+  run "window -G, 1 member" 1 $WEIR "${win[@]}" -G "one-$T"
+  run "window -G, 2 members" 1 sh -c "$WEIR ${win[*]} -G two-$T & $WEIR ${win[*]} -G two-$T & wait"
+  echo "  info  2 members vs 1: $(ratio 'window -G, 2 members' 'window -G, 1 member')x (2 cores, the broker on the same machine)"
+  data 200000
+  T2="bench-takeover-$$-$RANDOM"
+  tansu topic create --broker "tcp://$B" --partitions 4 "$T2" >/dev/null
+  result=$(python3 scripts/scale_takeover.py "$WEIR" "$B" "$T2" "$FILE" 5000 1000 6000)
+  echo "  info  $result"
+  takeover=$(echo "$result" | python3 -c 'import json,sys; print(json.load(sys.stdin)["takeover_s"] or 999)')
+  reread=$(echo "$result" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["reread_records"] / r["one_interval_records"])')
+  check "takeover after a SIGKILL (s)" "$takeover" "<" 10
+  check "work re-read after a SIGKILL (intervals)" "$reread" "<=" 1
+fi
+
 if [[ " $WHAT " == *" consume "* ]]; then
 data "$EVENTS"
 echo "# weir consume: $LINES lines, $((BYTES / 1000000)) MB ($FILE), every line checked to be JSON"
