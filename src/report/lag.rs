@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use crate::core::lag::{totals, Breach, PartitionLag, ShardLag, TimeLag};
 use crate::core::time::{format_millis, human_duration, Millis};
-use crate::io::kafka::GroupDescription;
+use crate::io::kafka::{GroupDescription, Owner};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LagFormat {
@@ -64,7 +64,17 @@ fn time_lag_name(t: TimeLag) -> &'static str {
     }
 }
 
-fn row_json(r: &PartitionLag) -> Map<String, Value> {
+/// The member `r`'s partition is assigned to, where the broker says.
+fn owner<'a>(report: &'a LagReport, r: &PartitionLag) -> Option<&'a Owner> {
+    let o = &r.offsets;
+    report
+        .groups
+        .get(&o.group)?
+        .owners
+        .get(&(o.topic.clone(), o.partition))
+}
+
+fn row_json(report: &LagReport, r: &PartitionLag) -> Map<String, Value> {
     let o = &r.offsets;
     let mut m = Map::new();
     m.insert("group".into(), json!(o.group));
@@ -86,6 +96,10 @@ fn row_json(r: &PartitionLag) -> Map<String, Value> {
             }
         )),
     );
+    let owner = owner(report, r);
+    m.insert("owner".into(), json!(owner.map(|o| &o.member_id)));
+    m.insert("owner_client_id".into(), json!(owner.map(|o| &o.client_id)));
+    m.insert("owner_host".into(), json!(owner.map(|o| &o.host)));
     m
 }
 
@@ -95,7 +109,7 @@ pub fn render(report: &LagReport, breached: &[Breach], format: LagFormat, out: &
         LagFormat::Table => render_table(report, out),
         LagFormat::Ndjson => {
             for r in &report.rows {
-                out.push_str(&Value::Object(row_json(r)).to_string());
+                out.push_str(&Value::Object(row_json(report, r)).to_string());
                 out.push('\n');
             }
         }
@@ -121,7 +135,7 @@ fn report_json(report: &LagReport, breached: &[Breach]) -> Value {
                 .rows
                 .iter()
                 .filter(|r| r.offsets.group == *g && r.offsets.topic == *topic)
-                .map(|r| Value::Object(row_json(r)))
+                .map(|r| Value::Object(row_json(report, r)))
                 .collect();
             topics.push(json!({
                 "topic": topic,
@@ -151,7 +165,7 @@ fn report_json(report: &LagReport, breached: &[Breach]) -> Value {
     })
 }
 
-const COLUMNS: [&str; 10] = [
+const COLUMNS: [&str; 13] = [
     "group",
     "topic",
     "partition",
@@ -162,10 +176,14 @@ const COLUMNS: [&str; 10] = [
     "lag_ms",
     "time_lag",
     "understated",
+    "owner",
+    "owner_client_id",
+    "owner_host",
 ];
 
 fn render_csv(report: &LagReport, out: &mut String) {
-    csv_rows(&COLUMNS, report.rows.iter().map(row_json), out);
+    let rows = report.rows.iter().map(|r| row_json(report, r));
+    csv_rows(&COLUMNS, rows, out);
 }
 
 /// A label value in the exposition format: backslash, quote and newline escaped.
@@ -262,13 +280,14 @@ fn time_cell(t: TimeLag) -> String {
 
 fn render_table(report: &LagReport, out: &mut String) {
     let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
-    let mut table: Vec<[String; 7]> = vec![[
+    let mut table: Vec<[String; 8]> = vec![[
         "GROUP".into(),
         "TOPIC".into(),
         "PARTITION".into(),
         "COMMITTED".into(),
         "LOG-END".into(),
         "LAG".into(),
+        "OWNER".into(),
         "TIME-LAG".into(),
     ]];
     let sums = totals(&report.rows);
@@ -285,6 +304,7 @@ fn render_table(report: &LagReport, out: &mut String) {
                 opt(r.offsets.committed),
                 r.offsets.log_end.to_string(),
                 opt(r.messages),
+                owner(report, r).map_or("-".into(), |o| o.member_id.clone()),
                 time_cell(r.time),
             ]);
         }
@@ -305,6 +325,7 @@ fn render_table(report: &LagReport, out: &mut String) {
             String::new(),
             String::new(),
             t.messages.to_string(),
+            String::new(),
             t.max_time_ms.map_or("-".into(), human_duration) + &note,
         ]);
     }
@@ -515,5 +536,72 @@ mod tests {
     #[test]
     fn label_escaping() {
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    /// Where the broker names the members, each partition's owner is shown; elsewhere "-"
+    /// in the table and null in JSON, never a made-up owner.
+    #[test]
+    fn each_partition_shows_its_owner_where_the_broker_says() {
+        use crate::core::lag::PartitionOffsets;
+        let row = |partition| PartitionLag {
+            offsets: PartitionOffsets {
+                group: "g".into(),
+                topic: "t".into(),
+                partition,
+                committed: Some(5),
+                log_start: 0,
+                log_end: 7,
+            },
+            messages: Some(2),
+            time: TimeLag::Unknown,
+        };
+        let owner = Owner {
+            member_id: "rdkafka-1f0a".into(),
+            client_id: "weir".into(),
+            host: "/10.0.0.5".into(),
+        };
+        let description = GroupDescription {
+            state: Some("Stable".into()),
+            members: Some(1),
+            owners: [(("t".to_string(), 1), owner)].into_iter().collect(),
+        };
+        let report = LagReport {
+            at: 0,
+            mode: LagTimeMode::None,
+            rows: vec![row(0), row(1)],
+            groups: [("g".to_string(), description)].into_iter().collect(),
+        };
+        let mut table = String::new();
+        render(&report, &[], LagFormat::Table, &mut table);
+        let cells = |p: &str| -> Vec<String> {
+            let line = table
+                .lines()
+                .find(|l| l.split_whitespace().nth(2) == Some(p));
+            line.unwrap()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        };
+        assert!(table.lines().next().unwrap().contains("OWNER"), "{table}");
+        assert_eq!(cells("0")[6], "-", "{table}");
+        assert_eq!(cells("1")[6], "rdkafka-1f0a", "{table}");
+        let mut ndjson = String::new();
+        render(&report, &[], LagFormat::Ndjson, &mut ndjson);
+        let rows: Vec<Value> = ndjson
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows[0]["owner"], Value::Null);
+        assert_eq!(rows[1]["owner"], "rdkafka-1f0a");
+        assert_eq!(rows[1]["owner_host"], "/10.0.0.5");
+        let mut csv = String::new();
+        render(&report, &[], LagFormat::Csv, &mut csv);
+        assert!(
+            csv.lines()
+                .nth(2)
+                .unwrap()
+                .ends_with(",rdkafka-1f0a,weir,/10.0.0.5"),
+            "{csv}"
+        );
     }
 }

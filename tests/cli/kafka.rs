@@ -919,7 +919,7 @@ fn lag_output_formats() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "group,topic,partition,committed_offset,log_start_offset,log_end_offset,lag_messages,lag_ms,time_lag,understated"
+        "group,topic,partition,committed_offset,log_start_offset,log_end_offset,lag_messages,lag_ms,time_lag,understated,owner,owner_client_id,owner_host"
     );
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 3);

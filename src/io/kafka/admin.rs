@@ -3,7 +3,7 @@
 //! does not wrap (ListConsumerGroups, ListConsumerGroupOffsets) are made through
 //! librdkafka's C API here, and only here.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
@@ -85,11 +85,52 @@ pub struct Cluster {
     probe: BaseConsumer<Reporter>,
 }
 
-/// A group as the broker describes it; `None` fields where it would not say.
+/// A group as the broker describes it; `None` fields (and no owners) where it would not say.
 #[derive(Clone, Debug, Default)]
 pub struct GroupDescription {
     pub state: Option<String>,
     pub members: Option<usize>,
+    /// The member each (topic, partition) is assigned to.
+    pub owners: BTreeMap<(String, i32), Owner>,
+}
+
+/// A group member, as `kafka-consumer-groups.sh --describe` names it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Owner {
+    pub member_id: String,
+    pub client_id: String,
+    pub host: String,
+}
+
+/// The (topic, partition) pairs of a consumer-protocol member assignment: a version (int16),
+/// an array (int32 count) of topics (int16-length string) each with an array of int32
+/// partitions, then user data. `None` for bytes that are not one.
+pub fn assigned_partitions(bytes: &[u8]) -> Option<Vec<(String, i32)>> {
+    fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = (b.get(..n)?, b.get(n..)?);
+        *b = rest;
+        Some(head)
+    }
+    fn int(b: &mut &[u8], n: usize) -> Option<i64> {
+        let bytes = take(b, n)?;
+        Some(match n {
+            2 => i16::from_be_bytes(bytes.try_into().ok()?) as i64,
+            _ => i32::from_be_bytes(bytes.try_into().ok()?) as i64,
+        })
+    }
+    let mut b = bytes;
+    let _version = int(&mut b, 2)?;
+    let topics = int(&mut b, 4)?;
+    let mut out = Vec::new();
+    for _ in 0..topics.max(0) {
+        let len = usize::try_from(int(&mut b, 2)?).ok()?;
+        let topic = std::str::from_utf8(take(&mut b, len)?).ok()?.to_string();
+        let partitions = int(&mut b, 4)?;
+        for _ in 0..partitions.max(0) {
+            out.push((topic.clone(), int(&mut b, 4)? as i32));
+        }
+    }
+    Some(out)
 }
 
 impl Cluster {
@@ -167,6 +208,23 @@ impl Cluster {
                 Some(g) => GroupDescription {
                     state: Some(g.state().to_string()).filter(|s| !s.is_empty()),
                     members: Some(g.members().len()),
+                    owners: g
+                        .members()
+                        .iter()
+                        .filter(|_| g.protocol_type() == "consumer")
+                        .flat_map(|m| {
+                            let owner = Owner {
+                                member_id: m.id().to_string(),
+                                client_id: m.client_id().to_string(),
+                                host: m.client_host().to_string(),
+                            };
+                            let partitions = m
+                                .assignment()
+                                .and_then(assigned_partitions)
+                                .unwrap_or_default();
+                            partitions.into_iter().map(move |tp| (tp, owner.clone()))
+                        })
+                        .collect(),
                 },
                 None => GroupDescription::default(),
             },
@@ -520,6 +578,25 @@ fn list_group_offsets(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_member_assignment_names_its_partitions() {
+        // Version 1; two topics: "ab" with partitions 0 and 3, "c" with 7; 4 bytes of user
+        // data. Written by hand from the consumer protocol's layout.
+        let bytes = [
+            0, 1, // version
+            0, 0, 0, 2, // two topics
+            0, 2, b'a', b'b', 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, // "ab": [0, 3]
+            0, 1, b'c', 0, 0, 0, 1, 0, 0, 0, 7, // "c": [7]
+            0, 0, 0, 4, 1, 2, 3, 4, // user data
+        ];
+        assert_eq!(
+            assigned_partitions(&bytes),
+            Some(vec![("ab".into(), 0), ("ab".into(), 3), ("c".into(), 7)])
+        );
+        assert_eq!(assigned_partitions(&bytes[..9]), None, "cut short");
+        assert_eq!(assigned_partitions(&[]), None);
+    }
 
     #[test]
     fn reads_are_planned_in_passes_and_rounds() {

@@ -10,7 +10,7 @@ pub mod plan;
 pub mod sink;
 pub mod source;
 
-pub use admin::{Cluster, GroupDescription};
+pub use admin::{Cluster, GroupDescription, Owner};
 pub use config::ClientOptions;
 pub use plan::{ChangelogPlan, ReadPlan, ReadRequest};
 pub use sink::{KafkaSink, Outgoing};
