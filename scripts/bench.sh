@@ -185,14 +185,19 @@ if [[ " $WHAT " == *" scale "* ]]; then
   run "window -G, 2 members" 1 sh -c "$WEIR ${win[*]} -G two-$T & $WEIR ${win[*]} -G two-$T & wait"
   echo "  info  2 members vs 1: $(ratio 'window -G, 2 members' 'window -G, 1 member')x (2 cores, the broker on the same machine)"
   data 200000
-  T2="bench-takeover-$$-$RANDOM"
-  tansu topic create --broker "tcp://$B" --partitions 4 "$T2" >/dev/null
-  result=$(python3 scripts/scale_takeover.py "$WEIR" "$B" "$T2" "$FILE" 5000 1000 6000)
-  echo "  info  $result"
-  takeover=$(echo "$result" | python3 -c 'import json,sys; print(json.load(sys.stdin)["takeover_s"] or 999)')
-  reread=$(echo "$result" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["reread_records"] / r["one_interval_records"])')
-  check "takeover after a SIGKILL (s)" "$takeover" "<" 10
-  check "work re-read after a SIGKILL (intervals)" "$reread" "<=" 1
+  takeovers=(); rereads=()
+  for _ in 1 2 3; do
+    T2="bench-takeover-$$-$RANDOM"
+    tansu topic create --broker "tcp://$B" --partitions 4 "$T2" >/dev/null
+    result=$(python3 scripts/scale_takeover.py "$WEIR" "$B" "$T2" "$FILE" 5000 1000 6000 2>/dev/null)
+    echo "  info  $result"
+    takeovers+=("$(echo "$result" | python3 -c 'import json,sys; print(json.load(sys.stdin)["takeover_s"] or 999)')")
+    rereads+=("$(echo "$result" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["reread_records"] / r["one_interval_records"])')")
+  done
+  median=$(printf '%s\n' "${takeovers[@]}" | sort -g | sed -n 2p)
+  worst=$(printf '%s\n' "${rereads[@]}" | sort -g | tail -1)
+  check "takeover after a SIGKILL, median of 3 (s)" "$median" "<" 10
+  check "work re-read after a SIGKILL, worst of 3 (intervals)" "$worst" "<=" 1
 fi
 
 if [[ " $WHAT " == *" consume "* ]]; then

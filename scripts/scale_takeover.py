@@ -42,6 +42,8 @@ def member(name):
 
 def records(path):
     seen = []
+    if not os.path.exists(path):
+        return seen
     with open(path) as f:
         for line in f:
             if line.endswith("\n"):
@@ -50,15 +52,30 @@ def records(path):
     return seen
 
 
+def stop_all():
+    for p in (producer, survivor, victim):
+        if p.poll() is None:
+            p.kill()
+
+
 survivor, survivor_out = member("survivor")
+victim = producer
 time.sleep(3)
 victim, victim_out = member("victim")
 # Until the victim reads partitions of its own.
 deadline = time.time() + 60
 while time.time() < deadline and not records(victim_out):
     time.sleep(0.2)
+if not records(victim_out):
+    stop_all()
+    sys.exit("the second member read nothing in 60 s")
+# The partitions each member reads now: those it passed records of in the last 3 s.
+marks = (len(records(victim_out)), len(records(survivor_out)))
 time.sleep(3)
-owned = {p for p, _ in records(victim_out)}
+victim_now = {p for p, _ in records(victim_out)[marks[0]:]}
+survivor_now = {p for p, _ in records(survivor_out)[marks[1]:]}
+owned = victim_now - survivor_now
+joined_twice = len(set(records(victim_out)) & set(records(survivor_out)))
 victim.send_signal(signal.SIGKILL)
 victim.wait()
 killed = time.time()
@@ -78,7 +95,9 @@ victim_records = set(records(victim_out))
 reread = [r for r in records(survivor_out) if r in victim_records]
 print(json.dumps({
     "victim_partitions": sorted(owned),
+    "survivor_partitions": sorted(survivor_now),
     "takeover_s": None if takeover is None else round(takeover, 2),
     "reread_records": len(reread),
+    "passed_twice_before_the_kill": joined_twice,
     "one_interval_records": rate * interval_ms // 1000,
 }))

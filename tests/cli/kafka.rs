@@ -1615,7 +1615,8 @@ fn committed_offsets(b: &Broker, topic: &str, group: &str) -> BTreeMap<i64, i64>
 /// state saved in the changelog topic, killed ten times. Every row of one uninterrupted run is
 /// in the output topic, and every extra row is an identical copy of one of them (same upsert
 /// key, same values): the group's offsets never ran ahead of the saved states.
-/// Slow (two minutes or more: each restart waits out the killed member's session), so out of
+/// Slow (about seven minutes: each restart waits out the killed member's session, and small
+/// fetches keep each run short of the end before its kill), so out of
 /// the default run: `scripts/test.sh -- --ignored window_from_kafka`.
 #[test]
 #[ignore]
