@@ -556,7 +556,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__watermark__subcmd__profile)
-            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --changelog --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -675,6 +675,10 @@ _weir() {
                     return 0
                     ;;
                 --checkpoint-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --changelog)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -161,6 +161,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --output 'Sink: - (stdout) or a file path'
             cand --checkpoint 'Keep a checkpoint at PATH (input position, the command''s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files'
             cand --checkpoint-interval 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition''s state goes to the changelog topic'
+            cand --changelog 'With -G on a Kafka source: the compacted topic that keeps each partition''s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]'
             cand --stats 'Also write the run summary as JSON to PATH'
             cand -e 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
             cand --exit-at-end 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'

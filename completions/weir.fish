@@ -144,6 +144,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l plot -d 
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s o -l output -d 'Sink: - (stdout) or a file path' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l reset -d 'Forget the checkpoint and start afresh'

@@ -692,6 +692,9 @@ pub struct ProfileArgs {
     pub checkpoint: CheckpointArgs,
 
     #[command(flatten)]
+    pub changelog: ChangelogArgs,
+
+    #[command(flatten)]
     pub report: ReportArgs,
 }
 

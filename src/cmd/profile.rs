@@ -3,11 +3,13 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::cli::ProfileArgs;
 use crate::core::lateness::{Profile, ProfileState};
+use crate::core::partitioned::PerPartition;
 use crate::core::record::{time_of, Extractor, FieldPath, Scalar};
 use crate::core::saved;
 use crate::core::time::{now_millis, Millis, TimeFormat};
@@ -19,8 +21,8 @@ use crate::io::spec::SinkSpec;
 use crate::report::profile::{render_svg, render_text, ReportFormat};
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records_with, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run,
-    Stats, StepCheckpoint,
+    read_records_with, CheckpointPlan, Checkpoints, Counters, ErrorPolicy, Flow, Line, Prepare,
+    RecordStep, Run, Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -42,6 +44,8 @@ struct Plan {
     by_at: Option<usize>,
     partition_at: Option<usize>,
     checkpoint: Option<CheckpointPlan>,
+    /// A consumer-group member keeps a profile per partition, saved this often.
+    per_partition: Option<Duration>,
     /// What makes a checkpoint this job's: the inputs and the flags that decide the report.
     job: String,
 }
@@ -53,8 +57,18 @@ impl Plan {
             .time
             .clone()
             .ok_or_else(|| Error::Usage("weir watermark-profile needs --time FIELD".into()))?;
-        let input = InputPlan::new(&args.input, false)?;
-        let partition_by = input.partition_field(args.partition_by.as_ref());
+        let mut input = InputPlan::new(&args.input, false)?;
+        // A group member's partitions are profiled apart, each with its own out-of-orderness.
+        let per_partition = super::group_of(&input).is_some();
+        if per_partition && args.partition_by.is_some() {
+            return Err(Error::Usage(
+                "with -G each partition is profiled apart; --partition-by does not apply".into(),
+            ));
+        }
+        let partition_by = match per_partition {
+            true => None,
+            false => input.partition_field(args.partition_by.as_ref()),
+        };
         if let Some(t) = args.target.iter().find(|t| !(**t > 0.0 && **t <= 100.0)) {
             return Err(Error::Usage(format!(
                 "--target {t}: targets are percentages in (0, 100]"
@@ -94,6 +108,13 @@ impl Plan {
             args.delay,
             args.bucket,
         );
+        let per_partition = super::changelog_plan(
+            &mut input,
+            "watermark-profile",
+            &args.changelog,
+            &args.checkpoint,
+            &job,
+        )?;
         Ok(Plan {
             input,
             output,
@@ -102,6 +123,7 @@ impl Plan {
             by_at,
             partition_at,
             checkpoint,
+            per_partition,
             job,
         })
     }
@@ -114,31 +136,41 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
         &plan.job,
         &plan.input,
     )?;
+    if let Some(interval) = plan.per_partition {
+        let inputs = plan.input.checkpoint_inputs();
+        checkpoints = Some(Checkpoints::for_group(
+            interval,
+            "watermark-profile",
+            inputs,
+        ));
+    }
     let source = plan
         .input
         .open_source_at(Render::Envelope, restored.as_ref())?;
     let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored.as_ref())?;
     let mut sink = LineSink::open(&plan.output)?;
     let extractor = Arc::new(Extractor::new(plan.paths));
+    let (delays, targets, bucket) = (args.delay.clone(), args.target.clone(), args.bucket);
+    let new_profile = move || Profile::new(delays.clone(), targets.clone(), bucket);
     let mut step = ProfileStep {
-        profile: Profile::new(args.delay.clone(), args.target.clone(), args.bucket),
+        task: Task::new(new_profile()),
+        tasks: plan.per_partition.map(|_| {
+            let fresh: FreshTask = Box::new(move || Task::new(new_profile()));
+            (PerPartition::default(), fresh)
+        }),
         extractor: extractor.clone(),
         time_format: args.time.time_format.clone(),
         arrival_at: plan.arrival_at,
         by_at: plan.by_at,
         partition_at: plan.partition_at,
         partitions: PartitionIds::default(),
-        max_seen: Vec::new(),
-        no_time: 0,
         read_time: 0,
     };
     if let Some(r) = &restored {
         stats.counters = r.counters.clone();
         let saved: StepState = saved::decode(&r.state).map_err(Error::Usage)?;
-        step.profile.restore(saved.profile).map_err(Error::Usage)?;
         step.partitions = PartitionIds::from_values(saved.partitions);
-        step.max_seen = saved.max_seen;
-        step.no_time = saved.no_time;
+        step.task.restore(saved.task)?;
     }
     let run = Run {
         source,
@@ -159,7 +191,18 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
         c.take(&mut step, &mut policy, &stats.counters)?;
     }
     policy.flush()?;
-    let mut report = step.profile.report(step.no_time);
+    // A group member reports on the partitions it owns, each profiled apart, as one.
+    let mut report = match &mut step.tasks {
+        None => step.task.profile.report(step.task.no_time),
+        Some((parked, fresh)) => {
+            let mut all = fresh();
+            parked.for_each(&mut step.task, |_, t| {
+                all.profile.merge(&t.profile);
+                all.no_time += t.no_time;
+            });
+            all.profile.report(all.no_time)
+        }
+    };
     report.interrupted = interrupted;
     let text = match args.format {
         ReportFormat::Json => serde_json::to_string_pretty(&report).expect("report serialises"),
@@ -184,17 +227,53 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
     Ok(())
 }
 
-struct ProfileStep {
+/// What is profiled: a run's records, or, for a consumer-group member, one partition's.
+struct Task {
     profile: Profile,
+    /// Largest event time seen per partition.
+    max_seen: Vec<Millis>,
+    no_time: u64,
+}
+
+impl Task {
+    fn new(profile: Profile) -> Task {
+        Task {
+            profile,
+            max_seen: Vec::new(),
+            no_time: 0,
+        }
+    }
+
+    fn state(&self) -> TaskState {
+        TaskState {
+            profile: self.profile.state(),
+            max_seen: self.max_seen.clone(),
+            no_time: self.no_time,
+        }
+    }
+
+    fn restore(&mut self, state: TaskState) -> Result<()> {
+        self.profile.restore(state.profile).map_err(Error::Usage)?;
+        self.max_seen = state.max_seen;
+        self.no_time = state.no_time;
+        Ok(())
+    }
+}
+
+/// How a group member makes a new partition's task.
+type FreshTask = Box<dyn Fn() -> Task>;
+
+struct ProfileStep {
+    /// The task of the run (of the partition being read, for a group member).
+    task: Task,
+    /// A group member's tasks of the partitions not being read, and how to make one.
+    tasks: Option<(PerPartition<Task>, FreshTask)>,
     extractor: Arc<Extractor>,
     time_format: TimeFormat,
     arrival_at: Option<usize>,
     by_at: Option<usize>,
     partition_at: Option<usize>,
     partitions: PartitionIds,
-    /// Largest event time seen per partition.
-    max_seen: Vec<Millis>,
-    no_time: u64,
     /// Read time (the arrival time without --arrival), once per batch of records.
     read_time: Millis,
 }
@@ -205,6 +284,9 @@ impl RecordStep for ProfileStep {
     }
 
     fn record(&mut self, line: &Line<'_>, _: &mut Counters) -> Result<Flow, Fault> {
+        if let (Some((parked, fresh)), Some((partition, _))) = (&mut self.tasks, line.offset) {
+            parked.activate(&mut self.task, partition, fresh);
+        }
         let x = &self.extractor;
         let time_at = |i: usize| {
             line.field(i)
@@ -217,7 +299,7 @@ impl RecordStep for ProfileStep {
         };
         let (Some(event), Some(arrival)) = (event, arrival) else {
             // Counted in the report: a profile measures what it can.
-            self.no_time += 1;
+            self.task.no_time += 1;
             return Ok(Flow::Continue);
         };
         // Past MAX_PARTITIONS values, the rest share the last one: a profile measures on.
@@ -225,10 +307,11 @@ impl RecordStep for ProfileStep {
             None => 0,
             Some(value) => self.partitions.id(value).unwrap_or(MAX_PARTITIONS - 1),
         };
-        if partition >= self.max_seen.len() {
-            self.max_seen.resize(partition + 1, Millis::MIN);
+        let max_seen = &mut self.task.max_seen;
+        if partition >= max_seen.len() {
+            max_seen.resize(partition + 1, Millis::MIN);
         }
-        let max = &mut self.max_seen[partition];
+        let max = &mut max_seen[partition];
         let out_of_order = if *max == Millis::MIN {
             0
         } else {
@@ -242,7 +325,8 @@ impl RecordStep for ProfileStep {
                 Some(_) => line.field(i).unwrap_or("null").to_string(),
                 None => "(missing)".to_string(),
             });
-        self.profile
+        self.task
+            .profile
             .record(group.as_deref(), event, arrival, out_of_order);
         Ok(Flow::Continue)
     }
@@ -251,12 +335,35 @@ impl RecordStep for ProfileStep {
         Ok(())
     }
 
+    fn save_partition(&mut self, partition: i32) -> Result<Vec<u8>> {
+        let (parked, _) = self.tasks.as_ref().expect("a group member's");
+        Ok(parked
+            .get(&self.task, partition)
+            .map(|t| saved::encode(&t.state()))
+            .unwrap_or_default())
+    }
+
+    fn restore_partition(&mut self, partition: i32, state: &[u8]) -> Result<()> {
+        let (parked, fresh) = self.tasks.as_mut().expect("a group member's");
+        if state.is_empty() {
+            return Ok(());
+        }
+        let mut task = fresh();
+        task.restore(saved::decode(state).map_err(Error::Usage)?)?;
+        parked.put(&mut self.task, partition, task);
+        Ok(())
+    }
+
+    fn revoke_partition(&mut self, partition: i32) {
+        if let Some((parked, fresh)) = &mut self.tasks {
+            parked.take(&mut self.task, partition, fresh);
+        }
+    }
+
     fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
         let state = StepState {
-            profile: self.profile.state(),
+            task: self.task.state(),
             partitions: self.partitions.values(),
-            max_seen: self.max_seen.clone(),
-            no_time: self.no_time,
         };
         Ok(StepCheckpoint {
             state: saved::encode(&state),
@@ -269,8 +376,14 @@ impl RecordStep for ProfileStep {
 /// What a checkpoint keeps of a profile run.
 #[derive(Serialize, Deserialize)]
 struct StepState {
-    profile: ProfileState,
+    task: TaskState,
     partitions: Vec<String>,
+}
+
+/// What a checkpoint keeps of a task: a run's, or one partition's.
+#[derive(Serialize, Deserialize)]
+struct TaskState {
+    profile: ProfileState,
     max_seen: Vec<Millis>,
     no_time: u64,
 }

@@ -118,6 +118,30 @@ impl Distribution {
     }
 }
 
+impl Distribution {
+    /// Adds `other`'s counts (made with the same delays) into this one.
+    fn merge(&mut self, other: &Distribution) {
+        self.count += other.count;
+        add(&mut self.lateness, &other.lateness);
+        self.negative += other.negative;
+        self.min_lateness = self.min_lateness.min(other.min_lateness);
+        self.max_lateness = self.max_lateness.max(other.max_lateness);
+        add(&mut self.out_of_order, &other.out_of_order);
+        for (mine, theirs) in self.late_for.iter_mut().zip(&other.late_for) {
+            *mine += theirs;
+        }
+    }
+}
+
+/// Adds `other` into `h`; a histogram made with `Histogram::new` grows to take it.
+fn add(h: &mut Histogram<u64>, other: &Histogram<u64>) {
+    if h.add(other).is_err() {
+        for v in other.iter_recorded() {
+            let _ = h.record_n(v.value_iterated_to(), v.count_at_value());
+        }
+    }
+}
+
 fn record(h: &mut Histogram<u64>, value: Millis) {
     let v = value as u64;
     if h.record(v).is_err() {
@@ -223,6 +247,35 @@ impl Profile {
             add_recent(&mut drift, recent);
         }
         drift
+    }
+
+    /// Adds what `other` (a profile made with the same flags, of other records: another
+    /// partition's) counted into this one, as if it had seen those records too. Groups and
+    /// buckets past the caps are counted as dropped.
+    pub fn merge(&mut self, other: &Profile) {
+        self.overall.merge(&other.overall);
+        for (g, d) in &other.groups {
+            let room = self.groups.len() < MAX_GROUPS;
+            match self.groups.get_mut(g) {
+                Some(mine) => mine.merge(d),
+                None if room => {
+                    self.groups.insert(g.clone(), d.clone());
+                }
+                None => self.dropped_groups += d.count,
+            }
+        }
+        self.dropped_groups += other.dropped_groups;
+        self.flush_recent();
+        for (start, b) in other.drift() {
+            if self.drift.contains_key(&start) || self.drift.len() < MAX_BUCKETS {
+                let mine = self.drift.entry(start).or_default();
+                mine.count += b.count;
+                mine.late += b.late;
+            } else {
+                self.dropped_buckets += b.count;
+            }
+        }
+        self.dropped_buckets += other.dropped_buckets;
     }
 
     /// Everything the profile has counted, for a checkpoint.
@@ -499,6 +552,27 @@ mod tests {
             after.restore(state).unwrap();
             feed(&mut after, &records[cut..]);
             prop_assert_eq!(after.report(3), whole.report(3));
+        }
+
+        /// Profiles of the records of each partition, merged, report as one profile of all
+        /// the records (out-of-orderness being each partition's own).
+        #[test]
+        fn merged_partition_profiles_report_as_one_profile(
+            records in prop::collection::vec((0i64..50_000, -500i64..5_000, 0i64..3_000, 0u8..4, 0u8..3), 1..200),
+        ) {
+            let new = || Profile::new(vec![100, 1000], vec![50.0, 99.0], 1000);
+            let mut whole = new();
+            let mut parts = [new(), new(), new()];
+            for &(event, lateness, ooo, g, partition) in &records {
+                let group = format!("g{g}");
+                whole.record(Some(&group), event, event + lateness, ooo);
+                parts[partition as usize].record(Some(&group), event, event + lateness, ooo);
+            }
+            let mut merged = new();
+            for p in &parts {
+                merged.merge(p);
+            }
+            prop_assert_eq!(merged.report(3), whole.report(3));
         }
     }
 

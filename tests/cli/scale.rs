@@ -475,3 +475,81 @@ fn a_large_state_is_saved_in_parts_and_restored_whole() {
     assert_eq!(stamps.len(), 2, "one save's parts per partition: {live:?}");
     assert!(live.len() > 2 + 2 * 4, "each state in parts: {live:?}");
 }
+
+/// `watermark-profile -G`: each partition is profiled apart and its profile follows it. One
+/// member reads, a second joins (half the partitions move to it), the first stops (the rest
+/// move), and the second, owning every partition with its whole profile, reports exactly
+/// what one uninterrupted profile of the topic reports.
+#[test]
+fn a_profile_follows_its_partitions_to_the_last_member() {
+    let Some(b) = broker() else { return };
+    let _turn = group_turn();
+    let topic = b.topic("scale-profile", 4);
+    let t0 = 1_767_225_600_000u64;
+    let mut records = String::new();
+    for i in 0..40_000u64 {
+        // Out of order by up to 3 s, late by up to 20 s.
+        let t = t0 + i * 10 - (i * 7919) % 3000;
+        let arrival = t0 + i * 10 + (i * 104_729) % 20_000;
+        records.push_str(&format!(
+            "{{\"k\":\"k{}\",\"t\":{t},\"arrived\":{arrival}}}\n",
+            i % 53
+        ));
+    }
+    let (mut producing, _file) = produce_while(&b, &topic, &records, "k", "10000000/s");
+    assert!(producing.wait().unwrap().success());
+    let dir = tempfile::tempdir().unwrap();
+    let profile = |group: &str, name: &str, extra: &[&str]| {
+        let out = dir.path().join(format!("{name}.json"));
+        let mut c = weir_std();
+        c.args(["watermark-profile", "-q", "--format", "json"])
+            .args(["--time", "value.t", "--arrival", "value.arrived"])
+            .args(["--time-format", "ms", "--delay", "100ms,1s,5s"])
+            .arg(b.url(&topic))
+            .args(["-G", group, "--from", "beginning"])
+            .args(["-X", "session.timeout.ms=6000"])
+            .args(extra)
+            .args(["-o", out.to_str().unwrap()])
+            .stdout(Stdio::null());
+        (c, out)
+    };
+    let report = |path: &PathBuf| -> Value {
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("interrupted");
+        v
+    };
+    let group = format!("profile-{topic}");
+    // Small fetches: the first member is still reading when the second joins.
+    let slow = [
+        "-X",
+        "fetch.max.bytes=8192",
+        "-X",
+        "max.partition.fetch.bytes=4096",
+        "-X",
+        "message.max.bytes=8192",
+    ];
+    let (mut first, _) = profile(&group, "first", &slow);
+    let mut first = first.spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let (mut second, last) = profile(&group, "second", &[]);
+    let mut second = second.spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(6));
+    let term = |child: &Child| {
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    term(&first);
+    assert_eq!(first.wait().unwrap().code(), Some(130));
+    // The second member owns every partition and has read them to their end.
+    std::thread::sleep(Duration::from_secs(8));
+    term(&second);
+    assert_eq!(second.wait().unwrap().code(), Some(130));
+    let (mut whole, reference) = profile(&format!("{group}-reference"), "reference", &["-e"]);
+    assert!(whole.status().unwrap().success());
+    let want = report(&reference);
+    assert_eq!(want["records"], 40_000, "{want}");
+    assert_eq!(report(&last), want);
+}

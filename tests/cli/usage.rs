@@ -238,6 +238,10 @@ fn watermark_profile_usage_errors_leave_files_as_they_were() {
         (&[CHECKOUTS, "--target", "0"], "percentages"),
         (&[CHECKOUTS, "--target", "101"], "percentages"),
         (&[CHECKOUTS, "-e"], "applies to a Kafka source"),
+        (
+            &[NO_BROKER, "-G", "g", "--checkpoint", "/tmp/never"],
+            "--checkpoint is for a run without -G",
+        ),
     ];
     for (args, message) in cases {
         let all: Vec<&str> = p.iter().chain(args.iter()).copied().collect();
