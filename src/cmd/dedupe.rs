@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::{DedupeArgs, HorizonBy, Keep};
 use crate::core::dedupe::{hash_id, DedupeCounts, Deduper, DeduperState, IdHash, IdKey, Verdict};
-use crate::core::partitioned::PerPartition;
+use crate::core::partitioned::{PartitionTask, PerPartition};
 use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
 use crate::core::saved;
 use crate::core::time::{Millis, TimeFormat};
@@ -142,7 +142,9 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
     let extractor = Arc::new(Extractor::new(plan.paths));
     let mut step = DedupeStep {
         task: spec.fresh(),
-        tasks: plan.per_partition.map(|_| (PerPartition::default(), spec)),
+        tasks: plan
+            .per_partition
+            .map(|_| PerPartition::new(move || spec.fresh())),
         extractor: extractor.clone(),
         id_fields: args.ids.len(),
         time_at: plan.time_at,
@@ -246,15 +248,6 @@ impl TaskSpec {
             seq: 0,
         }
     }
-
-    fn restore(&self, state: TaskState) -> Result<Task> {
-        let mut task = self.fresh();
-        task.ids.restore(state.ids).map_err(Error::Usage)?;
-        task.partitions = PartitionIds::from_values(state.partitions);
-        task.watermarks = state.watermarks;
-        task.seq = state.seq;
-        Ok(task)
-    }
 }
 
 /// The ids remembered and the watermarks: of the whole run, or, for a consumer-group
@@ -267,14 +260,24 @@ struct Task {
     seq: Millis,
 }
 
-impl Task {
-    fn state(&self) -> TaskState {
+impl PartitionTask for Task {
+    type Saved = TaskState;
+
+    fn saved(&self) -> TaskState {
         TaskState {
             ids: self.ids.state(),
             partitions: self.partitions.values(),
             watermarks: self.watermarks.clone(),
             seq: self.seq,
         }
+    }
+
+    fn restored(mut fresh: Task, state: TaskState) -> std::result::Result<Task, String> {
+        fresh.ids.restore(state.ids)?;
+        fresh.partitions = PartitionIds::from_values(state.partitions);
+        fresh.watermarks = state.watermarks;
+        fresh.seq = state.seq;
+        Ok(fresh)
     }
 }
 
@@ -388,8 +391,8 @@ impl Ids {
 struct DedupeStep {
     /// The task of the run (of the partition being read, for a group member).
     task: Task,
-    /// A group member's tasks of the partitions not being read, and how to make one.
-    tasks: Option<(PerPartition<Task>, TaskSpec)>,
+    /// A group member's tasks of the partitions not being read.
+    tasks: Option<PerPartition<Task>>,
     extractor: Arc<Extractor>,
     id_fields: usize,
     time_at: Option<usize>,
@@ -408,7 +411,7 @@ struct DedupeStep {
 
 impl DedupeStep {
     fn restore(&mut self, state: StepState, spec: TaskSpec) -> Result<()> {
-        self.task = spec.restore(state.task)?;
+        self.task = Task::restored(spec.fresh(), state.task).map_err(Error::Usage)?;
         self.started = super::clock_from(state.now);
         Ok(())
     }
@@ -417,7 +420,7 @@ impl DedupeStep {
     fn each_task(&mut self, f: impl FnMut(&mut Task)) {
         let mut f = f;
         match &mut self.tasks {
-            Some((parked, _)) => parked.for_each(&mut self.task, |_, t| f(t)),
+            Some(tasks) => tasks.for_each(&mut self.task, |_, t| f(t)),
             None => f(&mut self.task),
         }
     }
@@ -508,8 +511,8 @@ impl DedupeStep {
 
 impl RecordStep for DedupeStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
-        if let (Some((parked, spec)), Some((partition, _))) = (&mut self.tasks, line.offset) {
-            parked.activate(&mut self.task, partition, || spec.fresh());
+        if let (Some(tasks), Some((partition, _))) = (&mut self.tasks, line.offset) {
+            tasks.activate(&mut self.task, partition);
         }
         let (t, partition) = self.parse(line)?;
         // One id field is read in place; several are joined in `self.id`.
@@ -581,7 +584,7 @@ impl RecordStep for DedupeStep {
 
     fn checkpoint(&mut self, with_state: bool) -> Result<StepCheckpoint> {
         let state = with_state.then(|| StepState {
-            task: self.task.state(),
+            task: self.task.saved(),
             now: self.started.elapsed().as_millis() as Millis,
         });
         let mut sinks: Vec<_> = self.sink.durable()?.into_iter().collect();
@@ -595,27 +598,21 @@ impl RecordStep for DedupeStep {
     }
 
     fn save_partition(&mut self, partition: i32) -> Result<Vec<u8>> {
-        let (parked, _) = self.tasks.as_ref().expect("a group member's");
-        Ok(parked
-            .get(&self.task, partition)
-            .map(|task| saved::encode(&task.state()))
-            .unwrap_or_default())
+        let tasks = self.tasks.as_ref().expect("a group member's");
+        Ok(tasks.save(&self.task, partition))
     }
 
     fn restore_partition(&mut self, partition: i32, state: &[u8]) -> Result<()> {
-        let (parked, spec) = self.tasks.as_mut().expect("a group member's");
-        if state.is_empty() {
-            return Ok(());
-        }
-        let task = spec.restore(saved::decode(state).map_err(Error::Usage)?)?;
-        parked.put(&mut self.task, partition, task);
-        Ok(())
+        let tasks = self.tasks.as_mut().expect("a group member's");
+        tasks
+            .restore(&mut self.task, partition, state)
+            .map_err(Error::Usage)
     }
 
     fn revoke_partition(&mut self, partition: i32) {
-        if let Some((parked, spec)) = &mut self.tasks {
+        if let Some(tasks) = &mut self.tasks {
             // Records held for --keep last went with the partition's saved state.
-            parked.take(&mut self.task, partition, || spec.fresh());
+            tasks.take(&mut self.task, partition);
         }
     }
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::ProfileArgs;
 use crate::core::lateness::{Profile, ProfileState};
-use crate::core::partitioned::PerPartition;
+use crate::core::partitioned::{PartitionTask, PerPartition};
 use crate::core::record::{time_of, Extractor, FieldPath, Scalar};
 use crate::core::saved;
 use crate::core::time::{now_millis, Millis, TimeFormat};
@@ -152,12 +152,12 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
     let extractor = Arc::new(Extractor::new(plan.paths));
     let (delays, targets, bucket) = (args.delay.clone(), args.target.clone(), args.bucket);
     let new_profile = move || Profile::new(delays.clone(), targets.clone(), bucket);
+    let for_tasks = new_profile.clone();
     let mut step = ProfileStep {
         task: Task::new(new_profile()),
-        tasks: plan.per_partition.map(|_| {
-            let fresh: FreshTask = Box::new(move || Task::new(new_profile()));
-            (PerPartition::default(), fresh)
-        }),
+        tasks: plan
+            .per_partition
+            .map(|_| PerPartition::new(move || Task::new(for_tasks()))),
         extractor: extractor.clone(),
         time_format: args.time.time_format.clone(),
         arrival_at: plan.arrival_at,
@@ -170,7 +170,7 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
         stats.counters = r.counters.clone();
         let saved: StepState = saved::decode(&r.state).map_err(Error::Usage)?;
         step.partitions = PartitionIds::from_values(saved.partitions);
-        step.task.restore(saved.task)?;
+        step.task = Task::restored(Task::new(new_profile()), saved.task).map_err(Error::Usage)?;
     }
     let run = Run {
         source,
@@ -194,9 +194,9 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
     // A group member reports on the partitions it owns, each profiled apart, as one.
     let mut report = match &mut step.tasks {
         None => step.task.profile.report(step.task.no_time),
-        Some((parked, fresh)) => {
-            let mut all = fresh();
-            parked.for_each(&mut step.task, |_, t| {
+        Some(tasks) => {
+            let mut all = tasks.fresh();
+            tasks.for_each(&mut step.task, |_, t| {
                 all.profile.merge(&t.profile);
                 all.no_time += t.no_time;
             });
@@ -243,8 +243,12 @@ impl Task {
             no_time: 0,
         }
     }
+}
 
-    fn state(&self) -> TaskState {
+impl PartitionTask for Task {
+    type Saved = TaskState;
+
+    fn saved(&self) -> TaskState {
         TaskState {
             profile: self.profile.state(),
             max_seen: self.max_seen.clone(),
@@ -252,22 +256,19 @@ impl Task {
         }
     }
 
-    fn restore(&mut self, state: TaskState) -> Result<()> {
-        self.profile.restore(state.profile).map_err(Error::Usage)?;
-        self.max_seen = state.max_seen;
-        self.no_time = state.no_time;
-        Ok(())
+    fn restored(mut fresh: Task, state: TaskState) -> std::result::Result<Task, String> {
+        fresh.profile.restore(state.profile)?;
+        fresh.max_seen = state.max_seen;
+        fresh.no_time = state.no_time;
+        Ok(fresh)
     }
 }
-
-/// How a group member makes a new partition's task.
-type FreshTask = Box<dyn Fn() -> Task>;
 
 struct ProfileStep {
     /// The task of the run (of the partition being read, for a group member).
     task: Task,
-    /// A group member's tasks of the partitions not being read, and how to make one.
-    tasks: Option<(PerPartition<Task>, FreshTask)>,
+    /// A group member's tasks of the partitions not being read.
+    tasks: Option<PerPartition<Task>>,
     extractor: Arc<Extractor>,
     time_format: TimeFormat,
     arrival_at: Option<usize>,
@@ -284,8 +285,8 @@ impl RecordStep for ProfileStep {
     }
 
     fn record(&mut self, line: &Line<'_>, _: &mut Counters) -> Result<Flow, Fault> {
-        if let (Some((parked, fresh)), Some((partition, _))) = (&mut self.tasks, line.offset) {
-            parked.activate(&mut self.task, partition, fresh);
+        if let (Some(tasks), Some((partition, _))) = (&mut self.tasks, line.offset) {
+            tasks.activate(&mut self.task, partition);
         }
         let x = &self.extractor;
         let time_at = |i: usize| {
@@ -336,33 +337,26 @@ impl RecordStep for ProfileStep {
     }
 
     fn save_partition(&mut self, partition: i32) -> Result<Vec<u8>> {
-        let (parked, _) = self.tasks.as_ref().expect("a group member's");
-        Ok(parked
-            .get(&self.task, partition)
-            .map(|t| saved::encode(&t.state()))
-            .unwrap_or_default())
+        let tasks = self.tasks.as_ref().expect("a group member's");
+        Ok(tasks.save(&self.task, partition))
     }
 
     fn restore_partition(&mut self, partition: i32, state: &[u8]) -> Result<()> {
-        let (parked, fresh) = self.tasks.as_mut().expect("a group member's");
-        if state.is_empty() {
-            return Ok(());
-        }
-        let mut task = fresh();
-        task.restore(saved::decode(state).map_err(Error::Usage)?)?;
-        parked.put(&mut self.task, partition, task);
-        Ok(())
+        let tasks = self.tasks.as_mut().expect("a group member's");
+        tasks
+            .restore(&mut self.task, partition, state)
+            .map_err(Error::Usage)
     }
 
     fn revoke_partition(&mut self, partition: i32) {
-        if let Some((parked, fresh)) = &mut self.tasks {
-            parked.take(&mut self.task, partition, fresh);
+        if let Some(tasks) = &mut self.tasks {
+            tasks.take(&mut self.task, partition);
         }
     }
 
     fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
         let state = StepState {
-            task: self.task.state(),
+            task: self.task.saved(),
             partitions: self.partitions.values(),
         };
         Ok(StepCheckpoint {

@@ -214,10 +214,9 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     let marks = plan.config.allowed_lateness > 0 || plan.config.emit == EmitMode::Updates;
     let extractor = Arc::new(Extractor::new(plan.paths));
     let watermarks = Watermarks::new(plan.delay, plan.idle_timeout);
-    let tasks = plan.per_partition.map(|_| Tasks {
-        parked: PerPartition::default(),
-        config: plan.config.clone(),
-        watermarks: watermarks.clone(),
+    let tasks = plan.per_partition.map(|_| {
+        let (config, watermarks) = (plan.config.clone(), watermarks.clone());
+        PerPartition::new(move || WindowOperator::new(config.clone(), watermarks.clone()))
     });
     let mut table = TableWriter::new(sink, plan.format);
     let (op, partitions, started, written) = match saved {
@@ -482,25 +481,12 @@ fn fill_row(row: &Row, key_columns: &[String], aggs: &[AggSpec], out: &mut impl 
     }
 }
 
-/// A consumer-group member's windows: an operator per partition it owns, each with its own
-/// watermark.
-struct Tasks {
-    /// The operators of the partitions not being read (the one being read is `op`).
-    parked: PerPartition<WindowOperator>,
-    config: WindowConfig,
-    watermarks: Watermarks,
-}
-
-impl Tasks {
-    fn fresh(&self) -> WindowOperator {
-        WindowOperator::new(self.config.clone(), self.watermarks.clone())
-    }
-}
-
 struct WindowStep {
     /// The operator (of the partition being read, for a group member).
     op: WindowOperator,
-    tasks: Option<Tasks>,
+    /// A group member's operators of the partitions not being read: one per partition it
+    /// owns, each with its own watermark.
+    tasks: Option<PerPartition<WindowOperator>>,
     /// The fields this command reads, located by the reader thread.
     extractor: Arc<Extractor>,
     time_format: TimeFormat,
@@ -537,7 +523,7 @@ impl WindowStep {
     fn each_op(&mut self, mut f: impl FnMut(&mut WindowOperator, &mut Vec<Row>)) {
         let rows = &mut self.rows;
         match &mut self.tasks {
-            Some(t) => t.parked.for_each(&mut self.op, |_, op| f(op, rows)),
+            Some(tasks) => tasks.for_each(&mut self.op, |_, op| f(op, rows)),
             None => f(&mut self.op, rows),
         }
     }
@@ -657,11 +643,8 @@ impl WindowStep {
 
 impl RecordStep for WindowStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
-        if let (Some(t), Some((partition, _))) = (&mut self.tasks, line.offset) {
-            let Tasks { parked, .. } = t;
-            parked.activate(&mut self.op, partition, || {
-                WindowOperator::new(t.config.clone(), t.watermarks.clone())
-            });
+        if let (Some(tasks), Some((partition, _))) = (&mut self.tasks, line.offset) {
+            tasks.activate(&mut self.op, partition);
         }
         let mut inputs = recycle_inputs(std::mem::take(&mut self.inputs));
         let parsed = self.parse(line, &mut inputs);
@@ -736,28 +719,20 @@ impl RecordStep for WindowStep {
     }
 
     fn save_partition(&mut self, partition: i32) -> Result<Vec<u8>> {
-        let t = self.tasks.as_ref().expect("a group member's");
-        Ok(t.parked
-            .get(&self.op, partition)
-            .map(|op| saved::encode(&op.state()))
-            .unwrap_or_default())
+        let tasks = self.tasks.as_ref().expect("a group member's");
+        Ok(tasks.save(&self.op, partition))
     }
 
     fn restore_partition(&mut self, partition: i32, state: &[u8]) -> Result<()> {
-        let t = self.tasks.as_mut().expect("a group member's");
-        if state.is_empty() {
-            return Ok(());
-        }
-        let state = saved::decode(state).map_err(Error::Usage)?;
-        let op = WindowOperator::restore(t.config.clone(), state).map_err(Error::Usage)?;
-        t.parked.put(&mut self.op, partition, op);
-        Ok(())
+        let tasks = self.tasks.as_mut().expect("a group member's");
+        tasks
+            .restore(&mut self.op, partition, state)
+            .map_err(Error::Usage)
     }
 
     fn revoke_partition(&mut self, partition: i32) {
-        if let Some(t) = &mut self.tasks {
-            let fresh = t.fresh();
-            t.parked.take(&mut self.op, partition, || fresh);
+        if let Some(tasks) = &mut self.tasks {
+            tasks.take(&mut self.op, partition);
         }
     }
 

@@ -8,30 +8,52 @@
 
 use std::collections::BTreeMap;
 
-/// The parked states of the partitions a member owns, and which one is active.
-#[derive(Debug)]
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::saved;
+
+/// A partition's state that a group member saves for the partition's next owner.
+pub trait PartitionTask: Sized {
+    /// What is saved of it.
+    type Saved: Serialize + DeserializeOwned;
+    fn saved(&self) -> Self::Saved;
+    /// `fresh` (a new partition's state) going on from `saved`.
+    fn restored(fresh: Self, saved: Self::Saved) -> Result<Self, String>;
+}
+
+/// The parked states of the partitions a member owns, which one is active, and how a
+/// partition with no state yet starts.
 pub struct PerPartition<T> {
     active: Option<i32>,
     parked: BTreeMap<i32, T>,
-}
-
-impl<T> Default for PerPartition<T> {
-    fn default() -> Self {
-        PerPartition {
-            active: None,
-            parked: BTreeMap::new(),
-        }
-    }
+    fresh: Box<dyn Fn() -> T>,
 }
 
 impl<T> PerPartition<T> {
-    /// Makes `partition`'s state the one in `slot`, parking the one there; a partition with
-    /// no state yet starts with `fresh()`.
-    pub fn activate(&mut self, slot: &mut T, partition: i32, fresh: impl FnOnce() -> T) {
+    /// No partition yet; one starts with `fresh()`.
+    pub fn new(fresh: impl Fn() -> T + 'static) -> PerPartition<T> {
+        PerPartition {
+            active: None,
+            parked: BTreeMap::new(),
+            fresh: Box::new(fresh),
+        }
+    }
+
+    /// A new partition's state.
+    pub fn fresh(&self) -> T {
+        (self.fresh)()
+    }
+
+    /// Makes `partition`'s state the one in `slot`, parking the one there.
+    pub fn activate(&mut self, slot: &mut T, partition: i32) {
         if self.active == Some(partition) {
             return;
         }
-        let next = self.parked.remove(&partition).unwrap_or_else(fresh);
+        let next = match self.parked.remove(&partition) {
+            Some(state) => state,
+            None => self.fresh(),
+        };
         let previous = std::mem::replace(slot, next);
         // With no partition active, the slot held a stand-in: it goes.
         if let Some(was) = self.active.replace(partition) {
@@ -41,10 +63,10 @@ impl<T> PerPartition<T> {
 
     /// Takes `partition`'s state out (it was revoked), leaving a fresh stand-in in `slot` if
     /// it was the active one.
-    pub fn take(&mut self, slot: &mut T, partition: i32, fresh: impl FnOnce() -> T) -> Option<T> {
+    pub fn take(&mut self, slot: &mut T, partition: i32) -> Option<T> {
         if self.active == Some(partition) {
             self.active = None;
-            return Some(std::mem::replace(slot, fresh()));
+            return Some(std::mem::replace(slot, self.fresh()));
         }
         self.parked.remove(&partition)
     }
@@ -85,16 +107,36 @@ impl<T> PerPartition<T> {
     }
 }
 
+impl<T: PartitionTask> PerPartition<T> {
+    /// `partition`'s state, encoded for its next owner; empty when it has none.
+    pub fn save(&self, slot: &T, partition: i32) -> Vec<u8> {
+        self.get(slot, partition)
+            .map(|state| saved::encode(&state.saved()))
+            .unwrap_or_default()
+    }
+
+    /// Gives `partition` the state its last owner saved (`bytes`, as `save` made them; empty:
+    /// none, it starts afresh).
+    pub fn restore(&mut self, slot: &mut T, partition: i32, bytes: &[u8]) -> Result<(), String> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let state = T::restored(self.fresh(), saved::decode(bytes)?)?;
+        self.put(slot, partition, state);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn each_partition_keeps_its_own_state_across_switches() {
-        let mut parts = PerPartition::default();
+        let mut parts = PerPartition::new(|| 0u32);
         let mut slot = 0u32;
         for (p, add) in [(1, 10), (2, 1), (1, 5), (3, 7), (2, 2)] {
-            parts.activate(&mut slot, p, || 0);
+            parts.activate(&mut slot, p);
             slot += add;
         }
         assert_eq!(parts.get(&slot, 1), Some(&15));
@@ -109,19 +151,48 @@ mod tests {
 
     #[test]
     fn a_taken_partition_starts_afresh_and_a_put_one_goes_on() {
-        let mut parts = PerPartition::default();
+        let mut parts = PerPartition::new(|| 0u32);
         let mut slot = 0u32;
-        parts.activate(&mut slot, 4, || 0);
+        parts.activate(&mut slot, 4);
         slot += 9;
         // The active one is taken: the slot holds a stand-in that no partition owns.
-        assert_eq!(parts.take(&mut slot, 4, || 0), Some(9));
+        assert_eq!(parts.take(&mut slot, 4), Some(9));
         assert_eq!(parts.partitions(), Vec::<i32>::new());
         parts.put(&mut slot, 4, 20);
-        parts.activate(&mut slot, 4, || 0);
+        parts.activate(&mut slot, 4);
         assert_eq!(slot, 20);
-        parts.activate(&mut slot, 5, || 100);
-        assert_eq!(slot, 100);
-        assert_eq!(parts.take(&mut slot, 4, || 0), Some(20));
-        assert_eq!(parts.take(&mut slot, 6, || 0), None);
+        parts.activate(&mut slot, 5);
+        assert_eq!(slot, 0);
+        assert_eq!(parts.take(&mut slot, 4), Some(20));
+        assert_eq!(parts.take(&mut slot, 6), None);
+    }
+
+    /// A count that a restore adds to the fresh state's, so that the test sees both.
+    impl PartitionTask for u32 {
+        type Saved = u32;
+        fn saved(&self) -> u32 {
+            *self
+        }
+        fn restored(fresh: u32, saved: u32) -> Result<u32, String> {
+            Ok(fresh + saved)
+        }
+    }
+
+    #[test]
+    fn a_saved_partition_restores_onto_a_fresh_state() {
+        let mut parts = PerPartition::new(|| 100u32);
+        let mut slot = 0u32;
+        parts.activate(&mut slot, 1);
+        slot += 5;
+        let bytes = parts.save(&slot, 1);
+        assert!(parts.save(&slot, 2).is_empty(), "no state, nothing saved");
+        let mut next = PerPartition::new(|| 100u32);
+        let mut other = 0u32;
+        next.restore(&mut other, 1, &bytes).unwrap();
+        next.restore(&mut other, 2, &[]).unwrap();
+        assert_eq!(next.partitions(), vec![1], "an empty save restores nothing");
+        next.activate(&mut other, 1);
+        assert_eq!(other, 205);
+        assert!(next.restore(&mut other, 3, &[0xff; 3]).is_err());
     }
 }

@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::aggregate::{AggInput, AggSpec, AggState};
+use super::partitioned::PartitionTask;
 use super::time::Millis;
 use super::watermark::Watermarks;
 
@@ -748,6 +749,18 @@ fn row(key: &Rc<str>, start: Millis, entry: &Entry, states: States) -> Row {
         update: entry.emitted,
         retract: false,
         states,
+    }
+}
+
+/// A consumer-group member's windows of one partition move with it: the fresh operator gives
+/// the configuration, the saved state the rest.
+impl PartitionTask for WindowOperator {
+    type Saved = WindowState;
+    fn saved(&self) -> WindowState {
+        self.state()
+    }
+    fn restored(fresh: WindowOperator, saved: WindowState) -> Result<WindowOperator, String> {
+        WindowOperator::restore(fresh.cfg, saved)
     }
 }
 

@@ -60,6 +60,9 @@ pub struct KafkaSource {
     /// group gives (see `Reporter::assigned`).
     own: Option<Vec<i32>>,
     grouped: bool,
+    /// A group member stores each handled record's offset for the next commit; one that keeps
+    /// state per partition commits as it saves the states instead.
+    stores_offsets: bool,
     /// With -e a partition is done at the end it reaches, even before its snapshot end.
     close_at_eof: bool,
     /// How many records a bounded read will see at most (for a progress bar).
@@ -172,6 +175,7 @@ impl KafkaSource {
             ends: HashMap::new(),
             own: None,
             grouped: plan.group.is_some(),
+            stores_offsets: plan.group.is_some() && plan.changelog.is_none(),
             close_at_eof: false,
             total: None,
             bounded,
@@ -404,7 +408,7 @@ impl KafkaSource {
     /// Marks records up to and including `offset` as done, for the group's next commit (a
     /// member with state per partition commits as it saves them instead).
     fn done(&self, partition: i32, offset: i64) {
-        if self.grouped && !self.keeps_state() {
+        if self.stores_offsets {
             // Fails only for a partition no longer assigned: nothing to commit then.
             let _ = self.consumer.store_offset(&self.topic, partition, offset);
         }
@@ -510,11 +514,6 @@ impl KafkaSource {
     fn acknowledge(&self, feed: &mut Feed) -> Result<()> {
         feed.handled(|partition, offset| self.done(partition, offset));
         self.save(feed.take_saved(), CommitMode::Async)
-    }
-
-    /// Whether this group member keeps state per partition (in a changelog topic).
-    fn keeps_state(&self) -> bool {
-        self.consumer.context().group().is_some()
     }
 
     /// Saves partition states in the changelog and commits their offsets.
