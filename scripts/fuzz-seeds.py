@@ -2,7 +2,7 @@
 """Builds fuzz/seeds/ (the committed seed corpus) from fixtures/: each target's input shape
 around the fixtures' lines. Run it again when fixtures/ changes; scripts/fuzz.sh reads the
 seeds and keeps what the fuzzer finds under target/ instead."""
-import glob, gzip, json, os, shutil
+import glob, gzip, hashlib, json, os, shutil
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 seeds = os.path.join(root, "fuzz", "seeds")
@@ -54,4 +54,24 @@ envelopes = [
 ]
 for i, e in enumerate(envelopes):
     put("envelope", f"{i}", json.dumps(e).encode())
+# kpl: a head byte (0: record bytes, 1: the message alone, 2: user records to pack), then
+# the input. Aggregates of a fixture's first lines, built as the KPL builds them.
+def varint(n):
+    out = b""
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out += bytes([low | (0x80 if n else 0)])
+        if not n:
+            return out
+
+def field(tag, payload):  # a length-delimited protobuf field
+    return varint(tag << 3 | 2) + varint(len(payload)) + payload
+
+lines = raw(top[0]).splitlines()[:4]
+keys = [b"merchant-1", b"merchant-2"]
+message = b"".join(field(1, k) for k in keys) + b"".join(
+    field(3, varint(1 << 3) + varint(i % 2) + field(3, line)) for i, line in enumerate(lines))
+put("kpl", "record", b"\x00" + b"\xf3\x89\x9a\xc2" + message + hashlib.md5(message).digest())
+put("kpl", "message", b"\x01" + message)
+put("kpl", "records", b"\x02" + b"\xff".join(bytes([len(k)]) + k + l for k, l in zip(keys * 2, lines)))
 print("seeds in", os.path.relpath(seeds, root))

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 TOTAL=${1:-600}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(chunk time envelope commands)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(chunk time envelope commands kpl)
 PER=$(( TOTAL / ${#TARGETS[@]} ))
 
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
