@@ -50,7 +50,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l endpoint-url -d 'K
 complete -c weir -n "__fish_weir_using_subcommand consume" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s n -l count -d 'Stop after writing N records' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -s f -l format -d 'Kafka source: write each record by a kcat format: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \\n \\t \\\\' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s f -l format -d 'Kafka or Kinesis source: write each record by a kcat format: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \\n \\t \\\\. On Kinesis: %t stream, %p shard, %o sequence number, %k partition key, %T arrival' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s o -l output -d 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l key -d 'Kafka sink: the record key is this field\'s value (strings as they are, other JSON as its text)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable)' -r

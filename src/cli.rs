@@ -305,6 +305,9 @@ Examples:
   # kcat-style lines: the last 5 records of partitions 0 and 2:
   weir consume kafka://localhost:9092/checkouts --partitions 0,2 --from -5 -e -f '%p %o %k %s\n'
 
+  # A stream's partition keys and values, one per line:
+  weir consume kinesis://orders --from -10m -e -f '%k %s\n'
+
   # As a member of a consumer group, committing as it goes:
   weir consume kafka://localhost:9092/checkouts -G audit -X session.timeout.ms=10000";
 
@@ -314,9 +317,9 @@ Examples:
 /// and number formatting survive. With --time, --from/--to keep records whose event time lies in
 /// [from, to); event time may be out of order, so the range filters rather than stops.
 ///
-/// Kafka input: each record's value is written (JSON as it is, other text as a JSON string,
-/// binary as {"base64":...}), or with -J its envelope, or with -f a kcat format; --from/--to
-/// are log positions.
+/// Kafka or Kinesis input: each record's value is written (JSON as it is, other text as a JSON
+/// string, binary as {"base64":...}), or with -J its envelope, or with -f a kcat format;
+/// --from/--to are log positions.
 #[derive(Debug, Args)]
 #[command(after_help = CONSUME_AFTER_HELP)]
 pub struct ConsumeArgs {
@@ -335,8 +338,9 @@ pub struct ConsumeArgs {
     #[arg(short = 'J', long)]
     pub envelope: bool,
 
-    /// Kafka source: write each record by a kcat format: %t topic, %p partition, %o offset,
-    /// %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \n \t \\.
+    /// Kafka or Kinesis source: write each record by a kcat format: %t topic, %p partition, %o
+    /// offset, %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \n \t
+    /// \\. On Kinesis: %t stream, %p shard, %o sequence number, %k partition key, %T arrival.
     #[arg(short = 'f', long, value_name = "FORMAT", conflicts_with = "envelope")]
     pub format: Option<String>,
 

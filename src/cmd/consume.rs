@@ -80,14 +80,9 @@ impl Plan {
                 ));
             }
             match (&args.format, args.envelope) {
-                (Some(_), _) if input.is_kinesis() => {
-                    return Err(Error::Usage(
-                        "-f formats name Kafka fields; for a Kinesis source use -J".into(),
-                    ))
-                }
                 (Some(_), _) if sink.is_broker() => {
                     return Err(Error::Usage(
-                        "-f writes text for people; it cannot go to Kafka".into(),
+                        "-f writes text for people; it cannot go to Kafka or Kinesis".into(),
                     ))
                 }
                 (Some(f), _) => Render::Format(KcatFormat::parse(f).map_err(Error::Usage)?),

@@ -335,28 +335,30 @@ impl KcatFormat {
         Ok(KcatFormat(pieces))
     }
 
-    /// Appends `m` as the format says (raw bytes, as kcat writes them).
-    pub fn write(&self, out: &mut Vec<u8>, m: &Message<'_>) {
+    /// Appends `r` as the format says (raw bytes, as kcat writes them).
+    pub fn write(&self, out: &mut Vec<u8>, r: &impl FormatFields) {
         let mut num = itoa::Buffer::new();
         for piece in &self.0 {
             match piece {
                 Piece::Literal(l) => out.extend_from_slice(l),
-                Piece::Topic => out.extend_from_slice(m.topic.as_bytes()),
-                Piece::Partition => out.extend_from_slice(num.format(m.partition).as_bytes()),
-                Piece::Offset => out.extend_from_slice(num.format(m.offset).as_bytes()),
-                Piece::Key => out.extend_from_slice(m.key.unwrap_or_default()),
-                Piece::Value => out.extend_from_slice(m.value.unwrap_or_default()),
-                Piece::KeyLen => out
-                    .extend_from_slice(num.format(m.key.map_or(-1, |k| k.len() as i64)).as_bytes()),
+                Piece::Topic => out.extend_from_slice(r.topic().as_bytes()),
+                Piece::Partition => r.write_partition(out),
+                Piece::Offset => r.write_offset(out),
+                Piece::Key => out.extend_from_slice(r.key().unwrap_or_default()),
+                Piece::Value => out.extend_from_slice(r.value().unwrap_or_default()),
+                Piece::KeyLen => out.extend_from_slice(
+                    num.format(r.key().map_or(-1, |k| k.len() as i64))
+                        .as_bytes(),
+                ),
                 Piece::ValueLen => out.extend_from_slice(
-                    num.format(m.value.map_or(-1, |v| v.len() as i64))
+                    num.format(r.value().map_or(-1, |v| v.len() as i64))
                         .as_bytes(),
                 ),
                 Piece::Timestamp => {
-                    out.extend_from_slice(num.format(m.timestamp.map_or(-1, |(t, _)| t)).as_bytes())
+                    out.extend_from_slice(num.format(r.timestamp().unwrap_or(-1)).as_bytes())
                 }
                 Piece::Headers => {
-                    for (i, (name, value)) in m.headers.iter().enumerate() {
+                    for (i, (name, value)) in r.headers().iter().enumerate() {
                         if i > 0 {
                             out.push(b',');
                         }
@@ -367,6 +369,70 @@ impl KcatFormat {
                 }
             }
         }
+    }
+}
+
+/// What a kcat format reads of a record. A Kinesis record answers with its counterparts of
+/// Kafka's fields: the stream for the topic, the shard for the partition, the sequence number
+/// for the offset, the partition key, the arrival time, and no headers.
+pub trait FormatFields {
+    fn topic(&self) -> &str;
+    fn write_partition(&self, out: &mut Vec<u8>);
+    fn write_offset(&self, out: &mut Vec<u8>);
+    fn key(&self) -> Option<&[u8]>;
+    fn value(&self) -> Option<&[u8]>;
+    /// Milliseconds since the epoch.
+    fn timestamp(&self) -> Option<Millis>;
+    fn headers(&self) -> &[(&str, Option<&[u8]>)];
+}
+
+impl FormatFields for Message<'_> {
+    fn topic(&self) -> &str {
+        self.topic
+    }
+    fn write_partition(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(itoa::Buffer::new().format(self.partition).as_bytes());
+    }
+    fn write_offset(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(itoa::Buffer::new().format(self.offset).as_bytes());
+    }
+    fn key(&self) -> Option<&[u8]> {
+        self.key
+    }
+    fn value(&self) -> Option<&[u8]> {
+        self.value
+    }
+    fn timestamp(&self) -> Option<Millis> {
+        self.timestamp.map(|(t, _)| t)
+    }
+    fn headers(&self) -> &[(&str, Option<&[u8]>)] {
+        &self.headers
+    }
+}
+
+impl FormatFields for ShardRecord<'_> {
+    fn topic(&self) -> &str {
+        self.stream
+    }
+    fn write_partition(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.shard.as_bytes());
+    }
+    /// The user records of one KPL aggregate share its sequence number (`-J` tells them
+    /// apart by `subsequence`).
+    fn write_offset(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.sequence.as_bytes());
+    }
+    fn key(&self) -> Option<&[u8]> {
+        Some(self.key.as_bytes())
+    }
+    fn value(&self) -> Option<&[u8]> {
+        Some(self.value)
+    }
+    fn timestamp(&self) -> Option<Millis> {
+        self.arrival
+    }
+    fn headers(&self) -> &[(&str, Option<&[u8]>)] {
+        &[]
     }
 }
 

@@ -297,6 +297,57 @@ fn kpl_aggregates_come_back_as_their_user_records() {
 }
 
 #[test]
+fn a_kcat_format_writes_the_stream_shard_sequence_key_and_arrival_boto3_reads() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("format", 2);
+    s.py(&["put", &stream, "k"], &records(0, 200));
+    let out = s.weir(&[
+        "consume",
+        "-e",
+        "-q",
+        &s.url(&stream),
+        "-f",
+        "%t|%p|%o|%k|%K|%T|%s|%S|%h\\n",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let mut have: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let arrivals: HashMap<String, i64> = s
+        .py(&["arrivals", &stream], "")
+        .lines()
+        .map(|l| {
+            let a: Value = serde_json::from_str(l).unwrap();
+            (
+                a["sequence"].as_str().unwrap().to_string(),
+                a["arrival"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let mut want: Vec<String> = s
+        .read(&stream)
+        .iter()
+        .map(|r| {
+            let (key, data) = (r["key"].as_str().unwrap(), r["data"].as_str().unwrap());
+            let sequence = r["sequence"].as_str().unwrap();
+            format!(
+                "{stream}|{}|{sequence}|{key}|{}|{}|{data}|{}|",
+                r["shard"].as_str().unwrap(),
+                key.len(),
+                arrivals[sequence],
+                data.len()
+            )
+        })
+        .collect();
+    have.sort();
+    want.sort();
+    assert_eq!(have.len(), 200);
+    assert_eq!(have, want);
+}
+
+#[test]
 fn from_a_time_starts_at_the_first_record_that_arrived_then() {
     let Some(s) = kinesis_local() else { return };
     let stream = s.stream("from-time", 1);

@@ -360,12 +360,13 @@ impl Renderer {
     }
 }
 
-/// Writes a record as the command wants it: its envelope, or its value (`consume`).
+/// Writes a record as the command wants it: its envelope, or its value or a kcat format
+/// (`consume`).
 fn write(render: &Render, out: &mut Vec<u8>, record: &ShardRecord<'_>) {
     match render {
         Render::Value => write_value_line(out, Some(record.value)),
-        // A kcat format names Kafka fields; the plan refuses it for a Kinesis source.
-        Render::Envelope | Render::Format(_) => write_shard_envelope(out, record),
+        Render::Envelope => write_shard_envelope(out, record),
+        Render::Format(format) => format.write(out, record),
     }
 }
 
