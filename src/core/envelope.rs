@@ -656,6 +656,27 @@ mod tests {
         assert!(KcatFormat::parse("%z").is_err());
     }
 
+    #[test]
+    fn kcat_formats_of_a_kinesis_user_record() {
+        let r = ShardRecord {
+            stream: "orders",
+            shard: "shardId-000000000001",
+            sequence: "4959",
+            subsequence: Some(2),
+            arrival: Some(1_795_867_201_234),
+            key: "m-42",
+            value: b"v1",
+        };
+        let mut out = Vec::new();
+        KcatFormat::parse("%t %p %o %k %K %s %S %T [%h]")
+            .unwrap()
+            .write(&mut out, &r);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "orders shardId-000000000001 4959 m-42 4 v1 2 1795867201234 []"
+        );
+    }
+
     fn bytes() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![
             proptest::collection::vec(any::<u8>(), 0..12),
