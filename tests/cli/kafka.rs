@@ -1591,6 +1591,30 @@ fn a_killed_group_member_loses_nothing() {
     assert_eq!(seen, (0..20000).collect::<Vec<_>>());
 }
 
+/// Whether `group` has committed, on each of the topic's `partitions`, the partition's log
+/// end, as `weir lag` reports them: every record read and its state saved.
+pub fn caught_up(b: &Broker, topic: &str, group: &str, partitions: usize) -> bool {
+    let out = weir()
+        .arg("lag")
+        .arg(b.url(topic))
+        .args(["--group", group, "--format", "json", "--time-mode", "none"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let rows: Vec<&Value> = report["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["topics"].as_array().into_iter().flatten())
+        .flat_map(|t| t["partitions"].as_array().into_iter().flatten())
+        .collect();
+    rows.len() == partitions
+        && rows.iter().all(|p| {
+            p["committed_offset"].as_i64().is_some() && p["committed_offset"] == p["log_end_offset"]
+        })
+}
+
 /// The group's committed offset per partition, as `weir lag` reports it.
 fn committed_offsets(b: &Broker, topic: &str, group: &str) -> BTreeMap<i64, i64> {
     let out = weir()

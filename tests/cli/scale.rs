@@ -17,11 +17,18 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::kafka::{broker, group_turn, Broker};
+use super::kafka::{broker, caught_up, group_turn, Broker};
 use super::weir_std;
 
 /// How often each member saves its partitions' states.
 const INTERVAL: &str = "500ms";
+
+/// How long the test broker may take to answer: busy with every other test, it has been seen
+/// to take longer than the default 10 s over a metadata request.
+const BROKER_TIMEOUT: &str = "60s";
+
+/// The partitions of every topic here.
+const PARTITIONS: usize = 4;
 
 /// One run of a member: its process, its output file and its stderr.
 struct Member {
@@ -67,6 +74,7 @@ impl<'a> Group<'a> {
             .args(["-G", group, "--from", "beginning"])
             .args(["--checkpoint-interval", INTERVAL])
             .args(["-X", "session.timeout.ms=6000"])
+            .args(["--timeout", BROKER_TIMEOUT])
             .args(extra)
             .args(["-o", out.to_str().unwrap()])
             .stdout(Stdio::null())
@@ -109,30 +117,38 @@ impl<'a> Group<'a> {
         assert_eq!(status.code(), Some(130), "member {}: {err}", m.name);
     }
 
-    /// A member that reads to the end (-e); it must succeed.
+    /// A member that reads to the end (-e); it must succeed, and its group must have
+    /// committed every partition's end.
     fn finish(&mut self, name: &str, group: &str) -> Vec<String> {
         for attempt in 1.. {
-            let (mut c, out, err) = self.member_command(name, group, &["-e"]);
+            // Each attempt in a group of its own, from the beginning.
+            let group = format!("{group}-{attempt}");
+            let (mut c, out, err) = self.member_command(name, &group, &["-e"]);
             let mut child = c.spawn().unwrap();
             let started = Instant::now();
             let status = loop {
                 if let Some(status) = child.try_wait().unwrap() {
                     break status;
                 }
-                if started.elapsed() > Duration::from_secs(90) {
+                if started.elapsed() > Duration::from_secs(180) {
                     let _ = child.kill();
-                    panic!("{name} did not finish in 90 s");
+                    panic!("{name} did not finish in 180 s");
                 }
                 std::thread::sleep(Duration::from_millis(50));
             };
             let err = std::fs::read_to_string(&err).unwrap();
             // The test broker, busy with the other tests, has been seen to time out a
-            // metadata request (exit 4, nothing written): such a run is tried again.
-            if status.code() == Some(4) && lines(&out).is_empty() && attempt < 3 {
-                std::thread::sleep(Duration::from_secs(1));
+            // metadata request (exit 4, nothing written), and to end a member's read short
+            // of some partitions: such a run is tried again.
+            if status.code() == Some(4) && lines(&out).is_empty() && attempt < 5 {
+                std::thread::sleep(Duration::from_secs(3));
                 continue;
             }
             assert!(status.success(), "{name}: {status:?}: {err}");
+            if !caught_up(self.b, &self.topic, &group, PARTITIONS) && attempt < 5 {
+                eprintln!("{name} ended short of the topic's end; tried again");
+                continue;
+            }
             return lines(&out);
         }
         unreachable!("the loop returns or panics")
@@ -341,8 +357,8 @@ fn window_members_that_join_leave_and_die_give_the_rows_of_one() {
     let plain = super::weir()
         .args(&group.command)
         .arg(b.url(&topic))
-        .args(["--from", "beginning", "-e"])
-        .timeout(Duration::from_secs(120))
+        .args(["--from", "beginning", "-e", "--timeout", BROKER_TIMEOUT])
+        .timeout(Duration::from_secs(180))
         .output()
         .unwrap();
     assert!(plain.status.success(), "{plain:?}");
@@ -460,17 +476,18 @@ fn a_large_state_is_saved_in_parts_and_restored_whole() {
                 .args(["dedupe", "--id", "value.id", "--time", "value.t"])
                 .args(["--time-format", "ms", "--horizon", "1h", "-e", "-q"])
                 .args(["-G", &group, "--from", "beginning"])
+                .args(["--timeout", BROKER_TIMEOUT])
                 .arg(b.url(&topic))
-                .timeout(Duration::from_secs(120))
+                .timeout(Duration::from_secs(180))
                 .output()
                 .unwrap()
         };
         let mut out = run();
-        for _ in 0..2 {
+        for _ in 0..4 {
             if out.status.code() != Some(4) || !out.stdout.is_empty() {
                 break;
             }
-            std::thread::sleep(Duration::from_secs(1));
+            std::thread::sleep(Duration::from_secs(3));
             out = run();
         }
         assert!(out.status.success(), "{out:?}");
@@ -540,6 +557,7 @@ fn a_profile_follows_its_partitions_to_the_last_member() {
             .arg(b.url(&topic))
             .args(["-G", group, "--from", "beginning"])
             .args(["-X", "session.timeout.ms=6000"])
+            .args(["--timeout", BROKER_TIMEOUT])
             .args(extra)
             .args(["-o", out.to_str().unwrap()])
             .stdout(Stdio::null());
@@ -563,7 +581,7 @@ fn a_profile_follows_its_partitions_to_the_last_member() {
     let (mut first, _) = profile(&group, "first", &slow);
     let mut first = first.spawn().unwrap();
     std::thread::sleep(Duration::from_secs(3));
-    let (mut second, last) = profile(&group, "second", &[]);
+    let (mut second, last) = profile(&group, "second", &["--checkpoint-interval", INTERVAL]);
     let mut second = second.spawn().unwrap();
     std::thread::sleep(Duration::from_secs(6));
     let term = |child: &Child| {
@@ -575,8 +593,16 @@ fn a_profile_follows_its_partitions_to_the_last_member() {
     };
     term(&first);
     assert_eq!(first.wait().unwrap().code(), Some(130));
-    // The second member owns every partition and has read them to their end.
-    std::thread::sleep(Duration::from_secs(8));
+    // The second member owns every partition, and has read them to their end once the group
+    // has committed every end (after a save).
+    let started = Instant::now();
+    while !caught_up(&b, &topic, &group, PARTITIONS) {
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "the second member has not read every partition to its end in 90 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
     term(&second);
     assert_eq!(second.wait().unwrap().code(), Some(130));
     let (mut whole, reference) = profile(&format!("{group}-reference"), "reference", &["-e"]);
