@@ -1591,9 +1591,9 @@ fn a_killed_group_member_loses_nothing() {
     assert_eq!(seen, (0..20000).collect::<Vec<_>>());
 }
 
-/// Whether `group` has committed, on each of the topic's `partitions`, the partition's log
-/// end, as `weir lag` reports them: every record read and its state saved.
-pub fn caught_up(b: &Broker, topic: &str, group: &str, partitions: usize) -> bool {
+/// The group's rows for the topic's partitions, as `weir lag --format json` reports them
+/// (none when the report cannot be had).
+fn lag_rows(b: &Broker, topic: &str, group: &str) -> Vec<Value> {
     let out = weir()
         .arg("lag")
         .arg(b.url(topic))
@@ -1602,13 +1602,20 @@ pub fn caught_up(b: &Broker, topic: &str, group: &str, partitions: usize) -> boo
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    let rows: Vec<&Value> = report["groups"]
+    report["groups"]
         .as_array()
         .into_iter()
         .flatten()
         .flat_map(|g| g["topics"].as_array().into_iter().flatten())
         .flat_map(|t| t["partitions"].as_array().into_iter().flatten())
-        .collect();
+        .cloned()
+        .collect()
+}
+
+/// Whether `group` has committed, on each of the topic's `partitions`, the partition's log
+/// end: every record read and its state saved.
+pub fn caught_up(b: &Broker, topic: &str, group: &str, partitions: usize) -> bool {
+    let rows = lag_rows(b, topic, group);
     rows.len() == partitions
         && rows.iter().all(|p| {
             p["committed_offset"].as_i64().is_some() && p["committed_offset"] == p["log_end_offset"]
@@ -1617,27 +1624,10 @@ pub fn caught_up(b: &Broker, topic: &str, group: &str, partitions: usize) -> boo
 
 /// The group's committed offset per partition, as `weir lag` reports it.
 fn committed_offsets(b: &Broker, topic: &str, group: &str) -> BTreeMap<i64, i64> {
-    let out = weir()
-        .arg("lag")
-        .arg(b.url(topic))
-        .args(["--group", group, "--format", "json", "--time-mode", "none"])
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    let mut offsets = BTreeMap::new();
-    for g in report["groups"].as_array().into_iter().flatten() {
-        for t in g["topics"].as_array().into_iter().flatten() {
-            for p in t["partitions"].as_array().into_iter().flatten() {
-                if let (Some(partition), Some(committed)) =
-                    (p["partition"].as_i64(), p["committed_offset"].as_i64())
-                {
-                    offsets.insert(partition, committed);
-                }
-            }
-        }
-    }
-    offsets
+    lag_rows(b, topic, group)
+        .iter()
+        .filter_map(|p| Some((p["partition"].as_i64()?, p["committed_offset"].as_i64()?)))
+        .collect()
 }
 
 /// The Kafka drill: `window` from a topic to a topic as a group member, each partition's
