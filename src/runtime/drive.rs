@@ -178,7 +178,7 @@ pub fn drive(reader: Reader, d: Drive<'_>, step: &mut impl RecordStep) -> Result
 /// Runs `step` on every record of `reader`, taking checkpoints between chunks when they are
 /// due.
 pub fn drive_with(
-    reader: Reader,
+    mut reader: Reader,
     mut d: Drive<'_>,
     step: &mut impl RecordStep,
     mut checkpoints: Option<&mut Checkpoints>,
@@ -195,10 +195,25 @@ pub fn drive_with(
         &mut handled,
     );
     // A group member that stops saves its partitions' states, so that their next owners go
-    // on from here (the source saves them before it leaves the group).
+    // on from here (the source saves them before it leaves the group), and answers the
+    // revocations that come until the source has stopped.
     if let (Err(Error::Interrupted), Some(c)) = (&result, checkpoints) {
         if c.is_group() {
-            handled.release(&reader, step, Some(c), &mut d)?;
+            handled.release(&reader, step, Some(&mut *c), &mut d)?;
+            let mut failed = None;
+            reader.drain(|item| {
+                if let Item::Revoked { partitions, reply } = item {
+                    match c.revoke(&partitions, step, d.policy) {
+                        Ok(states) => drop(reply.send(states)),
+                        Err(e) => {
+                            failed.get_or_insert(e);
+                        }
+                    }
+                }
+            });
+            if let Some(e) = failed {
+                return Err(e);
+            }
         }
     }
     result
@@ -235,7 +250,8 @@ fn drive_loop(
                 }
             }
         };
-        if d.stop.load(Ordering::Relaxed) {
+        // A revocation is answered even then: the group waits for the partitions' states.
+        if d.stop.load(Ordering::Relaxed) && !matches!(item, Item::Revoked { .. }) {
             return Err(Error::Interrupted);
         }
         match item {
@@ -442,5 +458,111 @@ impl Between<'_> {
         }
         d.counters.read += 1;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::runtime::checkpoint::{CheckpointInputs, PartitionState};
+    use crate::runtime::chunk::Prepare;
+    use crate::runtime::policy::PolicyPlan;
+    use crate::runtime::reader::{Feed, Framing, Source};
+
+    /// A group member's source: it is given partition 0, hands over three of its records,
+    /// then has a rebalance revoke the partition, at once or only once the read is told to
+    /// stop, and reports what the command answered.
+    struct Rebalancing {
+        revoke_after_stop: bool,
+        answer: mpsc::Sender<Option<Vec<PartitionState>>>,
+    }
+
+    impl Source for Rebalancing {
+        fn read(self: Box<Self>, feed: &mut Feed) -> Result<()> {
+            feed.restored(vec![0], Vec::new())?;
+            let mut framing = Framing::new(feed);
+            for offset in 0..3 {
+                framing.data.extend_from_slice(b"{}");
+                framing.push((0, offset));
+            }
+            framing.hand_over(feed, &Arc::from("t"))?;
+            while self.revoke_after_stop && !feed.cancelled() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let _ = self.answer.send(feed.revoker().revoke(vec![0]));
+            Ok(())
+        }
+
+        fn join_at_end(&self) -> bool {
+            true
+        }
+    }
+
+    /// A step whose state per partition is the records it took; a signal comes with the
+    /// third.
+    struct Signalled<'a> {
+        taken: u8,
+        stop: &'a AtomicBool,
+    }
+
+    impl RecordStep for Signalled<'_> {
+        fn record(&mut self, _: &Line<'_>, _: &mut Counters) -> Result<Flow, Fault> {
+            self.taken += 1;
+            if self.taken == 3 {
+                self.stop.store(true, Ordering::Relaxed);
+            }
+            Ok(Flow::Continue)
+        }
+        fn idle(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn save_partition(&mut self, _: i32) -> Result<Vec<u8>> {
+            Ok(vec![self.taken])
+        }
+    }
+
+    #[test]
+    fn a_group_member_that_stops_still_answers_a_revocation_with_the_latest_state() {
+        for revoke_after_stop in [false, true] {
+            let (answer, answered) = mpsc::channel();
+            let source = Rebalancing {
+                revoke_after_stop,
+                answer,
+            };
+            let reader = Reader::spawn(Box::new(source), Prepare::AsIs, 1024);
+            let stop = AtomicBool::new(false);
+            let mut step = Signalled {
+                taken: 0,
+                stop: &stop,
+            };
+            let mut counters = Counters::default();
+            let mut policy = ErrorPolicy::open(&PolicyPlan::new(None, None)).unwrap();
+            let inputs = CheckpointInputs::Kafka { topic: "t".into() };
+            let mut checkpoints =
+                Checkpoints::for_group(Duration::from_secs(3600), "dedupe", inputs);
+            let d = Drive {
+                counters: &mut counters,
+                policy: &mut policy,
+                stop: &stop,
+            };
+            let result = drive_with(reader, d, &mut step, Some(&mut checkpoints));
+            assert!(
+                matches!(result, Err(Error::Interrupted) | Ok(())),
+                "{result:?}"
+            );
+            let states = answered.recv().unwrap();
+            assert_eq!(
+                states,
+                Some(vec![PartitionState {
+                    partition: 0,
+                    next_offset: 3,
+                    state: vec![3],
+                }]),
+                "revoked after the stop: {revoke_after_stop}"
+            );
+        }
     }
 }

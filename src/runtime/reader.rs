@@ -224,7 +224,6 @@ impl Feed {
     pub fn revoker(&self) -> Revoker {
         Revoker {
             out: self.out.clone(),
-            cancel: self.cancel.clone(),
         }
     }
 
@@ -404,23 +403,19 @@ pub(crate) enum Back {
 /// thread.
 pub struct Revoker {
     out: SyncSender<Item>,
-    cancel: Arc<AtomicBool>,
 }
 
 impl Revoker {
     /// Has the command hand over `partitions`, every record before handled and its output
-    /// durable, and returns their states; `None` when the run is ending (the command then
-    /// saves no more: the next owner goes on from the last saved state).
+    /// durable, and returns their states; `None` when the run ended without answering (it
+    /// failed, or reached its end: the next owner goes on from the last saved state). A
+    /// command that stops on a signal still answers (`Reader::drain`).
     pub fn revoke(&self, partitions: Vec<i32>) -> Option<Vec<PartitionState>> {
         let (reply, answer) = mpsc::channel();
         self.out.send(Item::Revoked { partitions, reply }).ok()?;
-        loop {
-            match answer.recv_timeout(Duration::from_millis(50)) {
-                Ok(states) => return Some(states),
-                Err(RecvTimeoutError::Timeout) if !self.cancel.load(Ordering::Acquire) => {}
-                Err(_) => return None,
-            }
-        }
+        // Disconnected when the request is dropped unanswered, with the channel at the
+        // latest: the reader's end drops what is still in it.
+        answer.recv().ok()
     }
 }
 
@@ -481,6 +476,22 @@ impl Reader {
             spare_prepared,
             handled,
             joined: join.then_some((cancel, handle)),
+        }
+    }
+
+    /// Tells a source that must be joined to stop, and hands `each` what it still sends
+    /// until it has ended. A group member that stops answers the revocations of a rebalance
+    /// under way this way: unanswered, the group could give a partition to its next owner
+    /// before its latest state is saved, and that owner would repeat the output since the
+    /// older one.
+    pub(crate) fn drain(&mut self, mut each: impl FnMut(Item)) {
+        let Some((cancel, _)) = &self.joined else {
+            return;
+        };
+        cancel.store(true, Ordering::Release);
+        let items = self.items.as_ref().expect("receiver kept until drop");
+        while let Ok(item) = items.recv() {
+            each(item);
         }
     }
 

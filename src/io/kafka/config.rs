@@ -144,9 +144,23 @@ impl GroupState {
         }
     }
 
+    /// Saves the `states` of partitions still assigned: one revoked since the command handed
+    /// its state over had a newer one saved as it went (or, lost, is another member's).
+    pub fn save(
+        &mut self,
+        consumer: &BaseConsumer<Reporter>,
+        mut states: Vec<PartitionState>,
+        mode: CommitMode,
+    ) -> Result<()> {
+        if let Ok(assigned) = consumer.assignment() {
+            states.retain(|s| assigned.find_partition(&self.topic, s.partition).is_some());
+        }
+        self.write(consumer, states, mode)
+    }
+
     /// Saves `states` in the changelog and, once the broker has them, commits their offsets:
     /// the group's offsets never run ahead of the saved states.
-    pub fn save(
+    fn write(
         &mut self,
         consumer: &BaseConsumer<Reporter>,
         states: Vec<PartitionState>,
@@ -185,13 +199,21 @@ impl GroupState {
         // Lost for a missed heartbeat: another member may own them already, so their state
         // is not written over its own; the command drops them.
         let lost = consumer.assignment_lost();
+        if lost {
+            let names: Vec<String> = partitions.iter().map(i32::to_string).collect();
+            eprintln!(
+                "weir: the group took partitions {} of '{}' from this member, which it had not heard from in time: their next owners repeat the output since their last saved states",
+                names.join(", "),
+                self.topic
+            );
+        }
         let Some(states) = self.revoker.revoke(partitions) else {
             return;
         };
         if lost {
             return;
         }
-        if let Err(e) = self.save(consumer, states, CommitMode::Sync) {
+        if let Err(e) = self.write(consumer, states, CommitMode::Sync) {
             self.failure.get_or_insert(e);
         }
     }
