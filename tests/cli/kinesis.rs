@@ -572,6 +572,130 @@ fn the_sink_writes_records_that_read_back_the_same_in_key_order() {
     assert_eq!(keyed_values(&s.read(&copied)), want);
 }
 
+/// `scripts/peers/kinesis_faults.py` in front of a server: the first and every third call of
+/// each operation answered with the service's throttling error or an HTTP 500, in turn.
+struct FaultProxy {
+    child: std::process::Child,
+    endpoint: String,
+}
+
+impl FaultProxy {
+    fn start(upstream: &Server) -> FaultProxy {
+        let mut child = Command::new("python3")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/scripts/peers/kinesis_faults.py"
+            ))
+            .arg(&upstream.endpoint)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        FaultProxy {
+            child,
+            endpoint: line.trim().to_string(),
+        }
+    }
+
+    /// The errors it answered instead of the server, per operation.
+    fn injected(&self) -> BTreeMap<String, u64> {
+        use std::io::Read;
+        let address = self.endpoint.trim_start_matches("http://");
+        let mut conn = std::net::TcpStream::connect(address).unwrap();
+        conn.write_all(b"GET /faults HTTP/1.0\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        conn.read_to_string(&mut answer).unwrap();
+        let body = answer.split("\r\n\r\n").nth(1).unwrap();
+        serde_json::from_str(body).unwrap()
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn throttled_and_failed_calls_are_retried_and_every_record_goes_through_once() {
+    let Some(s) = kinesalite() else { return };
+    let proxy = FaultProxy::start(&s);
+    let faulty = Server {
+        endpoint: proxy.endpoint.clone(),
+    };
+    let stream = s.stream("faults", 2);
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ndjson");
+    std::fs::write(&input, records(0, 3000)).unwrap();
+    let retried = |out: &Output| {
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{out:?}");
+        assert!(err.contains("throttled or failed and"), "{err}");
+    };
+    // Written through the faults: boto3, reading the server itself, finds each record once,
+    // in key order (a refused PutRecords put nothing in, and is sent again whole).
+    let out = faulty.weir(&[
+        "replay",
+        "-q",
+        "--key",
+        "k",
+        input.to_str().unwrap(),
+        "-o",
+        &s.url(&stream),
+    ]);
+    retried(&out);
+    let want = s.read(&stream);
+    let envelopes: Vec<Value> = want
+        .iter()
+        .map(|r| {
+            let value: Value = serde_json::from_str(r["data"].as_str().unwrap()).unwrap();
+            serde_json::json!({"key": r["key"], "value": value})
+        })
+        .collect();
+    assert_each_once_in_key_order(&envelopes, 3000);
+    // Read through the faults: the records boto3 read, at the same positions.
+    let out = faulty.weir(&["consume", "-J", "-e", "-q", &s.url(&stream)]);
+    retried(&out);
+    let position = |shard: &Value, sequence: &Value| {
+        (
+            shard.as_str().unwrap().to_string(),
+            sequence.as_str().unwrap().to_string(),
+        )
+    };
+    let mut have: Vec<_> = lines(&out)
+        .iter()
+        .map(|e| position(&e["shard"], &e["sequence"]))
+        .collect();
+    let mut expected: Vec<_> = want
+        .iter()
+        .map(|r| position(&r["shard"], &r["sequence"]))
+        .collect();
+    have.sort();
+    expected.sort();
+    assert_eq!(have, expected);
+    // Every kind of call met a throttle, and the busy ones a 500 too.
+    let injected = proxy.injected();
+    for operation in [
+        "DescribeStreamSummary",
+        "PutRecords",
+        "ListShards",
+        "GetShardIterator",
+        "GetRecords",
+    ] {
+        assert!(
+            injected.get(operation) >= Some(&1),
+            "{operation}: {injected:?}"
+        );
+    }
+    assert!(injected["PutRecords"] >= 2, "{injected:?}");
+}
+
 #[test]
 fn a_record_over_a_mebibyte_is_a_bad_record_with_its_position() {
     let Some(s) = kinesis_local() else { return };

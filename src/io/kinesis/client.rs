@@ -6,6 +6,8 @@
 //! The runtime stays at this edge: the rest of weir is synchronous, and calls into the SDK
 //! with `block_on` or reads what the runtime's tasks hand over through channels.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_config::retry::RetryConfig;
@@ -53,6 +55,32 @@ pub struct KinesisClient {
     pub sdk: aws_sdk_kinesis::Client,
     pub stream: StreamRef,
     pub options: AwsOptions,
+    retries: Arc<Retries>,
+}
+
+/// The calls a client's clones retried (throttled, or a failure that passes), said once on
+/// stderr when the last clone is gone: a read that slowed down says why.
+struct Retries {
+    endpoint: String,
+    count: AtomicU64,
+    last: Mutex<String>,
+}
+
+impl Drop for Retries {
+    fn drop(&mut self) {
+        let count = *self.count.get_mut();
+        if count > 0 {
+            let last = self.last.get_mut().map(|s| s.clone()).unwrap_or_default();
+            let (calls, were) = match count {
+                1 => ("1 call".to_string(), "was"),
+                n => (format!("{n} calls"), "were"),
+            };
+            eprintln!(
+                "weir: Kinesis at {}: {calls} throttled or failed and {were} retried after a backoff (the last: {last})",
+                self.endpoint
+            );
+        }
+    }
 }
 
 /// Builds the tokio runtime AWS clients run on: two workers are plenty for network calls.
@@ -95,11 +123,28 @@ impl KinesisClient {
                 "no AWS region: set AWS_REGION (or a profile's region)".into(),
             ));
         }
-        Ok(KinesisClient {
+        let mut client = KinesisClient {
             sdk: aws_sdk_kinesis::Client::new(&config),
             stream: StreamRef::new(spec),
             options: options.clone(),
-        })
+            retries: Arc::new(Retries {
+                endpoint: String::new(),
+                count: AtomicU64::new(0),
+                last: Mutex::new(String::new()),
+            }),
+        };
+        Arc::get_mut(&mut client.retries)
+            .expect("not shared yet")
+            .endpoint = client.endpoint();
+        Ok(client)
+    }
+
+    /// Counts a call `what` that failed for `why` and is tried again after a backoff.
+    pub fn retried(&self, what: &str, why: &str) {
+        self.retries.count.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut last) = self.retries.last.lock() {
+            *last = format!("{what}: {why}");
+        }
     }
 
     /// Where the client connects, for messages.
@@ -207,7 +252,8 @@ where
         match call().await {
             Ok(out) => return Ok(out),
             Err(e) => match classify(&e) {
-                Failure::Retry(_) if since.elapsed() < client.options.timeout => {
+                Failure::Retry(why) if since.elapsed() < client.options.timeout => {
+                    client.retried(what, &why);
                     tokio::time::sleep(backoff(attempt, jitter(attempt as u64))).await;
                     attempt += 1;
                 }

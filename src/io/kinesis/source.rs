@@ -609,6 +609,7 @@ impl ShardReader {
                     self.client.options.timeout
                 )));
             }
+            self.client.retried("SubscribeToShard", &failure);
             tokio::time::sleep(backoff(*attempt, jitter(*attempt as u64 ^ hash(&shard)))).await;
             *attempt += 1;
         }
@@ -683,6 +684,7 @@ impl ShardReader {
                                     self.client.options.timeout
                                 )));
                             }
+                            self.client.retried("GetRecords", &why);
                             let wait = backoff(*attempt, jitter(*attempt as u64 ^ hash(&shard)));
                             *attempt += 1;
                             next_call = tokio::time::Instant::now() + wait;
@@ -831,14 +833,16 @@ async fn efo_consumer(client: &KinesisClient, name: &str) -> Result<String> {
                 registered = true;
                 continue;
             }
-            Err(e) => {
-                if let Failure::Refused(why) | Failure::Invalid(why) = classify(&e) {
+            Err(e) => match classify(&e) {
+                Failure::Refused(why) | Failure::Invalid(why) => {
                     return Err(Error::Unreachable(format!(
                         "Kinesis stream '{}': consumer '{name}': {why}",
                         stream.name
                     )));
                 }
-            }
+                Failure::Retry(why) => client.retried("DescribeStreamConsumer", &why),
+                Failure::ExpiredIterator => {}
+            },
         }
         if since.elapsed() >= client.options.timeout.max(Duration::from_secs(30)) {
             return Err(Error::Unreachable(format!(

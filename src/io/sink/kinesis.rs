@@ -204,6 +204,7 @@ async fn put_all(client: KinesisClient, mut entries: Vec<PutRecordsRequestEntry>
                 client.options.timeout
             )));
         }
+        client.retried("PutRecords", &why);
         tokio::time::sleep(backoff(attempt, jitter(attempt as u64))).await;
         attempt += 1;
     }
