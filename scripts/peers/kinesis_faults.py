@@ -12,8 +12,12 @@ forwarded, in turn:
     GetShardIterator) or LimitExceededException (ListShards, DescribeStreamSummary, ...),
     the service's throttling answers;
   - HTTP 500 InternalFailure, a service failure that passes.
-A refused call never reaches the server, so nothing of it happened there. GET /faults
-answers the count of injected errors per operation, as JSON.
+A refused call never reaches the server, so nothing of it happened there. The PutRecords
+call after each refused one fails in part, as the service's do: every seventh entry from the
+fourth is answered ProvisionedThroughputExceededException and left out of what goes to the
+server; the others go in and are answered with the server's own results. GET /faults answers
+the count of injected errors per operation (partly failed PutRecords calls as
+"PutRecords/partial", failed entries as "PutRecords/entries"), as JSON.
 """
 import http.client
 import json
@@ -88,6 +92,17 @@ class Proxy(BaseHTTPRequestHandler):
             ]
             self.reply(status, headers, error)
             return
+        failed = []
+        if operation == "PutRecords" and n % EVERY == 2:
+            request = json.loads(body)
+            entries = request["Records"]
+            failed = [i for i in range(len(entries)) if i % 7 == 3]
+            if failed:
+                request["Records"] = [e for i, e in enumerate(entries) if i % 7 != 3]
+                body = json.dumps(request).encode()
+                with lock:
+                    injected["PutRecords/partial"] += 1
+                    injected["PutRecords/entries"] += len(failed)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         headers["Host"] = UPSTREAM.netloc
         for attempt in range(2):
@@ -104,7 +119,27 @@ class Proxy(BaseHTTPRequestHandler):
                 if attempt == 1:
                     raise
         kept = [(k, v) for k, v in answer.getheaders() if k.lower() not in HOP_BY_HOP]
+        if failed and answer.status == 200:
+            data = partly_failed(json.loads(data), failed)
         self.reply(answer.status, kept, data)
+
+
+def partly_failed(result, failed):
+    """The server's PutRecords result for the entries that went, with the failed ones put
+    back at their places."""
+    went = iter(result["Records"])
+    total = len(result["Records"]) + len(failed)
+    records = [
+        {
+            "ErrorCode": "ProvisionedThroughputExceededException",
+            "ErrorMessage": "Rate exceeded for shard in stream under account 000000000000.",
+        }
+        if i in failed
+        else next(went)
+        for i in range(total)
+    ]
+    failures = sum(1 for r in records if "ErrorCode" in r)
+    return json.dumps({"FailedRecordCount": failures, "Records": records}).encode()
 
 
 def main():

@@ -623,7 +623,7 @@ impl Drop for FaultProxy {
 }
 
 #[test]
-fn throttled_and_failed_calls_are_retried_and_every_record_goes_through_once() {
+fn throttled_and_failed_calls_are_retried_with_every_record_in_key_order() {
     let Some(s) = kinesalite() else { return };
     let proxy = FaultProxy::start(&s);
     let faulty = Server {
@@ -638,8 +638,10 @@ fn throttled_and_failed_calls_are_retried_and_every_record_goes_through_once() {
         assert!(out.status.success(), "{out:?}");
         assert!(err.contains("throttled or failed and"), "{err}");
     };
-    // Written through the faults: boto3, reading the server itself, finds each record once,
-    // in key order (a refused PutRecords put nothing in, and is sent again whole).
+    // Written through the faults: boto3, reading the server itself, finds every record, and
+    // a key's last copies in order. A refused PutRecords put nothing in and is sent again
+    // whole; of one that failed in part, the failed entries are sent again with every later
+    // entry of their keys, which went in twice: as many as weir says.
     let out = faulty.weir(&[
         "replay",
         "-q",
@@ -650,15 +652,29 @@ fn throttled_and_failed_calls_are_retried_and_every_record_goes_through_once() {
         &s.url(&stream),
     ]);
     retried(&out);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let twice: usize = err
+        .split_once(" records went to Kinesis stream")
+        .map(|(before, _)| before.rsplit(' ').next().unwrap().parse().unwrap())
+        .unwrap_or(0);
     let want = s.read(&stream);
-    let envelopes: Vec<Value> = want
-        .iter()
-        .map(|r| {
-            let value: Value = serde_json::from_str(r["data"].as_str().unwrap()).unwrap();
-            serde_json::json!({"key": r["key"], "value": value})
-        })
-        .collect();
-    assert_each_once_in_key_order(&envelopes, 3000);
+    assert_eq!(want.len(), 3000 + twice, "{err}");
+    // Per key, each value at the place of its last copy.
+    let mut last_copies: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for r in &want {
+        let value: Value = serde_json::from_str(r["data"].as_str().unwrap()).unwrap();
+        assert_eq!(r["key"], value["k"]);
+        let copies = last_copies.entry(r["key"].to_string()).or_default();
+        let i = value["i"].as_u64().unwrap();
+        copies.retain(|&j| j != i);
+        copies.push(i);
+    }
+    let mut every: Vec<u64> = last_copies.values().flatten().copied().collect();
+    every.sort();
+    assert_eq!(every, (0..3000).collect::<Vec<u64>>());
+    for (key, copies) in &last_copies {
+        assert!(copies.is_sorted(), "key {key}: last copies out of order");
+    }
     // Read through the faults: the records boto3 read, at the same positions.
     let out = faulty.weir(&["consume", "-J", "-e", "-q", &s.url(&stream)]);
     retried(&out);
@@ -694,6 +710,11 @@ fn throttled_and_failed_calls_are_retried_and_every_record_goes_through_once() {
         );
     }
     assert!(injected["PutRecords"] >= 2, "{injected:?}");
+    assert!(injected["PutRecords/entries"] >= 1, "{injected:?}");
+    assert!(
+        twice > 0,
+        "no entry after a failed one of its key went again: {err}"
+    );
 }
 
 #[test]
