@@ -296,6 +296,58 @@ pub const GET_RECORDS_EVERY_MS: u64 = 200;
 /// The most records one GetRecords call returns.
 pub const GET_RECORDS_LIMIT: i32 = 10_000;
 
+/// Bytes of GetRecords responses the shard readers of one read may hold at once, asked for or
+/// waiting for the reader thread: memory stays bounded however many shards there are.
+pub const RESPONSE_BUDGET: usize = 64 << 20;
+/// The service's largest GetRecords response.
+const MAX_RESPONSE: usize = 10 << 20;
+/// The least a reader reserves for a call, so that a quiet shard's next one can grow.
+const MIN_RESERVATION: usize = 64 << 10;
+
+/// What a shard reader reserves of `RESPONSE_BUDGET` for its next GetRecords call, and the
+/// Limit that keeps the response within it at the records' size so far.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reservation {
+    pub bytes: usize,
+    pub limit: i32,
+    /// The size of the shard's records, as the last response that had any showed.
+    record_bytes: usize,
+}
+
+impl Reservation {
+    /// The first call's: a megabyte, at records of a kilobyte until a response shows theirs.
+    pub fn first() -> Reservation {
+        Reservation::of(1 << 20, 1 << 10)
+    }
+
+    fn of(bytes: usize, record_bytes: usize) -> Reservation {
+        let bytes = bytes.clamp(MIN_RESERVATION, MAX_RESPONSE);
+        let record_bytes = record_bytes.max(1);
+        let limit = (bytes / record_bytes).clamp(1, GET_RECORDS_LIMIT as usize) as i32;
+        Reservation {
+            bytes,
+            limit,
+            record_bytes,
+        }
+    }
+
+    /// The next call's, after this one returned `records` records of `bytes` in all: twice as
+    /// much when it came back full (more are waiting), else twice what came.
+    pub fn next(&self, records: usize, bytes: usize) -> Reservation {
+        let record_bytes = match records {
+            0 => self.record_bytes,
+            n => bytes.div_ceil(n),
+        };
+        let full = records >= self.limit as usize;
+        let want = if full {
+            self.bytes.saturating_mul(2)
+        } else {
+            bytes.saturating_mul(2)
+        };
+        Reservation::of(want, record_bytes)
+    }
+}
+
 /// Which entries of a PutRecords request to send again, in order, after the entries marked
 /// in `failed` failed: every failed entry, and every entry after a failure of its own key.
 /// Kinesis handles a request's entries one by one, so a later entry of a key can succeed
@@ -486,6 +538,30 @@ mod tests {
             }
             prop_assert!(l.all_finished());
             prop_assert_eq!(finished.len(), all.len());
+        }
+
+        #[test]
+        fn a_reservation_stays_within_bounds_and_its_limit_within_it(
+            calls in proptest::collection::vec((0usize..20_000, 1usize..2_000_000), 1..40),
+        ) {
+            let mut r = Reservation::first();
+            for (records, record_bytes) in calls {
+                // A response of at most the limit's records, of one size.
+                let records = records.min(r.limit as usize);
+                let next = r.next(records, records * record_bytes);
+                prop_assert!((MIN_RESERVATION..=MAX_RESPONSE).contains(&next.bytes));
+                prop_assert!((1..=GET_RECORDS_LIMIT).contains(&next.limit));
+                // Records of the size just seen fill at most the reservation (but one always
+                // goes).
+                if records > 0 && next.limit > 1 {
+                    prop_assert!(next.limit as usize * record_bytes <= next.bytes);
+                }
+                // A full response asks for more next time, up to the service's largest.
+                if records == r.limit as usize && records > 0 {
+                    prop_assert_eq!(next.bytes, (2 * r.bytes).min(MAX_RESPONSE));
+                }
+                r = next;
+            }
         }
 
         #[test]

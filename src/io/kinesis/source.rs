@@ -4,7 +4,9 @@
 //!
 //! Shards are read by tasks on the client's tokio runtime, which send what GetRecords returns
 //! through a small bounded channel (backpressure) to the reader thread; there each record is
-//! rendered as the command wants it and handed over in chunks, like a Kafka source's.
+//! rendered as the command wants it and handed over in chunks, like a Kafka source's. The
+//! responses held at once, asked for or waiting, share one byte budget (`RESPONSE_BUDGET`):
+//! memory does not grow with the number of shards.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,12 +17,12 @@ use aws_sdk_kinesis::primitives::DateTime;
 use aws_sdk_kinesis::types::{
     ConsumerStatus, Record, ShardIteratorType, StartingPosition, SubscribeToShardEventStream,
 };
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::client::{arrival_millis, classify, jitter, retrying, Failure, KinesisClient};
 use super::plan::{
-    backoff, Lineage, ReadPlan, ShardEnd, ShardInfo, StartAt, GET_RECORDS_EVERY_MS,
-    GET_RECORDS_LIMIT,
+    backoff, Lineage, ReadPlan, Reservation, ShardEnd, ShardInfo, StartAt, GET_RECORDS_EVERY_MS,
+    RESPONSE_BUDGET,
 };
 use crate::core::envelope::{write_shard_envelope, write_value_line, ShardRecord};
 use crate::core::kpl;
@@ -32,7 +34,7 @@ use crate::runtime::{Feed, Framing, ShardPosition, ShardResume, Source};
 
 /// How long a shard's reader waits before asking again once it has caught up.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
-/// GetRecords responses in flight to the reader thread; each holds up to 10 MB.
+/// Responses in the channel to the reader thread (their bytes count against the budget).
 const RESPONSES_IN_FLIGHT: usize = 4;
 
 /// A stream being read.
@@ -146,6 +148,8 @@ enum Event {
     Records {
         shard: Arc<str>,
         records: Vec<Record>,
+        /// Their share of the response budget, given back once they are rendered.
+        _held: OwnedSemaphorePermit,
     },
     /// The shards read from now on.
     Reading(Vec<String>),
@@ -203,6 +207,7 @@ impl Source for KinesisSource {
             end: ShardEnd::new(&self.plan, self.started),
             out: tx,
             cancel: cancel.clone(),
+            budget: Arc::new(Semaphore::new(RESPONSE_BUDGET / 1024)),
         };
         let task = self.runtime.spawn(coordinator.run());
         let mut renderer = Renderer {
@@ -264,7 +269,7 @@ impl Renderer {
                 }
             };
             match event {
-                Event::Records { shard, records } => {
+                Event::Records { shard, records, .. } => {
                     for record in records {
                         self.add(&shard, record);
                         if self.pending.is_full() {
@@ -379,6 +384,8 @@ struct Coordinator {
     end: ShardEnd,
     out: mpsc::Sender<Event>,
     cancel: Arc<AtomicBool>,
+    /// The response budget, in KiB.
+    budget: Arc<Semaphore>,
 }
 
 impl Coordinator {
@@ -421,6 +428,7 @@ impl Coordinator {
                         end: self.end,
                         out: self.out.clone(),
                         cancel: self.cancel.clone(),
+                        budget: self.budget.clone(),
                     };
                     let stopped = stopped_tx.clone();
                     tokio::spawn(async move {
@@ -518,6 +526,27 @@ struct ShardReader {
     end: ShardEnd,
     out: mpsc::Sender<Event>,
     cancel: Arc<AtomicBool>,
+    /// The response budget, in KiB, shared by every shard's reader.
+    budget: Arc<Semaphore>,
+}
+
+/// Bytes in KiB, rounded up: the budget's unit.
+fn kib(bytes: usize) -> u32 {
+    bytes.div_ceil(1024).max(1) as u32
+}
+
+/// A response's size in memory, near enough: its records' data and keys, and their sequence
+/// numbers and fields.
+fn response_bytes(records: &[Record]) -> usize {
+    records
+        .iter()
+        .map(|r| {
+            r.data.as_ref().len()
+                + r.partition_key.as_deref().map_or(0, str::len)
+                + r.sequence_number.len()
+                + std::mem::size_of::<Record>()
+        })
+        .sum()
 }
 
 impl ShardReader {
@@ -579,7 +608,10 @@ impl ShardReader {
                     failing = None;
                     let mut records = event.records;
                     let past = self.cut(&mut records);
-                    if !records.is_empty() && !self.send(records).await {
+                    // Pushed, not asked for: its share is taken once it is here, and the next
+                    // event is not taken before.
+                    let held = self.reserve(response_bytes(&records)).await;
+                    if !records.is_empty() && !self.send(records, held).await {
                         return Ok(Stopped::AtEnd { shard });
                     }
                     if past {
@@ -628,15 +660,45 @@ impl ShardReader {
         past.is_some()
     }
 
-    /// Sends records to the reader thread; false when it is gone (the run is over).
-    async fn send(&self, records: Vec<Record>) -> bool {
+    /// Sends records to the reader thread, with their share of the budget; false when it is
+    /// gone (the run is over).
+    async fn send(&self, records: Vec<Record>, held: OwnedSemaphorePermit) -> bool {
         self.out
             .send(Event::Records {
                 shard: self.shard.clone(),
                 records,
+                _held: held,
             })
             .await
             .is_ok()
+    }
+
+    /// Takes `bytes` of the budget, waiting for records already read to be rendered.
+    async fn reserve(&self, bytes: usize) -> OwnedSemaphorePermit {
+        self.budget
+            .clone()
+            .acquire_many_owned(kib(bytes.min(RESPONSE_BUDGET)))
+            .await
+            .expect("the budget is never closed")
+    }
+
+    /// Fits what `held` reserved to a response of `bytes`: gives back what it does not use,
+    /// and takes more only if it is free (waiting for it while holding some could deadlock
+    /// readers that each hold part; the next reservation learns the size instead).
+    fn fit(&self, held: &mut OwnedSemaphorePermit, bytes: usize) {
+        let need = kib(bytes) as usize;
+        let have = held.num_permits();
+        if need < have {
+            drop(held.split(have - need));
+        } else if need > have {
+            if let Ok(more) = self
+                .budget
+                .clone()
+                .try_acquire_many_owned((need - have) as u32)
+            {
+                held.merge(more);
+            }
+        }
     }
 
     async fn read(&self) -> Result<Stopped> {
@@ -646,19 +708,21 @@ impl ShardReader {
         let mut last: Option<String> = None;
         let mut next_call = tokio::time::Instant::now();
         let mut failing: Option<(Instant, u32)> = None;
+        let mut reservation = Reservation::first();
         loop {
             if self.cancel.load(Ordering::Relaxed) {
                 return Ok(Stopped::AtEnd { shard });
             }
             // The service takes five GetRecords calls a second per shard.
             tokio::time::sleep_until(next_call).await;
+            let mut held = self.reserve(reservation.bytes).await;
             next_call = tokio::time::Instant::now() + Duration::from_millis(GET_RECORDS_EVERY_MS);
             let response = self
                 .client
                 .sdk
                 .get_records()
                 .shard_iterator(&iterator)
-                .limit(GET_RECORDS_LIMIT)
+                .limit(reservation.limit)
                 .send()
                 .await;
             let out = match response {
@@ -701,13 +765,16 @@ impl ShardReader {
             };
             let caught_up = out.records.is_empty() && out.millis_behind_latest.unwrap_or(0) == 0;
             let mut records = out.records;
+            let bytes = response_bytes(&records);
+            self.fit(&mut held, bytes);
+            reservation = reservation.next(records.len(), bytes);
             // A bounded read keeps what arrived before its end; the first record past it
             // ends the shard.
             let past = self.cut(&mut records);
             if let Some(r) = records.last() {
                 last = Some(r.sequence_number.clone());
             }
-            if !records.is_empty() && !self.send(records).await {
+            if !records.is_empty() && !self.send(records, held).await {
                 // The reader thread is gone: the run is over.
                 return Ok(Stopped::AtEnd { shard });
             }
