@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A fault-injecting HTTP proxy in front of a real Kinesis server, for the retry tests: the
-test servers never throttle, so this one says what the service says when it does.
+"""A fault-injecting HTTP proxy in front of a real Kinesis (or DynamoDB) server, for the retry
+tests: the test servers never throttle, so this one says what the service says when it does.
 
     kinesis_faults.py UPSTREAM [EVERY]
 
@@ -29,7 +29,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 UPSTREAM = urllib.parse.urlsplit(sys.argv[1])
 EVERY = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-DATA_CALLS = {"GetRecords", "PutRecords", "PutRecord", "GetShardIterator"}
+# Throttled with ProvisionedThroughputExceededException, as the service does: Kinesis data
+# calls, and a DynamoDB lease table's Scan; the rest with LimitExceededException.
+DATA_CALLS = {"GetRecords", "PutRecords", "PutRecord", "GetShardIterator", "Scan"}
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 
 lock = threading.Lock()

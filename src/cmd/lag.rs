@@ -137,7 +137,9 @@ fn run_kinesis(args: LagArgs, looped: Looped, stop: &AtomicBool) -> Result<()> {
             },
         };
         Ok(Box::new(move || {
-            let rows = runtime.block_on(kinesis::lag::measure(&client, &consumer))?;
+            let rows = runtime.block_on(kinesis::lag::measure(&client, &consumer));
+            client.say_retries();
+            let rows = rows?;
             Ok(ShardLagReport {
                 at: now_millis(),
                 rows,

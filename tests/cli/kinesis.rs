@@ -636,7 +636,7 @@ fn throttled_and_failed_calls_are_retried_with_every_record_in_key_order() {
     let retried = |out: &Output| {
         let err = String::from_utf8_lossy(&out.stderr).to_string();
         assert!(out.status.success(), "{out:?}");
-        assert!(err.contains("throttled or failed and"), "{err}");
+        assert!(err.contains("throttled or failed, and retried"), "{err}");
     };
     // Written through the faults: boto3, reading the server itself, finds every record, and
     // a key's last copies in order. A refused PutRecords put nothing in and is sent again
@@ -970,6 +970,26 @@ fn lag_of_a_kcl_application_reads_its_lease_table() {
         &dynamo.endpoint,
     ]);
     assert_eq!(out.status.code(), Some(4), "{out:?}");
+    // A throttled scan of the lease table is tried again, not taken for an unreachable table.
+    let proxy = FaultProxy::start(&dynamo);
+    let out = s.weir(&[
+        "lag",
+        &s.url(&stream),
+        "--kcl-app",
+        &app,
+        "--dynamodb-endpoint-url",
+        &proxy.endpoint,
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = report["shards"].as_array().unwrap();
+    assert_eq!(rows[0]["owner"], "worker-1");
+    assert_eq!(rows[0]["checkpoint"], middle.as_str());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("DynamoDB Scan"), "{err}");
+    assert!(proxy.injected().get("Scan") >= Some(&1));
 }
 
 #[test]

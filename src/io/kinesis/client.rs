@@ -61,25 +61,32 @@ pub struct KinesisClient {
 /// The calls a client's clones retried (throttled, or a failure that passes), said once on
 /// stderr when the last clone is gone: a read that slowed down says why.
 struct Retries {
-    endpoint: String,
     count: AtomicU64,
     last: Mutex<String>,
 }
 
+impl Retries {
+    /// Says on stderr how many calls were retried since it last said, if any.
+    fn say(&self) {
+        let count = self.count.swap(0, Ordering::Relaxed);
+        if count == 0 {
+            return;
+        }
+        let last = self.last.lock().map(|s| s.clone()).unwrap_or_default();
+        match count {
+            1 => eprintln!(
+                "weir: 1 AWS call was throttled or failed, and retried after a backoff ({last})"
+            ),
+            n => eprintln!(
+                "weir: {n} AWS calls were throttled or failed, and retried after a backoff (the last: {last})"
+            ),
+        }
+    }
+}
+
 impl Drop for Retries {
     fn drop(&mut self) {
-        let count = *self.count.get_mut();
-        if count > 0 {
-            let last = self.last.get_mut().map(|s| s.clone()).unwrap_or_default();
-            let (calls, were) = match count {
-                1 => ("1 call".to_string(), "was"),
-                n => (format!("{n} calls"), "were"),
-            };
-            eprintln!(
-                "weir: Kinesis at {}: {calls} throttled or failed and {were} retried after a backoff (the last: {last})",
-                self.endpoint
-            );
-        }
+        self.say();
     }
 }
 
@@ -123,20 +130,21 @@ impl KinesisClient {
                 "no AWS region: set AWS_REGION (or a profile's region)".into(),
             ));
         }
-        let mut client = KinesisClient {
+        Ok(KinesisClient {
             sdk: aws_sdk_kinesis::Client::new(&config),
             stream: StreamRef::new(spec),
             options: options.clone(),
             retries: Arc::new(Retries {
-                endpoint: String::new(),
                 count: AtomicU64::new(0),
                 last: Mutex::new(String::new()),
             }),
-        };
-        Arc::get_mut(&mut client.retries)
-            .expect("not shared yet")
-            .endpoint = client.endpoint();
-        Ok(client)
+        })
+    }
+
+    /// Says on stderr how many calls were retried since it last said (a run that keeps its
+    /// client, as `lag --watch` does, says it after each report; others when it is dropped).
+    pub fn say_retries(&self) {
+        self.retries.say();
     }
 
     /// Counts a call `what` that failed for `why` and is tried again after a backoff.

@@ -4,10 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use aws_sdk_kinesis::types::ShardIteratorType;
 
-use super::client::{arrival_millis, classify, retrying, Failure, KinesisClient};
+use super::client::{arrival_millis, classify, jitter, retrying, Failure, KinesisClient};
+use super::plan::backoff;
 use super::source::list_shards;
 use crate::core::kpl;
 use crate::core::lag::{shard_time_lag, ShardCheckpoint, ShardLag};
@@ -37,11 +39,11 @@ impl Consumer {
     /// Where the consumer stands in each shard it has a position in, and who holds it.
     async fn positions(
         &self,
-        stream: &str,
+        client: &KinesisClient,
     ) -> Result<BTreeMap<String, (ShardCheckpoint, Option<String>)>> {
         match self {
-            Consumer::Checkpoint(path) => checkpoint_positions(path, stream),
-            Consumer::Kcl { app, dynamo } => lease_positions(app, dynamo).await,
+            Consumer::Checkpoint(path) => checkpoint_positions(path, &client.stream.name),
+            Consumer::Kcl { app, dynamo } => lease_positions(app, dynamo, client).await,
         }
     }
 }
@@ -91,25 +93,50 @@ fn checkpoint_positions(
 }
 
 /// The leases of a KCL application: its DynamoDB table, named after it, one item a shard.
+/// A throttled or failed scan is tried again with backoff for up to the client's timeout, as
+/// the Kinesis calls are (a lease table is often provisioned small, and KCL keeps it busy).
 async fn lease_positions(
     app: &str,
     dynamo: &aws_sdk_dynamodb::Client,
+    client: &KinesisClient,
 ) -> Result<BTreeMap<String, (ShardCheckpoint, Option<String>)>> {
     let mut positions = BTreeMap::new();
     let mut start = None;
+    let mut failing: Option<(Instant, u32)> = None;
     loop {
-        let out = dynamo
+        let scan = dynamo
             .scan()
             .table_name(app)
-            .set_exclusive_start_key(start)
+            .set_exclusive_start_key(start.clone())
             .send()
-            .await
-            .map_err(|e| match classify(&e) {
-                Failure::Retry(why) | Failure::Refused(why) | Failure::Invalid(why) => {
-                    Error::Unreachable(format!("the lease table of KCL application '{app}': {why}"))
+            .await;
+        let out = match scan {
+            Ok(out) => {
+                failing = None;
+                out
+            }
+            Err(e) => match classify(&e) {
+                Failure::Retry(why) => {
+                    let (since, attempt) = failing.get_or_insert((Instant::now(), 0));
+                    if since.elapsed() >= client.options.timeout {
+                        return Err(Error::Unreachable(format!(
+                            "the lease table of KCL application '{app}': Scan failed for {:?}: {why}",
+                            client.options.timeout
+                        )));
+                    }
+                    client.retried("DynamoDB Scan", &why);
+                    tokio::time::sleep(backoff(*attempt, jitter(*attempt as u64))).await;
+                    *attempt += 1;
+                    continue;
+                }
+                Failure::Refused(why) | Failure::Invalid(why) => {
+                    return Err(Error::Unreachable(format!(
+                        "the lease table of KCL application '{app}': {why}"
+                    )))
                 }
                 Failure::ExpiredIterator => unreachable!("a scan has no iterator"),
-            })?;
+            },
+        };
         for item in out.items() {
             let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
             let Some(key) = text("leaseKey") else {
@@ -145,7 +172,7 @@ async fn lease_positions(
 pub async fn measure(client: &KinesisClient, consumer: &Consumer) -> Result<Vec<ShardLag>> {
     let stream = client.stream.name.clone();
     let shards = list_shards(client).await?;
-    let positions = consumer.positions(&stream).await?;
+    let positions = consumer.positions(client).await?;
     let consumer_name = consumer.name();
     let mut rows = Vec::new();
     for shard in shards {

@@ -219,6 +219,8 @@ impl Source for KinesisSource {
         let result = renderer.take_events(feed, &self.runtime, &mut rx);
         cancel.store(true, Ordering::Relaxed);
         task.abort();
+        // Said now: the shard tasks' clones of the client may outlive the read.
+        self.client.say_retries();
         // The shard readers may be in the middle of calls: leave them, do not wait.
         self.runtime.shutdown_background();
         result

@@ -256,6 +256,7 @@ impl Sink for KinesisLines {
 
 impl Drop for KinesisLines {
     fn drop(&mut self) {
+        self.client.say_retries();
         if self.resent > 0 {
             eprintln!(
                 "weir: {} records went to Kinesis stream '{}' twice, sent again after a failure of an earlier record of their key so that the key's last copies are in order",
