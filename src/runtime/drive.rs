@@ -3,10 +3,10 @@
 //! idleness, look-ahead).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
-use super::checkpoint::{Checkpoints, StepCheckpoint};
+use super::checkpoint::{Checkpoints, PartitionState, StepCheckpoint};
 use super::chunk::{Chunk, Line, Status};
 use super::policy::ErrorPolicy;
 use super::reader::{Item, Reader};
@@ -203,11 +203,9 @@ pub fn drive_with(
             let mut failed = None;
             reader.drain(|item| {
                 if let Item::Revoked { partitions, reply } = item {
-                    match c.revoke(&partitions, step, d.policy) {
-                        Ok(states) => drop(reply.send(states)),
-                        Err(e) => {
-                            failed.get_or_insert(e);
-                        }
+                    if let Err(e) = answer_revoke(&partitions, reply, Some(&mut *c), step, d.policy)
+                    {
+                        failed.get_or_insert(e);
                     }
                 }
             });
@@ -268,14 +266,13 @@ fn drive_loop(
                     c.own(&owned, &states, step)?;
                 }
             }
-            Item::Revoked { partitions, reply } => {
-                let states = match checkpoints.as_deref_mut() {
-                    Some(c) => c.revoke(&partitions, step, d.policy)?,
-                    None => Vec::new(),
-                };
-                // The source waits for the answer, unless the run is ending.
-                let _ = reply.send(states);
-            }
+            Item::Revoked { partitions, reply } => answer_revoke(
+                &partitions,
+                reply,
+                checkpoints.as_deref_mut(),
+                step,
+                d.policy,
+            )?,
             Item::TooLong {
                 origin,
                 line,
@@ -394,6 +391,23 @@ fn drive_loop(
             }
         }
     }
+}
+
+/// Answers a group's revocation of `partitions` with their states (none without
+/// checkpoints). The source waits for the answer, unless the run is ending.
+fn answer_revoke(
+    partitions: &[i32],
+    reply: mpsc::Sender<Vec<PartitionState>>,
+    checkpoints: Option<&mut Checkpoints>,
+    step: &mut impl RecordStep,
+    policy: &mut ErrorPolicy,
+) -> Result<()> {
+    let states = match checkpoints {
+        Some(c) => c.revoke(partitions, step, policy)?,
+        None => Vec::new(),
+    };
+    let _ = reply.send(states);
+    Ok(())
 }
 
 /// The longest the driver sleeps in a step's wait before it looks at the stop flag and the
