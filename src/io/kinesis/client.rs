@@ -254,6 +254,42 @@ where
     Fut: std::future::Future<Output = std::result::Result<T, SdkError<E, HttpResponse>>>,
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
+    retry_passing(client, what, call)
+        .await
+        .map_err(|failure| match failure {
+            Failure::Retry(why) => Error::Unreachable(format!(
+                "Kinesis at {}: {what} failed for {:?}: {why}",
+                client.endpoint(),
+                client.options.timeout
+            )),
+            Failure::ExpiredIterator => {
+                Error::Unreachable(format!("Kinesis {what}: expired iterator"))
+            }
+            Failure::Refused(why) => Error::Unreachable(format!(
+                "Kinesis stream '{}' at {}: {what}: {why}",
+                client.stream.name,
+                client.endpoint()
+            )),
+            Failure::Invalid(why) => Error::Usage(format!(
+                "Kinesis stream '{}': {what}: {why}",
+                client.stream.name
+            )),
+        })
+}
+
+/// Runs `call` until it succeeds, retrying what may pass (counted on the client) with backoff
+/// for up to the client's timeout. The failure it gives up on is returned for the caller to
+/// word: `Failure::Retry` when the time ran out.
+pub async fn retry_passing<T, E, F, Fut>(
+    client: &KinesisClient,
+    what: &str,
+    call: F,
+) -> std::result::Result<T, Failure>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, SdkError<E, HttpResponse>>>,
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
     let since = Instant::now();
     let mut attempt = 0;
     loop {
@@ -265,31 +301,7 @@ where
                     tokio::time::sleep(backoff(attempt, jitter(attempt as u64))).await;
                     attempt += 1;
                 }
-                Failure::Retry(why) => {
-                    return Err(Error::Unreachable(format!(
-                        "Kinesis at {}: {what} failed for {:?}: {why}",
-                        client.endpoint(),
-                        client.options.timeout
-                    )))
-                }
-                Failure::ExpiredIterator => {
-                    return Err(Error::Unreachable(format!(
-                        "Kinesis {what}: expired iterator"
-                    )))
-                }
-                Failure::Refused(why) => {
-                    return Err(Error::Unreachable(format!(
-                        "Kinesis stream '{}' at {}: {what}: {why}",
-                        client.stream.name,
-                        client.endpoint()
-                    )))
-                }
-                Failure::Invalid(why) => {
-                    return Err(Error::Usage(format!(
-                        "Kinesis stream '{}': {what}: {why}",
-                        client.stream.name
-                    )))
-                }
+                failure => return Err(failure),
             },
         }
     }

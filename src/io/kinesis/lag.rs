@@ -4,12 +4,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use aws_sdk_kinesis::types::ShardIteratorType;
 
-use super::client::{arrival_millis, classify, jitter, retrying, Failure, KinesisClient};
-use super::plan::backoff;
+use super::client::{arrival_millis, retry_passing, retrying, Failure, KinesisClient};
 use super::source::list_shards;
 use crate::core::kpl;
 use crate::core::lag::{shard_time_lag, ShardCheckpoint, ShardLag};
@@ -102,41 +100,26 @@ async fn lease_positions(
 ) -> Result<BTreeMap<String, (ShardCheckpoint, Option<String>)>> {
     let mut positions = BTreeMap::new();
     let mut start = None;
-    let mut failing: Option<(Instant, u32)> = None;
     loop {
-        let scan = dynamo
-            .scan()
-            .table_name(app)
-            .set_exclusive_start_key(start.clone())
-            .send()
-            .await;
-        let out = match scan {
-            Ok(out) => {
-                failing = None;
-                out
-            }
-            Err(e) => match classify(&e) {
-                Failure::Retry(why) => {
-                    let (since, attempt) = failing.get_or_insert((Instant::now(), 0));
-                    if since.elapsed() >= client.options.timeout {
-                        return Err(Error::Unreachable(format!(
-                            "the lease table of KCL application '{app}': Scan failed for {:?}: {why}",
-                            client.options.timeout
-                        )));
-                    }
-                    client.retried("DynamoDB Scan", &why);
-                    tokio::time::sleep(backoff(*attempt, jitter(*attempt as u64))).await;
-                    *attempt += 1;
-                    continue;
-                }
+        let scan = || {
+            dynamo
+                .scan()
+                .table_name(app)
+                .set_exclusive_start_key(start.clone())
+                .send()
+        };
+        let out = retry_passing(client, "DynamoDB Scan", scan)
+            .await
+            .map_err(|failure| match failure {
+                Failure::Retry(why) => Error::Unreachable(format!(
+                    "the lease table of KCL application '{app}': Scan failed for {:?}: {why}",
+                    client.options.timeout
+                )),
                 Failure::Refused(why) | Failure::Invalid(why) => {
-                    return Err(Error::Unreachable(format!(
-                        "the lease table of KCL application '{app}': {why}"
-                    )))
+                    Error::Unreachable(format!("the lease table of KCL application '{app}': {why}"))
                 }
                 Failure::ExpiredIterator => unreachable!("a scan has no iterator"),
-            },
-        };
+            })?;
         for item in out.items() {
             let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
             let Some(key) = text("leaseKey") else {
