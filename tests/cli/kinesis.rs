@@ -156,6 +156,22 @@ fn assert_each_once_in_key_order(envelopes: &[Value], n: u64) {
     }
 }
 
+/// The (shard, sequence) of each record, sorted: weir's envelopes and boto3's reading both
+/// name them so.
+fn sorted_positions(records: &[Value]) -> Vec<(String, String)> {
+    let mut positions: Vec<(String, String)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["shard"].as_str().unwrap().to_string(),
+                r["sequence"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    positions.sort();
+    positions
+}
+
 /// Every value's `i` once, from 0 to n, each under its own key.
 fn assert_each_once(envelopes: &[Value], n: u64) {
     let mut seen = vec![0u32; n as usize];
@@ -208,28 +224,7 @@ fn consume_reads_every_record_once_across_a_split_and_a_merge() {
     let got = lines(&s.weir(&["consume", "-J", "-e", "-q", &s.url(&stream)]));
     assert_each_once_in_key_order(&got, 3000);
     // The same records, shards and sequence numbers as boto3 reads.
-    let mut want: Vec<(String, String)> = s
-        .read(&stream)
-        .iter()
-        .map(|r| {
-            (
-                r["shard"].as_str().unwrap().to_string(),
-                r["sequence"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    let mut have: Vec<(String, String)> = got
-        .iter()
-        .map(|e| {
-            (
-                e["shard"].as_str().unwrap().to_string(),
-                e["sequence"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    want.sort();
-    have.sort();
-    assert_eq!(have, want);
+    assert_eq!(sorted_positions(&got), sorted_positions(&s.read(&stream)));
     // Children come after their parents: the merged shard's first record after the last
     // of both parents.
     let index = |shard: &str, first: bool| {
@@ -678,23 +673,7 @@ fn throttled_and_failed_calls_are_retried_with_every_record_in_key_order() {
     // Read through the faults: the records boto3 read, at the same positions.
     let out = faulty.weir(&["consume", "-J", "-e", "-q", &s.url(&stream)]);
     retried(&out);
-    let position = |shard: &Value, sequence: &Value| {
-        (
-            shard.as_str().unwrap().to_string(),
-            sequence.as_str().unwrap().to_string(),
-        )
-    };
-    let mut have: Vec<_> = lines(&out)
-        .iter()
-        .map(|e| position(&e["shard"], &e["sequence"]))
-        .collect();
-    let mut expected: Vec<_> = want
-        .iter()
-        .map(|r| position(&r["shard"], &r["sequence"]))
-        .collect();
-    have.sort();
-    expected.sort();
-    assert_eq!(have, expected);
+    assert_eq!(sorted_positions(&lines(&out)), sorted_positions(&want));
     // Every kind of call met a throttle, and the busy ones a 500 too.
     let injected = proxy.injected();
     for operation in [
