@@ -463,6 +463,17 @@ fn window_on_a_stream_equals_consume_piped_into_window_by_shard() {
 
 #[test]
 fn a_checkpointed_consume_killed_and_restarted_reads_every_record_once() {
+    checkpointed_consume_killed_and_restarted(&[]);
+}
+
+/// With enhanced fan-out, each restart subscribes while the killed run's subscriptions are
+/// still held (ResourceInUseException), which it waits out.
+#[test]
+fn a_checkpointed_fan_out_consume_killed_and_restarted_reads_every_record_once() {
+    checkpointed_consume_killed_and_restarted(&["--efo", "weir-ckpt-efo"]);
+}
+
+fn checkpointed_consume_killed_and_restarted(read_with: &[&str]) {
     let Some(s) = kinesis_local() else { return };
     // Enough records that a run is killed three times before it reads them all.
     let stream = resharded_stream_of(&s, "ckpt", 4);
@@ -485,6 +496,7 @@ fn a_checkpointed_consume_killed_and_restarted_reads_every_record_once() {
                 .args(["-o", out.to_str().unwrap()])
                 .args(["--checkpoint", checkpoint.to_str().unwrap()])
                 .args(["--checkpoint-interval", "50ms"])
+                .args(read_with)
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap()
@@ -990,6 +1002,58 @@ fn enhanced_fan_out_reads_every_record_once_across_a_split_and_a_merge() {
     }
 }
 
+/// A `weir consume -J` that runs without `-e`, writing to a file the test watches.
+struct LiveRead {
+    child: std::process::Child,
+    out: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LiveRead {
+    fn start(s: &Server, stream: &str, read_with: &[&str]) -> LiveRead {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut c = weir_std();
+        let child = aws_env(&mut c)
+            .args(["consume", "-J", "-q", &s.url(stream)])
+            .args(["--endpoint-url", &s.endpoint, "-o", out.to_str().unwrap()])
+            .args(read_with)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        LiveRead {
+            child,
+            out,
+            _dir: dir,
+        }
+    }
+
+    fn count(&self) -> usize {
+        std::fs::read_to_string(&self.out)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// Waits up to a minute for `n` records.
+    fn wait_for(&self, n: usize) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while self.count() < n && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the read; what it wrote.
+    fn stop(mut self) -> Vec<Value> {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        std::fs::read_to_string(&self.out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
 /// A live read follows a split made while it runs: the children's records come, after the
 /// parent's, each once.
 #[test]
@@ -997,41 +1061,47 @@ fn a_live_read_follows_a_split_made_while_it_runs() {
     let Some(s) = kinesis_local() else { return };
     let stream = s.stream("live-split", 1);
     s.py(&["put", &stream, "k"], &records(0, 500));
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let mut c = weir_std();
-    let mut child = aws_env(&mut c)
-        .args(["consume", "-J", "-q", &s.url(&stream)])
-        .args(["--endpoint-url", &s.endpoint, "-o", out.to_str().unwrap()])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let count = || {
-        std::fs::read_to_string(&out)
-            .map(|t| t.lines().count())
-            .unwrap_or(0)
-    };
-    let wait_for = |n: usize| {
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while count() < n && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
-    wait_for(500);
+    let read = LiveRead::start(&s, &stream, &[]);
+    read.wait_for(500);
     s.py(&["split", &stream, "shardId-000000000000"], "");
     s.py(&["put", &stream, "k"], &records(500, 500));
-    wait_for(1000);
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let got: Vec<Value> = std::fs::read_to_string(&out)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    read.wait_for(1000);
+    let got = read.stop();
     assert_each_once_in_key_order(&got, 1000);
     let shards: std::collections::BTreeSet<&str> =
         got.iter().map(|e| e["shard"].as_str().unwrap()).collect();
     assert_eq!(shards.len(), 3, "{shards:?}");
+}
+
+/// Slow (over five minutes), so `#[ignore]`d: `scripts/test.sh -- --ignored five_minute`.
+/// kinesis-local ends a subscription after five minutes, as the service does. The read
+/// subscribes again from where it stood: the records written before and after come, each
+/// once, in key order.
+#[test]
+#[ignore]
+fn a_fan_out_read_goes_on_past_the_five_minute_subscription() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("efo-renew", 2);
+    let started = std::time::Instant::now();
+    let read = LiveRead::start(&s, &stream, &["--efo", "weir-renew-test"]);
+    // Fifty records every thirty seconds, past the subscriptions' end.
+    let mut written = 0;
+    while started.elapsed() < Duration::from_secs(330) {
+        s.py(&["put", &stream, "k"], &records(written, 50));
+        written += 50;
+        read.wait_for(written as usize);
+        assert_eq!(
+            read.count(),
+            written as usize,
+            "after {:?}",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_secs(30));
+    }
+    s.py(&["put", &stream, "k"], &records(written, 50));
+    written += 50;
+    read.wait_for(written as usize);
+    assert_each_once_in_key_order(&read.stop(), written);
 }
 
 /// Slow (over five minutes), so `#[ignore]`d: `scripts/test.sh -- --ignored expired_iterator`.
@@ -1070,4 +1140,70 @@ fn a_read_whose_output_stalls_past_the_iterator_lifetime_goes_on_where_it_was() 
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_each_once_in_key_order(&got, n);
+}
+
+/// Slow (about two minutes, 200 MB in kinesalite), so `#[ignore]`d:
+/// `scripts/test.sh -- --ignored many_shards`.
+/// The responses a read holds share one budget (64 MiB): a read of 100 shards whose output
+/// stalls holds about that much, not a response of each shard (200 MiB here, each shard's
+/// records fitting in one).
+#[test]
+#[ignore]
+fn a_stalled_read_of_many_shards_holds_no_more_than_its_budget() {
+    use std::io::{BufRead, BufReader};
+    let Some(s) = kinesalite() else { return };
+    let n = 200_000;
+    let stream = s.stream("many-shards", 100);
+    let pad = "x".repeat(1000);
+    let data: String = (0..n)
+        .map(|i| {
+            format!(
+                "{{\"i\":{i},\"k\":\"k{}\",\"pad\":\"{pad}\"}}\n",
+                i % 10_000
+            )
+        })
+        .collect();
+    s.py(&["put", &stream, "k"], &data);
+    drop(data);
+    let mut c = weir_std();
+    let mut child = aws_env(&mut c)
+        .args(["consume", "-e", "-q", &s.url(&stream)])
+        .args(["--endpoint-url", &s.endpoint])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Nobody reads the output for a while: each shard's task reads what the budget lets it.
+    std::thread::sleep(Duration::from_secs(30));
+    let peak_mib = peak_resident_kib(child.id()) / 1024;
+    let mut seen = vec![false; n];
+    let mut last: HashMap<String, u64> = HashMap::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let i = v["i"].as_u64().unwrap();
+        assert!(!std::mem::replace(&mut seen[i as usize], true), "{i} twice");
+        let key = v["k"].as_str().unwrap().to_string();
+        if let Some(before) = last.insert(key.clone(), i) {
+            assert!(i > before, "key {key}: {i} came after {before}");
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(seen.iter().all(|&s| s), "records missing");
+    eprintln!("peak resident memory of the stalled read: {peak_mib} MiB");
+    assert!(peak_mib < 150, "peak resident memory {peak_mib} MiB");
+}
+
+/// The most memory a live process has had resident (VmHWM), in KiB.
+fn peak_resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
 }

@@ -188,12 +188,7 @@ where
     match e {
         SdkError::ServiceError(service) => {
             let code = service.err().code().unwrap_or("");
-            let message = service.err().message().unwrap_or("");
-            let said = if message.is_empty() {
-                code.to_string()
-            } else {
-                format!("{code}: {message}")
-            };
+            let said = described(e);
             match code {
                 "ExpiredIteratorException" => Failure::ExpiredIterator,
                 "ProvisionedThroughputExceededException"
@@ -216,6 +211,27 @@ where
         // Connection refused or reset, a timeout, a garbled response: the endpoint may come
         // back.
         _ => Failure::Retry(causes(e)),
+    }
+}
+
+/// What a failed call says: the service's code and message, or the error and its causes.
+/// Any response type: an event stream's errors come as messages, not HTTP responses.
+pub fn described<E, R>(e: &SdkError<E, R>) -> String
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match e {
+        SdkError::ServiceError(service) => {
+            let code = service.err().code().unwrap_or("");
+            match (code, service.err().message().unwrap_or("")) {
+                ("", "") => causes(e),
+                (code, "") => code.to_string(),
+                ("", message) => message.to_string(),
+                (code, message) => format!("{code}: {message}"),
+            }
+        }
+        _ => causes(e),
     }
 }
 
@@ -324,5 +340,31 @@ mod tests {
         assert_eq!(arrival_millis(&t), 1_796_188_252_655);
         assert_eq!(arrival_millis(&DateTime::from_millis(-1)), -1);
         assert_eq!(arrival_millis(&DateTime::from_millis(0)), 0);
+    }
+
+    #[test]
+    fn a_service_error_is_said_by_its_code_and_message() {
+        use aws_sdk_kinesis::error::ErrorMetadata;
+        use aws_sdk_kinesis::operation::subscribe_to_shard::SubscribeToShardError;
+        let error = |code: Option<&str>, message: Option<&str>| {
+            let mut meta = ErrorMetadata::builder();
+            if let Some(code) = code {
+                meta = meta.code(code);
+            }
+            if let Some(message) = message {
+                meta = meta.message(message);
+            }
+            SdkError::service_error(SubscribeToShardError::generic(meta.build()), ())
+        };
+        let in_use = "ResourceInUseException";
+        assert_eq!(
+            described(&error(Some(in_use), Some("held"))),
+            "ResourceInUseException: held"
+        );
+        assert_eq!(described(&error(Some(in_use), None)), in_use);
+        // An event stream's exception may come without a code.
+        assert_eq!(described(&error(None, Some("held"))), "held");
+        // Neither: the error and its causes.
+        assert!(described(&error(None, None)).starts_with("service error: "));
     }
 }

@@ -19,7 +19,9 @@ use aws_sdk_kinesis::types::{
 };
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-use super::client::{arrival_millis, classify, jitter, retrying, Failure, KinesisClient};
+use super::client::{
+    arrival_millis, classify, described, jitter, retrying, Failure, KinesisClient,
+};
 use super::plan::{
     backoff, Lineage, ReadPlan, Reservation, ShardEnd, ShardInfo, StartAt, GET_RECORDS_EVERY_MS,
     RESPONSE_BUDGET,
@@ -591,6 +593,11 @@ impl ShardReader {
                 Err(e) => match classify(&e) {
                     Failure::Retry(why) => why,
                     Failure::ExpiredIterator => "an expired subscription".into(),
+                    // Another subscription still holds the shard: one that just ended (the
+                    // service keeps it for some seconds, as after a restart) or another
+                    // reader of this consumer; the first kind passes, the second fails when
+                    // --timeout runs out.
+                    Failure::Refused(why) if why.starts_with("ResourceInUseException") => why,
                     Failure::Refused(why) | Failure::Invalid(why) => {
                         return Err(Error::Unreachable(format!(
                             "Kinesis stream '{}' shard {shard}: SubscribeToShard: {why}",
@@ -605,7 +612,7 @@ impl ShardReader {
                         // The subscription ran its course (five minutes): again, from where
                         // it stood.
                         Ok(None) => break String::new(),
-                        Err(e) => break format!("{e}"),
+                        Err(e) => break described(&e),
                     };
                     failing = None;
                     let mut records = event.records;
