@@ -41,7 +41,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First pos
 complete -c weir -n "__fish_weir_using_subcommand consume" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard. The consumer stays registered for the next run; the service bills it by the shard-hour until `aws kinesis deregister-stream-consumer`' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
@@ -72,7 +72,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l from -d 'First posi
 complete -c weir -n "__fish_weir_using_subcommand window" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard. The consumer stays registered for the next run; the service bills it by the shard-hour until `aws kinesis deregister-stream-consumer`' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
@@ -124,7 +124,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l from -d 
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard. The consumer stays registered for the next run; the service bills it by the shard-hour until `aws kinesis deregister-stream-consumer`' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
@@ -159,7 +159,7 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l from -d 'First posi
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard. The consumer stays registered for the next run; the service bills it by the shard-hour until `aws kinesis deregister-stream-consumer`' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
@@ -198,7 +198,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l from -d 'First posi
 complete -c weir -n "__fish_weir_using_subcommand replay" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard. The consumer stays registered for the next run; the service bills it by the shard-hour until `aws kinesis deregister-stream-consumer`' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F

@@ -154,7 +154,8 @@ pub struct BrokerArgs {
     pub shards: Vec<String>,
 
     /// Kinesis: read with enhanced fan-out as this stream consumer (registered when it does
-    /// not exist), through SubscribeToShard.
+    /// not exist), through SubscribeToShard. The consumer stays registered for the next run;
+    /// the service bills it by the shard-hour until `aws kinesis deregister-stream-consumer`.
     #[arg(long, value_name = "CONSUMER", help_heading = "Kinesis")]
     pub efo: Option<String>,
 
