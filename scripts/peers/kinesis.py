@@ -3,6 +3,7 @@
 benchmarks check it against. One subcommand per action; results are JSON on stdout.
 
     kinesis.py ENDPOINT create STREAM SHARDS
+    kinesis.py ENDPOINT delete STREAM
     kinesis.py ENDPOINT put STREAM KEY_FIELD < records.ndjson     (PutRecords, 500 at a time)
     kinesis.py ENDPOINT put-agg STREAM KEY_FIELD PER_RECORD < records.ndjson
                                               (KPL aggregates of PER_RECORD user records, made
@@ -119,6 +120,8 @@ def main():
         stream, shards = args[0], int(args[1])
         k.create_stream(StreamName=stream, ShardCount=shards)
         wait_active(k, stream)
+    elif action == "delete":
+        k.delete_stream(StreamName=args[0], EnforceConsumerDeletion=True)
     elif action == "put":
         stream, key_field = args
         lines = [l for l in sys.stdin.read().splitlines() if l.strip()]
