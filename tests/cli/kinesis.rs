@@ -384,7 +384,7 @@ fn from_a_time_starts_at_the_first_record_that_arrived_then() {
 }
 
 #[test]
-fn a_missing_stream_or_endpoint_is_exit_4() {
+fn a_missing_stream_endpoint_or_credentials_is_exit_4() {
     let Some(s) = kinesis_local() else { return };
     let out = s.weir(&["consume", "-e", "kinesis://no-such-stream"]);
     assert_eq!(out.status.code(), Some(4), "{out:?}");
@@ -397,6 +397,56 @@ fn a_missing_stream_or_endpoint_is_exit_4() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{out:?}");
+    // No credentials anywhere in the chain, or a profile that cannot give any: said at once,
+    // not retried for --timeout.
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config");
+    std::fs::write(
+        &config,
+        "[profile broken]\nrole_arn = arn:aws:iam::1:role/r\n",
+    )
+    .unwrap();
+    for (profile, said) in [
+        (None, "no AWS credentials"),
+        (Some("broken"), "AWS credentials: "),
+    ] {
+        let mut c = weir_std();
+        aws_env(&mut c)
+            .args([
+                "consume",
+                "-e",
+                &s.url("no-such-stream"),
+                "--timeout",
+                "30s",
+            ])
+            .args(["--endpoint-url", &s.endpoint])
+            .env("HOME", home.path())
+            .env("AWS_CONFIG_FILE", &config)
+            .env(
+                "AWS_SHARED_CREDENTIALS_FILE",
+                home.path().join("credentials"),
+            )
+            .env("AWS_EC2_METADATA_DISABLED", "true");
+        for var in [
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        ] {
+            c.env_remove(var);
+        }
+        if let Some(profile) = profile {
+            c.env("AWS_PROFILE", profile);
+        }
+        let started = std::time::Instant::now();
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(4), "{out:?}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(said), "{err}");
+    }
 }
 
 #[test]

@@ -206,12 +206,40 @@ where
                 _ => Failure::Refused(said),
             }
         }
-        // No credentials found, or a request that could not be built.
+        // A request that could not be built.
         SdkError::ConstructionFailure(_) => Failure::Refused(causes(e)),
+        // No credentials anywhere in the chain, or a broken profile: no retry finds them.
+        // (A provider that failed for now, such as an STS or instance-metadata call, may.)
+        _ if let Some(why) = credentials_missing(e) => Failure::Refused(why),
         // Connection refused or reset, a timeout, a garbled response: the endpoint may come
         // back.
         _ => Failure::Retry(causes(e)),
     }
+}
+
+/// Why the call failed, when the credential chain found nothing or a profile is broken: no
+/// retry changes that.
+fn credentials_missing(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use aws_credential_types::provider::error::CredentialsError;
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(error) = cause {
+        match error.downcast_ref::<CredentialsError>() {
+            Some(CredentialsError::CredentialsNotLoaded(_)) => {
+                return Some(
+                    "no AWS credentials in the environment, a profile, a web identity, the \
+                     container or instance metadata: set AWS_ACCESS_KEY_ID and \
+                     AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+                        .into(),
+                )
+            }
+            Some(CredentialsError::InvalidConfiguration(_)) => {
+                return Some(format!("AWS credentials: {}", causes(error)))
+            }
+            Some(_) => return None,
+            None => cause = error.source(),
+        }
+    }
+    None
 }
 
 /// What a failed call says: the service's code and message, or the error and its causes.
