@@ -397,8 +397,8 @@ fn a_missing_stream_endpoint_or_credentials_is_exit_4() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{out:?}");
-    // No credentials anywhere in the chain, or a profile that cannot give any: said at once,
-    // not retried for --timeout.
+    // No credentials anywhere in the chain, a profile that cannot give any, or one that is
+    // not there: said at once, not retried for --timeout.
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join("config");
     std::fs::write(
@@ -409,6 +409,7 @@ fn a_missing_stream_endpoint_or_credentials_is_exit_4() {
     for (profile, said) in [
         (None, "no AWS credentials"),
         (Some("broken"), "AWS credentials: "),
+        (Some("absent"), "profile 'absent' (AWS_PROFILE) gives none"),
     ] {
         let mut c = weir_std();
         aws_env(&mut c)

@@ -225,12 +225,16 @@ fn credentials_missing(e: &(dyn std::error::Error + 'static)) -> Option<String> 
     while let Some(error) = cause {
         match error.downcast_ref::<CredentialsError>() {
             Some(CredentialsError::CredentialsNotLoaded(_)) => {
-                return Some(
-                    "no AWS credentials in the environment, a profile, a web identity, the \
-                     container or instance metadata: set AWS_ACCESS_KEY_ID and \
-                     AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+                return Some(match std::env::var("AWS_PROFILE") {
+                    Ok(profile) => format!(
+                        "no AWS credentials: profile '{profile}' (AWS_PROFILE) gives none, nor \
+                         do the environment, a web identity, the container or instance metadata"
+                    ),
+                    Err(_) => "no AWS credentials in the environment, a profile, a web \
+                               identity, the container or instance metadata: set \
+                               AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
                         .into(),
-                )
+                })
             }
             Some(CredentialsError::InvalidConfiguration(_)) => {
                 return Some(format!("AWS credentials: {}", causes(error)))
