@@ -208,12 +208,14 @@ where
         }
         // A request that could not be built.
         SdkError::ConstructionFailure(_) => Failure::Refused(causes(e)),
-        // No credentials anywhere in the chain, or a broken profile: no retry finds them.
-        // (A provider that failed for now, such as an STS or instance-metadata call, may.)
-        _ if let Some(why) = credentials_missing(e) => Failure::Refused(why),
-        // Connection refused or reset, a timeout, a garbled response: the endpoint may come
-        // back.
-        _ => Failure::Retry(causes(e)),
+        _ => match credentials_missing(e) {
+            // No credentials anywhere in the chain, or a broken profile: no retry finds them.
+            // (A provider that failed for now, such as an STS or instance-metadata call, may.)
+            Some(why) => Failure::Refused(why),
+            // Connection refused or reset, a timeout, a garbled response: the endpoint may
+            // come back.
+            None => Failure::Retry(causes(e)),
+        },
     }
 }
 
