@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use aws_sdk_kinesis::error::ProvideErrorMetadata;
 use aws_sdk_kinesis::primitives::DateTime;
 use aws_sdk_kinesis::types::{
     ConsumerStatus, Record, ShardIteratorType, StartingPosition, SubscribeToShardEventStream,
@@ -597,7 +598,7 @@ impl ShardReader {
                     // service keeps it for some seconds, as after a restart) or another
                     // reader of this consumer; the first kind passes, the second fails when
                     // --timeout runs out.
-                    Failure::Refused(why) if why.starts_with("ResourceInUseException") => why,
+                    Failure::Refused(why) if e.code() == Some("ResourceInUseException") => why,
                     Failure::Refused(why) | Failure::Invalid(why) => {
                         return Err(Error::Unreachable(format!(
                             "Kinesis stream '{}' shard {shard}: SubscribeToShard: {why}",
