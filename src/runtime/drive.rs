@@ -31,7 +31,7 @@ pub trait RecordStep {
     /// Called whenever no input is ready, before waiting for more: flush output here so
     /// records flow promptly through a live pipeline.
     fn idle(&mut self) -> Result<()>;
-    /// Called about every 100 ms while waiting for input (idle partitions, timers).
+    /// Called about every 100 ms, whether input comes or not (idle partitions, timers).
     fn tick(&mut self) -> Result<()> {
         Ok(())
     }
@@ -82,6 +82,9 @@ pub trait RecordStep {
 /// How often, while records keep coming, the output is made durable so that a broker source
 /// can commit what it covers.
 const RELEASE_EVERY: Duration = Duration::from_secs(1);
+
+/// How often `RecordStep::tick` is called, with or without input.
+const TICK_EVERY: Duration = Duration::from_millis(100);
 
 /// The positions of broker records the command has handled, held until its output covers
 /// them: only then may the source commit their offsets.
@@ -224,7 +227,14 @@ fn drive_loop(
     mut checkpoints: Option<&mut Checkpoints>,
     handled: &mut Handled,
 ) -> Result<()> {
+    // Ticks come every TICK_EVERY whether the input waits or keeps coming: a partition that
+    // falls silent while others stay busy goes idle all the same.
+    let mut ticked = Instant::now();
     loop {
+        if ticked.elapsed() >= TICK_EVERY {
+            ticked = Instant::now();
+            step.tick()?;
+        }
         let items = reader.items.as_ref().expect("receiver kept until drop");
         let item = match items.try_recv() {
             Ok(item) => item,
@@ -240,9 +250,12 @@ fn drive_loop(
                     if let Some(c) = checkpoints.as_deref_mut() {
                         handled.checkpoint_when_due(reader, step, c, d)?;
                     }
-                    match items.recv_timeout(Duration::from_millis(100)) {
+                    match items.recv_timeout(TICK_EVERY) {
                         Ok(item) => break item,
-                        Err(RecvTimeoutError::Timeout) => step.tick()?,
+                        Err(RecvTimeoutError::Timeout) => {
+                            ticked = Instant::now();
+                            step.tick()?
+                        }
                         Err(RecvTimeoutError::Disconnected) => return Ok(()),
                     }
                 }

@@ -587,6 +587,53 @@ fn idle_partition_stops_holding_the_watermark() {
     assert_eq!(v["count"], 2);
 }
 
+/// A partition falls silent while another keeps sending a record every 20 ms, never pausing
+/// long enough for the input to look idle: the silent one still goes idle after
+/// `--idle-timeout`, and windows fire while the input flows.
+#[test]
+fn a_partition_goes_idle_while_another_stays_busy() {
+    let mut child = weir_std()
+        .args(["window", "--time", "t", "--time-format", "epoch-ms"])
+        .args(["--partition-by", "p", "--tumbling", "1s", "--count", "-q"])
+        .args(["--idle-timeout", "300ms"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let feeding = done.clone();
+    let feeder = std::thread::spawn(move || {
+        // Partition 1 speaks once at time 0; partition 0 goes on, 100 ms of event time a record.
+        writeln!(stdin, "{{\"p\":1,\"t\":0}}").unwrap();
+        for i in 0..1_000 {
+            if feeding.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            writeln!(stdin, "{{\"p\":0,\"t\":{}}}", i * 100).unwrap();
+            stdin.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let _ = tx.send(line);
+    });
+    // The feeder runs for 20 s; the row must come long before it stops.
+    let row = rx.recv_timeout(Duration::from_secs(8));
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    feeder.join().unwrap();
+    child.wait().unwrap();
+    let row = row.expect("a window fired while partition 0 kept the input busy");
+    let v: Value = serde_json::from_str(&row).unwrap();
+    assert_eq!(v["window_start"], format_millis(0));
+    // Both partitions' records of [0, 1s): partition 1's at 0, partition 0's at 0..900.
+    assert_eq!(v["count"], 11);
+}
+
 /// Every aggregate against a batch computation: min, max, avg and sum as exact decimals,
 /// distinct exactly, first/last by event time (ties: first arrival for first, last arrival
 /// for last), percentiles within hdrhistogram's 3 significant digits of the exact
