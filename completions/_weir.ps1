@@ -203,6 +203,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--horizon-by', '--horizon-by', [CompletionResultType]::ParameterName, 'Measure the horizon in event time (--time, watermark) or processing time')
             [CompletionResult]::new('--delay', '--delay', [CompletionResultType]::ParameterName, 'Watermark delay for an event-time horizon')
             [CompletionResult]::new('--partition-by', '--partition-by', [CompletionResultType]::ParameterName, 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)')
+            [CompletionResult]::new('--idle-timeout', '--idle-timeout', [CompletionResultType]::ParameterName, 'A partition without records for D (processing time) stops holding the watermark back, so that ids still expire while it is silent')
             [CompletionResult]::new('--max-keys', '--max-keys', [CompletionResultType]::ParameterName, 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached')
             [CompletionResult]::new('--duplicates', '--duplicates', [CompletionResultType]::ParameterName, 'Write the dropped repeats, unchanged, to PATH')
             [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'Which record of an id''s group to write: the first, at once, or the last, held until the id is forgotten (expired, evicted, or the input ends)')

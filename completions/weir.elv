@@ -196,6 +196,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --horizon-by 'Measure the horizon in event time (--time, watermark) or processing time'
             cand --delay 'Watermark delay for an event-time horizon'
             cand --partition-by 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)'
+            cand --idle-timeout 'A partition without records for D (processing time) stops holding the watermark back, so that ids still expire while it is silent'
             cand --max-keys 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached'
             cand --duplicates 'Write the dropped repeats, unchanged, to PATH'
             cand --keep 'Which record of an id''s group to write: the first, at once, or the last, held until the id is forgotten (expired, evicted, or the input ends)'

@@ -173,6 +173,7 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l horizon-by -d 'Meas
 arrival\t'Processing time: when weir reads the record'"
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l delay -d 'Watermark delay for an event-time horizon' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partition-by -d 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l idle-timeout -d 'A partition without records for D (processing time) stops holding the watermark back, so that ids still expire while it is silent' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-keys -d 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l duplicates -d 'Write the dropped repeats, unchanged, to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l keep -d 'Which record of an id\'s group to write: the first, at once, or the last, held until the id is forgotten (expired, evicted, or the input ends)' -r -f -a "first\t'The first record of each id within the horizon, written as it arrives'

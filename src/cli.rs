@@ -537,8 +537,9 @@ also holds one record per remembered id.";
 /// Drop repeated records: keep the first of each id within a horizon, with bounded memory.
 ///
 /// Records pass through unchanged and in order. An id is remembered from its first record
-/// for --horizon of event time (the watermark: max event time seen - --delay, per
-/// --partition-by value) or of processing time (--horizon-by arrival); a repeat inside that
+/// for --horizon of event time (the watermark: max event time seen - --delay, the least over
+/// --partition-by values, or a broker source's partitions or shards; a silent one holds it
+/// back until --idle-timeout) or of processing time (--horizon-by arrival); a repeat inside that
 /// span is dropped and counted. --max-keys bounds memory: the oldest ids are evicted and
 /// counted, and a later repeat of an evicted id passes, counted as possibly a duplicate.
 #[derive(Debug, Args)]
@@ -569,6 +570,11 @@ pub struct DedupeArgs {
     /// Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope).
     #[arg(long, value_name = "FIELD")]
     pub partition_by: Option<FieldPath>,
+
+    /// A partition without records for D (processing time) stops holding the watermark back,
+    /// so that ids still expire while it is silent.
+    #[arg(long, value_name = "D", value_parser = positive_duration_ms)]
+    pub idle_timeout: Option<Millis>,
 
     /// Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached.
     #[arg(long, value_name = "N", default_value = "10000000")]

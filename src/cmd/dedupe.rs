@@ -41,6 +41,9 @@ struct Plan {
     paths: Vec<FieldPath>,
     time_at: Option<usize>,
     partition_at: Option<usize>,
+    /// The partitions are the source's own (Kafka partitions, Kinesis shards), which it
+    /// reports as it reads them.
+    by_source_partition: bool,
     checkpoint: Option<CheckpointPlan>,
     /// A consumer-group member keeps state per partition, saved this often.
     per_partition: Option<Duration>,
@@ -68,6 +71,13 @@ impl Plan {
                 "an event-time --horizon needs --time FIELD (or use --horizon-by arrival)".into(),
             ));
         }
+        if args.idle_timeout.is_some() && !event_time {
+            return Err(Error::Usage(
+                "--idle-timeout lets a silent partition stop holding the watermark back: it needs an event-time --horizon".into(),
+            ));
+        }
+        let by_source_partition =
+            partition_by.is_some() && partition_by == input.source_partition_field();
         let mut paths = args.ids.clone();
         let time_at = args.time.time.clone().filter(|_| event_time).map(|t| {
             paths.push(t);
@@ -84,7 +94,7 @@ impl Plan {
             super::aws_options(&args.input.broker.client),
         )?;
         let checkpoint = super::checkpoint_plan(&args.checkpoint, &sink.spec, false)?;
-        let job = format!(
+        let mut job = format!(
             "inputs {:?}, fields {:?}, {:?}, time at {time_at:?}, partition at {partition_at:?}, --horizon {:?} by {:?}, --delay {}, --max-keys {}, --keep {:?}, --exact-ids {}, --duplicates {:?}",
             input.job_source(),
             paths.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
@@ -97,6 +107,10 @@ impl Plan {
             args.exact_ids,
             args.duplicates,
         );
+        // Named only when given, so that checkpoints taken before the flag existed still fit.
+        if let Some(idle) = args.idle_timeout {
+            job.push_str(&format!(", --idle-timeout {idle}"));
+        }
         let per_partition = super::changelog_plan(
             &mut input,
             "dedupe",
@@ -110,6 +124,7 @@ impl Plan {
             paths,
             time_at,
             partition_at,
+            by_source_partition: by_source_partition && event_time,
             checkpoint,
             per_partition,
             job,
@@ -138,6 +153,7 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         horizon: args.horizon,
         max_keys: args.max_keys,
         delay: args.delay,
+        idle_timeout: args.idle_timeout,
     };
     let extractor = Arc::new(Extractor::new(plan.paths));
     let mut step = DedupeStep {
@@ -150,6 +166,7 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         time_at: plan.time_at,
         time_format: args.time.time_format.clone(),
         partition_at: plan.partition_at,
+        by_source_partition: plan.by_source_partition,
         horizon_by: args.horizon_by,
         sink,
         duplicates,
@@ -230,6 +247,7 @@ struct TaskSpec {
     horizon: Option<Millis>,
     max_keys: usize,
     delay: Millis,
+    idle_timeout: Option<Millis>,
 }
 
 impl TaskSpec {
@@ -244,7 +262,7 @@ impl TaskSpec {
         Task {
             ids,
             partitions: PartitionIds::default(),
-            watermarks: Watermarks::new(self.delay, None),
+            watermarks: Watermarks::new(self.delay, self.idle_timeout),
             seq: 0,
         }
     }
@@ -339,6 +357,15 @@ impl Ids {
         }
     }
 
+    fn advance(&mut self, clock: Millis) {
+        match self {
+            Ids::Hashed(d) => d.advance(clock),
+            Ids::Exact(d) => d.advance(clock),
+            Ids::HashedLast(d) => d.advance(clock),
+            Ids::ExactLast(d) => d.advance(clock),
+        }
+    }
+
     fn take_released(&mut self, out: &mut Vec<(Millis, Held)>) {
         match self {
             Ids::HashedLast(d) => d.take_released(out),
@@ -398,6 +425,7 @@ struct DedupeStep {
     time_at: Option<usize>,
     time_format: TimeFormat,
     partition_at: Option<usize>,
+    by_source_partition: bool,
     horizon_by: HorizonBy,
     sink: LineSink,
     duplicates: Option<LineSink>,
@@ -531,8 +559,7 @@ impl RecordStep for DedupeStep {
         if !task.ids.holding() {
             let verdict = task.ids.check(id, t, clock);
             if observe {
-                // No idle timeout here, so the watermark never reads processing time.
-                task.watermarks.observe(partition, t, 0);
+                task.watermarks.observe(partition, t, self.now);
             }
             if verdict == Verdict::Duplicate {
                 self.drop_duplicate(line.bytes, counters)?;
@@ -549,7 +576,7 @@ impl RecordStep for DedupeStep {
         };
         let replaced = task.ids.check_held(id, t, clock, held);
         if observe {
-            task.watermarks.observe(partition, t, 0);
+            task.watermarks.observe(partition, t, self.now);
         }
         if let Some(earlier) = replaced {
             self.drop_duplicate(&earlier.bytes, counters)?;
@@ -614,6 +641,52 @@ impl RecordStep for DedupeStep {
             // Records held for --keep last went with the partition's saved state.
             tasks.take(&mut self.task, partition);
         }
+    }
+
+    fn assigned(&mut self, partitions: &[String]) {
+        if !self.by_source_partition {
+            return;
+        }
+        // Named by their envelope field's JSON text, which is what ids are keyed by. A
+        // partition read to its end (a Kinesis parent) stops holding the watermark back; one
+        // newly read holds it until it speaks or goes idle.
+        let task = &mut self.task;
+        let ids: Vec<usize> = partitions
+            .iter()
+            .filter_map(|p| task.partitions.id(p))
+            .collect();
+        self.now = self.started.elapsed().as_millis() as Millis;
+        task.watermarks.assign(&ids, self.now);
+    }
+
+    fn tick(&mut self, counters: &mut Counters) -> Result<()> {
+        // Time moves without records: processing time for an arrival horizon, the watermark
+        // when a silent partition goes idle. What expired is forgotten, and held records
+        // (--keep last) whose groups ended go out now rather than with the next record.
+        self.now = self.started.elapsed().as_millis() as Millis;
+        let (now, event_time) = (self.now, self.time_at.is_some());
+        if self.horizon_by == HorizonBy::Event && !event_time {
+            // No horizon: nothing expires.
+            return Ok(());
+        }
+        let mut released = std::mem::take(&mut self.released);
+        self.each_task(|task| {
+            let clock = match event_time {
+                true => {
+                    task.watermarks.tick(now);
+                    task.watermarks.current()
+                }
+                false => now,
+            };
+            task.ids.advance(clock);
+            task.ids.take_released(&mut released);
+        });
+        self.released = released;
+        if self.released.is_empty() {
+            return Ok(());
+        }
+        self.write_released(counters)?;
+        self.idle()
     }
 
     fn idle(&mut self) -> Result<()> {

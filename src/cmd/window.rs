@@ -736,7 +736,7 @@ impl RecordStep for WindowStep {
         }
     }
 
-    fn tick(&mut self) -> Result<()> {
+    fn tick(&mut self, _counters: &mut Counters) -> Result<()> {
         self.now = self.clock();
         let now = self.now;
         self.each_op(|op, rows| op.tick(now, rows));

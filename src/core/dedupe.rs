@@ -181,6 +181,13 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         out.append(&mut self.released);
     }
 
+    /// The clock moved with no record to judge (processing time went on, or idleness let the
+    /// watermark go): expired ids are forgotten, and their held records released, as a record
+    /// judged now would have done.
+    pub fn advance(&mut self, clock: Millis) {
+        self.maybe_sweep(clock);
+    }
+
     /// The end of the input: every group ends; their held records, with opening times.
     pub fn finish(&mut self, out: &mut Vec<(Millis, H)>) {
         for shard in &mut self.shards {
@@ -654,6 +661,56 @@ mod tests {
                 }
                 max = max.max(t);
             }
+        }
+
+        /// Moving the clock between records (`advance`, as a tick does) changes no verdict and
+        /// no replaced record, at the --max-keys bound too; it only releases held records
+        /// sooner, each once its group has expired, and every record still comes back once.
+        #[test]
+        fn advancing_the_clock_between_records_changes_no_verdict(
+            records in prop::collection::vec((0u8..30, 0i64..200, 0i64..4, any::<bool>()), 1..300),
+            horizon in 1i64..60,
+            max_keys in 1usize..40,
+        ) {
+            let mut clock = 0;
+            let records: Vec<(u8, Millis, Millis, bool)> = records
+                .into_iter()
+                .map(|(id, t, step, advance)| {
+                    clock += step;
+                    (id, t, clock, advance)
+                })
+                .collect();
+            let run = |advancing: bool| -> Result<(Vec<String>, Vec<u64>), TestCaseError> {
+                let mut d: Deduper<IdHash, u64> = Deduper::keeping_last(Some(horizon), max_keys);
+                let (mut verdicts, mut out, mut released) = (Vec::new(), Vec::new(), Vec::new());
+                for (seq, (id, t, clock, advance)) in records.iter().enumerate() {
+                    if advancing && *advance {
+                        // Half way to the next record's clock: a tick between records.
+                        let previous = seq.checked_sub(1).map_or(0, |i| records[i].2);
+                        let at = previous + (clock - previous) / 2;
+                        d.advance(at);
+                        d.take_released(&mut released);
+                        for (opened, _) in &released {
+                            prop_assert!(opened + horizon <= at, "released before it expired");
+                        }
+                        out.extend(released.drain(..).map(|(_, n)| n));
+                    }
+                    let (verdict, replaced) = d.check_held(&hash_id(&[*id]), *t, *clock, seq as u64);
+                    verdicts.push(format!("{seq}: {verdict:?} {replaced:?}"));
+                    out.extend(replaced);
+                    d.take_released(&mut released);
+                    out.extend(released.drain(..).map(|(_, n)| n));
+                }
+                d.finish(&mut released);
+                out.extend(released.drain(..).map(|(_, n)| n));
+                out.sort_unstable();
+                Ok((verdicts, out))
+            };
+            let (want, all) = run(false)?;
+            let (got, back) = run(true)?;
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(&back, &(0..records.len() as u64).collect::<Vec<_>>());
+            prop_assert_eq!(back, all);
         }
 
         #[test]

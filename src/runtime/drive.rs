@@ -32,7 +32,7 @@ pub trait RecordStep {
     /// records flow promptly through a live pipeline.
     fn idle(&mut self) -> Result<()>;
     /// Called about every 100 ms, whether input comes or not (idle partitions, timers).
-    fn tick(&mut self) -> Result<()> {
+    fn tick(&mut self, _counters: &mut Counters) -> Result<()> {
         Ok(())
     }
     /// Makes everything written so far durable: files flushed, a producer's records
@@ -233,7 +233,7 @@ fn drive_loop(
     loop {
         if ticked.elapsed() >= TICK_EVERY {
             ticked = Instant::now();
-            step.tick()?;
+            step.tick(d.counters)?;
         }
         let items = reader.items.as_ref().expect("receiver kept until drop");
         let item = match items.try_recv() {
@@ -254,7 +254,7 @@ fn drive_loop(
                         Ok(item) => break item,
                         Err(RecvTimeoutError::Timeout) => {
                             ticked = Instant::now();
-                            step.tick()?
+                            step.tick(d.counters)?
                         }
                         Err(RecvTimeoutError::Disconnected) => return Ok(()),
                     }

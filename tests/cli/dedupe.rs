@@ -1,12 +1,15 @@
 //! `weir dedupe` against independent computations over generated data.
 
 use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use crate::gen::{Event, GenConfig};
 use serde_json::Value;
 use weir::core::time::Millis;
 
-use crate::{generated_with, stdout_lines, weir};
+use crate::{generated_with, stdout_lines, weir, weir_std};
 
 fn gen(seed: u64) -> (tempfile::NamedTempFile, Vec<Event>) {
     // 5% redeliveries, arriving on average 20 s after the original.
@@ -266,4 +269,124 @@ fn keep_last_with_short_horizon_writes_each_groups_last_record() {
     }
     assert_eq!(out, expected_out);
     assert_eq!(dups, expected_dups);
+}
+
+/// Runs `weir dedupe ARGS` on a live stdin that `feed` writes (and closes by returning);
+/// returns each output line with when it came, and when stdin closed.
+fn live(
+    args: &[&str],
+    feed: impl FnOnce(&mut std::process::ChildStdin) + Send + 'static,
+) -> (Vec<(Duration, String)>, Duration) {
+    let started = Instant::now();
+    let mut child = weir_std()
+        .arg("dedupe")
+        .args(args)
+        .arg("-q")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        feed(&mut stdin);
+        drop(stdin);
+        started.elapsed()
+    });
+    let lines = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|l| (started.elapsed(), l.unwrap()))
+        .collect();
+    let closed = feeder.join().unwrap();
+    assert!(child.wait().unwrap().success());
+    (lines, closed)
+}
+
+/// A silent partition holds the watermark back, so an id repeated long after the horizon
+/// is still dropped; with `--idle-timeout` it lets go while the other partition keeps the
+/// input busy (a record every 20 ms), and the late repeats pass as the rule says.
+#[test]
+fn an_idle_partition_lets_ids_expire_with_idle_timeout() {
+    let feed = |stdin: &mut std::process::ChildStdin| {
+        // Partition 1 speaks once, at time 0; partition 0 goes on, 100 ms of event time a
+        // record, and repeats x at 10 s and 15 s of event time (2 s and 3 s of wall time).
+        writeln!(stdin, r#"{{"p":1,"t":0,"id":"x"}}"#).unwrap();
+        for i in 1..200 {
+            let id = match i {
+                100 | 150 => "x".to_string(),
+                _ => format!("u{i}"),
+            };
+            writeln!(stdin, r#"{{"p":0,"t":{},"id":"{id}"}}"#, i * 100).unwrap();
+            stdin.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let args = [
+        "--id",
+        "id",
+        "--time",
+        "t",
+        "--time-format",
+        "epoch-ms",
+        "--horizon",
+        "2s",
+        "--partition-by",
+        "p",
+    ];
+    let times_of_x = |lines: Vec<(Duration, String)>| -> Vec<i64> {
+        let values: Vec<Value> = lines
+            .iter()
+            .map(|(_, l)| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(
+            values.iter().filter(|v| v["id"] != "x").count(),
+            197,
+            "the unique ids all pass"
+        );
+        values
+            .iter()
+            .filter(|v| v["id"] == "x")
+            .map(|v| v["t"].as_i64().unwrap())
+            .collect()
+    };
+    let (held, _) = live(&args, feed);
+    assert_eq!(times_of_x(held), [0], "partition 1 holds W at 0");
+    let mut idle = args.to_vec();
+    idle.extend(["--idle-timeout", "300ms"]);
+    let (let_go, _) = live(&idle, feed);
+    // At 10 s the watermark is 9.9 s, past 0 + 2 s; at 15 s it is 14.9 s, past 10 s + 2 s.
+    assert_eq!(times_of_x(let_go), [0, 10_000, 15_000]);
+}
+
+/// `--keep last` on a processing-time horizon writes each id's last record once the horizon
+/// has passed, while the input is still open and silent, not when the next record comes.
+#[test]
+fn keep_last_releases_held_records_while_the_input_waits() {
+    let (lines, closed) = live(
+        &[
+            "--id",
+            "id",
+            "--horizon",
+            "1s",
+            "--horizon-by",
+            "arrival",
+            "--keep",
+            "last",
+        ],
+        |stdin| {
+            for (id, v) in [(1, "a"), (1, "b"), (2, "c")] {
+                writeln!(stdin, r#"{{"id":{id},"v":"{v}"}}"#).unwrap();
+            }
+            stdin.flush().unwrap();
+            std::thread::sleep(Duration::from_secs(6));
+        },
+    );
+    let got: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(got, [r#"{"id":1,"v":"b"}"#, r#"{"id":2,"v":"c"}"#]);
+    for (at, line) in &lines {
+        // Released 1 s (and at most a quarter horizon and a tick more) after arriving.
+        assert!(
+            *at >= Duration::from_secs(1) && *at < closed - Duration::from_secs(3),
+            "{line} came at {at:?}, stdin closed at {closed:?}"
+        );
+    }
 }

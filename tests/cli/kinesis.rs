@@ -450,6 +450,68 @@ fn a_missing_stream_endpoint_or_credentials_is_exit_4() {
     }
 }
 
+/// dedupe's event-time horizon on a stream holds the watermark per shard, and parents read
+/// to their end stop holding it: ids repeated ten hours later on the merged child pass, as
+/// the horizon of one hour says. (A finished parent that still held the watermark would
+/// keep every id of the parents remembered, and drop the repeats.)
+#[test]
+fn dedupe_on_a_merged_stream_lets_go_of_the_finished_parents() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("dedupe-merge", 2);
+    let at = |seconds: u64| 1_767_225_600_000 + seconds * 1000;
+    let record = |id: &str, key: u64, seconds: u64| {
+        format!(
+            "{{\"id\":\"{id}\",\"k\":\"k{key}\",\"t\":{}}}\n",
+            at(seconds)
+        )
+    };
+    // Ten keys spread the first 100 ids over both shards.
+    let first: String = (0..100)
+        .map(|i| record(&format!("a{i}"), i % 10, i))
+        .collect();
+    s.py(&["put", &stream, "k"], &first);
+    s.py(
+        &[
+            "merge",
+            &stream,
+            "shardId-000000000000",
+            "shardId-000000000001",
+        ],
+        "",
+    );
+    // On the child: a new id first (judged before the child has spoken, with the parents'
+    // watermark), then the same 100 ids ten hours on.
+    let mut later = record("opener", 0, 36_000);
+    later.extend((0..100).map(|i| record(&format!("a{i}"), i % 10, 36_000 + i)));
+    s.py(&["put", &stream, "k"], &later);
+    let dir = tempfile::tempdir().unwrap();
+    let dups = dir.path().join("dups.ndjson");
+    let out = s.weir(&[
+        "dedupe",
+        "-e",
+        "-q",
+        &s.url(&stream),
+        "--id",
+        "value.id",
+        "--time",
+        "value.t",
+        "--time-format",
+        "ms",
+        "--horizon",
+        "1h",
+        "--duplicates",
+        dups.to_str().unwrap(),
+    ]);
+    let got = lines(&out);
+    let dropped = std::fs::read_to_string(&dups).unwrap().lines().count();
+    assert_eq!(dropped, 0, "no repeat is a duplicate");
+    assert_eq!(got.len(), 201);
+    let children = got
+        .iter()
+        .filter(|e| e["shard"] != "shardId-000000000000" && e["shard"] != "shardId-000000000001");
+    assert_eq!(children.count(), 101, "the repeats came from the child");
+}
+
 #[test]
 fn window_on_a_stream_equals_consume_piped_into_window_by_shard() {
     let Some(s) = kinesis_local() else { return };

@@ -205,6 +205,21 @@ fn dedupe_usage_errors_leave_files_as_they_were() {
             "expected NAME=FIELD",
         ),
         (
+            &[
+                "dedupe",
+                CHECKOUTS,
+                "--id",
+                "event_id",
+                "--horizon",
+                "1h",
+                "--horizon-by",
+                "arrival",
+                "--idle-timeout",
+                "1m",
+            ],
+            "--idle-timeout lets a silent partition stop holding the watermark back: it needs an event-time --horizon",
+        ),
+        (
             &["dedupe", CHECKOUTS, "--id", "event_id", "--key", "k"],
             "need -o kafka://",
         ),
