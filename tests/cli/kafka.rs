@@ -1498,6 +1498,88 @@ fn idle_timeout_releases_a_silent_partition() {
     assert!(rows[0].0 >= 1.5, "fired after {} s", rows[0].0);
 }
 
+/// A bounded read (`-e`) of a partition that ends early in event time: once read to its end
+/// it stops holding the watermark back, so partition 1's windows fire as they complete (at
+/// most a few open at once) and dedupe's ids expire by the horizon, rather than everything
+/// waiting for the end of the input.
+#[test]
+fn a_partition_read_to_its_end_stops_holding_the_watermark() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("ended-partition", 2);
+    let t0 = 1_767_225_600_000i64;
+    // Partition 0: ten seconds of records. Partition 1: ten hours, a record a minute, with
+    // the same id (k) repeated every minute.
+    let early: Vec<i64> = (0..10).map(|i| t0 + i * 1000).collect();
+    let late: Vec<i64> = (0..600).map(|i| t0 + i * 60_000).collect();
+    b.kcat_produce(&topic, 0, &timed_records(&early), &[]);
+    // In batches of 10, read 1 KiB a partition a fetch: partition 0 speaks and ends within
+    // the first fetches, whichever partition the broker answers first.
+    for batch in late.chunks(10) {
+        b.kcat_produce(&topic, 1, &timed_records(batch), &[]);
+    }
+    let small_fetches = ["-X", "fetch.message.max.bytes=1024"];
+    // Held back by partition 0, every window of partition 1 after its first ten seconds
+    // would stay open: 600 of them.
+    let out = weir()
+        .args(["window", "-e", "-q", &b.url(&topic)])
+        .args(small_fetches)
+        .args([
+            "--time",
+            "value.t",
+            "--time-format",
+            "ms",
+            "--tumbling",
+            "1m",
+        ])
+        .args(["--count", "--max-open-windows", "50"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let rows: Vec<Value> = stdout_lines(&out)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 600);
+    assert_eq!(
+        rows[0]["count"], 11,
+        "both partitions' records of the first minute"
+    );
+    // Held back, the id repeated a minute apart on partition 1 would never expire within a
+    // 5-minute horizon: one copy of it would pass. Let go, the copy of each 6th minute does.
+    let out = weir()
+        .args(["dedupe", "-e", "-q", &b.url(&topic)])
+        .args(small_fetches)
+        .args(["--id", "key", "--time", "value.t", "--time-format", "ms"])
+        .args(["--horizon", "5m"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let times: Vec<i64> = stdout_lines(&out)
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["value"]["t"]
+                .as_i64()
+                .unwrap()
+        })
+        .filter(|t| *t >= t0 + 60_000)
+        .collect();
+    // Once partition 0 has ended the watermark is partition 1's time, one minute behind the
+    // record judged: a group opened at minute m expires for the record of minute m + 6, which
+    // opens the next. (Before partition 0 ends, the first minutes depend on how the two
+    // partitions' fetches interleave.)
+    let after_the_first_hour: Vec<i64> = times
+        .iter()
+        .map(|t| (t - t0) / 60_000)
+        .filter(|m| *m >= 60)
+        .collect();
+    assert!(after_the_first_hour.len() >= 89, "{times:?}");
+    for pair in after_the_first_hour.windows(2) {
+        assert_eq!(pair[1] - pair[0], 6, "{after_the_first_hour:?}");
+    }
+}
+
 /// With `-G`, offsets are committed only once the output covers them: a member killed while
 /// its reader lags loses nothing, since the next member starts at the committed offsets and
 /// every record it did not deliver comes again.

@@ -465,6 +465,8 @@ impl KafkaSource {
         // The partitions the command keeps state for (a member with state per partition).
         let mut owned: Vec<i32> = Vec::new();
         let mut rebalances = None;
+        // Partitions of ours a bounded read finished, as last counted.
+        let mut finished = self.ended.len();
         loop {
             if feed.cancelled() {
                 return Ok(());
@@ -486,6 +488,24 @@ impl KafkaSource {
                     let names = assigned.iter().flatten().map(i32::to_string).collect();
                     feed.assigned(names)?;
                     reported = assigned;
+                }
+            }
+            // A partition of ours read to its end (-e) is no longer read: reported, after its
+            // last records, so that it stops holding a watermark back, as a Kinesis parent
+            // read to its end does.
+            if self.ended.len() != finished {
+                finished = self.ended.len();
+                if let Some(own) = &self.own {
+                    let reading: Vec<i32> = own
+                        .iter()
+                        .copied()
+                        .filter(|p| !self.ended.contains(p))
+                        .collect();
+                    if !reading.is_empty() {
+                        pending.hand_over(feed, &topic)?;
+                        feed.assigned(reading.iter().map(i32::to_string).collect())?;
+                        reported = Some(reading);
+                    }
                 }
             }
             let hand_over = match self.poll()? {
