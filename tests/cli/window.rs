@@ -528,6 +528,18 @@ fn too_many_open_windows_is_a_clear_error() {
         ));
 }
 
+/// The first line `stdout` gives, read on a thread of its own, so that a test can wait for
+/// it with a timeout.
+fn first_line(stdout: std::process::ChildStdout) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let _ = tx.send(line);
+    });
+    rx
+}
+
 /// Two partitions, one silent: without an idle timeout the silent one holds the watermark
 /// back; with one, the window fires while the input is still open.
 #[test]
@@ -563,14 +575,9 @@ fn idle_partition_stops_holding_the_watermark() {
         let mut stdin = child.stdin.take().unwrap();
         stdin.write_all(input.as_bytes()).unwrap();
         stdin.flush().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).unwrap();
-            let _ = tx.send(line);
-        });
-        let row = rx.recv_timeout(wait).ok();
+        let row = first_line(child.stdout.take().unwrap())
+            .recv_timeout(wait)
+            .ok();
         drop(stdin);
         child.wait().unwrap();
         row
@@ -615,15 +622,8 @@ fn a_partition_goes_idle_while_another_stays_busy() {
             std::thread::sleep(Duration::from_millis(20));
         }
     });
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
-        let _ = tx.send(line);
-    });
     // The feeder runs for 20 s; the row must come long before it stops.
-    let row = rx.recv_timeout(Duration::from_secs(8));
+    let row = first_line(child.stdout.take().unwrap()).recv_timeout(Duration::from_secs(8));
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     feeder.join().unwrap();
     child.wait().unwrap();
