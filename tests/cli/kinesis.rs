@@ -1167,6 +1167,53 @@ impl LiveRead {
     }
 }
 
+/// A second reader of a fan-out consumer whose shards a live reader holds waits for them
+/// up to `--timeout` (a restarted reader meets the same answer until the service lets go of
+/// its old subscription), then exits 4 with the service's reason; the first reads on.
+#[test]
+fn a_second_reader_of_a_held_fan_out_consumer_is_refused_after_its_timeout() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("efo-two-readers", 1);
+    s.py(&["put", &stream, "k"], &records(0, 50));
+    let first = LiveRead::start(
+        &s,
+        &stream,
+        &["--efo", "weir-two-readers", "--from", "beginning"],
+    );
+    first.wait_for(50);
+    assert_eq!(first.count(), 50);
+    let started = std::time::Instant::now();
+    let second = s.weir(&[
+        "consume",
+        "-e",
+        "-q",
+        &s.url(&stream),
+        "--efo",
+        "weir-two-readers",
+        "--from",
+        "beginning",
+        "--timeout",
+        "3s",
+    ]);
+    let took = started.elapsed();
+    assert_eq!(second.status.code(), Some(4), "{second:?}");
+    assert!(second.stdout.is_empty(), "{second:?}");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        err.contains("SubscribeToShard on shard shardId-000000000000 failed for 3s")
+            && err.contains("subscription"),
+        "{err}"
+    );
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(30),
+        "{took:?}"
+    );
+    // The first reader still holds its subscription and reads what comes next.
+    s.py(&["put", &stream, "k"], &records(50, 10));
+    first.wait_for(60);
+    assert_each_once_in_key_order(&first.stop(), 60);
+}
+
 /// A live read follows a split made while it runs: the children's records come, after the
 /// parent's, each once.
 #[test]
