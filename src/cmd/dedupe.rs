@@ -215,6 +215,7 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
     step.each_task(|task| {
         let counts = task.ids.counts();
         counters.evicted += counts.evicted;
+        counters.expired += counts.expired;
         counters.possibly_duplicates += counts.possibly_duplicate;
         counters.peak_keys = counters.peak_keys.max(counts.peak_keys);
     });

@@ -306,6 +306,7 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
                     return (Verdict::Duplicate, Some(replaced));
                 }
                 // Remembered but expired: its group ends, and the record opens a new one.
+                self.counts.expired += 1;
                 let old = if already_past {
                     self.len -= 1;
                     ended_at_once = Some((t, record));
@@ -510,6 +511,10 @@ mod tests {
             [First, Duplicate, First, Duplicate, First, Duplicate, Duplicate],
             "1 is kept at 0, expires at clock 10, is kept again at 10 and held until 20"
         );
+        // 1's first group, found expired at clock 10. 2 (kept at 6) has expired by 19 too,
+        // but only a record that is not dropped sweeps: it is still remembered.
+        assert_eq!(d.counts().expired, 1);
+        assert_eq!(d.remembered(), 2);
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct Counters {
     pub bad: u64,
     /// State entries dropped to keep state bounded.
     pub evicted: u64,
+    /// Ids forgotten because their horizon passed (dedupe).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub expired: u64,
     /// Empty or whitespace-only lines, which are not records.
     pub blank_lines: u64,
     pub bytes_read: u64,
@@ -88,6 +91,7 @@ impl Stats {
             ("possibly duplicates", c.possibly_duplicates),
             ("bad", c.bad),
             ("evicted", c.evicted),
+            ("expired", c.expired),
             ("blank lines", c.blank_lines),
             ("peak open windows", c.peak_open_windows),
             ("peak keys", c.peak_keys),

@@ -125,12 +125,19 @@ fn short_horizon_lets_exactly_the_late_repeats_through() {
         stats["read"],
         stats["written"].as_u64().unwrap() + stats["duplicates"].as_u64().unwrap()
     );
+    // Every repeat that passed found its id's group expired; no group expires twice.
+    let expired = stats["expired"].as_u64().unwrap() as usize;
+    assert!(
+        (passed_repeats..=expected_out.len()).contains(&expired),
+        "{expired} expired, {passed_repeats} repeats passed"
+    );
 }
 
 #[test]
 fn max_keys_bounds_memory_and_counts_evictions() {
     let (file, events) = gen(203);
     let (out, dups, stats) = run(&file, &["--max-keys", "500"]);
+    assert!(stats["expired"].is_null(), "no horizon, nothing expires");
     assert!(stats["peak_keys"].as_u64().unwrap() <= 500);
     assert!(stats["evicted"].as_u64().unwrap() > 10_000);
     // Every record is in the output or the duplicates; every repeat is either dropped or
