@@ -528,6 +528,10 @@ Examples:
   # The latest version of each order within 10 minutes, written when the 10 minutes are up:
   weir dedupe orders.ndjson --id order_id --time updated_at --horizon 10m --keep last
 
+  # Straight from a topic: the watermark is per partition, and one silent for 30 s lets go:
+  weir dedupe kafka://localhost:9092/orders --id value.order_id --time value.updated_at \
+    --horizon 1h --idle-timeout 30s
+
 Ids compare by their JSON text (the string \"1\" and the number 1 differ); a record whose id
 field is missing or null is a bad record. A remembered id costs its 128-bit hash and its time
 (24 bytes in the map; 44 bytes of RSS per id measured at 10M ids; at most 72 bytes per
