@@ -76,8 +76,7 @@ impl Plan {
                 "--idle-timeout lets a silent partition stop holding the watermark back: it needs an event-time --horizon".into(),
             ));
         }
-        let by_source_partition =
-            partition_by.is_some() && partition_by == input.source_partition_field();
+        let by_source_partition = input.is_source_partition(partition_by.as_ref());
         let mut paths = args.ids.clone();
         let time_at = args.time.time.clone().filter(|_| event_time).map(|t| {
             paths.push(t);
@@ -445,6 +444,11 @@ impl DedupeStep {
         Ok(())
     }
 
+    /// Processing time since the run started (or, resumed, since its checkpoint's start).
+    fn clock(&self) -> Millis {
+        self.started.elapsed().as_millis() as Millis
+    }
+
     /// Runs `f` on every task (one per partition for a group member).
     fn each_task(&mut self, f: impl FnMut(&mut Task)) {
         let mut f = f;
@@ -588,7 +592,7 @@ impl RecordStep for DedupeStep {
     }
 
     fn batch(&mut self) {
-        self.now = self.started.elapsed().as_millis() as Millis;
+        self.now = self.clock();
     }
 
     fn ahead<'l>(&mut self, next: impl FnOnce() -> Option<Line<'l>>) {
@@ -613,7 +617,7 @@ impl RecordStep for DedupeStep {
     fn checkpoint(&mut self, with_state: bool) -> Result<StepCheckpoint> {
         let state = with_state.then(|| StepState {
             task: self.task.saved(),
-            now: self.started.elapsed().as_millis() as Millis,
+            now: self.clock(),
         });
         let mut sinks: Vec<_> = self.sink.durable()?.into_iter().collect();
         if let Some(d) = &mut self.duplicates {
@@ -651,20 +655,16 @@ impl RecordStep for DedupeStep {
         // Named by their envelope field's JSON text, which is what ids are keyed by. A
         // partition read to its end (a Kinesis parent) stops holding the watermark back; one
         // newly read holds it until it speaks or goes idle.
-        let task = &mut self.task;
-        let ids: Vec<usize> = partitions
-            .iter()
-            .filter_map(|p| task.partitions.id(p))
-            .collect();
-        self.now = self.started.elapsed().as_millis() as Millis;
-        task.watermarks.assign(&ids, self.now);
+        let ids = self.task.partitions.ids_of(partitions);
+        self.now = self.clock();
+        self.task.watermarks.assign(&ids, self.now);
     }
 
     fn tick(&mut self, counters: &mut Counters) -> Result<()> {
         // Time moves without records: processing time for an arrival horizon, the watermark
         // when a silent partition goes idle. What expired is forgotten, and held records
         // (--keep last) whose groups ended go out now rather than with the next record.
-        self.now = self.started.elapsed().as_millis() as Millis;
+        self.now = self.clock();
         let (now, event_time) = (self.now, self.time_at.is_some());
         if self.horizon_by == HorizonBy::Event && !event_time {
             // No horizon: nothing expires.

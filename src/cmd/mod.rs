@@ -181,6 +181,12 @@ impl InputPlan {
         }
     }
 
+    /// Whether `partition_by` is the field naming the source's own partitions, which the
+    /// source reports as it reads them (`RecordStep::assigned`).
+    pub fn is_source_partition(&self, partition_by: Option<&FieldPath>) -> bool {
+        partition_by.is_some() && partition_by.cloned() == self.source_partition_field()
+    }
+
     /// The envelope field naming a broker source's partitions.
     pub fn source_partition_field(&self) -> Option<FieldPath> {
         let name = match &self.source {

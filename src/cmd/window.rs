@@ -85,8 +85,7 @@ impl Plan {
             true => None,
             false => input.partition_field(args.partition_by.as_ref()),
         };
-        let by_source_partition =
-            partition_by.is_some() && partition_by == input.source_partition_field();
+        let by_source_partition = input.is_source_partition(partition_by.as_ref());
         let kind = window_kind(args)?;
         let (aggs, value_paths) = aggregate_specs(args, matches)?;
 
@@ -709,10 +708,7 @@ impl RecordStep for WindowStep {
             return;
         }
         // Named by their envelope field's JSON text, which is what ids are keyed by.
-        let ids: Vec<usize> = partitions
-            .iter()
-            .filter_map(|p| self.partitions.id(p))
-            .collect();
+        let ids = self.partitions.ids_of(partitions);
         self.now = self.clock();
         // Rows a revoked partition held back go out with the next record or tick.
         self.op.assign(&ids, self.now, &mut self.rows);

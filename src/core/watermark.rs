@@ -35,6 +35,12 @@ impl PartitionIds {
         Some(id)
     }
 
+    /// The ids of the partitions a source reports reading (by their field's JSON text), for
+    /// `Watermarks::assign`; values past the bound are left out.
+    pub fn ids_of(&mut self, values: &[String]) -> Vec<usize> {
+        values.iter().filter_map(|v| self.id(v)).collect()
+    }
+
     /// The values in id order, for a checkpoint.
     pub fn values(&self) -> Vec<String> {
         let mut values = vec![String::new(); self.ids.len()];

@@ -1543,11 +1543,7 @@ fn a_partition_read_to_its_end_stops_holding_the_watermark() {
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let rows: Vec<Value> = stdout_lines(&out)
-        .iter()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = envelopes(&out);
     assert_eq!(rows.len(), 600);
     assert_eq!(
         rows[0]["count"], 11,
@@ -1563,14 +1559,9 @@ fn a_partition_read_to_its_end_stops_holding_the_watermark() {
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let times: Vec<i64> = stdout_lines(&out)
+    let times: Vec<i64> = envelopes(&out)
         .iter()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["value"]["t"]
-                .as_i64()
-                .unwrap()
-        })
+        .map(|e| e["value"]["t"].as_i64().unwrap())
         .filter(|t| *t >= t0 + 60_000)
         .collect();
     // Once partition 0 has ended the watermark is partition 1's time, one minute behind the
