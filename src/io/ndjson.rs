@@ -123,6 +123,9 @@ impl Source for StreamSource {
     }
 }
 
+/// The UTF-8 byte order mark.
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
 /// Reads `raw` (gzip when it starts like gzip) from `start` (its first `start.offset` bytes,
 /// decompressed, are skipped) and hands its lines over in chunks, each with where the input
 /// stands after it.
@@ -187,6 +190,25 @@ fn read_stream(
     // earlier chunks so that a read never has to zero memory first.
     let mut buf = feed.read_space();
     let mut filled = 0;
+    if start.offset == 0 {
+        // A UTF-8 byte order mark (Windows tools write one) is not the first record's: skipped,
+        // as jq and Miller do. Its bytes may come in separate reads.
+        if buf.len() < CHUNK_BYTES {
+            buf.resize(CHUNK_BYTES, 0);
+        }
+        while filled < BOM.len() {
+            match source.read(&mut buf[filled..BOM.len()]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(read_error(e, next_line)),
+            }
+        }
+        if buf[..filled] == BOM {
+            consumed += BOM.len() as u64;
+            filled = 0;
+        }
+    }
     // While a too-long line is being skipped: its line number, length so far and prefix.
     let mut skipping: Option<(u64, u64, Vec<u8>)> = None;
     loop {
@@ -421,6 +443,36 @@ mod tests {
         );
         // Read: 1, the spaces (too long), 12345678, 123456789 (too long), 2; one blank.
         assert_eq!(whole.1, [5, 2, 1]);
+    }
+
+    /// A byte order mark at the start of an input is skipped, however it arrives; one
+    /// anywhere else is the line's.
+    #[test]
+    fn a_byte_order_mark_at_the_start_is_skipped() {
+        let content = b"\xEF\xBB\xBF{\"a\":1}\r\n\xEF\xBB\xBF{\"a\":2}\n".to_vec();
+        let whole = counts_of(
+            Box::new(StreamSource::new(
+                "t",
+                Box::new(io::Cursor::new(content.clone())),
+            )),
+            100,
+        );
+        let slow = counts_of(
+            Box::new(StreamSource::new("t", Box::new(ByteAtATime(content, 0)))),
+            100,
+        );
+        assert_eq!(whole, slow);
+        assert_eq!(whole.0, vec![(1, "{\"a\":1}".into())]);
+        // The second line's mark is not JSON: a bad record.
+        assert_eq!(whole.1, [2, 1, 0]);
+        let (seen, _) = lines_of(b"\xEF\xBB\xBF", 100);
+        assert!(seen.is_empty(), "{seen:?}");
+        let (_, c) = lines_of(b"\xEF\xBB", 100);
+        assert_eq!(
+            (c.read, c.bad),
+            (1, 1),
+            "a lone part of a mark is a (bad) line"
+        );
     }
 
     /// Found by the fuzzer: gzip is recognised even when its two magic bytes come in two

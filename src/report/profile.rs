@@ -87,7 +87,7 @@ pub fn render_text(r: &Report, by: Option<&str>) -> String {
     }
     let _ = writeln!(
         out,
-        "{} records, {} without a usable time\n",
+        "{} records profiled, {} left out without a usable time\n",
         r.records, r.no_time
     );
     let _ = writeln!(out, "overall");

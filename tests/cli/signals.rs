@@ -206,7 +206,7 @@ fn watermark_profile_reports_what_it_read_when_interrupted() {
         } else {
             assert!(text.starts_with("interrupted: "), "{text}");
             assert!(
-                text.contains("2 records, 0 without a usable time"),
+                text.contains("2 records profiled, 0 left out without a usable time"),
                 "{text}"
             );
         }
