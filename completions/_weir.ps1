@@ -96,7 +96,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--endpoint-url', '--endpoint-url', [CompletionResultType]::ParameterName, 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS''s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain')
             [CompletionResult]::new('--time', '--time', [CompletionResultType]::ParameterName, 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)')
             [CompletionResult]::new('--time-format', '--time-format', [CompletionResultType]::ParameterName, 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as ''%Y-%m-%d %H:%M:%S''')
-            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Group by this field (repeatable for a composite key). Without --key, one global key')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Group by this field (repeatable for a composite key). Without --key, one global key. Keys compare by their JSON text ("1" and 1 differ, as do 1.5 and 1.50); null is a key, a missing field makes the record bad')
             [CompletionResult]::new('--tumbling', '--tumbling', [CompletionResultType]::ParameterName, 'Tumbling windows of SIZE (1m, 1h)')
             [CompletionResult]::new('--hop', '--hop', [CompletionResultType]::ParameterName, 'Hopping (sliding) windows of SIZE, one starting every --slide')
             [CompletionResult]::new('--slide', '--slide', [CompletionResultType]::ParameterName, 'The step between hopping windows; SIZE must be a multiple of it')

@@ -91,7 +91,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --endpoint-url 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS''s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain'
             cand --time 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)'
             cand --time-format 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as ''%Y-%m-%d %H:%M:%S'''
-            cand --key 'Group by this field (repeatable for a composite key). Without --key, one global key'
+            cand --key 'Group by this field (repeatable for a composite key). Without --key, one global key. Keys compare by their JSON text ("1" and 1 differ, as do 1.5 and 1.50); null is a key, a missing field makes the record bad'
             cand --tumbling 'Tumbling windows of SIZE (1m, 1h)'
             cand --hop 'Hopping (sliding) windows of SIZE, one starting every --slide'
             cand --slide 'The step between hopping windows; SIZE must be a multiple of it'

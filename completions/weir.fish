@@ -80,7 +80,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l timeout -d 'How lon
 complete -c weir -n "__fish_weir_using_subcommand window" -l endpoint-url -d 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS\'s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l key -d 'Group by this field (repeatable for a composite key). Without --key, one global key' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l key -d 'Group by this field (repeatable for a composite key). Without --key, one global key. Keys compare by their JSON text ("1" and 1 differ, as do 1.5 and 1.50); null is a key, a missing field makes the record bad' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l tumbling -d 'Tumbling windows of SIZE (1m, 1h)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l hop -d 'Hopping (sliding) windows of SIZE, one starting every --slide' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l slide -d 'The step between hopping windows; SIZE must be a multiple of it' -r

@@ -401,6 +401,8 @@ pub struct WindowArgs {
     pub time: TimeArgs,
 
     /// Group by this field (repeatable for a composite key). Without --key, one global key.
+    /// Keys compare by their JSON text ("1" and 1 differ, as do 1.5 and 1.50); null is a key,
+    /// a missing field makes the record bad.
     #[arg(long = "key", value_name = "FIELD")]
     pub keys: Vec<FieldPath>,
 

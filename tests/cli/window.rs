@@ -763,3 +763,51 @@ fn csv_rows_carry_update_and_retract_columns() {
         "a retraction, no count"
     );
 }
+
+/// Keys are compared by their JSON text, null is a key of its own, and a record without the
+/// key field is a bad record, named by its line (rows worked out by hand).
+#[test]
+fn keys_compare_by_their_json_text() {
+    let input = [
+        r#"{"t":"2026-01-01T00:00:00Z","k":"1"}"#,
+        r#"{"t":"2026-01-01T00:00:01Z","k":1}"#,
+        r#"{"t":"2026-01-01T00:00:02Z","k":1.5}"#,
+        r#"{"t":"2026-01-01T00:00:03Z","k":1.50}"#,
+        r#"{"t":"2026-01-01T00:00:04Z","k":null}"#,
+        r#"{"t":"2026-01-01T00:00:05Z"}"#,
+        r#"{"t":"2026-01-01T00:00:06Z","k":1}"#,
+    ]
+    .join("\n");
+    let run = |on_error: &str| {
+        weir()
+            .args(["window", "--time", "t", "--key", "k", "--tumbling", "1m"])
+            .args(["--count", "--on-error", on_error, "-q"])
+            .write_stdin(input.clone())
+            .output()
+            .unwrap()
+    };
+    let out = run("skip");
+    assert!(out.status.success(), "{out:?}");
+    let counts: BTreeMap<String, u64> = stdout_lines(&out)
+        .iter()
+        .map(|l| {
+            // The key's text as written (a parsed number would lose `1.50`).
+            let key = l
+                .strip_prefix(r#"{"k":"#)
+                .and_then(|rest| rest.split_once(r#","window_start""#))
+                .map(|(key, _)| key.to_string());
+            let r: Value = serde_json::from_str(l).unwrap();
+            (key.expect(l), r["count"].as_u64().unwrap())
+        })
+        .collect();
+    let want: BTreeMap<String, u64> =
+        [("\"1\"", 1), ("1", 2), ("1.5", 1), ("1.50", 1), ("null", 1)]
+            .into_iter()
+            .map(|(k, n)| (k.to_string(), n))
+            .collect();
+    assert_eq!(counts, want);
+    let out = run("fail");
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("<stdin>:6") && err.contains("'k'"), "{err}");
+}
