@@ -123,6 +123,20 @@ impl Source for StreamSource {
     }
 }
 
+/// Reads until `buf` is full or the input ends; returns how much it holds.
+fn fill(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match reader.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 /// The UTF-8 byte order mark.
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
@@ -140,15 +154,7 @@ fn read_stream(
     // by the chunk fuzz target): read until both are there, or the input ends.
     let mut raw = raw;
     let mut head = [0u8; 2];
-    let mut got = 0;
-    while got < head.len() {
-        match raw.read(&mut head[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(cannot(e)),
-        }
-    }
+    let got = fill(&mut raw, &mut head).map_err(cannot)?;
     let is_gzip = head[..got] == [0x1f, 0x8b];
     let stream = io::Cursor::new(head[..got].to_vec()).chain(raw);
     let buffered = BufReader::with_capacity(64 * 1024, stream);
@@ -196,14 +202,7 @@ fn read_stream(
         if buf.len() < CHUNK_BYTES {
             buf.resize(CHUNK_BYTES, 0);
         }
-        while filled < BOM.len() {
-            match source.read(&mut buf[filled..BOM.len()]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(read_error(e, next_line)),
-            }
-        }
+        filled = fill(&mut source, &mut buf[..BOM.len()]).map_err(|e| read_error(e, next_line))?;
         if buf[..filled] == BOM {
             consumed += BOM.len() as u64;
             filled = 0;
