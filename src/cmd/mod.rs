@@ -381,9 +381,19 @@ pub fn ndjson_time_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<
         LogPosition::Time(t) => Ok(Some(t)),
         LogPosition::Beginning if flag == "--from" => Ok(None),
         LogPosition::End if flag == "--to" => Ok(None),
-        other => Err(Error::Usage(format!(
-            "{flag} {text}: {other:?} positions need a Kafka source; on NDJSON input use an RFC 3339 or relative time"
-        ))),
+        other => {
+            let why = match other {
+                LogPosition::Offset(_) => "offsets are a Kafka or Kinesis source's",
+                LogPosition::FromEnd(_) => {
+                    "a count back from the end is a Kafka or Kinesis source's"
+                }
+                LogPosition::Stored => "a group's stored offsets are a Kafka source's",
+                _ => "this bound reads nothing of NDJSON input",
+            };
+            Err(Error::Usage(format!(
+                "{flag} {text}: {why}; on NDJSON input give an RFC 3339 or relative time"
+            )))
+        }
     }
 }
 

@@ -71,6 +71,14 @@ fn consume_usage_errors_leave_files_as_they_were() {
             "--from stored needs --group",
         ),
         (
+            &["consume", CHECKOUTS, "--to", "5"],
+            "--to 5: offsets are a Kafka or Kinesis source's",
+        ),
+        (
+            &["replay", CHECKOUTS, "--from", "-10"],
+            "--from -10: a count back from the end",
+        ),
+        (
             &["consume", NO_BROKER, "-G", "g", "--from", "-1h"],
             "--partitions",
         ),
