@@ -807,7 +807,8 @@ Time lag is now minus the timestamp of the first record the group has not consum
 the log), 0 when it is caught up. A partition without a committed offset is reported as such,
 not as zero lag. On Kinesis, per shard: now minus the arrival time of the first record after
 the checkpoint (0 when caught up), MillisBehindLatest and the lease owner. Exit codes: 0 within
-the thresholds, 1 a threshold exceeded, 4 the cluster or stream cannot be reached within
+the thresholds, 1 a threshold exceeded or not checkable (a --group without committed offsets, a
+--group-pattern that matches no group), 4 the cluster or stream cannot be reached within
 --timeout.";
 
 /// Consumer lag in messages and in time, with thresholds for scripts.

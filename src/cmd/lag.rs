@@ -13,8 +13,8 @@ use regex::Regex;
 
 use crate::cli::LagArgs;
 use crate::core::lag::{
-    breaches, estimated_time_lag, exact_time_lag, messages_behind, shard_breaches, History,
-    PartitionLag, PartitionOffsets, Sample, Thresholds, TimeLag,
+    breaches, estimated_time_lag, exact_time_lag, messages_behind, shard_breaches,
+    unmeasured_breaches, History, PartitionLag, PartitionOffsets, Sample, Thresholds, TimeLag,
 };
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
@@ -69,6 +69,7 @@ pub fn run(args: LagArgs, stop: &AtomicBool) -> Result<()> {
         scope: args.per,
     };
     let format = args.format;
+    let topic = spec.topic.clone();
     let measurer = Measurer::spawn(move || {
         let cluster = Cluster::connect(&spec, &client)?;
         let mut history = History::new(HISTORY_POINTS);
@@ -86,7 +87,13 @@ pub fn run(args: LagArgs, stop: &AtomicBool) -> Result<()> {
     });
     looped.run(stop, || {
         let report = measurer.measure(stop)?;
-        let breached = breaches(&report.rows, &thresholds);
+        let mut breached = breaches(&report.rows, &thresholds);
+        breached.extend(unmeasured_breaches(
+            &report.uncommitted,
+            report.unmatched_pattern.as_deref(),
+            topic.as_deref(),
+            &thresholds,
+        ));
         let mut text = String::new();
         render(&report, &breached, format, &mut text);
         Ok((text, breached.iter().map(describe_breach).collect()))
@@ -197,7 +204,7 @@ impl Looped {
                     Ok(())
                 } else {
                     Err(Error::CheckFailed(format!(
-                        "{} lag threshold{} exceeded",
+                        "{} lag check{} failed",
                         breached.len(),
                         if breached.len() == 1 { "" } else { "s" }
                     )))
@@ -282,9 +289,13 @@ fn measure(
     let topics = cluster.topics(spec.topic.as_deref())?;
     let mut groups: BTreeSet<String> = args.groups.iter().cloned().collect();
     let mut states: HashMap<String, String> = HashMap::new();
+    let mut unmatched_pattern = args.group_pattern.clone();
     if args.all_groups || pattern.is_some() {
         for (g, state) in cluster.groups()? {
             if pattern.is_none_or(|p| p.is_match(&g)) {
+                if pattern.is_some() {
+                    unmatched_pattern = None;
+                }
                 if let Some(state) = state {
                     states.insert(g.clone(), state);
                 }
@@ -297,8 +308,10 @@ fn measure(
     let committed = cluster.committed(&groups, &topics)?;
 
     let mut rows = Vec::new();
+    let mut uncommitted = Vec::new();
     for (group, offsets) in groups.iter().zip(&committed) {
         let before = rows.len();
+        let mut any_commit = false;
         for (topic, partitions) in &topics {
             let has_commit = partitions.iter().any(|p| {
                 offsets
@@ -307,6 +320,7 @@ fn measure(
                     .flatten()
                     .is_some()
             });
+            any_commit |= has_commit;
             // Without a topic in the URL, a group's topics are those it has committed on.
             if spec.topic.is_none() && !has_commit {
                 continue;
@@ -330,6 +344,9 @@ fn measure(
         }
         if rows.len() == before {
             eprintln!("weir lag: group '{group}' has no committed offsets on these topics");
+        }
+        if !any_commit && args.groups.contains(group) {
+            uncommitted.push(group.clone());
         }
     }
 
@@ -419,5 +436,7 @@ fn measure(
         mode: args.time_mode,
         rows,
         groups: descriptions,
+        uncommitted,
+        unmatched_pattern,
     })
 }

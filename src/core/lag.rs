@@ -242,6 +242,39 @@ pub fn breaches(rows: &[PartitionLag], th: &Thresholds) -> Vec<Breach> {
     out
 }
 
+/// What a threshold cannot be checked against, and so trips it: a group named with
+/// `--group` that has no committed offset on the topics asked about (a mistyped or retired
+/// group must not pass an alert as "no lag"), and a `--group-pattern` no group matches.
+/// Nothing trips without a threshold.
+pub fn unmeasured_breaches(
+    groups: &[String],
+    pattern_matched_nothing: Option<&str>,
+    topic: Option<&str>,
+    th: &Thresholds,
+) -> Vec<Breach> {
+    if th.max_time_ms.is_none() && th.max_messages.is_none() {
+        return Vec::new();
+    }
+    let mut out: Vec<Breach> = groups
+        .iter()
+        .map(|group| Breach {
+            group: group.clone(),
+            topic: topic.unwrap_or_default().to_string(),
+            partition: None,
+            what: "no committed offsets, so its lag cannot be checked".into(),
+        })
+        .collect();
+    if let Some(pattern) = pattern_matched_nothing {
+        out.push(Breach {
+            group: String::new(),
+            topic: topic.unwrap_or_default().to_string(),
+            partition: None,
+            what: format!("no group matches --group-pattern '{pattern}'"),
+        });
+    }
+    out
+}
+
 /// Where a Kinesis consumer stands in a shard: a weir checkpoint's or a KCL lease's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShardCheckpoint {
@@ -383,6 +416,28 @@ mod tests {
             log_start,
             log_end,
         }
+    }
+
+    #[test]
+    fn a_group_without_commits_trips_a_threshold_only_when_one_is_set() {
+        let groups = vec!["typo".to_string()];
+        let none = Thresholds::default();
+        assert!(unmeasured_breaches(&groups, Some("^etl-"), Some("t"), &none).is_empty());
+        let th = Thresholds {
+            max_time_ms: Some(60_000),
+            ..Thresholds::default()
+        };
+        let b = unmeasured_breaches(&groups, None, Some("t"), &th);
+        assert_eq!(b.len(), 1);
+        assert_eq!((b[0].group.as_str(), b[0].topic.as_str()), ("typo", "t"));
+        let th = Thresholds {
+            max_messages: Some(10),
+            ..Thresholds::default()
+        };
+        let b = unmeasured_breaches(&[], Some("^etl-"), None, &th);
+        assert_eq!(b.len(), 1);
+        assert!(b[0].what.contains("'^etl-'"), "{}", b[0].what);
+        assert!(unmeasured_breaches(&[], None, None, &th).is_empty());
     }
 
     #[test]

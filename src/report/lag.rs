@@ -43,9 +43,19 @@ pub struct LagReport {
     pub mode: LagTimeMode,
     pub rows: Vec<PartitionLag>,
     pub groups: BTreeMap<String, GroupDescription>,
+    /// Groups named with --group that have no committed offset on the topics asked about.
+    pub uncommitted: Vec<String>,
+    /// --group-pattern, when it matched no group.
+    pub unmatched_pattern: Option<String>,
 }
 
 pub fn describe_breach(b: &Breach) -> String {
+    if b.group.is_empty() {
+        return b.what.clone();
+    }
+    if b.topic.is_empty() {
+        return format!("group '{}': {}", b.group, b.what);
+    }
     match b.partition {
         Some(p) => format!(
             "group '{}' topic '{}' partition {p}: {}",
@@ -570,6 +580,8 @@ mod tests {
             mode: LagTimeMode::None,
             rows: vec![row(0), row(1)],
             groups: [("g".to_string(), description)].into_iter().collect(),
+            uncommitted: Vec::new(),
+            unmatched_pattern: None,
         };
         let mut table = String::new();
         render(&report, &[], LagFormat::Table, &mut table);

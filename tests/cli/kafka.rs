@@ -904,6 +904,58 @@ fn lag_thresholds_set_the_exit_code() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("15 messages > 14"));
 }
 
+/// A threshold cannot pass a group it cannot measure: a --group without committed offsets
+/// (mistyped, or retired) and a --group-pattern that matches no group fail the check, named
+/// on stderr and in the JSON breaches; without a threshold they are only said.
+#[test]
+fn lag_thresholds_fail_on_a_group_they_cannot_measure() {
+    let Some(b) = broker() else { return };
+    let s = lag_setup(&b);
+    let run = |url: &str, args: &[&str]| {
+        weir()
+            .arg("lag")
+            .arg(url)
+            .args(args)
+            .args(["--format", "json"])
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap()
+    };
+    let typo = format!("{}-typo", s.group);
+    for url in [b.url(&s.topic), format!("kafka://{}", b.addr)] {
+        let out = run(&url, &["--group", &typo]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let out = run(&url, &["--group", &typo, "--max-lag", "1h"]);
+        assert_eq!(out.status.code(), Some(1), "{url}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("group '{typo}'")), "{err}");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["breaches"][0]["group"], typo.as_str(), "{report}");
+        // The measured group beside it still passes on its own numbers.
+        let both = [
+            "--group",
+            &s.group,
+            "--group",
+            &typo,
+            "--max-messages",
+            "15",
+        ];
+        assert_eq!(run(&url, &both).status.code(), Some(1));
+        let alone = ["--group", &s.group, "--max-messages", "15"];
+        assert_eq!(run(&url, &alone).status.code(), Some(0));
+    }
+    let pattern = format!("^{}-nothing$", s.group);
+    let out = run(&b.url(&s.topic), &["--group-pattern", &pattern]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = run(
+        &b.url(&s.topic),
+        &["--group-pattern", &pattern, "--max-messages", "1"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no group matches --group-pattern"), "{err}");
+}
+
 #[test]
 fn lag_output_formats() {
     let Some(b) = broker() else { return };
