@@ -37,7 +37,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l on-error -d 'What 
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand consume" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -68,7 +68,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l on-error -d 'What t
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand window" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -120,7 +120,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l on-error
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -155,7 +155,7 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l on-error -d 'What t
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -195,7 +195,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l on-error -d 'What t
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand replay" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group. On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r

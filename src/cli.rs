@@ -112,8 +112,9 @@ pub struct InputArgs {
 pub struct BrokerArgs {
     /// First position: beginning, end, stored (the group's), an offset, -N (N before the end),
     /// an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning,
-    /// or the group's offsets with --group. On NDJSON input (consume, replay) a time filters by
-    /// --time.
+    /// or the group's offsets with --group (and, where the group has none, the end, as Kafka's
+    /// consumers start: give --from beginning to read a new group's backlog). On NDJSON input
+    /// (consume, replay) a time filters by --time.
     #[arg(
         long,
         value_name = "POS",

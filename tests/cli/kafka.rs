@@ -420,6 +420,36 @@ fn exit_at_end_on_a_busy_topic() {
     assert!(n > 0 && n < 3000, "read {n}");
 }
 
+/// A new group starts where Kafka's consumers do, at the end of each partition; --from
+/// beginning reads its backlog, and a group with offsets goes on from them whatever --from
+/// says.
+#[test]
+fn a_new_group_starts_at_the_end_unless_from_says_otherwise() {
+    let Some(b) = broker() else { return };
+    let _turn = group_turn();
+    let topic = b.topic("new-group", 2);
+    let file = super::fixture("checkouts.ndjson");
+    b.produce(&topic, &file, &["--key", "merchant_id"]);
+    let records = std::fs::read_to_string(&file).unwrap().lines().count();
+    let read = |group: &str, from: &[&str]| {
+        let out = b.consume(
+            &topic,
+            &[&["-G", group, "-e", "-q", "--timeout", "60s"], from].concat(),
+        );
+        assert!(out.status.success(), "{out:?}");
+        super::stdout_lines(&out).len()
+    };
+    let group = format!("{topic}-fresh");
+    assert_eq!(read(&group, &[]), 0, "a new group reads from the end");
+    let group = format!("{topic}-backlog");
+    assert_eq!(read(&group, &["--from", "beginning"]), records);
+    assert_eq!(
+        read(&group, &["--from", "beginning"]),
+        0,
+        "the group's offsets come first"
+    );
+}
+
 #[test]
 fn window_on_kafka_equals_consume_piped_to_window() {
     let Some(b) = broker() else { return };
