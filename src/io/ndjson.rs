@@ -227,7 +227,11 @@ fn read_stream(
                 feed.too_long(&origin, line, len, prefix, at(consumed))?;
             } else if filled > 0 {
                 buf.truncate(filled);
-                buf.push(b'\n'); // a last line without its newline is still a line
+                // A last line without its newline is still a line. (The first bytes, read
+                // ahead for a byte order mark, can hold whole lines of a short input.)
+                if buf.last() != Some(&b'\n') {
+                    buf.push(b'\n');
+                }
                 let end = at(consumed + filled as u64);
                 feed.lines(&origin, next_line, buf, filled as u64, end)?;
             }
@@ -466,6 +470,9 @@ mod tests {
         assert_eq!(whole.1, [2, 1, 0]);
         let (seen, _) = lines_of(b"\xEF\xBB\xBF", 100);
         assert!(seen.is_empty(), "{seen:?}");
+        // Found by the fuzzer: an input no longer than a mark, read ahead whole.
+        let (seen, c) = lines_of(b"1\n", 100);
+        assert_eq!((seen.len(), c.read, c.blank_lines), (1, 1, 0));
         let (_, c) = lines_of(b"\xEF\xBB", 100);
         assert_eq!(
             (c.read, c.bad),
