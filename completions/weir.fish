@@ -51,9 +51,9 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l time -d 'Event-tim
 complete -c weir -n "__fish_weir_using_subcommand consume" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s n -l count -d 'Stop after writing N records' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s f -l format -d 'Kafka or Kinesis source: write each record by a kcat format: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \\n \\t \\\\. On Kinesis: %t stream, %p shard, %o sequence number, %k partition key, %T arrival' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -s o -l output -d 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -l key -d 'Kafka sink: the record key is this field\'s value (strings as they are, other JSON as its text)' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable)' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s o -l output -d 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l key -d 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field\'s value (strings as they are, other JSON as its text)' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
@@ -105,7 +105,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l as -d 'Names the ou
 complete -c weir -n "__fish_weir_using_subcommand window" -l max-open-windows -d 'Bound on (key, window) pairs held at once; exceeding it stops with exit 3' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l format -d 'Output rows as ndjson or csv' -r -f -a "ndjson\t'One JSON object per row'
 csv\t'A header row, then one row per result (RFC 4180 quoting)'"
-complete -c weir -n "__fish_weir_using_subcommand window" -s o -l output -d 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC (NDJSON rows, keyed by the first --key field)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -s o -l output -d 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
@@ -178,9 +178,9 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-keys -d 'Hard b
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l duplicates -d 'Write the dropped repeats, unchanged, to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l keep -d 'Which record of an id\'s group to write: the first, at once, or the last, held until the id is forgotten (expired, evicted, or the input ends)' -r -f -a "first\t'The first record of each id within the horizon, written as it arrives'
 last\t'The last record of each id within the horizon, written when the id is forgotten'"
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -s o -l output -d 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key -d 'Kafka sink: the record key is this field\'s value (strings as they are, other JSON as its text)' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s o -l output -d 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key -d 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field\'s value (strings as they are, other JSON as its text)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
@@ -209,9 +209,9 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l time -d 'Event-time
 complete -c weir -n "__fish_weir_using_subcommand replay" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l rate -d 'At most this many records per second (5000/s, 300/m, 10k/h)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l speed -d 'Keep the original gaps between record timestamps, sped up by this factor (10x)' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -s o -l output -d 'Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -l key -d 'Kafka sink: the record key is this field\'s value (strings as they are, other JSON as its text)' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -s o -l output -d 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l key -d 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field\'s value (strings as they are, other JSON as its text)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l stats -d 'Also write the run summary as JSON to PATH' -r -F

@@ -208,20 +208,20 @@ impl ClientArgs {
 /// Where records go, for the commands that pass records through.
 #[derive(Debug, Args)]
 pub struct RecordSinkArgs {
-    /// Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC.
+    /// Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM.
     #[arg(short, long, value_name = "SINK", default_value = "-")]
     pub output: String,
 
-    /// Kafka sink: the record key is this field's value (strings as they are, other JSON as
-    /// its text).
-    #[arg(long = "key", value_name = "FIELD", help_heading = "Kafka sink")]
+    /// Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is
+    /// this field's value (strings as they are, other JSON as its text).
+    #[arg(long = "key", value_name = "FIELD", help_heading = "Kafka and Kinesis sinks")]
     pub key: Option<FieldPath>,
 
-    /// Kafka sink: a header NAME from FIELD (repeatable).
+    /// Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers).
     #[arg(
         long = "header",
         value_name = "NAME=FIELD",
-        help_heading = "Kafka sink"
+        help_heading = "Kafka and Kinesis sinks"
     )]
     pub headers: Vec<String>,
 }
@@ -501,8 +501,8 @@ pub struct WindowArgs {
     #[arg(long, value_enum, default_value = "ndjson")]
     pub format: TableFormat,
 
-    /// Sink: - (stdout), a file path, or kafka://HOST:PORT/TOPIC (NDJSON rows, keyed by the
-    /// first --key field).
+    /// Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON
+    /// rows, keyed by the first --key field; on Kinesis without --key, by window_start).
     #[arg(short, long, value_name = "SINK", default_value = "-")]
     pub output: String,
 
