@@ -37,7 +37,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l on-error -d 'What 
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand consume" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -57,7 +57,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l header -d 'Kafka s
 complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
-complete -c weir -n "__fish_weir_using_subcommand consume" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand consume" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s J -l envelope -d 'Kafka source: write each record\'s envelope (topic, partition, offset, timestamp, key, headers, value) instead of its value'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s u -l unbuffered -d 'Flush after every record (also the default on a terminal)'
 complete -c weir -n "__fish_weir_using_subcommand consume" -l reset -d 'Forget the checkpoint and start afresh'
@@ -68,7 +68,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l on-error -d 'What t
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand window" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -110,7 +110,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l checkpoint -d 'Keep
 complete -c weir -n "__fish_weir_using_subcommand window" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
-complete -c weir -n "__fish_weir_using_subcommand window" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand window" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand window" -l count -d 'Number of records'
 complete -c weir -n "__fish_weir_using_subcommand window" -l reset -d 'Forget the checkpoint and start afresh'
 complete -c weir -n "__fish_weir_using_subcommand window" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
@@ -120,7 +120,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l on-error
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -146,7 +146,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoi
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l reset -d 'Forget the checkpoint and start afresh'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -155,7 +155,7 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l on-error -d 'What t
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -185,7 +185,7 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l checkpoint -d 'Keep
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l exact-ids -d 'Remember ids as text instead of 128-bit hashes (more memory, no hash collisions)'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l reset -d 'Forget the checkpoint and start afresh'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
@@ -195,7 +195,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l on-error -d 'What t
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand replay" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -l from -d 'First position: beginning, end, stored (the group\'s), an offset, -N (N before the end), an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -215,7 +215,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l header -d 'Kafka si
 complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
-complete -c weir -n "__fish_weir_using_subcommand replay" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start, even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand replay" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s J -l envelope -d 'The input lines are envelopes, as `weir consume -J` writes them'
 complete -c weir -n "__fish_weir_using_subcommand replay" -l keep-partition -d 'Produce each envelope to the partition it came from'
 complete -c weir -n "__fish_weir_using_subcommand replay" -l dry-run -d 'Count what would be written, write nothing'

@@ -110,16 +110,17 @@ pub struct InputArgs {
 /// Options of a Kafka source (and of a Kafka sink's client: -X, -F, --timeout).
 #[derive(Debug, Args)]
 pub struct BrokerArgs {
-    /// First position: beginning, end, stored (the group's), an offset, -N (N before the end),
-    /// an RFC 3339 time or a relative time (-1h) of the broker timestamps. Default: beginning,
-    /// or the group's offsets with --group (and, where the group has none, the end, as Kafka's
-    /// consumers start: give --from beginning to read a new group's backlog). On NDJSON input
-    /// (consume, replay) a time filters by --time.
+    /// First position: beginning, end, stored (the group's), an offset (Kinesis: a sequence
+    /// number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the
+    /// broker timestamps (Kinesis: arrival times). Default: beginning, or the group's offsets
+    /// with --group (and, where the group has none, the end, as Kafka's consumers start: give
+    /// --from beginning to read a new group's backlog). On NDJSON input (consume, replay) a
+    /// time filters by --time.
     #[arg(
         long,
         value_name = "POS",
         allow_hyphen_values = true,
-        help_heading = "Kafka"
+        help_heading = "Kafka and Kinesis"
     )]
     pub from: Option<String>,
 
@@ -128,12 +129,13 @@ pub struct BrokerArgs {
         long,
         value_name = "POS",
         allow_hyphen_values = true,
-        help_heading = "Kafka"
+        help_heading = "Kafka and Kinesis"
     )]
     pub to: Option<String>,
 
-    /// Exit at the end: stop at the end offsets taken at start, even while records keep coming.
-    #[arg(short = 'e', long, help_heading = "Kafka")]
+    /// Exit at the end: stop at the end offsets taken at start (Kinesis: each shard's end as of
+    /// the start), even while records keep coming.
+    #[arg(short = 'e', long, help_heading = "Kafka and Kinesis")]
     pub exit_at_end: bool,
 
     /// Read only these partitions.
@@ -190,7 +192,7 @@ pub struct ClientArgs {
 
     /// How long to wait for a broker, or to keep retrying a Kinesis call, before giving up
     /// with exit code 4.
-    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, help_heading = "Kafka")]
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, help_heading = "Kafka and Kinesis")]
     pub timeout: Millis,
 
     /// Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS's
