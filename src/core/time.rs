@@ -97,10 +97,10 @@ pub fn parse_time_str(s: &str, format: &TimeFormat) -> Result<Millis, TimeError>
             if looks_numeric(s) {
                 parse_epoch(s, None).map_err(|e| relabel(e, shown()))
             } else {
-                parse_rfc3339(s).ok_or_else(|| TimeError::Unparsable(shown()))?
+                parse_rfc3339(s).ok_or_else(|| unparsable_rfc3339(s, shown()))?
             }
         }
-        TimeFormat::Rfc3339 => parse_rfc3339(s).ok_or_else(|| TimeError::Unparsable(shown()))?,
+        TimeFormat::Rfc3339 => parse_rfc3339(s).ok_or_else(|| unparsable_rfc3339(s, shown()))?,
         TimeFormat::Pattern(p) => {
             parse_pattern(s, p).ok_or_else(|| TimeError::Unparsable(shown()))?
         }
@@ -117,6 +117,20 @@ pub fn parse_time_number(literal: &str, format: &TimeFormat) -> Result<Millis, T
         ))),
         TimeFormat::Auto => parse_epoch(literal, None),
         unit => parse_epoch(literal, Some(unit)),
+    }
+}
+
+/// Not RFC 3339. A date and time without a UTC offset is common (a naive ISO 8601 export);
+/// weir does not guess its zone, but says how to read it as UTC.
+fn unparsable_rfc3339(s: &str, shown: String) -> TimeError {
+    let pattern = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
+        .into_iter()
+        .find(|p| chrono::NaiveDateTime::parse_from_str(s.trim(), p).is_ok());
+    match pattern {
+        Some(p) => TimeError::Unparsable(format!(
+            "{shown}: it has no UTC offset; to read it as UTC, pass --time-format '{p}'"
+        )),
+        None => TimeError::Unparsable(shown),
     }
 }
 
@@ -695,6 +709,20 @@ mod tests {
             Err(TimeError::OutOfRange(_))
         ));
         assert!(matches!(auto("yesterday"), Err(TimeError::Unparsable(_))));
+        // A naive date and time is not guessed at; the error says how to read it as UTC, and
+        // that pattern does.
+        for (naive, pattern) in [
+            ("2026-01-01T00:00:00", "%Y-%m-%dT%H:%M:%S%.f"),
+            ("2026-01-01 00:00:00.250", "%Y-%m-%d %H:%M:%S%.f"),
+        ] {
+            let Err(e) = auto(naive) else {
+                panic!("{naive} was read")
+            };
+            assert!(e.to_string().contains(&format!("'{pattern}'")), "{e}");
+            let as_utc = parse_time_str(naive, &TimeFormat::Pattern(pattern.into())).unwrap();
+            let z = parse_time_str(&format!("{}Z", naive.replace(' ', "T")), &TimeFormat::Auto);
+            assert_eq!(Ok(as_utc), z);
+        }
         assert!(matches!(auto(""), Err(TimeError::Unparsable(_))));
         assert!(matches!(
             auto("2026-13-01T00:00:00Z"),
