@@ -216,7 +216,11 @@ pub struct RecordSinkArgs {
 
     /// Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is
     /// this field's value (strings as they are, other JSON as its text).
-    #[arg(long = "key", value_name = "FIELD", help_heading = "Kafka and Kinesis sinks")]
+    #[arg(
+        long = "key",
+        value_name = "FIELD",
+        help_heading = "Kafka and Kinesis sinks"
+    )]
     pub key: Option<FieldPath>,
 
     /// Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers).
