@@ -25,7 +25,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand consume 'Read records from a source and write them to a sink, unchanged'
             cand window 'Aggregate events per key per event-time window, with watermarks and a late-data policy'
             cand watermark-profile 'Measure how late events arrive and recommend a watermark delay'
-            cand dedupe 'Drop repeated records: keep the first of each id within a horizon, with bounded memory'
+            cand dedupe 'Drop repeated records: keep the first (or last) of each id within a horizon, with bounded memory'
             cand replay 'Re-read a range of records into a sink, at a controlled rate'
             cand lag 'Consumer lag in messages and in time, with thresholds for scripts'
             cand generate 'Writes man pages and shell completions (for the project''s own build)'

@@ -29,7 +29,7 @@ complete -c weir -n "__fish_weir_needs_command" -s V -l version -d 'Print versio
 complete -c weir -n "__fish_weir_needs_command" -f -a "consume" -d 'Read records from a source and write them to a sink, unchanged'
 complete -c weir -n "__fish_weir_needs_command" -f -a "window" -d 'Aggregate events per key per event-time window, with watermarks and a late-data policy'
 complete -c weir -n "__fish_weir_needs_command" -f -a "watermark-profile" -d 'Measure how late events arrive and recommend a watermark delay'
-complete -c weir -n "__fish_weir_needs_command" -f -a "dedupe" -d 'Drop repeated records: keep the first of each id within a horizon, with bounded memory'
+complete -c weir -n "__fish_weir_needs_command" -f -a "dedupe" -d 'Drop repeated records: keep the first (or last) of each id within a horizon, with bounded memory'
 complete -c weir -n "__fish_weir_needs_command" -f -a "replay" -d 'Re-read a range of records into a sink, at a controlled rate'
 complete -c weir -n "__fish_weir_needs_command" -f -a "lag" -d 'Consumer lag in messages and in time, with thresholds for scripts'
 complete -c weir -n "__fish_weir_needs_command" -f -a "generate" -d 'Writes man pages and shell completions (for the project\'s own build)'

@@ -547,7 +547,7 @@ field is missing or null is a bad record. A remembered id costs its 128-bit hash
 --max-keys key plus a 1 MiB Bloom filter); --exact-ids keeps the text instead. --keep last
 also holds one record per remembered id.";
 
-/// Drop repeated records: keep the first of each id within a horizon, with bounded memory.
+/// Drop repeated records: keep the first (or last) of each id within a horizon, with bounded memory.
 ///
 /// Records pass through unchanged and in order. An id is remembered from its first record
 /// for --horizon of event time (the watermark: max event time seen - --delay, the least over
