@@ -25,7 +25,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::record::validate_json;
-use super::time::{parse_time_str, write_millis, Millis, TimeFormat};
+use super::time::{parse_time_str, write_millis, Millis, TimeFormat, MAX_MILLIS, MIN_MILLIS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimestampType {
@@ -481,7 +481,16 @@ pub fn read_envelope(line: &str) -> Result<OwnedRecord, EnvelopeError> {
             parse_time_str(s, &TimeFormat::Rfc3339)
                 .map_err(|err| bad(&format!("timestamp '{s}': {err}")))?,
         ),
-        Some(Value::Number(n)) => Some(n.as_i64().ok_or_else(|| bad("timestamp out of range"))?),
+        // Milliseconds, within the years an envelope can write back (found by the fuzzer).
+        Some(Value::Number(n)) => Some(
+            n.as_i64()
+                .filter(|ms| (MIN_MILLIS..=MAX_MILLIS).contains(ms))
+                .ok_or_else(|| {
+                    bad(&format!(
+                        "timestamp {n} ms is out of range (years 0000 to 9999)"
+                    ))
+                })?,
+        ),
         Some(_) => return Err(bad("timestamp must be an RFC 3339 string")),
     };
     let key = match e.key {
@@ -583,6 +592,24 @@ mod tests {
         let mut out = Vec::new();
         write_envelope(&mut out, m);
         String::from_utf8(out).unwrap()
+    }
+
+    /// Found by the fuzzer: a numeric timestamp past the year 9999 was read, then written as
+    /// text no reader takes back.
+    #[test]
+    fn a_numeric_timestamp_out_of_range_is_a_bad_envelope() {
+        let line = |ts: &str| format!(r#"{{"offset":1,"timestamp":{ts},"value":1}}"#);
+        let e = read_envelope(&line("3333333333333333342")).unwrap_err();
+        assert!(e.0.contains("out of range"), "{}", e.0);
+        assert!(read_envelope(&line(&(MAX_MILLIS + 1).to_string())).is_err());
+        let r = read_envelope(&line(&MAX_MILLIS.to_string())).unwrap();
+        assert_eq!(r.timestamp, Some(MAX_MILLIS));
+        assert_eq!(
+            read_envelope(&line(&MIN_MILLIS.to_string()))
+                .unwrap()
+                .timestamp,
+            Some(MIN_MILLIS)
+        );
     }
 
     #[test]
