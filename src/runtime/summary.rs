@@ -139,9 +139,14 @@ impl Stats {
 /// `--stats` JSON, then the run's own result.
 pub fn finish(stats: &Stats, report: &ReportPlan, result: Result<()>) -> Result<()> {
     let broken_pipe = matches!(result, Err(Error::BrokenPipe));
-    // A usage error means nothing ran: there is nothing to summarise.
+    // A usage error means nothing ran: there is nothing to summarise. Nor is there when the
+    // run failed before its first line or record (a missing file, an unreachable broker): the
+    // error says it all. A run stopped by a signal is always summed up.
     let usage = matches!(result, Err(Error::Usage(_)));
-    if !report.quiet && !broken_pipe && !usage {
+    let c = &stats.counters;
+    let failed_before_input =
+        !matches!(result, Ok(()) | Err(Error::Interrupted)) && c.read == 0 && c.blank_lines == 0;
+    if !report.quiet && !broken_pipe && !usage && !failed_before_input {
         eprintln!("{}", stats.summary_line());
     }
     if let Some(path) = &report.stats {

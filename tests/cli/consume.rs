@@ -21,6 +21,23 @@ fn bad_line_fails_with_exit_3_naming_line_and_reason() {
         ));
 }
 
+/// A run that fails before its first record prints the error alone, no "read 0" summary.
+#[test]
+fn a_missing_input_prints_only_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.ndjson");
+    weir()
+        .arg("consume")
+        .arg(&missing)
+        .assert()
+        .code(4)
+        .stdout("")
+        .stderr(
+            predicate::str::starts_with("weir: error: cannot read")
+                .and(predicate::function(|err: &str| err.lines().count() == 1)),
+        );
+}
+
 #[test]
 fn skip_counts_the_bad_record_in_summary_and_stats() {
     let dir = tempfile::tempdir().unwrap();
