@@ -5,6 +5,7 @@
 
 pub mod consume;
 pub mod dedupe;
+mod files;
 pub mod generate;
 pub mod lag;
 pub mod profile;
@@ -28,6 +29,7 @@ use crate::runtime::{
 
 /// Runs one parsed command line; `matches` are the subcommand's own (for flag order).
 pub fn run(command: Command, matches: &clap::ArgMatches) -> Result<()> {
+    files::check_distinct(command.name(), matches)?;
     signals::install();
     let stop = &signals::STOP;
     match command {

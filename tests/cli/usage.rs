@@ -328,3 +328,25 @@ fn a_missing_input_leaves_files_as_they_were() {
         run_with_files(command, 4, "cannot read no-such-file.ndjson", false);
     }
 }
+
+/// An output that is also the input is refused before anything is opened: the input is left
+/// whole (it used to be truncated before it was read).
+#[test]
+fn an_output_that_is_the_input_is_refused_and_the_input_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ndjson");
+    let content = std::fs::read(CHECKOUTS).unwrap();
+    std::fs::write(&input, &content).unwrap();
+    let input = input.to_str().unwrap();
+    for args in [
+        vec!["consume", input, "-o", input],
+        vec!["dedupe", input, "--id", "event_id", "--duplicates", input],
+        vec!["replay", input, "--stats", input],
+    ] {
+        let out = weir().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("name the same file"), "{err}");
+        assert_eq!(std::fs::read(input).unwrap(), content, "{args:?}");
+    }
+}

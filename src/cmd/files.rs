@@ -1,0 +1,176 @@
+//! The files one command line names must not overlap where one is written: an output that is
+//! also an input would be truncated before it is read (`weir consume in.ndjson -o in.ndjson`
+//! used to empty the file), and two outputs in one file interleave their lines. Checked on
+//! the parsed flags, before any plan opens anything (exit 2).
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// One file a command line names: the flag that names it, whether the command writes it.
+struct Named {
+    flag: &'static str,
+    path: PathBuf,
+    written: bool,
+}
+
+/// Where a path leads: an existing regular file by its inode, a file yet to be created by its
+/// canonical directory and name. Devices and pipes (`/dev/null`, `/dev/stderr`) are not
+/// files: they may be named twice.
+#[derive(PartialEq, Eq)]
+enum FileId {
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+fn file_id(path: &Path) -> Option<FileId> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Some(inode(path, &m)),
+        Ok(_) => None,
+        Err(_) => {
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            Some(FileId::Path(
+                dir.canonicalize().ok()?.join(path.file_name()?),
+            ))
+        }
+    }
+}
+
+#[cfg(unix)]
+fn inode(_: &Path, m: &std::fs::Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt;
+    FileId::Inode(m.dev(), m.ino())
+}
+
+#[cfg(not(unix))]
+fn inode(path: &Path, _: &std::fs::Metadata) -> FileId {
+    FileId::Path(path.canonicalize().unwrap_or_else(|_| path.to_path_buf()))
+}
+
+/// A SOURCE or SINK that is not a file: stdin/stdout, a broker URL, a stream's ARN.
+fn is_file_spec(text: &str) -> bool {
+    text != "-" && !text.contains("://") && !text.starts_with("arn:")
+}
+
+/// The files of `command`'s parsed arguments `m`, by their clap ids.
+fn named_files(command: &str, m: &clap::ArgMatches) -> Vec<Named> {
+    let raw = |id: &str| -> Vec<PathBuf> {
+        m.try_get_raw(id)
+            .ok()
+            .flatten()
+            .into_iter()
+            .flatten()
+            .map(PathBuf::from)
+            .collect()
+    };
+    let mut files = Vec::new();
+    let mut add = |flag: &'static str, id: &str, written: bool| {
+        for path in raw(id) {
+            if is_file_spec(&path.to_string_lossy()) {
+                files.push(Named {
+                    flag,
+                    path,
+                    written,
+                });
+            }
+        }
+    };
+    add("the input", "sources", false);
+    add("-o", "output", true);
+    add("--late-output", "late_output", true);
+    add("--duplicates", "duplicates", true);
+    add("--dead-letter", "dead_letter", true);
+    add("--stats", "stats", true);
+    add("--plot", "plot", true);
+    // Every command but lag keeps its checkpoint there; lag only reads one.
+    add("--checkpoint", "checkpoint", command != "lag");
+    files
+}
+
+/// Refuses a command line where a written file is also another input or output.
+pub fn check_distinct(command: &str, m: &clap::ArgMatches) -> Result<()> {
+    let files = named_files(command, m);
+    let ids: Vec<Option<FileId>> = files.iter().map(|f| file_id(&f.path)).collect();
+    for (i, a) in files.iter().enumerate() {
+        for (j, b) in files.iter().enumerate().skip(i + 1) {
+            if !(a.written || b.written) || ids[i].is_none() || ids[i] != ids[j] {
+                continue;
+            }
+            let why = if a.written && b.written {
+                "one file cannot take both; give each its own"
+            } else {
+                "it would be truncated before it is read"
+            };
+            return Err(Error::Usage(format!(
+                "{} and {} name the same file ({}): {why}",
+                a.flag,
+                b.flag,
+                b.path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<()> {
+        let mut argv = vec!["weir"];
+        argv.extend_from_slice(args);
+        let matches = crate::cli::command().try_get_matches_from(argv).unwrap();
+        let (name, sub) = matches.subcommand().unwrap();
+        check_distinct(name, sub)
+    }
+
+    #[test]
+    fn a_written_file_may_not_be_another_input_or_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.ndjson");
+        std::fs::write(&input, "{}\n").unwrap();
+        let link = dir.path().join("link.ndjson");
+        std::fs::hard_link(&input, &link).unwrap();
+        let input = input.to_str().unwrap();
+        let new = dir.path().join("out.ndjson");
+        let new = new.to_str().unwrap();
+        // The same path, or another name of the same file (a hard link, a relative path).
+        let refused = [
+            vec!["consume", input, "-o", input],
+            vec!["consume", input, "-o", link.to_str().unwrap()],
+            vec!["consume", input, "--checkpoint", input],
+            vec!["dedupe", input, "--id", "a", "-o", new, "--duplicates", new],
+            vec!["window", "-", "--time", "t", "--tumbling", "1m", "--count"]
+                .into_iter()
+                .chain(["-o", new, "--late-output", new])
+                .collect(),
+            vec!["consume", input, "--dead-letter", new, "--stats", new],
+            vec!["lag", "kinesis://s", "--checkpoint", input, "-o", input],
+        ];
+        for args in &refused {
+            let e = check(args).expect_err(&format!("{args:?}"));
+            assert!(e.to_string().contains("name the same file"), "{e}");
+        }
+        let allowed = [
+            vec!["consume", input, input, "-o", new],
+            vec![
+                "consume",
+                input,
+                "-o",
+                "/dev/null",
+                "--dead-letter",
+                "/dev/null",
+            ],
+            vec!["consume", "-", "-o", "-"],
+            vec!["lag", "kinesis://s", "--checkpoint", input],
+        ];
+        for args in &allowed {
+            check(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+        let e = check(&["consume", input, "-o", input]).unwrap_err();
+        assert!(e.to_string().contains("truncated before it is read"), "{e}");
+    }
+}
