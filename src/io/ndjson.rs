@@ -123,18 +123,21 @@ impl Source for StreamSource {
     }
 }
 
-/// Reads until `buf` is full or the input ends; returns how much it holds.
-fn fill(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+/// The first `len` bytes of `reader` (fewer when it ends first), however many reads they
+/// take: a pipe may deliver them a byte at a time.
+fn read_head(reader: &mut impl Read, len: usize) -> io::Result<Vec<u8>> {
+    let mut head = vec![0; len];
     let mut got = 0;
-    while got < buf.len() {
-        match reader.read(&mut buf[got..]) {
+    while got < len {
+        match reader.read(&mut head[got..]) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(got)
+    head.truncate(got);
+    Ok(head)
 }
 
 /// The UTF-8 byte order mark.
@@ -153,10 +156,9 @@ fn read_stream(
     // Gzip is told by its first two bytes, which a pipe may deliver one read apart (found
     // by the chunk fuzz target): read until both are there, or the input ends.
     let mut raw = raw;
-    let mut head = [0u8; 2];
-    let got = fill(&mut raw, &mut head).map_err(cannot)?;
-    let is_gzip = head[..got] == [0x1f, 0x8b];
-    let stream = io::Cursor::new(head[..got].to_vec()).chain(raw);
+    let head = read_head(&mut raw, 2).map_err(cannot)?;
+    let is_gzip = head == [0x1f, 0x8b];
+    let stream = io::Cursor::new(head).chain(raw);
     let buffered = BufReader::with_capacity(64 * 1024, stream);
     let mut source: Box<dyn Read> = if is_gzip {
         Box::new(MultiGzDecoder::new(buffered))
@@ -187,6 +189,18 @@ fn read_stream(
     let mut next_line: u64 = start.next_line;
     // Where buf[0] is in the stream.
     let mut consumed = start.offset;
+    if start.offset == 0 {
+        // A UTF-8 byte order mark (Windows tools write one) is not the first record's: skipped,
+        // as jq and Miller do; anything else goes back in front of the input.
+        let head = read_head(&mut source, BOM.len()).map_err(|e| read_error(e, start.next_line))?;
+        let kept = if head == BOM {
+            consumed += BOM.len() as u64;
+            Vec::new()
+        } else {
+            head
+        };
+        source = Box::new(io::Cursor::new(kept).chain(source));
+    }
     let at = |offset: u64| LinePosition {
         input: start.input,
         offset,
@@ -196,18 +210,6 @@ fn read_stream(
     // earlier chunks so that a read never has to zero memory first.
     let mut buf = feed.read_space();
     let mut filled = 0;
-    if start.offset == 0 {
-        // A UTF-8 byte order mark (Windows tools write one) is not the first record's: skipped,
-        // as jq and Miller do. Its bytes may come in separate reads.
-        if buf.len() < CHUNK_BYTES {
-            buf.resize(CHUNK_BYTES, 0);
-        }
-        filled = fill(&mut source, &mut buf[..BOM.len()]).map_err(|e| read_error(e, next_line))?;
-        if buf[..filled] == BOM {
-            consumed += BOM.len() as u64;
-            filled = 0;
-        }
-    }
     // While a too-long line is being skipped: its line number, length so far and prefix.
     let mut skipping: Option<(u64, u64, Vec<u8>)> = None;
     loop {
@@ -227,11 +229,7 @@ fn read_stream(
                 feed.too_long(&origin, line, len, prefix, at(consumed))?;
             } else if filled > 0 {
                 buf.truncate(filled);
-                // A last line without its newline is still a line. (The first bytes, read
-                // ahead for a byte order mark, can hold whole lines of a short input.)
-                if buf.last() != Some(&b'\n') {
-                    buf.push(b'\n');
-                }
+                buf.push(b'\n'); // a last line without its newline is still a line
                 let end = at(consumed + filled as u64);
                 feed.lines(&origin, next_line, buf, filled as u64, end)?;
             }
