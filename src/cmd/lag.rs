@@ -289,13 +289,11 @@ fn measure(
     let topics = cluster.topics(spec.topic.as_deref())?;
     let mut groups: BTreeSet<String> = args.groups.iter().cloned().collect();
     let mut states: HashMap<String, String> = HashMap::new();
-    let mut unmatched_pattern = args.group_pattern.clone();
+    let mut matched = false;
     if args.all_groups || pattern.is_some() {
         for (g, state) in cluster.groups()? {
             if pattern.is_none_or(|p| p.is_match(&g)) {
-                if pattern.is_some() {
-                    unmatched_pattern = None;
-                }
+                matched = true;
                 if let Some(state) = state {
                     states.insert(g.clone(), state);
                 }
@@ -437,6 +435,6 @@ fn measure(
         rows,
         groups: descriptions,
         uncommitted,
-        unmatched_pattern,
+        unmatched_pattern: args.group_pattern.clone().filter(|_| !matched),
     })
 }
