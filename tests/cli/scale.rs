@@ -224,12 +224,8 @@ impl<'a> Group<'a> {
         key: impl Fn(&Value) -> String,
         one_interval: usize,
     ) {
-        let mut repeaters: Vec<String> = self.may_repeat.iter().cloned().collect();
-        for lost in self.lost_partitions() {
-            if !repeaters.contains(&lost) {
-                repeaters.push(lost);
-            }
-        }
+        let mut repeaters = self.may_repeat.clone();
+        repeaters.extend(self.lost_partitions());
         let dups = duplicated(outputs, key);
         assert!(
             dups.len() <= SAVES_IN_FLIGHT * one_interval * repeaters.len(),
