@@ -99,7 +99,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Group by this field (repeatable for a composite key). Without --key, one global key. Keys compare by their JSON text ("1" and 1 differ, as do 1.5 and 1.50); null is a key, a missing field makes the record bad')
             [CompletionResult]::new('--tumbling', '--tumbling', [CompletionResultType]::ParameterName, 'Tumbling windows of SIZE (1m, 1h)')
             [CompletionResult]::new('--hop', '--hop', [CompletionResultType]::ParameterName, 'Hopping (sliding) windows of SIZE, one starting every --slide')
-            [CompletionResult]::new('--slide', '--slide', [CompletionResultType]::ParameterName, 'The step between hopping windows; SIZE must be a multiple of it')
+            [CompletionResult]::new('--slide', '--slide', [CompletionResultType]::ParameterName, 'The step between hopping windows, at most SIZE (a record is in every window that covers it: SIZE / SLIDE of them, rounded up or down)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session windows: a key''s session ends after GAP without events')
             [CompletionResult]::new('--offset', '--offset', [CompletionResultType]::ParameterName, 'Shift tumbling/hopping window starts by D from the epoch')
             [CompletionResult]::new('--delay', '--delay', [CompletionResultType]::ParameterName, 'Watermark delay: how much out-of-orderness to wait for')

@@ -94,7 +94,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --key 'Group by this field (repeatable for a composite key). Without --key, one global key. Keys compare by their JSON text ("1" and 1 differ, as do 1.5 and 1.50); null is a key, a missing field makes the record bad'
             cand --tumbling 'Tumbling windows of SIZE (1m, 1h)'
             cand --hop 'Hopping (sliding) windows of SIZE, one starting every --slide'
-            cand --slide 'The step between hopping windows; SIZE must be a multiple of it'
+            cand --slide 'The step between hopping windows, at most SIZE (a record is in every window that covers it: SIZE / SLIDE of them, rounded up or down)'
             cand --session 'Session windows: a key''s session ends after GAP without events'
             cand --offset 'Shift tumbling/hopping window starts by D from the epoch'
             cand --delay 'Watermark delay: how much out-of-orderness to wait for'

@@ -83,7 +83,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l time-format -d 'How
 complete -c weir -n "__fish_weir_using_subcommand window" -l key -d 'Group by this field (repeatable for a composite key). Without --key, one global key. Keys compare by their JSON text ("1" and 1 differ, as do 1.5 and 1.50); null is a key, a missing field makes the record bad' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l tumbling -d 'Tumbling windows of SIZE (1m, 1h)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l hop -d 'Hopping (sliding) windows of SIZE, one starting every --slide' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l slide -d 'The step between hopping windows; SIZE must be a multiple of it' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l slide -d 'The step between hopping windows, at most SIZE (a record is in every window that covers it: SIZE / SLIDE of them, rounded up or down)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l session -d 'Session windows: a key\'s session ends after GAP without events' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l offset -d 'Shift tumbling/hopping window starts by D from the epoch' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l delay -d 'Watermark delay: how much out-of-orderness to wait for' -r

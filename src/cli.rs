@@ -421,7 +421,8 @@ pub struct WindowArgs {
     #[arg(long, value_name = "SIZE", requires = "slide", value_parser = positive_duration_ms, help_heading = "Windows")]
     pub hop: Option<Millis>,
 
-    /// The step between hopping windows; SIZE must be a multiple of it.
+    /// The step between hopping windows, at most SIZE (a record is in every window that
+    /// covers it: SIZE / SLIDE of them, rounded up or down).
     #[arg(long, value_name = "SLIDE", requires = "hop", value_parser = positive_duration_ms, help_heading = "Windows")]
     pub slide: Option<Millis>,
 

@@ -16,7 +16,7 @@ use crate::core::aggregate::{
 use crate::core::partitioned::PerPartition;
 use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
 use crate::core::saved;
-use crate::core::time::{Millis, TimeFormat};
+use crate::core::time::{human_duration, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::{
     EmitMode, Outcome, Row, TooManyWindows, WindowConfig, WindowKind, WindowOperator, WindowState,
@@ -312,9 +312,13 @@ fn window_kind(args: &WindowArgs) -> Result<WindowKind> {
         });
     }
     if let (Some(size), Some(slide)) = (args.hop, args.slide) {
-        if size % slide != 0 {
+        // Flink and Spark take any slide up to the size. A longer one would leave gaps that
+        // no window covers, and the records there would belong nowhere.
+        if slide > size {
             return Err(Error::Usage(format!(
-                "--hop must be a multiple of --slide (got {size} ms and {slide} ms)"
+                "--slide ({}) is longer than --hop ({}): records between the windows would belong to none",
+                human_duration(slide),
+                human_duration(size)
             )));
         }
         return Ok(WindowKind::Hopping {

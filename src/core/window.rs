@@ -1170,8 +1170,9 @@ mod tests {
     fn kinds() -> impl Strategy<Value = WindowKind> {
         prop_oneof![
             (1i64..50, 0i64..50).prop_map(|(size, offset)| WindowKind::Tumbling { size, offset }),
-            (1i64..10, 1i64..5, 0i64..20).prop_map(|(n, slide, offset)| WindowKind::Hopping {
-                size: n * slide,
+            // Any size from the slide up: a multiple of it or not.
+            (1i64..10, 0i64..40, 0i64..20).prop_map(|(slide, more, offset)| WindowKind::Hopping {
+                size: slide + more,
                 slide,
                 offset
             }),

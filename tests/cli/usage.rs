@@ -132,8 +132,8 @@ fn window_usage_errors_leave_files_as_they_were() {
             "end with -e",
         ),
         (
-            &[CHECKOUTS, "--hop", "10m", "--slide", "3m"],
-            "multiple of --slide",
+            &[CHECKOUTS, "--hop", "3m", "--slide", "10m"],
+            "--slide (10m) is longer than --hop (3m)",
         ),
         (
             &[CHECKOUTS, "--session", "1m", "--offset", "1s"],

@@ -206,6 +206,20 @@ fn hopping_equals_batch_when_delay_covers_disorder() {
     assert!(late.is_empty());
 }
 
+/// A size that is no multiple of the slide (as Flink and Spark allow): a record is in two or
+/// three of these windows, depending on where it falls.
+#[test]
+fn hopping_by_a_slide_that_does_not_divide_the_size_equals_batch() {
+    let (file, events) = gen(108);
+    let (rows, late, _) = run_window(
+        &file,
+        &["--hop", "2m", "--slide", "50s"],
+        max_disorder(&events),
+    );
+    assert_eq!(rows, batch_fixed(&events, 120_000, 50_000, |_, _| true));
+    assert!(late.is_empty());
+}
+
 #[test]
 fn session_equals_batch_when_delay_covers_disorder() {
     let (file, events) = gen(103);
@@ -297,6 +311,7 @@ fn short_delay_late_records_follow_the_rule_and_all_are_accounted() {
     for (window, size, slide) in [
         (&["--tumbling", "1m"][..], 60_000, 60_000),
         (&["--hop", "2m", "--slide", "30s"][..], 120_000, 30_000),
+        (&["--hop", "2m", "--slide", "45s"][..], 120_000, 45_000),
     ] {
         let (file, events) = gen(104);
         let delay = 5_000;
@@ -479,7 +494,7 @@ fn usage_errors() {
         .code(2);
     weir()
         .args([
-            "window", "--time", "t", "--hop", "10m", "--slide", "3m", "--count",
+            "window", "--time", "t", "--hop", "3m", "--slide", "10m", "--count",
         ])
         .assert()
         .code(2);
