@@ -101,7 +101,11 @@ pub fn render_text(r: &Report, by: Option<&str>) -> String {
         .max()
         .unwrap_or(1)
         .max(1);
-    for b in &r.overall.lateness_histogram {
+    // Empty buckets below the first record say nothing (a day-late feed would open with
+    // thirty of them); the ones between records show the gaps and stay.
+    let histogram = &r.overall.lateness_histogram;
+    let first = histogram.iter().position(|b| b.count > 0).unwrap_or(0);
+    for b in &histogram[first..] {
         let bar = "#".repeat(((b.count as f64 / peak as f64) * 40.0).ceil() as usize);
         let range = format!(
             "[{}, {})",
@@ -198,4 +202,34 @@ pub fn render_svg(r: &Report) -> String {
     }
     svg.push_str("</svg>\n");
     svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::lateness::Profile;
+
+    #[test]
+    fn the_text_histogram_opens_at_the_first_bucket_with_records() {
+        let mut p = Profile::new(vec![], vec![], 60_000);
+        // A day late, and a gap of empty buckets between the two records.
+        for lateness in [86_400_000, 4 * 86_400_000] {
+            p.record(None, 0, lateness, 0);
+        }
+        let text = render_text(&p.report(0), None);
+        let bars: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("lateness histogram"))
+            .skip(1)
+            .take_while(|l| l.trim_start().starts_with('['))
+            .collect();
+        // 2^26 ms (18h38m29s, printed rounded up) <= 1 day < 2^27 ms; 2^28 ms <= 4 days < 2^29 ms.
+        assert!(bars[0].trim_start().starts_with("[18h39m,"), "{bars:?}");
+        assert!(bars[0].ends_with(" 1"), "{bars:?}");
+        assert_eq!(bars.len(), 3, "{bars:?}");
+        assert!(
+            bars[1].ends_with(" 0") && bars[2].ends_with(" 1"),
+            "{bars:?}"
+        );
+    }
 }
