@@ -537,6 +537,35 @@ fn unreachable_broker_exits_4_within_the_timeout() {
     }
 }
 
+/// A topic that is not there is exit 4 naming the topic and the cluster asked, for a source,
+/// a sink (which also says to create it: weir does not) and lag.
+#[test]
+fn a_missing_topic_is_named_with_the_cluster() {
+    let Some(b) = broker() else { return };
+    let topic = format!("never-made-{}", std::process::id());
+    let url = b.url(&topic);
+    for (args, hint) in [
+        (vec!["consume", &url, "-e"], false),
+        (
+            vec!["replay", "fixtures/checkouts.ndjson", "-o", &url],
+            true,
+        ),
+        (vec!["lag", &url, "--group", "g"], false),
+    ] {
+        let out = weir().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let said = format!("topic '{topic}' does not exist on {}", b.addr);
+        assert!(stderr.contains(&said), "{args:?}: {stderr}");
+        assert_eq!(stderr.contains("--create --topic"), hint, "{stderr}");
+    }
+    let listed = b.kcat().args(["-L", "-t", &topic]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("Unknown topic or partition"),
+        "no run created the topic: {listed:?}"
+    );
+}
+
 #[test]
 fn a_record_too_large_is_reported_with_its_position() {
     let Some(b) = broker() else { return };

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::KafkaError;
 use rdkafka::message::Message as _;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::config::{scrub, unreachable, ClientOptions, Reporter};
+use super::config::{scrub, topic_error, unreachable, ClientOptions, Reporter};
 use crate::core::time::Millis;
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
@@ -170,11 +170,7 @@ impl Cluster {
                 continue;
             }
             if let Some(err) = t.error() {
-                return Err(Error::Unreachable(format!(
-                    "topic '{}': {}",
-                    t.name(),
-                    RDKafkaErrorCode::from(err)
-                )));
+                return Err(topic_error(&self.spec, t.name(), Some(err.into()), false));
             }
             let mut partitions: Vec<i32> = t.partitions().iter().map(|p| p.id()).collect();
             partitions.sort_unstable();

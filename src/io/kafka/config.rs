@@ -10,7 +10,7 @@ use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{
     BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, RebalanceProtocol,
 };
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use super::changelog::Changelog;
@@ -309,6 +309,29 @@ impl Reporter {
 
 pub(crate) fn unreachable(what: &str, spec: &KafkaSpec, e: KafkaError) -> Error {
     Error::Unreachable(format!("{what} {}: {e}", spec.bootstrap_servers()))
+}
+
+/// Why a topic's metadata names no usable topic: it does not exist (said with the cluster
+/// asked, since a wrong address is a usual cause, and for a sink how to make it), or the
+/// broker's own error.
+pub(crate) fn topic_error(
+    spec: &KafkaSpec,
+    topic: &str,
+    error: Option<RDKafkaErrorCode>,
+    writing: bool,
+) -> Error {
+    match error {
+        None | Some(RDKafkaErrorCode::UnknownTopicOrPartition) => {
+            let servers = spec.bootstrap_servers();
+            let hint = if writing {
+                format!(": create it first, e.g. kafka-topics.sh --create --topic {topic}")
+            } else {
+                String::new()
+            };
+            Error::Unreachable(format!("topic '{topic}' does not exist on {servers}{hint}"))
+        }
+        Some(code) => Error::Unreachable(format!("topic '{topic}': {code}")),
+    }
 }
 
 /// An error text without secret values (librdkafka quotes property values in some errors).

@@ -11,7 +11,7 @@ use rdkafka::message::{Header, Message as _, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::ClientContext;
 
-use super::config::{scrub, unreachable, ClientOptions, Reporter};
+use super::config::{scrub, topic_error, unreachable, ClientOptions, Reporter};
 use crate::core::record::RecordError;
 use crate::core::time::Millis;
 use crate::error::{Error, Fault, Result};
@@ -101,7 +101,14 @@ impl KafkaSink {
             .map_err(|e| unreachable("cannot reach Kafka at", spec, e))?;
         match metadata.topics().iter().find(|t| t.name() == topic) {
             Some(t) if t.error().is_none() && !t.partitions().is_empty() => {}
-            _ => return Err(Error::Unreachable(format!("topic '{topic}' not found"))),
+            t => {
+                return Err(topic_error(
+                    spec,
+                    &topic,
+                    t.and_then(|t| t.error()).map(Into::into),
+                    true,
+                ))
+            }
         }
         Ok(KafkaSink {
             producer,

@@ -16,7 +16,7 @@ use rdkafka::message::{BorrowedMessage, Headers, Message as _};
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
 use super::changelog::Changelog;
-use super::config::{scrub, unreachable, ClientOptions, GroupState, Reporter};
+use super::config::{scrub, topic_error, unreachable, ClientOptions, GroupState, Reporter};
 use super::plan::ReadPlan;
 use crate::core::envelope::{write_envelope, write_value_line, KcatFormat, Message, TimestampType};
 use crate::core::time::LogPosition;
@@ -148,12 +148,9 @@ impl KafkaSource {
             .topics()
             .iter()
             .find(|t| t.name() == topic)
-            .ok_or_else(|| Error::Unreachable(format!("topic '{topic}' not found")))?;
+            .ok_or_else(|| topic_error(spec, &topic, None, false))?;
         if let Some(err) = meta.error() {
-            return Err(Error::Unreachable(format!(
-                "topic '{topic}': {}",
-                RDKafkaErrorCode::from(err)
-            )));
+            return Err(topic_error(spec, &topic, Some(err.into()), false));
         }
         let mut partitions: Vec<i32> = meta.partitions().iter().map(|p| p.id()).collect();
         partitions.sort_unstable();
