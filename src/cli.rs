@@ -651,8 +651,9 @@ Lateness is arrival time - event time (arrival from --arrival, else the time wei
 record). Out-of-orderness is the largest event time seen before in the same partition minus
 the record's event time: a bounded-out-of-orderness watermark with delay D makes a record
 late exactly when its out-of-orderness exceeds D, so the recommended delay for a target is
-that quantile of out-of-orderness. Quantiles have 3 significant digits (hdrhistogram); the
-late counts for --delay values are exact. A record without a usable time is counted, not
+that quantile of out-of-orderness. Quantiles have 3 significant digits (hdrhistogram), a
+recommended delay rounded up, never below the exact quantile; the late counts for --delay
+values are exact. A record without a usable time is counted, not
 fatal.";
 
 /// Measure how late events arrive and recommend a watermark delay.

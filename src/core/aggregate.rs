@@ -569,10 +569,19 @@ pub fn write_decimal(d: &Decimal, out: &mut Vec<u8>) {
 /// as the middle of its histogram bucket. The rank is computed exactly: hdrhistogram's own
 /// float product would turn 0.999 * 1000 into rank 1000.
 pub fn percentile_of(h: &Histogram<u64>, p: f64) -> u64 {
+    h.median_equivalent(nearest_rank_value(h, p))
+}
+
+/// The top of the bucket holding the nearest-rank percentile: never below the exact value.
+pub fn percentile_upper_bound(h: &Histogram<u64>, p: f64) -> u64 {
+    h.highest_equivalent(nearest_rank_value(h, p))
+}
+
+/// A value in the bucket of the nearest-rank percentile.
+fn nearest_rank_value(h: &Histogram<u64>, p: f64) -> u64 {
     let n = h.len();
     let rank = nearest_rank(p, n);
-    let quantile = (rank as f64 - 0.5) / n as f64;
-    h.median_equivalent(h.value_at_quantile(quantile))
+    h.value_at_quantile((rank as f64 - 0.5) / n as f64)
 }
 
 /// `ceil(p/100 * n)` within 1..=n, computed exactly.

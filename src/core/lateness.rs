@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::percentile_of;
+use super::aggregate::{percentile_of, percentile_upper_bound};
 use super::saved::{decode_histogram, encode_histogram};
 use super::time::{format_millis, Millis};
 
@@ -32,6 +32,8 @@ pub struct Distribution {
     min_lateness: Millis,
     max_lateness: Millis,
     out_of_order: Histogram<u64>,
+    /// The exact largest out-of-orderness (the histogram knows it to 3 digits only).
+    max_out_of_order: Millis,
     /// Records with out-of-orderness above each requested delay.
     late_for: Vec<u64>,
 }
@@ -45,6 +47,7 @@ impl Distribution {
             min_lateness: Millis::MAX,
             max_lateness: Millis::MIN,
             out_of_order: Histogram::new(3).expect("3 significant digits"),
+            max_out_of_order: 0,
             late_for: vec![0; delays],
         }
     }
@@ -58,6 +61,7 @@ impl Distribution {
         }
         record(&mut self.lateness, lateness.max(0));
         record(&mut self.out_of_order, out_of_order.max(0));
+        self.max_out_of_order = self.max_out_of_order.max(out_of_order);
         for (late, d) in self.late_for.iter_mut().zip(delays) {
             if out_of_order > *d {
                 *late += 1;
@@ -75,6 +79,7 @@ pub struct DistributionState {
     min_lateness: Millis,
     max_lateness: Millis,
     out_of_order: Vec<u8>,
+    max_out_of_order: Millis,
     late_for: Vec<u64>,
 }
 
@@ -98,6 +103,7 @@ impl Distribution {
             min_lateness: self.min_lateness,
             max_lateness: self.max_lateness,
             out_of_order: encode_histogram(&self.out_of_order),
+            max_out_of_order: self.max_out_of_order,
             late_for: self.late_for.clone(),
         }
     }
@@ -113,6 +119,7 @@ impl Distribution {
             min_lateness: s.min_lateness,
             max_lateness: s.max_lateness,
             out_of_order: decode_histogram(&s.out_of_order)?,
+            max_out_of_order: s.max_out_of_order,
             late_for: s.late_for,
         })
     }
@@ -127,6 +134,7 @@ impl Distribution {
         self.min_lateness = self.min_lateness.min(other.min_lateness);
         self.max_lateness = self.max_lateness.max(other.max_lateness);
         add(&mut self.out_of_order, &other.out_of_order);
+        self.max_out_of_order = self.max_out_of_order.max(other.max_out_of_order);
         for (mine, theirs) in self.late_for.iter_mut().zip(&other.late_for) {
             *mine += theirs;
         }
@@ -357,7 +365,9 @@ impl Profile {
     }
 
     fn summary(&self, d: &Distribution) -> Summary {
-        let quantiles = |h: &Histogram<u64>| -> Vec<Quantile> {
+        // A histogram bucket's middle can lie outside what was seen (a p50 below the
+        // minimum): every quantile is held to the exact extremes.
+        let quantiles = |h: &Histogram<u64>, low: Millis, high: Millis| -> Vec<Quantile> {
             QUANTILES
                 .iter()
                 .map(|q| Quantile {
@@ -365,7 +375,7 @@ impl Profile {
                     ms: if h.is_empty() {
                         0
                     } else {
-                        percentile_of(h, *q) as Millis
+                        (percentile_of(h, *q) as Millis).clamp(low, high)
                     },
                 })
                 .collect()
@@ -374,22 +384,25 @@ impl Profile {
             count: d.count,
             lateness_min_ms: (d.count > 0).then_some(d.min_lateness),
             lateness_max_ms: (d.count > 0).then_some(d.max_lateness),
-            lateness: quantiles(&d.lateness),
+            lateness: quantiles(&d.lateness, d.min_lateness.max(0), d.max_lateness.max(0)),
             negative_lateness_share: if d.count > 0 {
                 d.negative as f64 / d.count as f64
             } else {
                 0.0
             },
-            out_of_order: quantiles(&d.out_of_order),
+            out_of_order: quantiles(&d.out_of_order, 0, d.max_out_of_order),
             recommended: self
                 .targets
                 .iter()
                 .map(|t| Recommendation {
                     target: *t,
+                    // The top of the quantile's bucket: a delay rounded down could leave
+                    // more than the target late.
                     delay_ms: if d.out_of_order.is_empty() {
                         0
                     } else {
-                        percentile_of(&d.out_of_order, *t) as Millis
+                        (percentile_upper_bound(&d.out_of_order, *t) as Millis)
+                            .min(d.max_out_of_order)
                     },
                 })
                 .collect(),
@@ -590,6 +603,35 @@ mod tests {
         assert_eq!(r.overall.late_for_delay[0].late, 989);
         assert_eq!(r.overall.late_for_delay[1].late, 899);
         assert_eq!(r.groups["a"], r.overall);
+    }
+
+    /// Past 2,048 ms a histogram bucket spans several values: the quantiles stay inside the
+    /// exact extremes, and a recommendation is never below the exact quantile.
+    #[test]
+    fn quantiles_stay_within_what_was_seen_and_recommendations_never_fall_short() {
+        let mut p = Profile::new(vec![], vec![50.0, 100.0], 1000);
+        // Lateness of about 336 days, in one bucket some 16 million ms wide.
+        // Out-of-orderness: 0 for the first record (nothing came before it), then about 50 s.
+        for (lateness, out_of_order) in [
+            (29_037_663_010, 0),
+            (29_037_673_010, 50_001),
+            (29_037_683_010, 50_002),
+            (29_037_733_010, 50_003),
+        ] {
+            p.record(None, 0, lateness, out_of_order);
+        }
+        let r = p.report(0).overall;
+        for q in &r.lateness {
+            assert!((29_037_663_010..=29_037_733_010).contains(&q.ms), "{q:?}");
+        }
+        for q in &r.out_of_order {
+            assert!((0..=50_003).contains(&q.ms), "{q:?}");
+        }
+        // Nearest rank: the 50th percentile of the four is the second, 50,001 (in a bucket
+        // 32 ms wide); the 100th, 50,003.
+        let rec: Vec<Millis> = r.recommended.iter().map(|x| x.delay_ms).collect();
+        assert!((50_001..50_001 + 32).contains(&rec[0]), "{rec:?}");
+        assert_eq!(rec[1], 50_003, "the exact maximum caps the bucket's top");
     }
 
     #[test]

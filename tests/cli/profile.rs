@@ -111,11 +111,19 @@ fn quantiles_recommendations_and_late_counts_match_exact_values() {
         assert!(close(&q["ms"], want), "out-of-order {q} vs {want}");
     }
     for rec in o["recommended"].as_array().unwrap() {
-        let want = exact(&sorted_ooo, rec["target"].as_f64().unwrap());
+        let target = rec["target"].as_f64().unwrap();
+        let want = exact(&sorted_ooo, target);
         assert!(
             close(&rec["delay_ms"], want),
             "recommendation {rec} vs {want}"
         );
+        // Never short of the exact quantile: with the recommended delay, at most the
+        // target's complement is late.
+        let delay = rec["delay_ms"].as_i64().unwrap();
+        assert!(delay >= want, "recommendation {rec} below the exact {want}");
+        let late = ooo.iter().filter(|x| **x > delay).count();
+        let on_time_rank = ((target * 1000.0).round() as usize * ooo.len()).div_ceil(100_000);
+        assert!(late <= ooo.len() - on_time_rank, "{rec}: {late} late");
     }
     for late in o["late_for_delay"].as_array().unwrap() {
         let d = late["delay_ms"].as_i64().unwrap();
