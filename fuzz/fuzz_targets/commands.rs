@@ -22,6 +22,10 @@ const CONFIGS: &[&[&str]] = &[
         "--partition-by", "p", "--emit", "updates",
     ],
     &[
+        "window", "--time", "t", "--key", "k", "--hop", "10m", "--slide", "3m", "--count",
+        "--min", "v", "--allowed-lateness", "5m", "--offset", "1m",
+    ],
+    &[
         "window", "--time", "t", "--key", "k", "--session", "5m", "--count", "--avg", "v",
         "--allowed-lateness", "10m", "--format", "csv",
     ],
