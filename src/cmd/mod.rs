@@ -283,7 +283,8 @@ impl InputPlan {
 }
 
 /// `--checkpoint`, checked against the sink: a resumed run cuts its output files back to the
-/// checkpoint (exactly once) or writes to a topic again what came after it (at least once),
+/// checkpoint (exactly once) or writes to a topic or stream again what came after it (at
+/// least once),
 /// so stdout cannot take it, but for a command that writes its output only at the end
 /// (`report_at_end`).
 pub fn checkpoint_plan(
@@ -294,9 +295,9 @@ pub fn checkpoint_plan(
     let Some(path) = &args.checkpoint else {
         return Ok(None);
     };
-    if !report_at_end && !matches!(sink, SinkSpec::File(_) | SinkSpec::Kafka(_)) {
+    if !report_at_end && matches!(sink, SinkSpec::Stdout) {
         return Err(Error::Usage(
-            "--checkpoint needs -o FILE or -o kafka://...: a resumed run cuts a file back to the checkpoint, or writes again to a topic what came after it, which stdout cannot be".into(),
+            "--checkpoint needs -o FILE, kafka://... or kinesis://...: a resumed run cuts a file back to the checkpoint, or writes again to a topic or stream what came after it, which stdout cannot be".into(),
         ));
     }
     Ok(Some(CheckpointPlan {

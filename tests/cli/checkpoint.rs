@@ -44,7 +44,7 @@ fn big_input(dir: &Path) -> std::path::PathBuf {
 }
 
 /// How far into its input `checkpoint` (or the one before it) says the run got, in bytes.
-fn checkpointed_offset(checkpoint: &Path) -> u64 {
+pub(super) fn checkpointed_offset(checkpoint: &Path) -> u64 {
     use weir::runtime::checkpoint::file::{CheckpointFile, Loaded, Resume};
     let c = match CheckpointFile::new(checkpoint).read().unwrap() {
         Loaded::Fresh => return 0,
@@ -391,7 +391,8 @@ fn checkpoints_need_a_file_or_topic_sink() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{out:?}");
-        assert!(String::from_utf8_lossy(&out.stderr).contains("-o FILE"));
+        assert!(String::from_utf8_lossy(&out.stderr)
+            .contains("--checkpoint needs -o FILE, kafka://... or kinesis://..."));
     }
     // A Kafka source may be checkpointed: here its broker is unreachable (exit 4), found
     // before the output file is created.

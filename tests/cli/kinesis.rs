@@ -629,6 +629,64 @@ fn checkpointed_consume_killed_and_restarted(read_with: &[&str]) {
     assert_each_once_in_key_order(&got, 12_000);
 }
 
+/// A replay into a stream, killed three times and started again from its checkpoint: the
+/// stream holds every record, those after a checkpoint perhaps twice (at least once, as a
+/// topic sink), and each key's last copies in the input's order.
+#[test]
+fn a_checkpointed_replay_into_a_stream_killed_and_restarted_loses_nothing() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("ckpt-sink", 2);
+    let dir = tempfile::tempdir().unwrap();
+    let (input, checkpoint) = (dir.path().join("in.ndjson"), dir.path().join("ckpt"));
+    let n = 6_000;
+    std::fs::write(&input, records(0, n)).unwrap();
+    KillDrill {
+        kills: 3,
+        seed: 9,
+        max_extra: Duration::from_millis(30),
+        deadline: Duration::from_secs(120),
+    }
+    .run(
+        || {
+            let mut c = weir_std();
+            aws_env(&mut c)
+                .args(["replay", "-q", input.to_str().unwrap()])
+                .args(["-o", &s.url(&stream), "--key", "k", "--rate", "5000/s"])
+                .args(["--endpoint-url", &s.endpoint])
+                .args(["--checkpoint", checkpoint.to_str().unwrap()])
+                .args(["--checkpoint-interval", "50ms"])
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        },
+        || super::checkpoint::checkpointed_offset(&checkpoint),
+        || {},
+        |status| {
+            assert!(status.success(), "a restart failed: {status:?}");
+            false
+        },
+    );
+    let by_key = keyed_values(&s.read(&stream));
+    let mut seen = vec![false; n as usize];
+    for (key, values) in &by_key {
+        // The last copy of each value, in the order they stand.
+        let mut last_copies: Vec<u64> = Vec::new();
+        for (at, v) in values.iter().enumerate() {
+            seen[*v as usize] = true;
+            if !values[at + 1..].contains(v) {
+                last_copies.push(*v);
+            }
+        }
+        let want: Vec<u64> = (0..n).filter(|i| format!("k{}", i % 10) == *key).collect();
+        assert_eq!(last_copies, want, "key {key}");
+    }
+    assert!(seen.iter().all(|s| *s), "every record is in the stream");
+    // Sent again after each kill: at most what came after its checkpoint, 50 ms of records
+    // at 5,000/s and the batch of up to 500 that was on its way.
+    let copies: usize = by_key.values().map(Vec::len).sum();
+    assert!(copies <= n as usize + 3 * 750, "{copies} copies");
+}
+
 /// Per key, the `i` of each record as boto3 reads the stream (shard by shard: a key's
 /// records are all in one shard of a stream that was not resharded).
 fn keyed_values(records: &[Value]) -> BTreeMap<String, Vec<u64>> {
