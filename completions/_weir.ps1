@@ -247,6 +247,8 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--time-format', '--time-format', [CompletionResultType]::ParameterName, 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as ''%Y-%m-%d %H:%M:%S''')
             [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many records per second (5000/s, 300/m, 10k/h)')
             [CompletionResult]::new('--speed', '--speed', [CompletionResultType]::ParameterName, 'Keep the original gaps between record timestamps, sped up by this factor (10x)')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Stop after sending N records (a smoke test of a load, or its first N)')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Stop after sending N records (a smoke test of a load, or its first N)')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM')
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field''s value (strings as they are, other JSON as its text)')

@@ -442,7 +442,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__replay)
-            opts="-e -G -X -F -J -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -X -F -J -n -o -q -h -V --on-error --dead-letter --max-line-bytes --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --count --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -521,6 +521,14 @@ _weir() {
                     return 0
                     ;;
                 --speed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -239,6 +239,8 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --time-format 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as ''%Y-%m-%d %H:%M:%S'''
             cand --rate 'At most this many records per second (5000/s, 300/m, 10k/h)'
             cand --speed 'Keep the original gaps between record timestamps, sped up by this factor (10x)'
+            cand -n 'Stop after sending N records (a smoke test of a load, or its first N)'
+            cand --count 'Stop after sending N records (a smoke test of a load, or its first N)'
             cand -o 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM'
             cand --output 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM'
             cand --key 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field''s value (strings as they are, other JSON as its text)'

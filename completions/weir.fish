@@ -209,6 +209,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l time -d 'Event-time
 complete -c weir -n "__fish_weir_using_subcommand replay" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l rate -d 'At most this many records per second (5000/s, 300/m, 10k/h)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l speed -d 'Keep the original gaps between record timestamps, sped up by this factor (10x)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -s n -l count -d 'Stop after sending N records (a smoke test of a load, or its first N)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s o -l output -d 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l key -d 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field\'s value (strings as they are, other JSON as its text)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)' -r

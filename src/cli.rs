@@ -783,6 +783,10 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FACTOR", value_parser = crate::core::pace::parse_speed)]
     pub speed: Option<f64>,
 
+    /// Stop after sending N records (a smoke test of a load, or its first N).
+    #[arg(short = 'n', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+
     /// Count what would be written, write nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -44,6 +44,8 @@ struct Plan {
     from: Option<Millis>,
     to: Option<Millis>,
     pace: Pace,
+    /// `-n`: stop after this many records sent.
+    limit: Option<u64>,
     checkpoint: Option<CheckpointPlan>,
     /// What makes a checkpoint this job's: the inputs and the flags that decide the output
     /// and its pace.
@@ -125,7 +127,7 @@ impl Plan {
         let checkpoint = super::checkpoint_plan(&args.checkpoint, &sink.spec, false)?;
         let broker = &args.input.broker;
         let job = format!(
-            "inputs {:?}, -J {}, --keep-partition {}, --time {:?} {:?}, --from {:?}, --to {:?}, --key {:?}, --header {:?}, pace {:?}",
+            "inputs {:?}, -J {}, --keep-partition {}, --time {:?} {:?}, --from {:?}, --to {:?}, --key {:?}, --header {:?}, pace {:?}, -n {:?}",
             input.job_source(),
             envelope,
             args.keep_partition,
@@ -136,6 +138,7 @@ impl Plan {
             args.sink.key.as_ref().map(|k| k.as_str()),
             args.sink.headers,
             pace,
+            args.count,
         );
         Ok(Plan {
             input,
@@ -147,6 +150,7 @@ impl Plan {
             from,
             to,
             pace,
+            limit: args.count,
             checkpoint,
             job,
         })
@@ -187,16 +191,22 @@ fn replay(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         to,
         pacer,
         started,
+        limit: plan.limit,
     };
-    let run = Run {
-        source,
-        prepare,
-        max_line_bytes: plan.input.max_line_bytes,
-        counters: &mut stats.counters,
-        policy: &mut policy,
-        stop,
+    // A restored run that had sent its N already is done.
+    let result = if plan.limit.is_some_and(|n| stats.counters.written >= n) {
+        Ok(())
+    } else {
+        let run = Run {
+            source,
+            prepare,
+            max_line_bytes: plan.input.max_line_bytes,
+            counters: &mut stats.counters,
+            policy: &mut policy,
+            stop,
+        };
+        read_records_with(run, &mut step, checkpoints.as_mut())
     };
-    let result = read_records_with(run, &mut step, checkpoints.as_mut());
     // At the end of the input, and on a signal (the run stops between records, in a pace
     // wait or between chunks), the checkpoint covers everything sent.
     if let Some(c) = &mut checkpoints {
@@ -221,6 +231,7 @@ struct ReplayStep {
     to: Option<Millis>,
     pacer: Pacer,
     started: Instant,
+    limit: Option<u64>,
 }
 
 impl ReplayStep {
@@ -296,7 +307,10 @@ impl RecordStep for ReplayStep {
         }
         self.pacer.sent();
         counters.written += 1;
-        Ok(Flow::Continue)
+        Ok(match self.limit {
+            Some(n) if counters.written >= n => Flow::Stop,
+            _ => Flow::Continue,
+        })
     }
 
     fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {

@@ -320,6 +320,34 @@ fn count_stops_after_n_records() {
     assert!(out.status.success() && out.stdout.is_empty());
 }
 
+/// `replay -n N` stops after N records sent; records outside --from/--to are not counted,
+/// and --dry-run counts as it would send.
+#[test]
+fn replay_count_stops_after_n_records_sent() {
+    let input: String = (0..10)
+        .map(|i| format!("{{\"i\":{i},\"t\":\"2026-01-01T00:0{i}:00Z\"}}\n"))
+        .collect();
+    let replay = |extra: &[&str]| {
+        weir()
+            .args(["replay", "--time", "t", "--from", "2026-01-01T00:02:00Z"])
+            .args(extra)
+            .write_stdin(input.clone())
+            .output()
+            .unwrap()
+    };
+    let out = replay(&["-n", "3"]);
+    assert!(out.status.success(), "{out:?}");
+    let want: Vec<&str> = input.lines().skip(2).take(3).collect();
+    assert_eq!(stdout_lines(&out), want);
+    let out = replay(&["-n", "3", "--dry-run", "--stats", "/dev/stdout", "-q"]);
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (stats["written"].clone(), stats["filtered"].clone()),
+        (3.into(), 2.into())
+    );
+    assert!(replay(&["-n", "0"]).stdout.is_empty());
+}
+
 #[test]
 fn output_bytes_are_the_input_bytes() {
     // Key order, spacing and number spelling survive.
