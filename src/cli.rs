@@ -574,7 +574,7 @@ pub struct DedupeArgs {
     pub horizon: Option<Millis>,
 
     /// Measure the horizon in event time (--time, watermark) or processing time.
-    #[arg(long, value_enum, default_value = "event")]
+    #[arg(long, value_enum, default_value = "event", requires = "horizon")]
     pub horizon_by: HorizonBy,
 
     /// Watermark delay for an event-time horizon.

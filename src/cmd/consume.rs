@@ -92,7 +92,7 @@ impl Plan {
         } else {
             if args.envelope || args.format.is_some() {
                 return Err(Error::Usage(
-                    "-J and -f describe Kafka records; NDJSON input is written as it is".into(),
+                    "-J and -f describe Kafka and Kinesis records; NDJSON input is written as it is".into(),
                 ));
             }
             let now = now_millis();

@@ -218,6 +218,17 @@ fn dedupe_usage_errors_leave_files_as_they_were() {
                 CHECKOUTS,
                 "--id",
                 "event_id",
+                "--horizon-by",
+                "arrival",
+            ],
+            "required arguments were not provided:\n  --horizon <D>",
+        ),
+        (
+            &[
+                "dedupe",
+                CHECKOUTS,
+                "--id",
+                "event_id",
                 "--horizon",
                 "1h",
                 "--horizon-by",
