@@ -252,7 +252,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --exit-at-end 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard''s end as of the start), even while records keep coming'
             cand -J 'The input lines are envelopes, as `weir consume -J` writes them'
             cand --envelope 'The input lines are envelopes, as `weir consume -J` writes them'
-            cand --keep-partition 'Produce each envelope to the partition it came from'
+            cand --keep-partition 'Produce each envelope to the partition it came from (a Kafka sink)'
             cand --dry-run 'Count what would be written, write nothing'
             cand --reset 'Forget the checkpoint and start afresh'
             cand -q 'No summary on stderr (errors are still reported)'

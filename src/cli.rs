@@ -771,7 +771,7 @@ pub struct ReplayArgs {
     #[arg(short = 'J', long)]
     pub envelope: bool,
 
-    /// Produce each envelope to the partition it came from.
+    /// Produce each envelope to the partition it came from (a Kafka sink).
     #[arg(long)]
     pub keep_partition: bool,
 

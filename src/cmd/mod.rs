@@ -431,8 +431,11 @@ fn reject_broker_flags(broker: &BrokerArgs, time_range_ok: bool) -> Result<()> {
         None
     };
     match flag {
-        Some(flag) => Err(Error::Usage(format!(
+        Some(flag @ ("--partitions" | "--group")) => Err(Error::Usage(format!(
             "{flag} applies to a Kafka source (kafka://HOST:PORT/TOPIC), not to NDJSON input"
+        ))),
+        Some(flag) => Err(Error::Usage(format!(
+            "{flag} applies to a Kafka or Kinesis source (kafka://HOST:PORT/TOPIC, kinesis://STREAM), not to NDJSON input"
         ))),
         None => Ok(()),
     }

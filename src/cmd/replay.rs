@@ -109,6 +109,12 @@ impl Plan {
             super::client_options(&args.input.broker.client)?,
             super::aws_options(&args.input.broker.client),
         )?;
+        if args.keep_partition && !matches!(sink.spec, SinkSpec::Kafka(_)) {
+            return Err(Error::Usage(
+                "--keep-partition is for a Kafka sink (-o kafka://...): a file has no partitions, and a Kinesis stream places each record by its key"
+                    .into(),
+            ));
+        }
         let time = (!envelope)
             .then(|| args.time.time.clone())
             .flatten()

@@ -104,7 +104,10 @@ fn consume_usage_errors_leave_files_as_they_were() {
             &["consume", CHECKOUTS, "--from", "-1h"],
             "need --time FIELD",
         ),
-        (&["consume", CHECKOUTS, "-J"], "describe Kafka records"),
+        (
+            &["consume", CHECKOUTS, "-J"],
+            "describe Kafka and Kinesis records",
+        ),
         (
             &["consume", CHECKOUTS, "--key", "merchant_id"],
             "need -o kafka://",
@@ -159,7 +162,7 @@ fn window_usage_errors_leave_files_as_they_were() {
         ),
         (
             &[CHECKOUTS, "--tumbling", "1m", "--from", "-1h"],
-            "applies to a Kafka source",
+            "--from applies to a Kafka or Kinesis source",
         ),
         // A group member's state is kept per partition, in the changelog topic.
         (
@@ -271,7 +274,10 @@ fn watermark_profile_usage_errors_leave_files_as_they_were() {
         ),
         (&[CHECKOUTS, "--target", "0"], "percentages"),
         (&[CHECKOUTS, "--target", "101"], "percentages"),
-        (&[CHECKOUTS, "-e"], "applies to a Kafka source"),
+        (
+            &[CHECKOUTS, "-e"],
+            "-e applies to a Kafka or Kinesis source",
+        ),
         (
             &[NO_BROKER, "-G", "g", "--checkpoint", "/tmp/never"],
             "--checkpoint is for a run without -G",
@@ -294,6 +300,10 @@ fn replay_usage_errors_leave_files_as_they_were() {
         (
             &["replay", CHECKOUTS, "--keep-partition"],
             "needs envelopes",
+        ),
+        (
+            &["replay", CHECKOUTS, "-J", "--keep-partition"],
+            "--keep-partition is for a Kafka sink",
         ),
         (&["replay", CHECKOUTS, "--speed", "2x"], "give --time FIELD"),
         (&["replay", CHECKOUTS, "--from", "-1h"], "need --time FIELD"),
