@@ -101,7 +101,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--hop', '--hop', [CompletionResultType]::ParameterName, 'Hopping (sliding) windows of SIZE, one starting every --slide')
             [CompletionResult]::new('--slide', '--slide', [CompletionResultType]::ParameterName, 'The step between hopping windows, at most SIZE (a record is in every window that covers it: SIZE / SLIDE of them, rounded up or down)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Session windows: a key''s session ends after GAP without events')
-            [CompletionResult]::new('--offset', '--offset', [CompletionResultType]::ParameterName, 'Shift tumbling/hopping window starts by D from the epoch')
+            [CompletionResult]::new('--offset', '--offset', [CompletionResultType]::ParameterName, 'Shift tumbling/hopping window starts by D from the epoch, as Flink''s offset does; D may be negative: --tumbling 1d --offset -8h gives days from midnight at UTC+8')
             [CompletionResult]::new('--delay', '--delay', [CompletionResultType]::ParameterName, 'Watermark delay: how much out-of-orderness to wait for')
             [CompletionResult]::new('--partition-by', '--partition-by', [CompletionResultType]::ParameterName, 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)')
             [CompletionResult]::new('--idle-timeout', '--idle-timeout', [CompletionResultType]::ParameterName, 'A partition without records for D (processing time) stops holding the watermark back')

@@ -96,7 +96,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --hop 'Hopping (sliding) windows of SIZE, one starting every --slide'
             cand --slide 'The step between hopping windows, at most SIZE (a record is in every window that covers it: SIZE / SLIDE of them, rounded up or down)'
             cand --session 'Session windows: a key''s session ends after GAP without events'
-            cand --offset 'Shift tumbling/hopping window starts by D from the epoch'
+            cand --offset 'Shift tumbling/hopping window starts by D from the epoch, as Flink''s offset does; D may be negative: --tumbling 1d --offset -8h gives days from midnight at UTC+8'
             cand --delay 'Watermark delay: how much out-of-orderness to wait for'
             cand --partition-by 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)'
             cand --idle-timeout 'A partition without records for D (processing time) stops holding the watermark back'

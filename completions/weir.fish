@@ -85,7 +85,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l tumbling -d 'Tumbli
 complete -c weir -n "__fish_weir_using_subcommand window" -l hop -d 'Hopping (sliding) windows of SIZE, one starting every --slide' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l slide -d 'The step between hopping windows, at most SIZE (a record is in every window that covers it: SIZE / SLIDE of them, rounded up or down)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l session -d 'Session windows: a key\'s session ends after GAP without events' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l offset -d 'Shift tumbling/hopping window starts by D from the epoch' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l offset -d 'Shift tumbling/hopping window starts by D from the epoch, as Flink\'s offset does; D may be negative: --tumbling 1d --offset -8h gives days from midnight at UTC+8' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l delay -d 'Watermark delay: how much out-of-orderness to wait for' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l partition-by -d 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l idle-timeout -d 'A partition without records for D (processing time) stops holding the watermark back' -r

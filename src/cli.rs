@@ -430,8 +430,9 @@ pub struct WindowArgs {
     #[arg(long, value_name = "GAP", value_parser = positive_duration_ms, help_heading = "Windows")]
     pub session: Option<Millis>,
 
-    /// Shift tumbling/hopping window starts by D from the epoch.
-    #[arg(long, value_name = "D", default_value = "0", value_parser = duration_ms, help_heading = "Windows")]
+    /// Shift tumbling/hopping window starts by D from the epoch, as Flink's offset does; D
+    /// may be negative: --tumbling 1d --offset -8h gives days from midnight at UTC+8.
+    #[arg(long, value_name = "D", default_value = "0", value_parser = signed_duration_ms, allow_hyphen_values = true, help_heading = "Windows")]
     pub offset: Millis,
 
     /// Watermark delay: how much out-of-orderness to wait for.
@@ -727,6 +728,17 @@ pub struct ProfileArgs {
 /// A duration as milliseconds (zero allowed).
 pub fn duration_ms(s: &str) -> Result<Millis, String> {
     parse_duration(s).map(duration_millis)
+}
+
+/// A duration that may be negative (`-8h`).
+pub fn signed_duration_ms(s: &str) -> Result<Millis, String> {
+    match s.strip_prefix('-') {
+        // A failure is worded by the parser over the whole text, sign included.
+        Some(rest) => duration_ms(rest)
+            .map(|ms| -ms)
+            .map_err(|_| duration_ms(s).unwrap_err()),
+        None => duration_ms(s),
+    }
 }
 
 /// A duration of at least one millisecond.

@@ -206,6 +206,31 @@ fn hopping_equals_batch_when_delay_covers_disorder() {
     assert!(late.is_empty());
 }
 
+/// A negative offset shifts window starts back, as Flink's does: days from midnight at
+/// UTC+8 start at 16:00 UTC the day before (worked out by hand), the same as an offset of
+/// +16h.
+#[test]
+fn a_negative_offset_gives_days_in_a_zone_east_of_utc() {
+    let input = "{\"t\":\"2026-01-01T15:59:59Z\"}\n{\"t\":\"2026-01-01T16:00:00Z\"}\n";
+    let run = |offset: &str| {
+        let out = weir()
+            .args(["window", "--time", "t", "--tumbling", "1d", "--count", "-q"])
+            .arg(offset)
+            .write_stdin(input)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let rows = run("--offset=-8h");
+    assert_eq!(
+        rows,
+        "{\"window_start\":\"2025-12-31T16:00:00.000Z\",\"window_end\":\"2026-01-01T16:00:00.000Z\",\"count\":1}\n\
+         {\"window_start\":\"2026-01-01T16:00:00.000Z\",\"window_end\":\"2026-01-02T16:00:00.000Z\",\"count\":1}\n"
+    );
+    assert_eq!(run("--offset=16h"), rows);
+}
+
 /// A size that is no multiple of the slide (as Flink and Spark allow): a record is in two or
 /// three of these windows, depending on where it falls.
 #[test]
