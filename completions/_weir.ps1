@@ -155,7 +155,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--endpoint-url', '--endpoint-url', [CompletionResultType]::ParameterName, 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS''s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain')
             [CompletionResult]::new('--time', '--time', [CompletionResultType]::ParameterName, 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)')
             [CompletionResult]::new('--time-format', '--time-format', [CompletionResultType]::ParameterName, 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as ''%Y-%m-%d %H:%M:%S''')
-            [CompletionResult]::new('--arrival', '--arrival', [CompletionResultType]::ParameterName, 'Arrival-time field (same formats as --time). Default: the broker timestamp of a Kafka source, else the time weir reads the record')
+            [CompletionResult]::new('--arrival', '--arrival', [CompletionResultType]::ParameterName, 'Arrival-time field (same formats as --time). Default: a Kafka record''s timestamp or a Kinesis record''s arrival time, else the time weir reads the record')
             [CompletionResult]::new('--by', '--by', [CompletionResultType]::ParameterName, 'Also profile per value of FIELD (e.g. client type)')
             [CompletionResult]::new('--partition-by', '--partition-by', [CompletionResultType]::ParameterName, 'Track out-of-orderness per value of FIELD (e.g. `partition`)')
             [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Shares (percent) to recommend a delay for')

@@ -149,7 +149,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --endpoint-url 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS''s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain'
             cand --time 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)'
             cand --time-format 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as ''%Y-%m-%d %H:%M:%S'''
-            cand --arrival 'Arrival-time field (same formats as --time). Default: the broker timestamp of a Kafka source, else the time weir reads the record'
+            cand --arrival 'Arrival-time field (same formats as --time). Default: a Kafka record''s timestamp or a Kinesis record''s arrival time, else the time weir reads the record'
             cand --by 'Also profile per value of FIELD (e.g. client type)'
             cand --partition-by 'Track out-of-orderness per value of FIELD (e.g. `partition`)'
             cand --target 'Shares (percent) to recommend a delay for'

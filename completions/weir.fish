@@ -132,7 +132,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l timeout 
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l endpoint-url -d 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS\'s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l arrival -d 'Arrival-time field (same formats as --time). Default: the broker timestamp of a Kafka source, else the time weir reads the record' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l arrival -d 'Arrival-time field (same formats as --time). Default: a Kafka record\'s timestamp or a Kinesis record\'s arrival time, else the time weir reads the record' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l by -d 'Also profile per value of FIELD (e.g. client type)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partition-by -d 'Track out-of-orderness per value of FIELD (e.g. `partition`)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l target -d 'Shares (percent) to recommend a delay for' -r

@@ -648,8 +648,8 @@ Examples:
   weir watermark-profile events.ndjson --time ts --arrival received_at --delay 10s \\
     --bucket 1m --format json --plot lateness.svg > profile.json
 
-Lateness is arrival time - event time (arrival from --arrival, else the time weir reads the
-record). Out-of-orderness is the largest event time seen before in the same partition minus
+Lateness is arrival time - event time (arrival from --arrival, else a Kafka record's timestamp
+or a Kinesis record's arrival, else the time weir reads the record). Out-of-orderness is the largest event time seen before in the same partition minus
 the record's event time: a bounded-out-of-orderness watermark with delay D makes a record
 late exactly when its out-of-orderness exceeds D, so the recommended delay for a target is
 that quantile of out-of-orderness. Quantiles have 3 significant digits (hdrhistogram), a
@@ -673,8 +673,8 @@ pub struct ProfileArgs {
     #[command(flatten)]
     pub time: TimeArgs,
 
-    /// Arrival-time field (same formats as --time). Default: the broker timestamp of a Kafka
-    /// source, else the time weir reads the record.
+    /// Arrival-time field (same formats as --time). Default: a Kafka record's timestamp or a
+    /// Kinesis record's arrival time, else the time weir reads the record.
     #[arg(long, value_name = "FIELD")]
     pub arrival: Option<FieldPath>,
 
