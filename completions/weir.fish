@@ -58,7 +58,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint -d 'Kee
 complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
-complete -c weir -n "__fish_weir_using_subcommand consume" -s J -l envelope -d 'Kafka source: write each record\'s envelope (topic, partition, offset, timestamp, key, headers, value) instead of its value'
+complete -c weir -n "__fish_weir_using_subcommand consume" -s J -l envelope -d 'Kafka or Kinesis source: write each record\'s envelope instead of its value (Kafka: topic, partition, offset, timestamp, key, headers, value; Kinesis: stream, shard, sequence, subsequence, arrival timestamp, partition key, value)'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s u -l unbuffered -d 'Flush after every record (also the default on a terminal)'
 complete -c weir -n "__fish_weir_using_subcommand consume" -l reset -d 'Forget the checkpoint and start afresh'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s q -l quiet -d 'No summary on stderr (errors are still reported)'

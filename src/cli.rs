@@ -341,8 +341,9 @@ pub struct ConsumeArgs {
     #[arg(short = 'n', long = "count", value_name = "N")]
     pub count: Option<u64>,
 
-    /// Kafka source: write each record's envelope (topic, partition, offset, timestamp, key,
-    /// headers, value) instead of its value.
+    /// Kafka or Kinesis source: write each record's envelope instead of its value (Kafka:
+    /// topic, partition, offset, timestamp, key, headers, value; Kinesis: stream, shard,
+    /// sequence, subsequence, arrival timestamp, partition key, value).
     #[arg(short = 'J', long)]
     pub envelope: bool,
 
@@ -765,9 +766,9 @@ Examples:
 
 /// Re-read a range of records into a sink, at a controlled rate.
 ///
-/// Lines of an NDJSON file become record values; with -J (or from a Kafka source) each line is
-/// an envelope and its key, headers and timestamp (and with --keep-partition its partition) are
-/// restored, so `consume -J` output round-trips. --rate holds a fixed rate; --speed keeps the
+/// Lines of an NDJSON file become record values; with -J (or from a Kafka or Kinesis source)
+/// each line is an envelope and its key, headers and timestamp (and with --keep-partition its
+/// partition) are restored, so `consume -J` output round-trips. --rate holds a fixed rate; --speed keeps the
 /// gaps between record timestamps, divided by the factor.
 #[derive(Debug, Args)]
 #[command(after_help = REPLAY_AFTER_HELP)]
