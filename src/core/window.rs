@@ -1169,12 +1169,15 @@ mod tests {
 
     fn kinds() -> impl Strategy<Value = WindowKind> {
         prop_oneof![
-            (1i64..50, 0i64..50).prop_map(|(size, offset)| WindowKind::Tumbling { size, offset }),
+            // Offsets negative too (`--offset -8h`), and beyond the size.
+            (1i64..50, -60i64..60).prop_map(|(size, offset)| WindowKind::Tumbling { size, offset }),
             // Any size from the slide up: a multiple of it or not.
-            (1i64..10, 0i64..40, 0i64..20).prop_map(|(slide, more, offset)| WindowKind::Hopping {
-                size: slide + more,
-                slide,
-                offset
+            (1i64..10, 0i64..40, -20i64..20).prop_map(|(slide, more, offset)| {
+                WindowKind::Hopping {
+                    size: slide + more,
+                    slide,
+                    offset,
+                }
             }),
         ]
     }
