@@ -2,7 +2,7 @@
 """Builds fuzz/seeds/ (the committed seed corpus) from fixtures/: each target's input shape
 around the fixtures' lines. Run it again when fixtures/ changes; scripts/fuzz.sh reads the
 seeds and keeps what the fuzzer finds under target/ instead."""
-import glob, gzip, hashlib, json, os, shutil
+import glob, gzip, hashlib, json, os, shutil, subprocess
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 seeds = os.path.join(root, "fuzz", "seeds")
@@ -22,15 +22,24 @@ top = sorted(glob.glob(os.path.join(root, "fixtures", "*.ndjson")))
 bad = sorted(glob.glob(os.path.join(root, "fixtures", "bad", "*.ndjson")))
 small = [(os.path.basename(p), raw(p)[:2048], p in top) for p in top + bad]
 
+# The configurations in fuzz/fuzz_targets/commands.rs.
+COMMAND_CONFIGS = 12
+
 for i, (name, data, is_top) in enumerate(small):
     # chunk: a head byte (line limit, extraction), 8 bytes of read sizes, the input.
     put("chunk", name, bytes([0x21 + 2 * i]) + bytes([1, 3, 0, 9, 2, 40, 5, 1]) + data)
     # commands: a head byte (configuration; skip or fail), the input. The fixtures go
     # through every configuration, the bad cases through one each.
-    configs = range(11) if is_top else [i % 11]
+    configs = range(COMMAND_CONFIGS) if is_top else [i % COMMAND_CONFIGS]
     for config in configs:
         head = config | (0x80 if i % 2 else 0)
         put("commands", f"{config}-{name}", bytes([head]) + data)
+
+# chunk: the first fixture compressed, so the fuzzer starts inside each decoder.
+head = bytes([0x21]) + bytes([1, 3, 0, 9, 2, 40, 5, 1])
+put("chunk", "gzip", head + gzip.compress(small[0][1], mtime=0))
+zstd = subprocess.run(["zstd", "-q", "-c", "-3"], input=small[0][1], capture_output=True, check=True)
+put("chunk", "zstd", head + zstd.stdout)
 
 times = [
     "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.123456789+05:30", "2016-12-31T23:59:60Z",

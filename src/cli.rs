@@ -17,7 +17,7 @@ const ABOUT: &str =
 over NDJSON, Kafka and Kinesis";
 
 const LONG_ABOUT: &str = "\
-weir reads NDJSON (stdin, files, .gz) or a Kafka/Kinesis source, keeps bounded state, and writes \
+weir reads NDJSON (stdin, files, .gz, .zst) or a Kafka/Kinesis source, keeps bounded state, and writes \
 to stdout or a sink. Its subcommands compose into shell pipelines. Data goes to stdout, \
 diagnostics and the run summary to stderr.";
 
@@ -85,8 +85,8 @@ impl Command {
 /// Where records come from, and what happens to records that cannot be used.
 #[derive(Debug, Args)]
 pub struct InputArgs {
-    /// NDJSON files (`-` for stdin, gzip detected), kafka://HOST:PORT[,HOST:PORT]/TOPIC or
-    /// kinesis://STREAM. Default: stdin.
+    /// NDJSON files (`-` for stdin, gzip and zstd detected), kafka://HOST:PORT[,HOST:PORT]/TOPIC
+    /// or kinesis://STREAM. Default: stdin.
     #[arg(value_name = "SOURCE")]
     pub sources: Vec<String>,
 

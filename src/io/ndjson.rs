@@ -1,5 +1,5 @@
-//! The NDJSON source: files (gzip detected by content) and stdin, read in order on the reader
-//! thread in big blocks and handed over as chunks of whole lines.
+//! The NDJSON source: files (gzip and zstd detected by content) and stdin, read in order on the
+//! reader thread in big blocks and handed over as chunks of whole lines.
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -140,6 +140,30 @@ fn read_head(reader: &mut impl Read, len: usize) -> io::Result<Vec<u8>> {
     Ok(head)
 }
 
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// A zstd frame's magic number, little-endian.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+/// A zstd decoder whose own errors (a damaged frame, a wrong checksum: `ErrorKind::Other`
+/// there) are bad data, as gzip's are, not a failed read; errors of the file beneath keep
+/// their kind.
+struct ZstdInput<R: io::BufRead>(zstd::stream::read::Decoder<'static, R>);
+
+impl<R: io::BufRead> Read for ZstdInput<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf).map_err(|e| match e.kind() {
+            io::ErrorKind::Other => io::Error::new(io::ErrorKind::InvalidData, e),
+            _ => e,
+        })
+    }
+}
+
 /// The UTF-8 byte order mark.
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
@@ -153,17 +177,27 @@ fn read_stream(
     feed: &mut Feed,
 ) -> Result<()> {
     let cannot = |e: io::Error| Error::Unreachable(format!("cannot read {origin}: {e}"));
-    // Gzip is told by its first two bytes, which a pipe may deliver one read apart (found
-    // by the chunk fuzz target): read until both are there, or the input ends.
+    // Gzip and zstd are told by their first bytes, which a pipe may deliver reads apart
+    // (found by the chunk fuzz target): read until they are there, or the input ends.
     let mut raw = raw;
-    let head = read_head(&mut raw, 2).map_err(cannot)?;
-    let is_gzip = head == [0x1f, 0x8b];
+    let head = read_head(&mut raw, ZSTD_MAGIC.len()).map_err(cannot)?;
+    let compression = if head.starts_with(&GZIP_MAGIC) {
+        Compression::Gzip
+    } else if head == ZSTD_MAGIC {
+        Compression::Zstd
+    } else {
+        Compression::None
+    };
     let stream = io::Cursor::new(head).chain(raw);
     let buffered = BufReader::with_capacity(64 * 1024, stream);
-    let mut source: Box<dyn Read> = if is_gzip {
-        Box::new(MultiGzDecoder::new(buffered))
-    } else {
-        Box::new(buffered)
+    let mut source: Box<dyn Read> = match compression {
+        // Both decoders go on across concatenated members or frames, as gunzip and zstd -d do.
+        Compression::Gzip => Box::new(MultiGzDecoder::new(buffered)),
+        Compression::Zstd => Box::new(ZstdInput(
+            zstd::stream::read::Decoder::with_buffer(buffered)
+                .map_err(|e| Error::Unreachable(format!("cannot read {origin}: zstd: {e}")))?,
+        )),
+        Compression::None => Box::new(buffered),
     };
     let read_error = |e: io::Error, line: u64| match e.kind() {
         io::ErrorKind::InvalidData | io::ErrorKind::InvalidInput | io::ErrorKind::UnexpectedEof => {
@@ -489,5 +523,42 @@ mod tests {
         let (seen, counts) = counts_of(Box::new(source), 100);
         assert_eq!(seen, vec![(1, "{\"a\":1}".into()), (2, "{\"a\":2}".into())]);
         assert_eq!(counts, [2, 0, 0]);
+    }
+
+    /// zstd is told by its magic number, however the bytes arrive, and frames written one
+    /// after another read as one stream, as `zstd -d` reads them.
+    #[test]
+    fn zstd_is_recognised_across_frames_and_a_byte_at_a_time() {
+        let mut frames = zstd::stream::encode_all(&b"{\"a\":1}\n{\"a\":2}\n"[..], 3).unwrap();
+        frames.extend(zstd::stream::encode_all(&b"{\"a\":3}\n"[..], 3).unwrap());
+        let want: Vec<(u64, String)> = (1..=3).map(|n| (n, format!("{{\"a\":{n}}}"))).collect();
+        let (seen, _) = lines_of(&frames, 100);
+        assert_eq!(seen, want);
+        let source = StreamSource::new("t", Box::new(ByteAtATime(frames, 0)));
+        let (seen, counts) = counts_of(Box::new(source), 100);
+        assert_eq!(seen, want);
+        assert_eq!(counts, [3, 0, 0]);
+    }
+
+    /// A damaged zstd frame is bad input (exit 3) naming the line it stopped at, as a damaged
+    /// gzip member is, not a failed read (exit 4).
+    #[test]
+    fn a_damaged_zstd_frame_is_bad_input() {
+        let mut frame = zstd::stream::encode_all(&b"{\"a\":1}\n"[..], 3).unwrap();
+        frame[4] = 0xff;
+        let source = StreamSource::new("t", Box::new(io::Cursor::new(frame)));
+        let reader = Reader::spawn(Box::new(source), Prepare::Validate, 100);
+        let mut counters = Counters::default();
+        let mut policy = ErrorPolicy::open(&PolicyPlan::new(Some(OnError::Skip), None)).unwrap();
+        let stop = AtomicBool::new(false);
+        let d = Drive {
+            counters: &mut counters,
+            policy: &mut policy,
+            stop: &stop,
+        };
+        match drive(reader, d, &mut Collect(Vec::new())) {
+            Err(Error::BadInput { position, .. }) => assert_eq!(position, "t:1"),
+            other => panic!("{other:?}"),
+        }
     }
 }

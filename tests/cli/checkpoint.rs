@@ -143,6 +143,45 @@ fn consume_killed_twenty_times_writes_what_one_run_writes() {
     assert!(std::fs::read(&part).unwrap() == std::fs::read(&full).unwrap());
 }
 
+/// The same over gzip and zstd input: a checkpoint's offset is of the decompressed stream,
+/// and a restored run decompresses again up to it. Each output is the plain input's.
+#[test]
+fn consume_of_compressed_input_killed_twenty_times_writes_what_one_run_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = big_input(dir.path());
+    let plain = std::fs::read(&input).unwrap();
+    let (full, full_bad) = (dir.path().join("full.ndjson"), dir.path().join("full.bad"));
+    let out = weir()
+        .args(consume_args(&input, &full, &full_bad))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let gzip = {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&plain).unwrap();
+        gz.finish().unwrap()
+    };
+    let zstd = zstd::stream::encode_all(&plain[..], 1).unwrap();
+    for (name, compressed, seed) in [("in.ndjson.gz", gzip, 11), ("in.ndjson.zst", zstd, 13)] {
+        let input = dir.path().join(name);
+        std::fs::write(&input, compressed).unwrap();
+        let (part, part_bad) = (dir.path().join("part.ndjson"), dir.path().join("part.bad"));
+        let checkpoint = dir.path().join(format!("{name}.ckpt"));
+        killed_twenty_times(&consume_args(&input, &part, &part_bad), &checkpoint, seed);
+        assert!(
+            std::fs::read(&part).unwrap() == std::fs::read(&full).unwrap(),
+            "{name}: the output differs from one uninterrupted run's over the plain input"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&part_bad)
+                .unwrap()
+                .replace(name, "in.ndjson"),
+            std::fs::read_to_string(&full_bad).unwrap(),
+            "{name}"
+        );
+    }
+}
+
 /// Runs `command` (arguments, with `{dir}/{run}-` before each output file's name) once
 /// uninterrupted and once killed twenty times; every output file must be the same.
 fn drill(command: &[&str], outputs: &[&str], seed: u64) {
