@@ -16,8 +16,8 @@ use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records_with, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run,
-    Stats, StepCheckpoint,
+    read_records_up_to, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep,
+    Run, Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -166,20 +166,15 @@ fn consume(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         unbuffered: plan.unbuffered,
         raw,
     };
-    let done_already = plan.limit.is_some_and(|n| stats.counters.written >= n);
-    let result = if plan.limit == Some(0) || done_already {
-        Ok(())
-    } else {
-        let run = Run {
-            source,
-            prepare,
-            max_line_bytes: plan.input.max_line_bytes,
-            counters: &mut stats.counters,
-            policy: &mut policy,
-            stop,
-        };
-        read_records_with(run, &mut step, checkpoints.as_mut())
+    let run = Run {
+        source,
+        prepare,
+        max_line_bytes: plan.input.max_line_bytes,
+        counters: &mut stats.counters,
+        policy: &mut policy,
+        stop,
     };
+    let result = read_records_up_to(plan.limit, run, &mut step, checkpoints.as_mut());
     // At the end of the input, and on a signal, the checkpoint covers everything handled.
     if let Some(c) = &mut checkpoints {
         c.take_at_end(&mut step, &mut policy, &stats.counters, &result)?;

@@ -19,8 +19,8 @@ use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records_with, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep, Run,
-    Stats, StepCheckpoint,
+    read_records_up_to, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep,
+    Run, Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -199,20 +199,15 @@ fn replay(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         started,
         limit: plan.limit,
     };
-    // A restored run that had sent its N already is done.
-    let result = if plan.limit.is_some_and(|n| stats.counters.written >= n) {
-        Ok(())
-    } else {
-        let run = Run {
-            source,
-            prepare,
-            max_line_bytes: plan.input.max_line_bytes,
-            counters: &mut stats.counters,
-            policy: &mut policy,
-            stop,
-        };
-        read_records_with(run, &mut step, checkpoints.as_mut())
+    let run = Run {
+        source,
+        prepare,
+        max_line_bytes: plan.input.max_line_bytes,
+        counters: &mut stats.counters,
+        policy: &mut policy,
+        stop,
     };
+    let result = read_records_up_to(plan.limit, run, &mut step, checkpoints.as_mut());
     // At the end of the input, and on a signal (the run stops between records, in a pace
     // wait or between chunks), the checkpoint covers everything sent.
     if let Some(c) = &mut checkpoints {

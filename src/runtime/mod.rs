@@ -57,3 +57,17 @@ pub fn read_records_with(
     };
     drive_with(reader, d, step, checkpoints)
 }
+
+/// As `read_records_with`, for a run that stops after `limit` records written (`-n`, which the
+/// step enforces): a run restored from a checkpoint that had written them all is done.
+pub fn read_records_up_to(
+    limit: Option<u64>,
+    run: Run<'_>,
+    step: &mut impl RecordStep,
+    checkpoints: Option<&mut Checkpoints>,
+) -> Result<()> {
+    if limit.is_some_and(|n| run.counters.written >= n) {
+        return Ok(());
+    }
+    read_records_with(run, step, checkpoints)
+}
