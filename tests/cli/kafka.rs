@@ -571,6 +571,64 @@ fn compressed_batches_read_and_write() {
     assert_eq!(payloads, values);
 }
 
+/// A group member restores its partitions' state from the changelog only if that state is
+/// its own job's: other flags (here another window size) are refused with exit 2, before a
+/// row is written, and the job with the first flags goes on.
+#[test]
+fn a_changelog_of_another_job_is_refused() {
+    let Some(b) = broker() else { return };
+    let _turn = group_turn();
+    let input = b.topic("changelog-job", 2);
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    for i in 0..200 {
+        writeln!(
+            file,
+            "{{\"k\":\"k{}\",\"t\":{}}}",
+            i % 5,
+            1_767_225_600_000i64 + i * 1000
+        )
+        .unwrap();
+    }
+    b.produce(&input, file.path(), &["--key", "k"]);
+    let group = format!("g-{input}");
+    let window = |size: &str| {
+        weir()
+            .args([
+                "window",
+                &b.url(&input),
+                "-G",
+                &group,
+                "--from",
+                "beginning",
+                "-e",
+            ])
+            .args([
+                "--time",
+                "value.t",
+                "--time-format",
+                "ms",
+                "--tumbling",
+                size,
+                "--count",
+            ])
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap()
+    };
+    let first = window("1m");
+    assert!(first.status.success(), "{first:?}");
+    let other = window("2m");
+    assert_eq!(other.status.code(), Some(2), "{other:?}");
+    assert!(other.stdout.is_empty(), "{other:?}");
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    assert!(
+        stderr.contains("holds the state of another job"),
+        "{stderr}"
+    );
+    let same = window("1m");
+    assert!(same.status.success(), "{same:?}");
+}
+
 /// A topic that is not there is exit 4 naming the topic and the cluster asked, for a source,
 /// a sink (which also says to create it: weir does not) and lag.
 #[test]

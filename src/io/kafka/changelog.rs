@@ -80,7 +80,9 @@ impl Changelog {
         at.topic = Some(topic.to_string());
         Ok(Changelog {
             topic: topic.to_string(),
-            job: job.to_string(),
+            // The weir version too, as a checkpoint file has it: another version's state may
+            // be laid out otherwise.
+            job: format!("weir {}: {job}", env!("CARGO_PKG_VERSION")),
             spec: at.clone(),
             client: client.clone(),
             sink: Mutex::new(KafkaSink::open(&at, client)?),
@@ -257,7 +259,7 @@ impl Changelog {
                     });
                     if job.as_deref() != Some(self.job.as_bytes()) {
                         return Err(Error::Usage(format!(
-                            "the changelog topic '{}' holds the state of another job (other flags, or another command); give this one its own with --changelog TOPIC or a new -G group",
+                            "the changelog topic '{}' holds the state of another job (other flags, another command or another weir version); give this one its own with --changelog TOPIC or a new -G group",
                             self.topic
                         )));
                     }
