@@ -98,10 +98,19 @@ fuzz_target!(|input: &[u8]| {
     let extract = head & 1 == 1;
     let whole = run(data, Vec::new(), max_line, extract);
     let pieces = run(data, sizes.to_vec(), max_line, extract);
-    assert_eq!(whole, pieces, "the split changed the outcome");
-    let (records, [read, bad, blank], ok) = whole;
     let compressed =
         data.starts_with(&[0x1f, 0x8b]) || data.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]);
+    if compressed && !whole.2 {
+        // A damaged compressed stream: a decoder drops what it decoded in the read that meets
+        // the damage, and how much that is depends on how the bytes arrived. Both reads fail,
+        // and the records before the failure agree as far as both go.
+        assert!(!pieces.2, "the split changed the outcome");
+        let common = whole.0.len().min(pieces.0.len());
+        assert_eq!(whole.0[..common], pieces.0[..common], "the split changed a record");
+        return;
+    }
+    assert_eq!(whole, pieces, "the split changed the outcome");
+    let (records, [read, bad, blank], ok) = whole;
     if ok && !compressed {
         // Every line is a record, a bad record or a blank line (of the input as it is: a
         // compressed one's lines are counted after decoding).
