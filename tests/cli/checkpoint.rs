@@ -111,42 +111,11 @@ fn consume_args(input: &Path, out: &Path, bad: &Path) -> Vec<String> {
     .to_vec()
 }
 
+/// Consume killed twenty times writes what one run writes, over plain, gzip and zstd input
+/// alike: a checkpoint's offset is of the decompressed stream, and a restored run decompresses
+/// again up to it. Every output is the one uninterrupted run's over the plain input.
 #[test]
 fn consume_killed_twenty_times_writes_what_one_run_writes() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = big_input(dir.path());
-    let (full, full_bad) = (dir.path().join("full.ndjson"), dir.path().join("full.bad"));
-    let out = weir()
-        .args(consume_args(&input, &full, &full_bad))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-
-    let (part, part_bad) = (dir.path().join("part.ndjson"), dir.path().join("part.bad"));
-    let checkpoint = dir.path().join("run.ckpt");
-    killed_twenty_times(&consume_args(&input, &part, &part_bad), &checkpoint, 7);
-    assert!(
-        std::fs::read(&part).unwrap() == std::fs::read(&full).unwrap(),
-        "the output differs from one uninterrupted run's"
-    );
-    assert_eq!(
-        std::fs::read_to_string(&part_bad).unwrap(),
-        std::fs::read_to_string(&full_bad).unwrap()
-    );
-    // A finished run's checkpoint says so: running again adds nothing.
-    let again = weir_std()
-        .args(consume_args(&input, &part, &part_bad))
-        .args(["--checkpoint", checkpoint.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(again.status.success(), "{again:?}");
-    assert!(std::fs::read(&part).unwrap() == std::fs::read(&full).unwrap());
-}
-
-/// The same over gzip and zstd input: a checkpoint's offset is of the decompressed stream,
-/// and a restored run decompresses again up to it. Each output is the plain input's.
-#[test]
-fn consume_of_compressed_input_killed_twenty_times_writes_what_one_run_writes() {
     let dir = tempfile::tempdir().unwrap();
     let input = big_input(dir.path());
     let plain = std::fs::read(&input).unwrap();
@@ -162,15 +131,24 @@ fn consume_of_compressed_input_killed_twenty_times_writes_what_one_run_writes() 
         gz.finish().unwrap()
     };
     let zstd = zstd::stream::encode_all(&plain[..], 1).unwrap();
-    for (name, compressed, seed) in [("in.ndjson.gz", gzip, 11), ("in.ndjson.zst", zstd, 13)] {
+    let inputs = [
+        ("in.ndjson", None, 7),
+        ("in.ndjson.gz", Some(gzip), 11),
+        ("in.ndjson.zst", Some(zstd), 13),
+    ];
+    for (name, compressed, seed) in inputs {
         let input = dir.path().join(name);
-        std::fs::write(&input, compressed).unwrap();
+        if let Some(bytes) = compressed {
+            std::fs::write(&input, bytes).unwrap();
+        }
         let (part, part_bad) = (dir.path().join("part.ndjson"), dir.path().join("part.bad"));
         let checkpoint = dir.path().join(format!("{name}.ckpt"));
-        killed_twenty_times(&consume_args(&input, &part, &part_bad), &checkpoint, seed);
+        let args = consume_args(&input, &part, &part_bad);
+        killed_twenty_times(&args, &checkpoint, seed);
+        let same = || std::fs::read(&part).unwrap() == std::fs::read(&full).unwrap();
         assert!(
-            std::fs::read(&part).unwrap() == std::fs::read(&full).unwrap(),
-            "{name}: the output differs from one uninterrupted run's over the plain input"
+            same(),
+            "{name}: the output differs from one uninterrupted run's"
         );
         assert_eq!(
             std::fs::read_to_string(&part_bad)
@@ -179,6 +157,14 @@ fn consume_of_compressed_input_killed_twenty_times_writes_what_one_run_writes() 
             std::fs::read_to_string(&full_bad).unwrap(),
             "{name}"
         );
+        // A finished run's checkpoint says so: running again adds nothing.
+        let again = weir_std()
+            .args(&args)
+            .args(["--checkpoint", checkpoint.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(again.status.success(), "{name}: {again:?}");
+        assert!(same(), "{name}: a finished job ran again");
     }
 }
 
