@@ -649,14 +649,14 @@ Examples:
   weir watermark-profile events.ndjson --time ts --arrival received_at --delay 10s \\
     --bucket 1m --format json --plot lateness.svg > profile.json
 
-Lateness is arrival time - event time (arrival from --arrival, else a Kafka record's timestamp
-or a Kinesis record's arrival, else the time weir reads the record). Out-of-orderness is the largest event time seen before in the same partition minus
-the record's event time: a bounded-out-of-orderness watermark with delay D makes a record
-late exactly when its out-of-orderness exceeds D, so the recommended delay for a target is
-that quantile of out-of-orderness. Quantiles have 3 significant digits (hdrhistogram), a
+Lateness is arrival time - event time (arrival from --arrival, else a Kafka record's
+timestamp or a Kinesis record's arrival, else the time weir reads the record).
+Out-of-orderness is the largest event time seen before in the same partition minus the
+record's event time: a bounded-out-of-orderness watermark with delay D makes a record late
+exactly when its out-of-orderness exceeds D, so the recommended delay for a target is that
+quantile of out-of-orderness. Quantiles have 3 significant digits (hdrhistogram), a
 recommended delay rounded up, never below the exact quantile; the late counts for --delay
-values are exact. A record without a usable time is counted, not
-fatal.";
+values are exact. A record without a usable time is counted, not fatal.";
 
 /// Measure how late events arrive and recommend a watermark delay.
 ///
@@ -768,8 +768,8 @@ Examples:
 ///
 /// Lines of an NDJSON file become record values; with -J (or from a Kafka or Kinesis source)
 /// each line is an envelope and its key, headers and timestamp (and with --keep-partition its
-/// partition) are restored, so `consume -J` output round-trips. --rate holds a fixed rate; --speed keeps the
-/// gaps between record timestamps, divided by the factor.
+/// partition) are restored, so `consume -J` output round-trips. --rate holds a fixed rate;
+/// --speed keeps the gaps between record timestamps, divided by the factor.
 #[derive(Debug, Args)]
 #[command(after_help = REPLAY_AFTER_HELP)]
 pub struct ReplayArgs {

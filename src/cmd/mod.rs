@@ -284,9 +284,8 @@ impl InputPlan {
 
 /// `--checkpoint`, checked against the sink: a resumed run cuts its output files back to the
 /// checkpoint (exactly once) or writes to a topic or stream again what came after it (at
-/// least once),
-/// so stdout cannot take it, but for a command that writes its output only at the end
-/// (`report_at_end`).
+/// least once), so stdout cannot take it, but for a command that writes its output only at
+/// the end (`report_at_end`).
 pub fn checkpoint_plan(
     args: &CheckpointArgs,
     sink: &SinkSpec,
