@@ -19,8 +19,8 @@ use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records_up_to, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare, RecordStep,
-    Run, Stats, StepCheckpoint,
+    limit_reached, read_records_up_to, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare,
+    RecordStep, Run, Stats, StepCheckpoint,
 };
 
 use super::InputPlan;
@@ -308,9 +308,10 @@ impl RecordStep for ReplayStep {
         }
         self.pacer.sent();
         counters.written += 1;
-        Ok(match self.limit {
-            Some(n) if counters.written >= n => Flow::Stop,
-            _ => Flow::Continue,
+        Ok(if limit_reached(self.limit, counters) {
+            Flow::Stop
+        } else {
+            Flow::Continue
         })
     }
 

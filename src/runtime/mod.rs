@@ -66,8 +66,14 @@ pub fn read_records_up_to(
     step: &mut impl RecordStep,
     checkpoints: Option<&mut Checkpoints>,
 ) -> Result<()> {
-    if limit.is_some_and(|n| run.counters.written >= n) {
+    if limit_reached(limit, run.counters) {
         return Ok(());
     }
     read_records_with(run, step, checkpoints)
+}
+
+/// Whether a run limited to `limit` records written (`-n`) has written them all: the step
+/// stops there, and a restored run that had starts none.
+pub fn limit_reached(limit: Option<u64>, counters: &Counters) -> bool {
+    limit.is_some_and(|n| counters.written >= n)
 }
