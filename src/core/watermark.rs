@@ -184,14 +184,14 @@ impl Watermarks {
     }
 
     /// Gives every partition its leaf: after new partitions, and after a restore (the tree
-    /// is not saved). The tree doubles when full, so growing one partition at a time stays
-    /// linear.
+    /// is not saved, so it comes back with no leaves at all). The tree doubles when full, so
+    /// growing one partition at a time stays linear.
     fn sync_tree(&mut self) {
         let len = self.partitions.len();
         if self.tree.len == len {
             return;
         }
-        if self.tree.len == 0 || len > self.tree.width() {
+        if len > self.tree.width() {
             self.rebuild_tree();
             return;
         }
