@@ -36,7 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
         }
         'weir;consume' {
             [CompletionResult]::new('--on-error', '--on-error', [CompletionResultType]::ParameterName, 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given')
-            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason')
+            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)')
             [CompletionResult]::new('--max-line-bytes', '--max-line-bytes', [CompletionResultType]::ParameterName, 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)')
             [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'First position: beginning, end, stored (the group''s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group''s offsets with --group (and, where the group has none, the end, as Kafka''s consumers start: give --from beginning to read a new group''s backlog). On NDJSON input (consume, replay) a time filters by --time')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'End position, exclusive, in the same forms as --from (not stored)')
@@ -56,8 +56,8 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Stop after writing N records')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Kafka or Kinesis source: write each record by a kcat format: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \n \t \\. On Kinesis: %t stream, %p shard, %o sequence number, %k partition key, %T arrival')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Kafka or Kinesis source: write each record by a kcat format: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \n \t \\. On Kinesis: %t stream, %p shard, %o sequence number, %k partition key, %T arrival')
-            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM')
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM')
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field''s value (strings as they are, other JSON as its text)')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)')
             [CompletionResult]::new('--checkpoint', '--checkpoint', [CompletionResultType]::ParameterName, 'Keep a checkpoint at PATH (input position, the command''s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files')
@@ -80,7 +80,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
         }
         'weir;window' {
             [CompletionResult]::new('--on-error', '--on-error', [CompletionResultType]::ParameterName, 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given')
-            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason')
+            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)')
             [CompletionResult]::new('--max-line-bytes', '--max-line-bytes', [CompletionResultType]::ParameterName, 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)')
             [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'First position: beginning, end, stored (the group''s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group''s offsets with --group (and, where the group has none, the end, as Kafka''s consumers start: give --from beginning to read a new group''s backlog). On NDJSON input (consume, replay) a time filters by --time')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'End position, exclusive, in the same forms as --from (not stored)')
@@ -106,7 +106,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--partition-by', '--partition-by', [CompletionResultType]::ParameterName, 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)')
             [CompletionResult]::new('--idle-timeout', '--idle-timeout', [CompletionResultType]::ParameterName, 'A partition without records for D (processing time) stops holding the watermark back')
             [CompletionResult]::new('--allowed-lateness', '--allowed-lateness', [CompletionResultType]::ParameterName, 'Keep fired windows for L more of event time; records in that span update them')
-            [CompletionResult]::new('--late-output', '--late-output', [CompletionResultType]::ParameterName, 'Write late records, unchanged, to PATH')
+            [CompletionResult]::new('--late-output', '--late-output', [CompletionResultType]::ParameterName, 'Write late records, unchanged, to PATH (.gz or .zst: compressed)')
             [CompletionResult]::new('--emit', '--emit', [CompletionResultType]::ParameterName, 'final: one row per window when complete; updates: a row on every change')
             [CompletionResult]::new('--sum', '--sum', [CompletionResultType]::ParameterName, 'Exact decimal sum of FIELD')
             [CompletionResult]::new('--min', '--min', [CompletionResultType]::ParameterName, 'Smallest value of FIELD')
@@ -119,8 +119,8 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'Names the output column of the aggregate just before it')
             [CompletionResult]::new('--max-open-windows', '--max-open-windows', [CompletionResultType]::ParameterName, 'Bound on (key, window) pairs held at once; exceeding it stops with exit 3')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output rows as ndjson or csv')
-            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)')
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)')
             [CompletionResult]::new('--checkpoint', '--checkpoint', [CompletionResultType]::ParameterName, 'Keep a checkpoint at PATH (input position, the command''s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files')
             [CompletionResult]::new('--checkpoint-interval', '--checkpoint-interval', [CompletionResultType]::ParameterName, 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition''s state goes to the changelog topic')
             [CompletionResult]::new('--changelog', '--changelog', [CompletionResultType]::ParameterName, 'With -G on a Kafka source: the compacted topic that keeps each partition''s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]')
@@ -139,7 +139,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
         }
         'weir;watermark-profile' {
             [CompletionResult]::new('--on-error', '--on-error', [CompletionResultType]::ParameterName, 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given')
-            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason')
+            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)')
             [CompletionResult]::new('--max-line-bytes', '--max-line-bytes', [CompletionResultType]::ParameterName, 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)')
             [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'First position: beginning, end, stored (the group''s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group''s offsets with --group (and, where the group has none, the end, as Kafka''s consumers start: give --from beginning to read a new group''s backlog). On NDJSON input (consume, replay) a time filters by --time')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'End position, exclusive, in the same forms as --from (not stored)')
@@ -182,7 +182,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
         }
         'weir;dedupe' {
             [CompletionResult]::new('--on-error', '--on-error', [CompletionResultType]::ParameterName, 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given')
-            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason')
+            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)')
             [CompletionResult]::new('--max-line-bytes', '--max-line-bytes', [CompletionResultType]::ParameterName, 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)')
             [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'First position: beginning, end, stored (the group''s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group''s offsets with --group (and, where the group has none, the end, as Kafka''s consumers start: give --from beginning to read a new group''s backlog). On NDJSON input (consume, replay) a time filters by --time')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'End position, exclusive, in the same forms as --from (not stored)')
@@ -205,10 +205,10 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--partition-by', '--partition-by', [CompletionResultType]::ParameterName, 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)')
             [CompletionResult]::new('--idle-timeout', '--idle-timeout', [CompletionResultType]::ParameterName, 'A partition without records for D (processing time) stops holding the watermark back, so that ids still expire while it is silent')
             [CompletionResult]::new('--max-keys', '--max-keys', [CompletionResultType]::ParameterName, 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached')
-            [CompletionResult]::new('--duplicates', '--duplicates', [CompletionResultType]::ParameterName, 'Write the dropped repeats, unchanged, to PATH')
+            [CompletionResult]::new('--duplicates', '--duplicates', [CompletionResultType]::ParameterName, 'Write the dropped repeats, unchanged, to PATH (.gz or .zst: compressed)')
             [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'Which record of an id''s group to write: the first, at once, or the last, held until the id is forgotten (expired, evicted, or the input ends)')
-            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM')
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM')
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field''s value (strings as they are, other JSON as its text)')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)')
             [CompletionResult]::new('--checkpoint', '--checkpoint', [CompletionResultType]::ParameterName, 'Keep a checkpoint at PATH (input position, the command''s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files')
@@ -229,7 +229,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
         }
         'weir;replay' {
             [CompletionResult]::new('--on-error', '--on-error', [CompletionResultType]::ParameterName, 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given')
-            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason')
+            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)')
             [CompletionResult]::new('--max-line-bytes', '--max-line-bytes', [CompletionResultType]::ParameterName, 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)')
             [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'First position: beginning, end, stored (the group''s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group''s offsets with --group (and, where the group has none, the end, as Kafka''s consumers start: give --from beginning to read a new group''s backlog). On NDJSON input (consume, replay) a time filters by --time')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'End position, exclusive, in the same forms as --from (not stored)')
@@ -249,8 +249,8 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--speed', '--speed', [CompletionResultType]::ParameterName, 'Keep the original gaps between record timestamps, sped up by this factor (10x)')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Stop after sending N records (a smoke test of a load, or its first N)')
             [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Stop after sending N records (a smoke test of a load, or its first N)')
-            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM')
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM')
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field''s value (strings as they are, other JSON as its text)')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)')
             [CompletionResult]::new('--checkpoint', '--checkpoint', [CompletionResultType]::ParameterName, 'Keep a checkpoint at PATH (input position, the command''s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files')

@@ -32,7 +32,7 @@ set edit:completion:arg-completer[weir] = {|@words|
         }
         &'weir;consume'= {
             cand --on-error 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given'
-            cand --dead-letter 'Write each bad record to PATH as JSON with its position and the reason'
+            cand --dead-letter 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)'
             cand --max-line-bytes 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)'
             cand --from 'First position: beginning, end, stored (the group''s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group''s offsets with --group (and, where the group has none, the end, as Kafka''s consumers start: give --from beginning to read a new group''s backlog). On NDJSON input (consume, replay) a time filters by --time'
             cand --to 'End position, exclusive, in the same forms as --from (not stored)'
@@ -52,8 +52,8 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --count 'Stop after writing N records'
             cand -f 'Kafka or Kinesis source: write each record by a kcat format: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \n \t \\. On Kinesis: %t stream, %p shard, %o sequence number, %k partition key, %T arrival'
             cand --format 'Kafka or Kinesis source: write each record by a kcat format: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \n \t \\. On Kinesis: %t stream, %p shard, %o sequence number, %k partition key, %T arrival'
-            cand -o 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM'
-            cand --output 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM'
+            cand -o 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM'
+            cand --output 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM'
             cand --key 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field''s value (strings as they are, other JSON as its text)'
             cand --header 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)'
             cand --checkpoint 'Keep a checkpoint at PATH (input position, the command''s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files'
@@ -75,7 +75,7 @@ set edit:completion:arg-completer[weir] = {|@words|
         }
         &'weir;window'= {
             cand --on-error 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given'
-            cand --dead-letter 'Write each bad record to PATH as JSON with its position and the reason'
+            cand --dead-letter 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)'
             cand --max-line-bytes 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)'
             cand --from 'First position: beginning, end, stored (the group''s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group''s offsets with --group (and, where the group has none, the end, as Kafka''s consumers start: give --from beginning to read a new group''s backlog). On NDJSON input (consume, replay) a time filters by --time'
             cand --to 'End position, exclusive, in the same forms as --from (not stored)'
@@ -101,7 +101,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --partition-by 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)'
             cand --idle-timeout 'A partition without records for D (processing time) stops holding the watermark back'
             cand --allowed-lateness 'Keep fired windows for L more of event time; records in that span update them'
-            cand --late-output 'Write late records, unchanged, to PATH'
+            cand --late-output 'Write late records, unchanged, to PATH (.gz or .zst: compressed)'
             cand --emit 'final: one row per window when complete; updates: a row on every change'
             cand --sum 'Exact decimal sum of FIELD'
             cand --min 'Smallest value of FIELD'
@@ -114,8 +114,8 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --as 'Names the output column of the aggregate just before it'
             cand --max-open-windows 'Bound on (key, window) pairs held at once; exceeding it stops with exit 3'
             cand --format 'Output rows as ndjson or csv'
-            cand -o 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)'
-            cand --output 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)'
+            cand -o 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)'
+            cand --output 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)'
             cand --checkpoint 'Keep a checkpoint at PATH (input position, the command''s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files'
             cand --checkpoint-interval 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition''s state goes to the changelog topic'
             cand --changelog 'With -G on a Kafka source: the compacted topic that keeps each partition''s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]'
@@ -133,7 +133,7 @@ set edit:completion:arg-completer[weir] = {|@words|
         }
         &'weir;watermark-profile'= {
             cand --on-error 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given'
-            cand --dead-letter 'Write each bad record to PATH as JSON with its position and the reason'
+            cand --dead-letter 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)'
             cand --max-line-bytes 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)'
             cand --from 'First position: beginning, end, stored (the group''s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group''s offsets with --group (and, where the group has none, the end, as Kafka''s consumers start: give --from beginning to read a new group''s backlog). On NDJSON input (consume, replay) a time filters by --time'
             cand --to 'End position, exclusive, in the same forms as --from (not stored)'
@@ -175,7 +175,7 @@ set edit:completion:arg-completer[weir] = {|@words|
         }
         &'weir;dedupe'= {
             cand --on-error 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given'
-            cand --dead-letter 'Write each bad record to PATH as JSON with its position and the reason'
+            cand --dead-letter 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)'
             cand --max-line-bytes 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)'
             cand --from 'First position: beginning, end, stored (the group''s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group''s offsets with --group (and, where the group has none, the end, as Kafka''s consumers start: give --from beginning to read a new group''s backlog). On NDJSON input (consume, replay) a time filters by --time'
             cand --to 'End position, exclusive, in the same forms as --from (not stored)'
@@ -198,10 +198,10 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --partition-by 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)'
             cand --idle-timeout 'A partition without records for D (processing time) stops holding the watermark back, so that ids still expire while it is silent'
             cand --max-keys 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached'
-            cand --duplicates 'Write the dropped repeats, unchanged, to PATH'
+            cand --duplicates 'Write the dropped repeats, unchanged, to PATH (.gz or .zst: compressed)'
             cand --keep 'Which record of an id''s group to write: the first, at once, or the last, held until the id is forgotten (expired, evicted, or the input ends)'
-            cand -o 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM'
-            cand --output 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM'
+            cand -o 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM'
+            cand --output 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM'
             cand --key 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field''s value (strings as they are, other JSON as its text)'
             cand --header 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)'
             cand --checkpoint 'Keep a checkpoint at PATH (input position, the command''s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files'
@@ -221,7 +221,7 @@ set edit:completion:arg-completer[weir] = {|@words|
         }
         &'weir;replay'= {
             cand --on-error 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given'
-            cand --dead-letter 'Write each bad record to PATH as JSON with its position and the reason'
+            cand --dead-letter 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)'
             cand --max-line-bytes 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)'
             cand --from 'First position: beginning, end, stored (the group''s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group''s offsets with --group (and, where the group has none, the end, as Kafka''s consumers start: give --from beginning to read a new group''s backlog). On NDJSON input (consume, replay) a time filters by --time'
             cand --to 'End position, exclusive, in the same forms as --from (not stored)'
@@ -241,8 +241,8 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --speed 'Keep the original gaps between record timestamps, sped up by this factor (10x)'
             cand -n 'Stop after sending N records (a smoke test of a load, or its first N)'
             cand --count 'Stop after sending N records (a smoke test of a load, or its first N)'
-            cand -o 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM'
-            cand --output 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM'
+            cand -o 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM'
+            cand --output 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM'
             cand --key 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field''s value (strings as they are, other JSON as its text)'
             cand --header 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)'
             cand --checkpoint 'Keep a checkpoint at PATH (input position, the command''s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files'

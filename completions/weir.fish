@@ -35,7 +35,7 @@ complete -c weir -n "__fish_weir_needs_command" -f -a "lag" -d 'Consumer lag in 
 complete -c weir -n "__fish_weir_needs_command" -f -a "generate" -d 'Writes man pages and shell completions (for the project\'s own build)'
 complete -c weir -n "__fish_weir_using_subcommand consume" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"
-complete -c weir -n "__fish_weir_using_subcommand consume" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
+complete -c weir -n "__fish_weir_using_subcommand consume" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
@@ -51,7 +51,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l time -d 'Event-tim
 complete -c weir -n "__fish_weir_using_subcommand consume" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s n -l count -d 'Stop after writing N records' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s f -l format -d 'Kafka or Kinesis source: write each record by a kcat format: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \\n \\t \\\\. On Kinesis: %t stream, %p shard, %o sequence number, %k partition key, %T arrival' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -s o -l output -d 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s o -l output -d 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l key -d 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field\'s value (strings as they are, other JSON as its text)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
@@ -66,7 +66,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -s h -l help -d 'Prin
 complete -c weir -n "__fish_weir_using_subcommand consume" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand window" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"
-complete -c weir -n "__fish_weir_using_subcommand window" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
@@ -90,7 +90,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l delay -d 'Watermark
 complete -c weir -n "__fish_weir_using_subcommand window" -l partition-by -d 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l idle-timeout -d 'A partition without records for D (processing time) stops holding the watermark back' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l allowed-lateness -d 'Keep fired windows for L more of event time; records in that span update them' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l late-output -d 'Write late records, unchanged, to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l late-output -d 'Write late records, unchanged, to PATH (.gz or .zst: compressed)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l emit -d 'final: one row per window when complete; updates: a row on every change' -r -f -a "final\t'One row per window when it is complete (and an update row per late change)'
 updates\t'A row on every change, as Kafka Streams without suppress'"
 complete -c weir -n "__fish_weir_using_subcommand window" -l sum -d 'Exact decimal sum of FIELD' -r
@@ -105,7 +105,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l as -d 'Names the ou
 complete -c weir -n "__fish_weir_using_subcommand window" -l max-open-windows -d 'Bound on (key, window) pairs held at once; exceeding it stops with exit 3' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l format -d 'Output rows as ndjson or csv' -r -f -a "ndjson\t'One JSON object per row'
 csv\t'A header row, then one row per result (RFC 4180 quoting)'"
-complete -c weir -n "__fish_weir_using_subcommand window" -s o -l output -d 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -s o -l output -d 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
@@ -118,7 +118,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -s h -l help -d 'Print
 complete -c weir -n "__fish_weir_using_subcommand window" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
@@ -153,7 +153,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s h -l hel
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
@@ -175,10 +175,10 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l delay -d 'Watermark
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partition-by -d 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l idle-timeout -d 'A partition without records for D (processing time) stops holding the watermark back, so that ids still expire while it is silent' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-keys -d 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l duplicates -d 'Write the dropped repeats, unchanged, to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l duplicates -d 'Write the dropped repeats, unchanged, to PATH (.gz or .zst: compressed)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l keep -d 'Which record of an id\'s group to write: the first, at once, or the last, held until the id is forgotten (expired, evicted, or the input ends)' -r -f -a "first\t'The first record of each id within the horizon, written as it arrives'
 last\t'The last record of each id within the horizon, written when the id is forgotten'"
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -s o -l output -d 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s o -l output -d 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key -d 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field\'s value (strings as they are, other JSON as its text)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
@@ -193,7 +193,7 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -s h -l help -d 'Print
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand replay" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"
-complete -c weir -n "__fish_weir_using_subcommand replay" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason' -r -F
+complete -c weir -n "__fish_weir_using_subcommand replay" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l to -d 'End position, exclusive, in the same forms as --from (not stored)' -r
@@ -210,7 +210,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l time-format -d 'How
 complete -c weir -n "__fish_weir_using_subcommand replay" -l rate -d 'At most this many records per second (5000/s, 300/m, 10k/h)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l speed -d 'Keep the original gaps between record timestamps, sped up by this factor (10x)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s n -l count -d 'Stop after sending N records (a smoke test of a load, or its first N)' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -s o -l output -d 'Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -s o -l output -d 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l key -d 'Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is this field\'s value (strings as they are, other JSON as its text)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F

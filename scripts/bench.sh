@@ -225,6 +225,14 @@ MBS=$(awk -v s="${SECS[weir consume]}" -v b="$BYTES" 'BEGIN{ printf "%.0f", b/s/
 check "weir consume MB/s" "$MBS" ">=" 400
 check "weir consume vs jq -c . (x)" "$(ratio 'weir consume' 'jq -c .')" ">=" 30
 echo "  info  weir consume vs mlr (x): $(ratio 'weir consume' 'mlr --ijsonl --ojsonl cat')"
+# Compressed output (-o FILE.gz / .zst) against piping into gzip and zstd at their default levels.
+need zstd zstd
+run "weir consume -o .gz" 3 "$WEIR" consume -q "$FILE" -o "$DATA/out.ndjson.gz"
+run "weir consume | gzip" 3 sh -c "\"\$0\" consume -q \"\$1\" | gzip > \"\$2\"" "$WEIR" "$FILE" "$DATA/piped.gz"
+run "weir consume -o .zst" 3 "$WEIR" consume -q "$FILE" -o "$DATA/out.ndjson.zst"
+run "weir consume | zstd" 3 sh -c "\"\$0\" consume -q \"\$1\" | zstd -q > \"\$2\"" "$WEIR" "$FILE" "$DATA/piped.zst"
+echo "  info  -o .gz vs | gzip (x): $(ratio 'weir consume -o .gz' 'weir consume | gzip'), sizes $(stat -c %s "$DATA/out.ndjson.gz") and $(stat -c %s "$DATA/piped.gz") bytes"
+echo "  info  -o .zst vs | zstd (x): $(ratio 'weir consume -o .zst' 'weir consume | zstd'), sizes $(stat -c %s "$DATA/out.ndjson.zst") and $(stat -c %s "$DATA/piped.zst") bytes"
 fi
 
 if [[ " $WHAT " == *" window "* ]]; then

@@ -95,7 +95,8 @@ pub struct InputArgs {
     #[arg(long, value_enum, value_name = "POLICY", help_heading = "Bad input")]
     pub on_error: Option<OnError>,
 
-    /// Write each bad record to PATH as JSON with its position and the reason.
+    /// Write each bad record to PATH as JSON with its position and the reason (.gz or .zst:
+    /// compressed).
     #[arg(long, value_name = "PATH", help_heading = "Bad input")]
     pub dead_letter: Option<PathBuf>,
 
@@ -210,7 +211,8 @@ impl ClientArgs {
 /// Where records go, for the commands that pass records through.
 #[derive(Debug, Args)]
 pub struct RecordSinkArgs {
-    /// Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM.
+    /// Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst),
+    /// kafka://HOST:PORT/TOPIC or kinesis://STREAM.
     #[arg(short, long, value_name = "SINK", default_value = "-")]
     pub output: String,
 
@@ -452,7 +454,7 @@ pub struct WindowArgs {
     #[arg(long, value_name = "L", default_value = "0", value_parser = duration_ms, help_heading = "Watermarks")]
     pub allowed_lateness: Millis,
 
-    /// Write late records, unchanged, to PATH.
+    /// Write late records, unchanged, to PATH (.gz or .zst: compressed).
     #[arg(long, value_name = "PATH", help_heading = "Watermarks")]
     pub late_output: Option<PathBuf>,
 
@@ -510,8 +512,9 @@ pub struct WindowArgs {
     #[arg(long, value_enum, default_value = "ndjson")]
     pub format: TableFormat,
 
-    /// Sink: - (stdout), a file path, kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON
-    /// rows, keyed by the first --key field; on Kinesis without --key, by window_start).
+    /// Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst),
+    /// kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key
+    /// field; on Kinesis without --key, by window_start).
     #[arg(short, long, value_name = "SINK", default_value = "-")]
     pub output: String,
 
@@ -600,7 +603,7 @@ pub struct DedupeArgs {
     #[arg(long)]
     pub exact_ids: bool,
 
-    /// Write the dropped repeats, unchanged, to PATH.
+    /// Write the dropped repeats, unchanged, to PATH (.gz or .zst: compressed).
     #[arg(long, value_name = "PATH")]
     pub duplicates: Option<PathBuf>,
 

@@ -180,7 +180,7 @@ fn consume(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         c.take_at_end(&mut step, &mut policy, &stats.counters, &result)?;
     }
     // Flush what was written even when the run stopped on an error or a signal.
-    let flushed = step.sink.flush().and(policy.flush());
+    let flushed = step.sink.close().and(policy.close());
     result.and(flushed)
 }
 

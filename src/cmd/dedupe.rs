@@ -218,7 +218,7 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
         counters.possibly_duplicates += counts.possibly_duplicate;
         counters.peak_keys = counters.peak_keys.max(counts.peak_keys);
     });
-    let flushed = step.flush().and(policy.flush());
+    let flushed = step.close().and(policy.close());
     result.and(flushed)
 }
 
@@ -458,10 +458,11 @@ impl DedupeStep {
         }
     }
 
-    fn flush(&mut self) -> Result<()> {
-        self.sink.flush()?;
+    /// Flushes, and makes compressed files whole: at the end of the run.
+    fn close(&mut self) -> Result<()> {
+        self.sink.close()?;
         if let Some(d) = &mut self.duplicates {
-            d.flush()?;
+            d.close()?;
         }
         Ok(())
     }

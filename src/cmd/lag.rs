@@ -195,7 +195,10 @@ impl Looped {
                 None => out.insert(LineSink::open(&self.output)?),
             };
             sink.write_raw(text.as_bytes())?;
-            sink.flush()?;
+            match self.watch {
+                Some(_) => sink.flush()?,
+                None => sink.close()?,
+            }
             for b in &breached {
                 eprintln!("weir lag: {b}");
             }

@@ -16,7 +16,7 @@ use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, MAX_PARTITIONS};
 use crate::error::{Error, Fault, Result};
 use crate::io::kafka::Render;
-use crate::io::sink::{LineSink, Sink, SinkPlan};
+use crate::io::sink::{LineSink, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::report::profile::{render_svg, render_text, ReportFormat};
 use crate::runtime::summary::finish;
@@ -190,7 +190,7 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
     if let Some(c) = &mut checkpoints {
         c.take(&mut step, &mut policy, &stats.counters)?;
     }
-    policy.flush()?;
+    policy.close()?;
     // A group member reports on the partitions it owns, each profiled apart, as one.
     let mut report = match &mut step.tasks {
         None => step.task.profile.report(step.task.no_time),
@@ -209,7 +209,7 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
         ReportFormat::Text => render_text(&report, args.by.as_ref().map(|b| b.as_str())),
     };
     sink.write_line(text.trim_end().as_bytes())?;
-    sink.flush()?;
+    sink.close()?;
     stats.counters.written = 1;
     if let Some(path) = &args.plot {
         let svg = render_svg(&report);

@@ -215,10 +215,10 @@ fn replay(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     }
     // Every record handed to the sink is delivered (or reported) before we exit.
     let flushed = match &mut step.sink {
-        Some(sink) => sink.flush(),
+        Some(sink) => sink.close(),
         None => Ok(()),
     };
-    result.and(flushed).and(policy.flush())
+    result.and(flushed).and(policy.close())
 }
 
 struct ReplayStep {

@@ -288,7 +288,7 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
         c.peak_open_windows = c.peak_open_windows.max(peaks.open_windows as u64);
         c.peak_keys = c.peak_keys.max(peaks.keys as u64);
     });
-    let flushed = step.flush().and(policy.flush());
+    let flushed = step.close().and(policy.close());
     result.and(flushed)
 }
 
@@ -583,6 +583,15 @@ impl WindowStep {
         self.table.flush()?;
         if let Some(late) = &mut self.late {
             late.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Flushes, and makes compressed files whole: at the end of the run.
+    fn close(&mut self) -> Result<()> {
+        self.table.close()?;
+        if let Some(late) = &mut self.late {
+            late.close()?;
         }
         Ok(())
     }

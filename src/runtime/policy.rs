@@ -1,9 +1,7 @@
 //! The error policy: `--on-error fail|skip` and `--dead-letter PATH`.
 
-use std::fs::File;
-
 use super::checkpoint::file::SinkLength;
-use super::checkpoint::{committed, open_output, sync_len, Restored};
+use super::checkpoint::{committed, Restored};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -13,6 +11,7 @@ use serde_json::{json, Map, Value};
 use super::summary::Counters;
 use crate::core::record::{Position, RecordError};
 use crate::error::{Error, Result};
+use crate::io::sink::OutputFile;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OnError {
@@ -27,7 +26,7 @@ const DEAD_LETTER_PREFIX: usize = 4096;
 
 pub struct ErrorPolicy {
     on_error: OnError,
-    dead_letter: Option<(PathBuf, BufWriter<File>)>,
+    dead_letter: Option<(PathBuf, BufWriter<OutputFile>)>,
 }
 
 /// The error policy as the command line gives it, checked, with nothing opened yet.
@@ -63,7 +62,7 @@ impl ErrorPolicy {
     pub fn open_resumed(plan: &PolicyPlan, restored: Option<&Restored>) -> Result<ErrorPolicy> {
         let dead_letter = match &plan.dead_letter {
             Some(path) => {
-                let file = open_output(path, committed(restored, path)).map_err(|e| {
+                let file = OutputFile::open(path, committed(restored, path)).map_err(|e| {
                     Error::Unreachable(format!(
                         "cannot create dead-letter file {}: {e}",
                         path.display()
@@ -111,7 +110,7 @@ impl ErrorPolicy {
             None => Ok(None),
             Some((path, out)) => {
                 let name = path.display().to_string();
-                let len = sync_len(out.get_mut()).map_err(|e| Error::write(&name, e))?;
+                let len = out.get_ref().commit().map_err(|e| Error::write(&name, e))?;
                 Ok(Some(SinkLength {
                     path: name,
                     committed_len: len,
@@ -123,6 +122,17 @@ impl ErrorPolicy {
     pub fn flush(&mut self) -> Result<()> {
         if let Some((path, out)) = &mut self.dead_letter {
             out.flush()
+                .map_err(|e| Error::write(&path.display().to_string(), e))?;
+        }
+        Ok(())
+    }
+
+    /// Flushes the dead letters, and makes a compressed file whole: at the end of the run.
+    pub fn close(&mut self) -> Result<()> {
+        self.flush()?;
+        if let Some((path, out)) = &mut self.dead_letter {
+            out.get_ref()
+                .close()
                 .map_err(|e| Error::write(&path.display().to_string(), e))?;
         }
         Ok(())

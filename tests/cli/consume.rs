@@ -4,7 +4,7 @@ use std::process::Stdio;
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::{fixture, generated, stdout_lines, weir, weir_std};
+use crate::{decompressed, fixture, generated, stdout_lines, weir, weir_std};
 
 const TWO_LINES: &str = "{\"t\":\"2026-01-01T00:00:00Z\"}\nnot json\n";
 
@@ -493,4 +493,58 @@ fn records_flow_through_a_live_pipe() {
     assert_eq!(line, "{\"n\":1}\n");
     drop(stdin);
     assert!(child.wait().unwrap().success());
+}
+
+/// An output file named `.gz` or `.zst` is compressed, and decompresses to what a plain one
+/// holds: whole also when the run stops on bad input (exit 3), dead letters included; weir
+/// reads it back.
+#[test]
+fn output_files_named_gz_or_zst_are_compressed() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: &str, dead: &str| {
+        let (out, dead) = (dir.path().join(out), dir.path().join(dead));
+        let code = weir()
+            .args([
+                "consume",
+                "fixtures/bad.ndjson",
+                "--time",
+                "t",
+                "--on-error",
+                "fail",
+            ])
+            .arg("-o")
+            .arg(&out)
+            .arg("--dead-letter")
+            .arg(&dead)
+            .output()
+            .unwrap()
+            .status
+            .code();
+        (
+            code,
+            std::fs::read(out).unwrap(),
+            std::fs::read(dead).unwrap(),
+        )
+    };
+    let (code, plain, plain_dead) = run("plain.ndjson", "plain.bad");
+    assert_eq!(code, Some(3));
+    assert!(!plain.is_empty() && !plain_dead.is_empty());
+    for codec in ["gz", "zst"] {
+        let (out, dead) = (format!("out.ndjson.{codec}"), format!("bad.ndjson.{codec}"));
+        let (code, packed, packed_dead) = run(&out, &dead);
+        assert_eq!(code, Some(3), "{codec}");
+        assert_eq!(decompressed(&out, packed), plain, "{codec}");
+        assert_eq!(decompressed(&dead, packed_dead), plain_dead, "{codec}");
+    }
+    let fixture_bytes = std::fs::read(fixture("checkouts.ndjson")).unwrap();
+    for name in ["all.ndjson.gz", "all.ndjson.zst"] {
+        let path = dir.path().join(name);
+        weir()
+            .args(["consume", "fixtures/checkouts.ndjson", "-q", "-o"])
+            .arg(&path)
+            .assert()
+            .success();
+        let back = weir().arg("consume").arg(&path).arg("-q").output().unwrap();
+        assert_eq!(back.stdout, fixture_bytes, "{name}");
+    }
 }

@@ -18,6 +18,24 @@ pub mod gen;
 
 use std::path::PathBuf;
 
+/// The text of output file `name`: decompressed when its name says it is compressed, after
+/// checking that it is.
+pub fn decompressed(name: &str, bytes: Vec<u8>) -> Vec<u8> {
+    use std::io::Read;
+    let mut text = Vec::new();
+    if name.ends_with(".gz") {
+        assert_eq!(bytes[..2], [0x1f, 0x8b], "{name} is not gzip");
+        let mut members = flate2::read::MultiGzDecoder::new(&bytes[..]);
+        members.read_to_end(&mut text).unwrap();
+    } else if name.ends_with(".zst") {
+        assert_eq!(bytes[..4], [0x28, 0xb5, 0x2f, 0xfd], "{name} is not zstd");
+        text = zstd::stream::decode_all(&bytes[..]).unwrap();
+    } else {
+        text = bytes;
+    }
+    text
+}
+
 pub fn weir() -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("weir").expect("weir binary");
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"));

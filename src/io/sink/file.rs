@@ -6,15 +6,15 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::os::fd::AsFd;
 use std::path::Path;
 
+use super::output_file::OutputFile;
 use super::Sink;
 use crate::error::{Error, Fault, Result};
 use crate::io::kafka::Outgoing;
-use crate::runtime::checkpoint::{open_output, sync_len};
 
 const OUT_BUFFER: usize = 256 * 1024;
 
 pub struct FileSink {
-    out: BufWriter<File>,
+    out: BufWriter<OutputFile>,
     pub(super) name: String,
     pub(super) line_buffered: bool,
 }
@@ -28,16 +28,16 @@ impl FileSink {
             .try_clone_to_owned()
             .map_err(|e| Error::Unreachable(format!("cannot use stdout: {e}")))?;
         Ok(FileSink {
-            out: BufWriter::with_capacity(OUT_BUFFER, File::from(fd)),
+            out: BufWriter::with_capacity(OUT_BUFFER, OutputFile::plain(File::from(fd))),
             name: "stdout".into(),
             line_buffered: io::stdout().is_terminal(),
         })
     }
 
     /// Creates the file at `path`, or restoring a checkpoint, opens it cut back to the
-    /// length the checkpoint committed.
+    /// length the checkpoint committed; compressed when its name ends in `.gz` or `.zst`.
     pub fn open(path: &Path, committed: Option<u64>) -> Result<FileSink> {
-        let file = open_output(path, committed).map_err(|e| {
+        let file = OutputFile::open(path, committed).map_err(|e| {
             Error::Unreachable(format!("cannot create output file {}: {e}", path.display()))
         })?;
         Ok(FileSink {
@@ -47,12 +47,29 @@ impl FileSink {
         })
     }
 
-    /// Syncs what was flushed; the file's length.
+    /// Syncs what was flushed (a compressed file's member ended first); the file's length.
     pub fn synced_len(&self) -> Result<u64> {
-        sync_len(self.out.get_ref()).map_err(|e| Error::write(&self.name, e))
+        self.out
+            .get_ref()
+            .commit()
+            .map_err(|e| Error::write(&self.name, e))
     }
 
-    pub(super) fn writer(&mut self) -> &mut BufWriter<File> {
+    /// Flushes, and makes a compressed file whole: at the end of the run.
+    pub fn close(&mut self) -> Result<()> {
+        self.flush()?;
+        self.end()
+    }
+
+    /// `close` for a sink whose buffer was flushed already.
+    pub(super) fn end(&self) -> Result<()> {
+        self.out
+            .get_ref()
+            .close()
+            .map_err(|e| Error::write(&self.name, e))
+    }
+
+    pub(super) fn writer(&mut self) -> &mut BufWriter<OutputFile> {
         &mut self.out
     }
 }

@@ -6,15 +6,16 @@
 mod file;
 mod kafka;
 mod kinesis;
+mod output_file;
 mod table;
 
-use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
 
 pub use file::FileSink;
 pub use kafka::{KafkaLines, RecordFields};
 pub use kinesis::KinesisLines;
+pub use output_file::OutputFile;
 pub use table::{CsvRow, TableFormat, TableWriter};
 
 use super::kafka::{ClientOptions, Outgoing};
@@ -155,6 +156,22 @@ impl LineSink {
         self.synced()
     }
 
+    /// Flushes everything, and makes a compressed file whole: at the end of the run.
+    pub fn close(&mut self) -> Result<()> {
+        match &mut self.out {
+            Out::File(f) => f.close(),
+            Out::Kafka(_) | Out::Kinesis(_) => self.flush(),
+        }
+    }
+
+    /// `close` for a sink whose buffer was flushed already (through `file_writer`).
+    fn closed(&self) -> Result<()> {
+        match &self.out {
+            Out::File(f) => f.end(),
+            Out::Kafka(_) | Out::Kinesis(_) => Ok(()),
+        }
+    }
+
     /// `durable` for a sink whose buffer was flushed already (through `file_writer`).
     fn synced(&self) -> Result<Option<SinkLength>> {
         match &self.out {
@@ -175,7 +192,7 @@ impl LineSink {
     }
 
     /// The buffered file under a file sink, for the csv crate's writer.
-    fn file_writer(&mut self) -> Option<&mut BufWriter<File>> {
+    fn file_writer(&mut self) -> Option<&mut BufWriter<OutputFile>> {
         match &mut self.out {
             Out::File(f) => Some(f.writer()),
             Out::Kafka(_) | Out::Kinesis(_) => None,

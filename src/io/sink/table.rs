@@ -115,6 +115,17 @@ impl TableWriter {
         }
     }
 
+    /// Flushes every row, and makes a compressed file whole: at the end of the run.
+    pub fn close(&mut self) -> Result<()> {
+        match self {
+            TableWriter::Ndjson { sink, .. } => sink.close(),
+            TableWriter::Csv { out, name, .. } => {
+                out.flush().map_err(|e| Error::write(name, e))?;
+                out.get_ref().0.closed()
+            }
+        }
+    }
+
     pub fn flush(&mut self) -> Result<()> {
         match self {
             TableWriter::Ndjson { sink, .. } => sink.flush(),
