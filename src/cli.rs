@@ -18,7 +18,7 @@ over NDJSON, Kafka and Kinesis";
 
 const LONG_ABOUT: &str = "\
 weir reads NDJSON (stdin, files, .gz, .zst) or a Kafka/Kinesis source, keeps bounded state, and writes \
-to stdout or a sink. Its subcommands compose into shell pipelines. Data goes to stdout, \
+to stdout or a sink: a file (.gz and .zst compressed), a Kafka topic or a Kinesis stream. Its subcommands compose into shell pipelines. Data goes to stdout, \
 diagnostics and the run summary to stderr.";
 
 const AFTER_HELP: &str = "\

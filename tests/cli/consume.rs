@@ -548,3 +548,25 @@ fn output_files_named_gz_or_zst_are_compressed() {
         assert_eq!(back.stdout, fixture_bytes, "{name}");
     }
 }
+
+/// A full disk is a sink that refused us (exit 4, naming the file), plain or compressed,
+/// whether the write fails mid-run or only when the end of a member is written.
+#[test]
+fn a_full_disk_is_exit_4_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["full.ndjson", "full.ndjson.gz", "full.ndjson.zst"] {
+        let path = dir.path().join(name);
+        std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+        for input in ["fixtures/checkouts.ndjson", "fixtures/bad.ndjson"] {
+            weir()
+                .args(["consume", input, "--on-error", "skip", "-o"])
+                .arg(&path)
+                .assert()
+                .code(4)
+                .stderr(predicate::str::contains(format!(
+                    "cannot write to {}: No space left on device",
+                    path.display()
+                )));
+        }
+    }
+}

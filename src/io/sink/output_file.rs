@@ -50,8 +50,9 @@ pub struct OutputFile {
 enum State {
     /// Between members (and always, for a plain file).
     Idle(File),
-    Gzip(GzEncoder<File>),
-    Zstd(zstd::stream::write::Encoder<'static, File>),
+    // Boxed: a deflate state is hundreds of bytes, and a sink is moved about whole.
+    Gzip(Box<GzEncoder<File>>),
+    Zstd(Box<zstd::stream::write::Encoder<'static, File>>),
     /// A member failed to end: the file is unusable.
     Broken,
 }
@@ -116,13 +117,14 @@ impl Write for OutputFile {
                     unreachable!()
                 };
                 *state = match self.codec {
-                    Codec::Gzip => {
-                        State::Gzip(GzEncoder::new(file, flate2::Compression::default()))
-                    }
+                    Codec::Gzip => State::Gzip(Box::new(GzEncoder::new(
+                        file,
+                        flate2::Compression::default(),
+                    ))),
                     Codec::Zstd => {
                         let mut encoder = zstd::stream::write::Encoder::new(file, ZSTD_LEVEL)?;
                         encoder.include_checksum(true)?;
-                        State::Zstd(encoder)
+                        State::Zstd(Box::new(encoder))
                     }
                     Codec::Plain => unreachable!(),
                 };
