@@ -547,6 +547,23 @@ fn output_files_named_gz_or_zst_are_compressed() {
         let back = weir().arg("consume").arg(&path).arg("-q").output().unwrap();
         assert_eq!(back.stdout, fixture_bytes, "{name}");
     }
+    // No record written: still a compressed file (gzip -d refuses one of no bytes).
+    for name in ["none.ndjson.gz", "none.ndjson.zst"] {
+        let path = dir.path().join(name);
+        weir()
+            .args([
+                "consume",
+                "fixtures/checkouts.ndjson",
+                "-q",
+                "--time",
+                "occurred_at",
+            ])
+            .args(["--from", "2099-01-01T00:00:00Z", "-o"])
+            .arg(&path)
+            .assert()
+            .success();
+        assert_eq!(decompressed(name, std::fs::read(&path).unwrap()), b"");
+    }
 }
 
 /// A full disk is a sink that refused us (exit 4, naming the file), plain or compressed,

@@ -9,7 +9,7 @@
 
 use std::cell::RefCell;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::path::Path;
 
 use flate2::write::GzEncoder;
@@ -87,10 +87,41 @@ impl OutputFile {
         }
     }
 
-    /// Ends the member being written, so the file is whole: at the end of the run.
+    /// Ends the member being written, so the file is whole: at the end of the run. A
+    /// compressed file that got no record still gets one empty member: `gzip -d` refuses a
+    /// file of no bytes.
     pub fn close(&self) -> io::Result<()> {
-        end_member(&mut self.state.borrow_mut())
+        let mut state = self.state.borrow_mut();
+        end_member(&mut state)?;
+        let State::Idle(file) = &mut *state else {
+            unreachable!("end_member leaves the file idle or fails")
+        };
+        if self.codec != Codec::Plain && file.stream_position()? == 0 {
+            start_member(self.codec, &mut state)?;
+            end_member(&mut state)?;
+        }
+        Ok(())
     }
+}
+
+/// Starts a member on an idle compressed file.
+fn start_member(codec: Codec, state: &mut State) -> io::Result<()> {
+    let State::Idle(file) = std::mem::replace(state, State::Broken) else {
+        unreachable!("a member starts on an idle file")
+    };
+    *state = match codec {
+        Codec::Gzip => State::Gzip(Box::new(GzEncoder::new(
+            file,
+            flate2::Compression::default(),
+        ))),
+        Codec::Zstd => {
+            let mut encoder = zstd::stream::write::Encoder::new(file, ZSTD_LEVEL)?;
+            encoder.include_checksum(true)?;
+            State::Zstd(Box::new(encoder))
+        }
+        Codec::Plain => unreachable!("a plain file has no members"),
+    };
+    Ok(())
 }
 
 fn end_member(state: &mut State) -> io::Result<()> {
@@ -111,24 +142,8 @@ fn broken() -> io::Error {
 impl Write for OutputFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let state = self.state.get_mut();
-        if let State::Idle(_) = state {
-            if self.codec != Codec::Plain {
-                let State::Idle(file) = std::mem::replace(state, State::Broken) else {
-                    unreachable!()
-                };
-                *state = match self.codec {
-                    Codec::Gzip => State::Gzip(Box::new(GzEncoder::new(
-                        file,
-                        flate2::Compression::default(),
-                    ))),
-                    Codec::Zstd => {
-                        let mut encoder = zstd::stream::write::Encoder::new(file, ZSTD_LEVEL)?;
-                        encoder.include_checksum(true)?;
-                        State::Zstd(Box::new(encoder))
-                    }
-                    Codec::Plain => unreachable!(),
-                };
-            }
+        if self.codec != Codec::Plain && matches!(state, State::Idle(_)) {
+            start_member(self.codec, state)?;
         }
         match state {
             State::Idle(file) => file.write(buf),
@@ -160,6 +175,7 @@ impl Drop for OutputFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::io::Read;
 
     #[test]
@@ -206,6 +222,77 @@ mod tests {
                 text = String::from_utf8(zstd::stream::decode_all(&bytes[..]).unwrap()).unwrap();
             }
             assert_eq!(text, "one\nthree\n", "{name}");
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Write(Vec<u8>),
+        Commit,
+        /// The run is killed: what follows the last commit is lost, and a new run opens
+        /// the file cut back to it.
+        Kill,
+    }
+
+    fn ops() -> impl Strategy<Value = Vec<Op>> {
+        let op = prop_oneof![
+            4 => proptest::collection::vec(any::<u8>(), 0..300).prop_map(Op::Write),
+            2 => Just(Op::Commit),
+            1 => Just(Op::Kill),
+        ];
+        proptest::collection::vec(op, 0..40)
+    }
+
+    fn text_of(path: &Path, bytes: &[u8]) -> Vec<u8> {
+        let mut text = Vec::new();
+        match Codec::of_path(path) {
+            Codec::Gzip => {
+                flate2::read::MultiGzDecoder::new(bytes)
+                    .read_to_end(&mut text)
+                    .unwrap();
+            }
+            Codec::Zstd => text = zstd::stream::decode_all(bytes).unwrap(),
+            Codec::Plain => text = bytes.to_vec(),
+        }
+        text
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Whatever the writes, commits and kills, the file's text is every write up to
+        /// each run's last commit, then the last run's writes: what a checkpointed run keeps.
+        #[test]
+        fn a_file_killed_and_cut_back_holds_what_was_committed(ops in ops()) {
+            let dir = tempfile::tempdir().unwrap();
+            for name in ["out.ndjson", "out.gz", "out.zst"] {
+                let path = dir.path().join(name);
+                let mut out = OutputFile::open(&path, None).unwrap();
+                let (mut committed, mut committed_len, mut pending) = (Vec::new(), 0, Vec::new());
+                for op in &ops {
+                    match op {
+                        Op::Write(bytes) => {
+                            out.write_all(bytes).unwrap();
+                            pending.extend_from_slice(bytes);
+                        }
+                        Op::Commit => {
+                            committed_len = out.commit().unwrap();
+                            committed.append(&mut pending);
+                        }
+                        Op::Kill => {
+                            // A killed run ends nothing: forget the encoder unfinished.
+                            std::mem::forget(out);
+                            pending.clear();
+                            out = OutputFile::open(&path, Some(committed_len)).unwrap();
+                        }
+                    }
+                }
+                out.close().unwrap();
+                drop(out);
+                committed.append(&mut pending);
+                let text = text_of(&path, &std::fs::read(&path).unwrap());
+                prop_assert_eq!(text, committed, "{}", name);
+            }
         }
     }
 
