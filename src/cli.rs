@@ -309,8 +309,8 @@ Examples:
   weir consume big.ndjson.gz --time occurred_at --from 2026-11-28T00:00:00Z \
     -o day.ndjson --checkpoint day.ckpt
 
-  # The last hour of a topic as envelopes, ending at the end offsets taken at start:
-  weir consume kafka://localhost:9092/checkouts --from -1h -e -J > capture.ndjson
+  # The last hour of a topic as envelopes into a zstd file, ending at the end offsets taken at start:
+  weir consume kafka://localhost:9092/checkouts --from -1h -e -J -o capture.ndjson.zst
 
   # kcat-style lines: the last 5 records of partitions 0 and 2:
   weir consume kafka://localhost:9092/checkouts --partitions 0,2 --from -5 -e -f '%p %o %k %s\n'
@@ -756,7 +756,7 @@ pub fn positive_duration_ms(s: &str) -> Result<Millis, String> {
 const REPLAY_AFTER_HELP: &str = "\
 Examples:
   # Put an envelope file (from consume -J) back on a topic: keys, headers, timestamps restored:
-  weir replay -J capture.ndjson -o kafka://localhost:9092/checkouts --rate 5000/s
+  weir replay -J capture.ndjson.zst -o kafka://localhost:9092/checkouts --rate 5000/s
 
   # Copy the last hour of a topic to another at ten times the original pace:
   weir replay kafka://localhost:9092/checkouts --from -1h -e -o kafka://localhost:9092/copy --speed 10x
