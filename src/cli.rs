@@ -309,7 +309,7 @@ Examples:
   weir consume big.ndjson.gz --time occurred_at --from 2026-11-28T00:00:00Z \
     -o day.ndjson --checkpoint day.ckpt
 
-  # The last hour of a topic as envelopes into a zstd file, ending at the end offsets taken at start:
+  # The last hour of a topic as envelopes into a zstd file, up to the end offsets at start:
   weir consume kafka://localhost:9092/checkouts --from -1h -e -J -o capture.ndjson.zst
 
   # kcat-style lines: the last 5 records of partitions 0 and 2:
