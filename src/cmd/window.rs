@@ -321,6 +321,17 @@ fn window_kind(args: &WindowArgs) -> Result<WindowKind> {
                 human_duration(size)
             )));
         }
+        // Each record opens up to size/slide windows at once: more than the bound allows
+        // would stop the run at its first record, after allocating them all.
+        let per_record = (size as u64).div_ceil(slide as u64);
+        if per_record > args.max_open_windows as u64 {
+            return Err(Error::Usage(format!(
+                "--hop {} --slide {} puts every record in {per_record} windows, more than --max-open-windows ({}): give a longer slide",
+                human_duration(size),
+                human_duration(slide),
+                args.max_open_windows
+            )));
+        }
         return Ok(WindowKind::Hopping {
             size,
             slide,

@@ -139,6 +139,22 @@ fn window_usage_errors_leave_files_as_they_were() {
             "--slide (10m) is longer than --hop (3m)",
         ),
         (
+            &[CHECKOUTS, "--hop", "10d", "--slide", "1ms"],
+            "puts every record in 864000000 windows, more than --max-open-windows (5000000)",
+        ),
+        (
+            &[
+                CHECKOUTS,
+                "--hop",
+                "10m",
+                "--slide",
+                "1s",
+                "--max-open-windows",
+                "599",
+            ],
+            "puts every record in 600 windows",
+        ),
+        (
             &[CHECKOUTS, "--session", "1m", "--offset", "1s"],
             "--offset applies",
         ),
