@@ -505,7 +505,7 @@ pub struct WindowArgs {
     pub names: Vec<String>,
 
     /// Bound on (key, window) pairs held at once; exceeding it stops with exit 3.
-    #[arg(long, value_name = "N", default_value = "5000000")]
+    #[arg(long, value_name = "N", default_value = "5000000", value_parser = state_bound)]
     pub max_open_windows: usize,
 
     /// Output rows as ndjson or csv.
@@ -596,7 +596,7 @@ pub struct DedupeArgs {
     pub idle_timeout: Option<Millis>,
 
     /// Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached.
-    #[arg(long, value_name = "N", default_value = "10000000")]
+    #[arg(long, value_name = "N", default_value = "10000000", value_parser = state_bound)]
     pub max_keys: usize,
 
     /// Remember ids as text instead of 128-bit hashes (more memory, no hash collisions).
@@ -944,9 +944,27 @@ pub fn parse_bytes(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("invalid size '{s}': must be above 0 and fit in memory"))
 }
 
+/// A bound on held state: a count of at least one (nothing held could not run at all).
+pub fn state_bound(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_state_bound_is_at_least_one() {
+        assert_eq!(state_bound("1"), Ok(1));
+        assert_eq!(state_bound("5000000"), Ok(5_000_000));
+        assert!(state_bound("0").unwrap_err().contains("at least 1"));
+        assert!(state_bound("-1").is_err());
+        assert!(state_bound("ten").is_err());
+    }
 
     #[test]
     fn cli_definition_is_consistent() {
