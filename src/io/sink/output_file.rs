@@ -53,7 +53,7 @@ enum State {
     // Boxed: a deflate state is hundreds of bytes, and a sink is moved about whole.
     Gzip(Box<GzEncoder<File>>),
     Zstd(Box<zstd::stream::write::Encoder<'static, File>>),
-    /// A member failed to end: the file is unusable.
+    /// A member failed to start or end: the file is unusable.
     Broken,
 }
 
