@@ -143,7 +143,7 @@ fn dedupe(plan: Plan, args: &DedupeArgs, stats: &mut Stats, stop: &AtomicBool) -
     let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored)?;
     let sink = LineSink::open_resumed(&plan.sink, restored)?;
     let duplicates = match &args.duplicates {
-        Some(path) => Some(LineSink::open_file(path, restored)?),
+        Some(path) => Some(LineSink::open_file(path, "output file", restored)?),
         None => None,
     };
     let spec = TaskSpec {

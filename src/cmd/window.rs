@@ -206,7 +206,7 @@ fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
     let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored)?;
     let sink = LineSink::open_resumed(&plan.sink, restored)?;
     let late = match &plan.late_output {
-        Some(path) => Some(LineSink::open_file(path, restored)?),
+        Some(path) => Some(LineSink::open_file(path, "output file", restored)?),
         None => None,
     };
     let aggs_plain = plan.config.aggs.iter().all(|a| is_plain_name(&a.name));

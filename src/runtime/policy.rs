@@ -1,8 +1,7 @@
 //! The error policy: `--on-error fail|skip` and `--dead-letter PATH`.
 
 use super::checkpoint::file::SinkLength;
-use super::checkpoint::{committed, Restored};
-use std::io::{BufWriter, Write};
+use super::checkpoint::Restored;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
@@ -11,7 +10,7 @@ use serde_json::{json, Map, Value};
 use super::summary::Counters;
 use crate::core::record::{Position, RecordError};
 use crate::error::{Error, Result};
-use crate::io::sink::OutputFile;
+use crate::io::sink::{LineSink, Sink};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OnError {
@@ -26,7 +25,9 @@ const DEAD_LETTER_PREFIX: usize = 4096;
 
 pub struct ErrorPolicy {
     on_error: OnError,
-    dead_letter: Option<(PathBuf, BufWriter<OutputFile>)>,
+    dead_letter: Option<LineSink>,
+    /// A dead letter's JSON, reused.
+    entry: Vec<u8>,
 }
 
 /// The error policy as the command line gives it, checked, with nothing opened yet.
@@ -61,20 +62,13 @@ impl ErrorPolicy {
     /// back to the `restored` run's committed length.
     pub fn open_resumed(plan: &PolicyPlan, restored: Option<&Restored>) -> Result<ErrorPolicy> {
         let dead_letter = match &plan.dead_letter {
-            Some(path) => {
-                let file = OutputFile::open(path, committed(restored, path)).map_err(|e| {
-                    Error::Unreachable(format!(
-                        "cannot create dead-letter file {}: {e}",
-                        path.display()
-                    ))
-                })?;
-                Some((path.clone(), BufWriter::new(file)))
-            }
+            Some(path) => Some(LineSink::open_file(path, "dead-letter file", restored)?),
             None => None,
         };
         Ok(ErrorPolicy {
             on_error: plan.on_error,
             dead_letter,
+            entry: Vec::new(),
         })
     }
 
@@ -87,12 +81,11 @@ impl ErrorPolicy {
         counters: &mut Counters,
     ) -> Result<()> {
         counters.bad += 1;
-        if let Some((path, out)) = &mut self.dead_letter {
+        if let Some(out) = &mut self.dead_letter {
+            self.entry.clear();
             let entry = dead_letter_entry(position, record, error);
-            let written = serde_json::to_writer(&mut *out, &entry)
-                .map_err(std::io::Error::from)
-                .and_then(|_| out.write_all(b"\n"));
-            written.map_err(|e| Error::write(&path.display().to_string(), e))?;
+            serde_json::to_writer(&mut self.entry, &entry).expect("a JSON value serialises");
+            out.write_line(&self.entry)?;
         }
         match self.on_error {
             OnError::Fail => Err(Error::BadInput {
@@ -105,37 +98,25 @@ impl ErrorPolicy {
 
     /// Flushes and syncs the dead letters; their file's length, for a checkpoint.
     pub fn durable(&mut self) -> Result<Option<SinkLength>> {
-        self.flush()?;
         match &mut self.dead_letter {
+            Some(out) => out.durable(),
             None => Ok(None),
-            Some((path, out)) => {
-                let name = path.display().to_string();
-                let len = out.get_ref().commit().map_err(|e| Error::write(&name, e))?;
-                Ok(Some(SinkLength {
-                    path: name,
-                    committed_len: len,
-                }))
-            }
         }
     }
 
     pub fn flush(&mut self) -> Result<()> {
-        if let Some((path, out)) = &mut self.dead_letter {
-            out.flush()
-                .map_err(|e| Error::write(&path.display().to_string(), e))?;
+        match &mut self.dead_letter {
+            Some(out) => out.flush(),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Flushes the dead letters, and makes a compressed file whole: at the end of the run.
     pub fn close(&mut self) -> Result<()> {
-        self.flush()?;
-        if let Some((path, out)) = &mut self.dead_letter {
-            out.get_ref()
-                .close()
-                .map_err(|e| Error::write(&path.display().to_string(), e))?;
+        match &mut self.dead_letter {
+            Some(out) => out.close(),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 

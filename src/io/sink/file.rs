@@ -36,9 +36,10 @@ impl FileSink {
 
     /// Creates the file at `path`, or restoring a checkpoint, opens it cut back to the
     /// length the checkpoint committed; compressed when its name ends in `.gz` or `.zst`.
-    pub fn open(path: &Path, committed: Option<u64>) -> Result<FileSink> {
+    /// `what` names the file in an error ("output file").
+    pub fn open(path: &Path, what: &str, committed: Option<u64>) -> Result<FileSink> {
         let file = OutputFile::open(path, committed).map_err(|e| {
-            Error::Unreachable(format!("cannot create output file {}: {e}", path.display()))
+            Error::Unreachable(format!("cannot create {what} {}: {e}", path.display()))
         })?;
         Ok(FileSink {
             out: BufWriter::with_capacity(OUT_BUFFER, file),
@@ -55,13 +56,7 @@ impl FileSink {
             .map_err(|e| Error::write(&self.name, e))
     }
 
-    /// Flushes, and makes a compressed file whole: at the end of the run.
-    pub fn close(&mut self) -> Result<()> {
-        self.flush()?;
-        self.end()
-    }
-
-    /// `close` for a sink whose buffer was flushed already.
+    /// Makes a compressed file whole, its buffer flushed already: at the end of the run.
     pub(super) fn end(&self) -> Result<()> {
         self.out
             .get_ref()

@@ -130,7 +130,11 @@ impl LineSink {
     pub fn open_resumed(plan: &SinkPlan, restored: Option<&Restored>) -> Result<LineSink> {
         let out = match &plan.spec {
             SinkSpec::Stdout => Out::File(FileSink::stdout()?),
-            SinkSpec::File(path) => Out::File(FileSink::open(path, committed(restored, path))?),
+            SinkSpec::File(path) => Out::File(FileSink::open(
+                path,
+                "output file",
+                committed(restored, path),
+            )?),
             SinkSpec::Kafka(k) => {
                 Out::Kafka(Box::new(KafkaLines::open(k, &plan.client, &plan.fields)?))
             }
@@ -141,11 +145,12 @@ impl LineSink {
         Ok(LineSink { out })
     }
 
-    /// Creates (or truncates) a side file: `--late-output`, `--duplicates`; restoring a
-    /// checkpoint, cuts it back to the length the `restored` run committed.
-    pub fn open_file(path: &Path, restored: Option<&Restored>) -> Result<LineSink> {
+    /// Creates (or truncates) a side file: `--late-output`, `--duplicates`, `--dead-letter`
+    /// (`what` names it in an error); restoring a checkpoint, cuts it back to the length the
+    /// `restored` run committed.
+    pub fn open_file(path: &Path, what: &str, restored: Option<&Restored>) -> Result<LineSink> {
         Ok(LineSink {
-            out: Out::File(FileSink::open(path, committed(restored, path))?),
+            out: Out::File(FileSink::open(path, what, committed(restored, path))?),
         })
     }
 
@@ -158,10 +163,8 @@ impl LineSink {
 
     /// Flushes everything, and makes a compressed file whole: at the end of the run.
     pub fn close(&mut self) -> Result<()> {
-        match &mut self.out {
-            Out::File(f) => f.close(),
-            Out::Kafka(_) | Out::Kinesis(_) => self.flush(),
-        }
+        self.flush()?;
+        self.closed()
     }
 
     /// `close` for a sink whose buffer was flushed already (through `file_writer`).

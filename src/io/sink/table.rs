@@ -226,7 +226,7 @@ mod tests {
     fn csv(rows: &[&[(&str, Cell<'_>)]]) -> String {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out");
-        let sink = LineSink::open_file(&path, None).unwrap();
+        let sink = LineSink::open_file(&path, "output file", None).unwrap();
         let mut t = TableWriter::new(sink, TableFormat::Csv);
         for r in rows {
             let mut row = CsvRow::default();
