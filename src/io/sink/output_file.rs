@@ -79,12 +79,7 @@ impl OutputFile {
     /// Ends the member being written and syncs the file; its length, for a checkpoint.
     /// The caller has flushed its buffer into this file first.
     pub fn commit(&self) -> io::Result<u64> {
-        let mut state = self.state.borrow_mut();
-        end_member(&mut state)?;
-        match &*state {
-            State::Idle(file) => sync_len(file),
-            _ => unreachable!("end_member leaves the file idle or fails"),
-        }
+        sync_len(end_member(&mut self.state.borrow_mut())?)
     }
 
     /// Ends the member being written, so the file is whole: at the end of the run. A
@@ -92,15 +87,10 @@ impl OutputFile {
     /// file of no bytes.
     pub fn close(&self) -> io::Result<()> {
         let mut state = self.state.borrow_mut();
-        end_member(&mut state)?;
-        let State::Idle(file) = &mut *state else {
-            unreachable!("end_member leaves the file idle or fails")
-        };
-        if self.codec != Codec::Plain && file.stream_position()? == 0 {
+        if self.codec != Codec::Plain && end_member(&mut state)?.stream_position()? == 0 {
             start_member(self.codec, &mut state)?;
-            end_member(&mut state)?;
         }
-        Ok(())
+        end_member(&mut state).map(drop)
     }
 }
 
@@ -124,7 +114,8 @@ fn start_member(codec: Codec, state: &mut State) -> io::Result<()> {
     Ok(())
 }
 
-fn end_member(state: &mut State) -> io::Result<()> {
+/// Ends the member being written, if any; the file beneath, idle.
+fn end_member(state: &mut State) -> io::Result<&mut File> {
     let file = match std::mem::replace(state, State::Broken) {
         State::Idle(file) => file,
         State::Gzip(encoder) => encoder.finish()?,
@@ -132,7 +123,10 @@ fn end_member(state: &mut State) -> io::Result<()> {
         State::Broken => return Err(broken()),
     };
     *state = State::Idle(file);
-    Ok(())
+    match state {
+        State::Idle(file) => Ok(file),
+        _ => unreachable!("just set"),
+    }
 }
 
 fn broken() -> io::Error {
