@@ -97,10 +97,8 @@ impl Plan {
             }
             let now = now_millis();
             let broker = &args.input.broker;
-            range = TimeRange {
-                from: super::ndjson_time_bound("--from", broker.from.as_deref(), now)?,
-                to: super::ndjson_time_bound("--to", broker.to.as_deref(), now)?,
-            };
+            let (from, to) = super::ndjson_time_range(broker, now)?;
+            range = TimeRange { from, to };
             if !range.is_open() && args.time.time.is_none() {
                 return Err(Error::Usage(
                     "--from/--to with a time need --time FIELD on NDJSON input".into(),

@@ -16,7 +16,7 @@ use crate::cli::{
     BrokerArgs, ChangelogArgs, CheckpointArgs, ClientArgs, Command, InputArgs, ReportArgs,
 };
 use crate::core::record::FieldPath;
-use crate::core::time::{now_millis, LogPosition, Millis};
+use crate::core::time::{check_range_order, now_millis, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::kafka::{ChangelogPlan, ClientOptions, KafkaSource, ReadPlan, ReadRequest, Render};
 use crate::io::kinesis::{self, AwsOptions, KinesisClient, KinesisSource};
@@ -376,8 +376,30 @@ pub fn clock_from(now: Millis) -> std::time::Instant {
     start.checked_sub(since).unwrap_or(start)
 }
 
-/// `--from`/`--to` on NDJSON input: only a time (or an open end) makes sense there.
-pub fn ndjson_time_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<Option<Millis>> {
+/// `--from`/`--to` on NDJSON input: an event-time range `[from, to)`, `None` where open.
+pub fn ndjson_time_range(
+    broker: &BrokerArgs,
+    now: Millis,
+) -> Result<(Option<Millis>, Option<Millis>)> {
+    time_range(broker.from.as_deref(), broker.to.as_deref(), now)
+}
+
+fn time_range(
+    from_text: Option<&str>,
+    to_text: Option<&str>,
+    now: Millis,
+) -> Result<(Option<Millis>, Option<Millis>)> {
+    let from = ndjson_time_bound("--from", from_text, now)?;
+    let to = ndjson_time_bound("--to", to_text, now)?;
+    if let (Some(from), Some(to), Some(from_text), Some(to_text)) = (from, to, from_text, to_text) {
+        let (start, end) = (LogPosition::Time(from), LogPosition::Time(to));
+        check_range_order((&start, from_text), (&end, to_text)).map_err(Error::Usage)?;
+    }
+    Ok((from, to))
+}
+
+/// One bound on NDJSON input: only a time (or an open end) makes sense there.
+fn ndjson_time_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<Option<Millis>> {
     let Some(text) = text else { return Ok(None) };
     match LogPosition::parse(text, now).map_err(|e| Error::Usage(format!("{flag}: {e}")))? {
         LogPosition::Time(t) => Ok(Some(t)),
@@ -459,5 +481,16 @@ mod tests {
         assert!(ndjson_time_bound("--from", Some("42"), now).is_err());
         assert!(ndjson_time_bound("--from", Some("stored"), now).is_err());
         assert!(ndjson_time_bound("--to", Some("beginning"), now).is_err());
+        let range = |from: &str, to: &str| time_range(Some(from), Some(to), now);
+        assert_eq!(
+            range("-2s", "-1s").unwrap(),
+            (Some(now - 2000), Some(now - 1000))
+        );
+        assert_eq!(
+            range("-1s", "-1s").unwrap(),
+            (Some(now - 1000), Some(now - 1000))
+        );
+        let backwards = range("2026-11-28T13:00:00Z", "2026-11-28T12:00:00Z").unwrap_err();
+        assert!(matches!(backwards, Error::Usage(ref m) if m.contains("comes after --to")));
     }
 }

@@ -91,10 +91,7 @@ impl Plan {
         let (from, to) = if input.is_broker() {
             (None, None)
         } else {
-            (
-                super::ndjson_time_bound("--from", args.input.broker.from.as_deref(), now)?,
-                super::ndjson_time_bound("--to", args.input.broker.to.as_deref(), now)?,
-            )
+            super::ndjson_time_range(&args.input.broker, now)?
         };
         if (from.is_some() || to.is_some()) && !envelope && args.time.time.is_none() {
             return Err(Error::Usage(

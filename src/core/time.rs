@@ -536,6 +536,29 @@ impl LogPosition {
     }
 }
 
+/// Refuses a `--from` past `--to`: such a range reads nothing and is surely a mistake (Spark
+/// refuses it too). An equal pair is an empty read, which a script that computes its bounds
+/// may well ask for. Only positions of one kind compare; the rest depend on the log.
+pub fn check_range_order(
+    from: (&LogPosition, &str),
+    to: (&LogPosition, &str),
+) -> Result<(), String> {
+    let backwards = match (from.0, to.0) {
+        (LogPosition::Time(a), LogPosition::Time(b))
+        | (LogPosition::Offset(a), LogPosition::Offset(b)) => a > b,
+        (LogPosition::FromEnd(a), LogPosition::FromEnd(b)) => a < b,
+        _ => false,
+    };
+    if backwards {
+        return Err(format!(
+            "--from {} comes after --to {}: the range reads nothing (--to is exclusive)",
+            from.1.trim(),
+            to.1.trim()
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn truncate_for_message(s: &str) -> &str {
     match s.char_indices().nth(64) {
         Some((i, _)) => &s[..i],

@@ -116,6 +116,23 @@ fn consume_usage_errors_leave_files_as_they_were() {
             &["consume", CHECKOUTS, "-G", "g"],
             "applies to a Kafka source",
         ),
+        (
+            &[
+                "consume",
+                CHECKOUTS,
+                "--time",
+                "occurred_at",
+                "--from",
+                "-1h",
+                "--to",
+                "-2h",
+            ],
+            "--from -1h comes after --to -2h",
+        ),
+        (
+            &["consume", NO_BROKER, "--from", "100", "--to", "42"],
+            "--from 100 comes after --to 42",
+        ),
     ];
     for (args, message) in cases {
         leaves_files_as_they_were(args, 2, message);

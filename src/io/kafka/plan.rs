@@ -1,7 +1,7 @@
 //! The rules of a Kafka read, checked before any client is made: where each partition
 //! starts and ends, and how a consumer group takes part.
 
-use crate::core::time::{LogPosition, Millis};
+use crate::core::time::{check_range_order, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
 
@@ -69,6 +69,9 @@ impl ReadPlan {
             None if request.exit_at_end => Some(LogPosition::End),
             None => None,
         };
+        if let (Some(from_text), Some(to_text), Some(to)) = (&request.from, &request.to, &to) {
+            check_range_order((&from, from_text), (to, to_text)).map_err(Error::Usage)?;
+        }
         if to == Some(LogPosition::Stored) {
             return Err(Error::Usage(
                 "--to stored is not an end position: give an offset, -N, a time or end".into(),
@@ -187,6 +190,25 @@ mod tests {
             (p.from, p.to),
             (LogPosition::Offset(42), Some(LogPosition::Offset(100)))
         );
+    }
+
+    #[test]
+    fn a_range_that_runs_backwards_is_refused() {
+        for (from, to) in [("100", "42"), ("-5", "-10"), ("-1m", "-2m")] {
+            let message = usage(plan(None, &[0], Some(from), Some(to), false));
+            assert!(
+                message.contains(&format!("--from {from} comes after --to {to}")),
+                "{message}"
+            );
+        }
+        // Equal bounds read nothing, as a script computing them may ask; kinds that differ
+        // compare only against the log.
+        for (from, to) in [("42", "42"), ("-5", "-5"), ("100", "-5"), ("end", "42")] {
+            assert!(
+                plan(None, &[0], Some(from), Some(to), false).is_ok(),
+                "{from} {to}"
+            );
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use crate::core::time::{LogPosition, Millis};
+use crate::core::time::{check_range_order, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::spec::KinesisSpec;
 
@@ -77,6 +77,12 @@ impl ReadPlan {
                 }
             },
         };
+        if let (StartAt::Time(start), Some(end), Some(from_text), Some(to_text)) =
+            (&from, to, &request.from, &request.to)
+        {
+            let (start, end) = (LogPosition::Time(*start), LogPosition::Time(end));
+            check_range_order((&start, from_text), (&end, to_text)).map_err(Error::Usage)?;
+        }
         let exit_at_end = request.exit_at_end || request.to.as_deref() == Some("end");
         if let Some(bad) = request
             .shards
@@ -431,6 +437,12 @@ mod tests {
         assert!(plan(None, Some("12345"), false, &[]).is_err());
         let e = plan(None, Some("end"), false, &[]).unwrap();
         assert!(e.exit_at_end && e.to.is_none());
+        // A range that runs backwards reads nothing: refused; an empty one is allowed.
+        assert!(plan(Some("-1m"), Some("-2m"), false, &[])
+            .unwrap_err()
+            .to_string()
+            .contains("--from -1m comes after --to -2m"));
+        assert!(plan(Some("-1m"), Some("-1m"), false, &[]).is_ok());
     }
 
     #[test]
