@@ -1,6 +1,7 @@
 //! `weir window`: event-time window aggregates, wiring a source, the window operator and a
 //! table sink.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -88,6 +89,8 @@ impl Plan {
         let by_source_partition = input.is_source_partition(partition_by.as_ref());
         let kind = window_kind(args)?;
         let (aggs, value_paths) = aggregate_specs(args, matches)?;
+        let key_columns: Vec<String> = args.keys.iter().map(FieldPath::column_name).collect();
+        check_column_names(&key_columns, &aggs)?;
 
         // One extractor pulls every field the command needs in one pass over the line.
         let mut paths = vec![time];
@@ -177,7 +180,7 @@ impl Plan {
             partition_at,
             by_source_partition,
             keys_at,
-            key_columns: args.keys.iter().map(FieldPath::column_name).collect(),
+            key_columns,
             agg_fields,
             checkpoint,
             per_partition,
@@ -418,6 +421,9 @@ fn aggregate_specs(
         .into_iter()
         .zip(&args.names)
     {
+        if name.trim().is_empty() {
+            return Err(Error::Usage("--as needs a column name".into()));
+        }
         let Some(target) = items.iter().rposition(|(i, ..)| *i < at) else {
             return Err(Error::Usage(format!(
                 "--as {name} must follow the aggregate it names"
@@ -446,6 +452,37 @@ fn aggregate_specs(
         })
         .collect();
     Ok((specs, value_paths))
+}
+
+/// Two columns of one name would make rows that lose one of them: JSON readers keep the last
+/// of two equal names, and a CSV column is read by its name.
+fn check_column_names(key_columns: &[String], aggs: &[AggSpec]) -> Result<()> {
+    let own = ["window_start", "window_end", "update", "retract"];
+    let keys = key_columns.iter().map(|c| (c.clone(), "a --key field"));
+    let own = own.map(|c| (c.to_string(), "weir's own"));
+    let aggregates = aggs
+        .iter()
+        .flat_map(AggSpec::columns)
+        .map(|c| (c, "an aggregate"));
+    let mut seen: HashMap<String, &str> = HashMap::new();
+    for (name, what) in keys.chain(own).chain(aggregates) {
+        if let Some(first) = seen.insert(name.clone(), what) {
+            let from = match (first, what) {
+                ("a --key field", "a --key field") => "two --key fields".to_string(),
+                ("an aggregate", "an aggregate") => "two aggregates".to_string(),
+                _ => format!("{first} and {what}"),
+            };
+            let hint = match (first, what) {
+                ("an aggregate", _) => ": give each once, or name one with --as NAME",
+                (_, "an aggregate") => ": name the aggregate otherwise with --as NAME",
+                _ => "",
+            };
+            return Err(Error::Usage(format!(
+                "two columns of each row would be named '{name}' ({from}){hint}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `amount:p50,p99,99.9` → (amount, [50, 99, 99.9]).

@@ -43,6 +43,20 @@ pub struct AggSpec {
     pub name: String,
 }
 
+impl AggSpec {
+    /// Every column this aggregate can write.
+    pub fn columns(&self) -> Vec<String> {
+        match &self.kind {
+            AggKind::Distinct => vec![self.name.clone(), estimated_column(&self.name)],
+            AggKind::Percentile(ps) => ps
+                .iter()
+                .map(|p| percentile_column(&self.name, *p))
+                .collect(),
+            _ => vec![self.name.clone()],
+        }
+    }
+}
+
 /// Distinct values kept exactly per window and key before switching to an estimate.
 pub const DISTINCT_EXACT_LIMIT: usize = 10_000;
 
@@ -377,7 +391,6 @@ impl AggState {
         }
     }
 
-    /// Writes this aggregate's output column(s) into `row`.
     /// Writes this aggregate's output column(s) to `out`.
     pub fn output(&self, spec: &AggSpec, out: &mut impl Columns) {
         let name = &spec.name;
@@ -397,7 +410,7 @@ impl AggState {
             (AggState::Distinct(d), _) => {
                 out.put(name, Cell::U64(d.count()));
                 if d.is_estimated() {
-                    out.put(&format!("{name}_estimated"), Cell::Bool(true));
+                    out.put(&estimated_column(name), Cell::Bool(true));
                 }
             }
             (AggState::Percentile(q), AggKind::Percentile(ps)) => {
@@ -606,6 +619,10 @@ fn min_opt(
 }
 
 /// `p99` for 99, `p99_9` for 99.9.
+fn estimated_column(name: &str) -> String {
+    format!("{name}_estimated")
+}
+
 pub fn percentile_column(base: &str, p: f64) -> String {
     let text = format!("{p}").replace('.', "_");
     match base.strip_prefix("p_") {
