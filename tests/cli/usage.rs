@@ -183,6 +183,10 @@ fn window_usage_errors_leave_files_as_they_were() {
             "named 'merchant_id' (a --key field and an aggregate)",
         ),
         (
+            &[CHECKOUTS, "--tumbling", "1m", "--as", " "],
+            "--as needs a column name",
+        ),
+        (
             &[
                 CHECKOUTS,
                 "--tumbling",
