@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::core::lateness::{Report, Summary};
+use crate::core::lateness::{Report, Summary, MAX_BUCKETS, MAX_GROUPS};
 use crate::core::time::{human_duration, Millis};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -123,6 +123,14 @@ pub fn render_text(r: &Report, by: Option<&str>) -> String {
         );
         render_summary(&mut out, s);
     }
+    if r.dropped_groups > 0 {
+        let _ = writeln!(
+            out,
+            "\n{} records of {} values past the first {MAX_GROUPS} are in the overall profile only",
+            r.dropped_groups,
+            by.unwrap_or("group"),
+        );
+    }
     if let Some(delay) = r.drift_delay_ms {
         let flagged: Vec<_> = r.drift.iter().filter(|d| d.flagged).collect();
         let _ = writeln!(
@@ -131,6 +139,13 @@ pub fn render_text(r: &Report, by: Option<&str>) -> String {
             human_duration(delay),
             flagged.len()
         );
+        if r.dropped_buckets > 0 {
+            let _ = writeln!(
+                out,
+                "  {} records in buckets past the first {MAX_BUCKETS} are left out of it",
+                r.dropped_buckets
+            );
+        }
         for d in flagged {
             let _ = writeln!(
                 out,
@@ -208,6 +223,27 @@ pub fn render_svg(r: &Report) -> String {
 mod tests {
     use super::*;
     use crate::core::lateness::Profile;
+
+    #[test]
+    fn the_text_report_counts_what_its_bounds_left_out() {
+        let mut p = Profile::new(vec![10_000], vec![], 1);
+        let quiet = render_text(&p.report(0), Some("client"));
+        assert!(!quiet.contains("past the first"), "{quiet}");
+        // One record per group and per 1 ms bucket, past both bounds.
+        let n = MAX_BUCKETS + 5;
+        for i in 0..n {
+            p.record(Some(&format!("c{i}")), i as Millis, i as Millis, 0);
+        }
+        let text = render_text(&p.report(0), Some("client"));
+        let groups = format!(
+            "{} records of client values past the first {MAX_GROUPS} are in the overall profile only",
+            n - MAX_GROUPS
+        );
+        assert!(text.contains(&groups), "{groups}");
+        let buckets =
+            format!("  5 records in buckets past the first {MAX_BUCKETS} are left out of it");
+        assert!(text.contains(&buckets), "{buckets}");
+    }
 
     #[test]
     fn the_text_histogram_opens_at_the_first_bucket_with_records() {
