@@ -71,10 +71,27 @@ impl Plan {
                 "an event-time --horizon needs --time FIELD (or use --horizon-by arrival)".into(),
             ));
         }
-        if args.idle_timeout.is_some() && !event_time {
-            return Err(Error::Usage(
-                "--idle-timeout lets a silent partition stop holding the watermark back: it needs an event-time --horizon".into(),
-            ));
+        // The watermark's flags do nothing without an event-time horizon: say so rather than
+        // let a user believe they took effect.
+        let watermark_flag = if args.idle_timeout.is_some() {
+            Some("--idle-timeout lets a silent partition stop holding the watermark back")
+        } else if args.delay != 0 {
+            Some("--delay holds the watermark back")
+        } else if args.partition_by.is_some() {
+            Some("--partition-by tracks a watermark per partition")
+        } else if args.time.time.is_some() {
+            Some("--time is read for the watermark")
+        } else {
+            None
+        };
+        if let (Some(flag), false) = (watermark_flag, event_time) {
+            let instead = match args.horizon {
+                Some(_) => "; --horizon-by arrival uses none",
+                None => "; without --horizon, ids are kept until --max-keys evicts them",
+            };
+            return Err(Error::Usage(format!(
+                "{flag}: it needs an event-time --horizon D{instead}"
+            )));
         }
         let by_source_partition = input.is_source_partition(partition_by.as_ref());
         let mut paths = args.ids.clone();

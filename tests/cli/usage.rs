@@ -341,6 +341,19 @@ fn dedupe_usage_errors_leave_files_as_they_were() {
             ],
             "--idle-timeout lets a silent partition stop holding the watermark back: it needs an event-time --horizon",
         ),
+        // Watermark flags that would do nothing are refused, not ignored.
+        (
+            &["dedupe", CHECKOUTS, "--id", "event_id", "--time", "occurred_at"],
+            "--time is read for the watermark: it needs an event-time --horizon D; without --horizon, ids are kept until --max-keys evicts them",
+        ),
+        (
+            &["dedupe", CHECKOUTS, "--id", "event_id", "--delay", "1m"],
+            "--delay holds the watermark back: it needs an event-time --horizon D",
+        ),
+        (
+            &["dedupe", CHECKOUTS, "--id", "event_id", "--horizon", "1h", "--horizon-by", "arrival", "--partition-by", "client"],
+            "--partition-by tracks a watermark per partition: it needs an event-time --horizon D; --horizon-by arrival uses none",
+        ),
         (
             &["dedupe", CHECKOUTS, "--id", "event_id", "--key", "k"],
             "need -o kafka://",
