@@ -420,6 +420,33 @@ fn exit_at_end_on_a_busy_topic() {
     assert!(n > 0 && n < 3000, "read {n}");
 }
 
+/// A `--to` past the log's end waits for the records still to come, however long past
+/// --timeout: reaching a partition's end is not the broker failing (it was exit 4).
+#[test]
+fn a_read_to_an_offset_not_yet_written_waits_for_it() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("to-ahead", 1);
+    let (first, _) = envelope_file(1, 3, 1_767_225_600_000, 10);
+    b.produce(&topic, first.path(), &["-J"]);
+    let reader = weir_std()
+        .args(["consume", "-J", "-q", "--to", "5", "--timeout", "1s"])
+        .arg(b.url(&topic))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let (rest, _) = envelope_file(1, 2, 1_767_225_700_000, 10);
+    b.produce(&topic, rest.path(), &["-J"]);
+    let out = reader.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let offsets: Vec<i64> = envelopes(&out)
+        .iter()
+        .map(|e| e["offset"].as_i64().unwrap())
+        .collect();
+    assert_eq!(offsets, [0, 1, 2, 3, 4]);
+}
+
 /// A new group starts where Kafka's consumers do, at the end of each partition; --from
 /// beginning reads its backlog, and a group with offsets goes on from them whatever --from
 /// says.
