@@ -216,8 +216,8 @@ pub struct RecordSinkArgs {
     #[arg(short, long, value_name = "SINK", default_value = "-")]
     pub output: String,
 
-    /// Kafka or Kinesis sink: the record key (Kinesis: the partition key, which it needs) is
-    /// this field's value (strings as they are, other JSON as its text).
+    /// Kafka or Kinesis sink: the record key (Kinesis: the partition key) is this field's
+    /// value (strings as they are, other JSON as its text); a record without the field is bad.
     #[arg(
         long = "key",
         value_name = "FIELD",

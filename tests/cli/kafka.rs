@@ -420,6 +420,67 @@ fn exit_at_end_on_a_busy_topic() {
     assert!(n > 0 && n < 3000, "read {n}");
 }
 
+/// `--key FIELD` and `--header NAME=FIELD` on lines, read back by kcat: a string's text, other
+/// JSON as written, a missing header field a null header; a line without its key field is a
+/// bad record, dead-lettered with its line, not an unkeyed record.
+#[test]
+fn keys_and_headers_come_from_fields_and_a_missing_key_is_a_bad_record() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("fields", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ndjson");
+    let lines = [
+        r#"{"k":"m-1","h":"web","n":1}"#,
+        r#"{"h":"ios","n":2}"#,
+        r#"{"k":42,"n":3}"#,
+        r#"{"k":{"a":[1]},"h":7,"n":4}"#,
+    ];
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let dead = dir.path().join("dead.ndjson");
+    let out = weir()
+        .arg("consume")
+        .arg(&input)
+        .args(["-q", "--key", "k", "--header", "via=h", "--dead-letter"])
+        .arg(&dead)
+        .args(["-o", &b.url(&topic)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let dead: Value = serde_json::from_str(&std::fs::read_to_string(&dead).unwrap()).unwrap();
+    assert_eq!(dead["line"], 2);
+    assert!(
+        dead["reason"]
+            .as_str()
+            .unwrap()
+            .contains("missing field 'k'"),
+        "{dead}"
+    );
+
+    let theirs = b.kcat_envelopes(&topic);
+    let got: Vec<(Value, Value, Value)> = theirs
+        .iter()
+        .map(|k| (k["key"].clone(), k["headers"].clone(), k["payload"].clone()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (json!("m-1"), json!(["via", "web"]), json!(lines[0])),
+            (json!("42"), json!(["via", null]), json!(lines[2])),
+            (json!(r#"{"a":[1]}"#), json!(["via", "7"]), json!(lines[3])),
+        ]
+    );
+
+    // Without a dead-letter file the bad record stops the run, naming its line.
+    let out = weir()
+        .arg("consume")
+        .arg(&input)
+        .args(["--key", "k", "-o", &b.url(&topic)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("in.ndjson:2: missing field 'k'"));
+}
+
 /// A `--to` past the log's end waits for the records still to come, however long past
 /// --timeout: reaching a partition's end is not the broker failing (it was exit 4).
 #[test]

@@ -113,6 +113,14 @@ impl KafkaLines {
             let text = x
                 .extract_bytes(line, &mut self.spans, None)
                 .map_err(Fault::Record)?;
+            // The key places the record, so a missing key field is a bad record, as it is on
+            // a Kinesis sink and to window's --key: a mistyped name must not spread a key's
+            // records over the partitions unnoticed. (A JSON null is the key `null`, which
+            // keeps a compacted topic's null-keyed rows in one place.) A missing header field
+            // is a null header.
+            if self.has_key && self.spans[0].is_none() {
+                return Err(Fault::Record(x.missing(0, text)));
+            }
             values.extend(
                 self.spans
                     .iter()
