@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -381,6 +381,34 @@ fn from_a_time_starts_at_the_first_record_that_arrived_then() {
     let upto = lines(&s.weir(&["consume", "-J", "-q", "--to", &from, &s.url(&stream)]));
     assert_eq!(upto.len(), 300);
     assert_eq!(upto[299]["value"]["i"], 299);
+}
+
+/// A --to a little ahead: the read takes what arrives before it, and ends once it has passed
+/// even on a stream that then goes quiet, with no record after it to end the read (a fan-out
+/// read too). It waited for such a record forever.
+#[test]
+fn a_read_to_a_time_ahead_ends_once_it_has_passed_on_a_quiet_stream() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("to-ahead", 2);
+    s.py(&["put", &stream, "k"], &records(0, 20));
+    for read_with in [&[][..], &["--efo", "to-ahead"]] {
+        let to_ms = now_ms() + 3000;
+        let to = chrono::DateTime::from_timestamp_millis(to_ms)
+            .unwrap()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let url = s.url(&stream);
+        let args = [&["consume", "-J", "-q", "--to", &to, &url][..], read_with].concat();
+        let started = Instant::now();
+        let out = s.weir(&args);
+        let elapsed = started.elapsed();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(lines(&out).len(), 20, "{read_with:?}");
+        assert!(now_ms() >= to_ms, "ended before its --to");
+        assert!(
+            elapsed < Duration::from_secs(15),
+            "{read_with:?} took {elapsed:?}"
+        );
+    }
 }
 
 #[test]

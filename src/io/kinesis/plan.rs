@@ -261,8 +261,10 @@ impl Lineage {
 pub struct ShardEnd {
     /// Records that arrived at or after this are left out, and end the shard's read.
     pub before: Option<Millis>,
-    /// A shard whose reader has caught up with the stream ends there.
-    pub at_tip: bool,
+    /// From this (local) time on, a shard whose reader has caught up with the stream ends
+    /// there: with -e at once, with --to once it has passed, as nothing can arrive before it
+    /// any more.
+    tip_from: Option<Millis>,
 }
 
 impl ShardEnd {
@@ -276,8 +278,17 @@ impl ShardEnd {
         };
         ShardEnd {
             before,
-            at_tip: plan.exit_at_end || plan.to.is_some_and(|t| t <= start),
+            tip_from: if plan.exit_at_end {
+                Some(start)
+            } else {
+                plan.to
+            },
         }
+    }
+
+    /// Whether a shard caught up with the stream at `now` is read to its end.
+    pub fn at_tip(&self, now: Millis) -> bool {
+        self.tip_from.is_some_and(|t| t <= now)
     }
 
     /// Whether a record that arrived at `arrival` is past the end.
@@ -449,16 +460,19 @@ mod tests {
     fn shard_ends() {
         let p = plan(None, None, true, &[]).unwrap();
         let end = ShardEnd::new(&p, 5_000);
-        assert!(!end.is_past(5_000) && end.is_past(5_001) && end.at_tip);
+        assert!(!end.is_past(5_000) && end.is_past(5_001) && end.at_tip(5_000));
         let p = plan(None, Some("-1s"), false, &[]).unwrap();
         let end = ShardEnd::new(&p, 1_000_000);
-        assert!(!end.is_past(998_999) && end.is_past(999_000) && end.at_tip);
-        // An end in the future: the read waits for it.
+        assert!(!end.is_past(998_999) && end.is_past(999_000) && end.at_tip(1_000_000));
+        // An end in the future: a caught-up shard waits for it, and ends once it has passed
+        // (a quiet stream brings no record past it to end the read).
         let p = plan(None, Some("2100-01-01T00:00:00Z"), false, &[]).unwrap();
-        assert!(!ShardEnd::new(&p, 1_000_000).at_tip);
+        let to = p.to.unwrap();
+        let end = ShardEnd::new(&p, 1_000_000);
+        assert!(!end.at_tip(to - 1) && end.at_tip(to) && end.is_past(to));
         let p = plan(None, None, false, &[]).unwrap();
         let end = ShardEnd::new(&p, 1_000_000);
-        assert!(!end.is_past(Millis::MAX) && !end.at_tip);
+        assert!(!end.is_past(Millis::MAX) && !end.at_tip(Millis::MAX));
     }
 
     fn shard(id: &str, parents: &[&str]) -> ShardInfo {

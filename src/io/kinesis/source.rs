@@ -635,7 +635,7 @@ impl ShardReader {
                         });
                     }
                     from = Start::After(continuation);
-                    if event.millis_behind_latest == 0 && self.end.at_tip {
+                    if event.millis_behind_latest == 0 && self.end.at_tip(now_millis()) {
                         return Ok(Stopped::AtEnd { shard });
                     }
                 },
@@ -801,7 +801,7 @@ impl ShardReader {
                 }
             }
             if caught_up {
-                if self.end.at_tip {
+                if self.end.at_tip(now_millis()) {
                     return Ok(Stopped::AtEnd { shard });
                 }
                 next_call = tokio::time::Instant::now() + IDLE_WAIT;
