@@ -508,6 +508,64 @@ fn a_read_to_an_offset_not_yet_written_waits_for_it() {
     assert_eq!(offsets, [0, 1, 2, 3, 4]);
 }
 
+/// A `--to` time ahead: the read takes what arrives before it, and ends once it has passed
+/// (on a quiet topic too), or at a partition's first record stamped at or after it. It was
+/// looked up at the start, which fixed the end at the log's end then and left out the rest.
+#[test]
+fn a_read_to_a_time_ahead_takes_what_arrives_before_it() {
+    let Some(b) = broker() else { return };
+    let topic = b.topic("to-time-ahead", 1);
+    let now = || chrono::Utc::now().timestamp_millis();
+    let at = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .unwrap()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    };
+    let (first, _) = envelope_file(1, 3, 1_767_225_600_000, 10);
+    b.produce(&topic, first.path(), &["-J"]);
+    let read_to = |to: i64| {
+        weir_std()
+            .args(["consume", "-J", "-q", "--to", &at(to)])
+            .arg(b.url(&topic))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let offsets_of = |out: Output| -> Vec<i64> {
+        assert!(out.status.success(), "{out:?}");
+        envelopes(&out)
+            .iter()
+            .map(|e| e["offset"].as_i64().unwrap())
+            .collect()
+    };
+
+    // Records written while it waits are read; it ends once the time has passed.
+    let to = now() + 4000;
+    let reader = read_to(to);
+    std::thread::sleep(Duration::from_secs(1));
+    let (more, _) = envelope_file(1, 2, 1_767_225_700_000, 10);
+    b.produce(&topic, more.path(), &["-J"]);
+    let got = offsets_of(reader.wait_with_output().unwrap());
+    assert!(now() >= to, "ended before its --to");
+    assert_eq!(got, [0, 1, 2, 3, 4]);
+
+    // A record stamped after the time ends the partition at once, itself left out.
+    let started = Instant::now();
+    let reader = read_to(now() + 60_000);
+    let (stamped_later, _) = envelope_file(1, 1, now() + 120_000, 10);
+    let (after_it, _) = envelope_file(1, 1, 1_767_225_800_000, 10);
+    b.produce(&topic, stamped_later.path(), &["-J"]);
+    b.produce(&topic, after_it.path(), &["-J"]);
+    let got = offsets_of(reader.wait_with_output().unwrap());
+    assert_eq!(got, [0, 1, 2, 3, 4]);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// A new group starts where Kafka's consumers do, at the end of each partition; --from
 /// beginning reads its backlog, and a group with offsets goes on from them whatever --from
 /// says.

@@ -5,7 +5,7 @@
 //! The synchronous rdkafka consumer runs on the reader thread: librdkafka already does its
 //! network I/O on threads of its own, so an async runtime here would add nothing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ use super::changelog::Changelog;
 use super::config::{scrub, topic_error, unreachable, ClientOptions, GroupState, Reporter};
 use super::plan::ReadPlan;
 use crate::core::envelope::{write_envelope, write_value_line, KcatFormat, Message, TimestampType};
-use crate::core::time::LogPosition;
+use crate::core::time::{now_millis, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
 use crate::runtime::{Feed, Framing, PartitionState, Source};
@@ -56,6 +56,11 @@ pub struct KafkaSource {
     pub topic: Arc<str>,
     /// Exclusive end offset per partition (bounded reads only).
     ends: HashMap<i32, i64>,
+    /// A --to time still ahead of the log: a partition without an end offset ends at its
+    /// first record from then on, or, once the time has passed, at the end it has reached.
+    until: Option<Millis>,
+    /// Partitions without an end offset that have reached the end of their log for now.
+    caught_up: HashSet<i32>,
     /// The partitions we assigned ourselves; `None` for a group member, whose partitions the
     /// group gives (see `Reporter::assigned`).
     own: Option<Vec<i32>>,
@@ -170,6 +175,8 @@ impl KafkaSource {
             consumer,
             topic: Arc::from(topic.as_str()),
             ends: HashMap::new(),
+            until: None,
+            caught_up: Default::default(),
             own: None,
             grouped: plan.group.is_some(),
             stores_offsets: plan.group.is_some() && plan.changelog.is_none(),
@@ -219,8 +226,20 @@ impl KafkaSource {
             }
         }
         if let Some(to) = to {
-            let ends = source.resolve(&partitions, to, spec, false)?;
-            let mut total = Some(0u64);
+            // A --to time still ahead (without -e) is not looked up: the lookup would fix each
+            // end at the log's end now, leaving out what arrives before the time. Instead each
+            // partition reads on to its first record from then on (the offset the lookup gives
+            // once there is one), or until the time has passed.
+            let ahead = match to {
+                LogPosition::Time(t) if !plan.exit_at_end && *t > now_millis() => Some(*t),
+                _ => None,
+            };
+            source.until = ahead;
+            let ends = match ahead {
+                Some(_) => Vec::new(),
+                None => source.resolve(&partitions, to, spec, false)?,
+            };
+            let mut total = ahead.is_none().then_some(0u64);
             for ((&p, end), start) in partitions.iter().zip(ends).zip(&starts) {
                 let Offset::Offset(end) = end else {
                     unreachable!("the plan refuses --to stored, the one logical end");
@@ -352,6 +371,7 @@ impl KafkaSource {
             }
             return Ok(Polled::End);
         }
+        end_caught_up_past(self.until, &mut self.caught_up, &mut self.ended);
         let polled = self.consumer.poll(self.wait);
         // Records flowing: take the next at once; none: wait a little for it.
         self.wait = if matches!(polled, Some(Ok(_))) {
@@ -374,6 +394,9 @@ impl KafkaSource {
             Some(Err(KafkaError::PartitionEOF(p))) => {
                 if self.close_at_eof {
                     self.ended.insert(p);
+                } else if self.until.is_some() && !self.ends.contains_key(&p) {
+                    self.caught_up.insert(p);
+                    end_caught_up_past(self.until, &mut self.caught_up, &mut self.ended);
                 }
                 Ok(Polled::Idle)
             }
@@ -384,6 +407,13 @@ impl KafkaSource {
                     bar.inc(1);
                 }
                 let p = m.partition();
+                if let Some(until) = self.until.filter(|_| !self.ends.contains_key(&p)) {
+                    self.caught_up.remove(&p);
+                    if m.timestamp().to_millis().is_some_and(|ts| ts >= until) {
+                        // The partition's end, as the time would have resolved at the start.
+                        self.ends.insert(p, m.offset());
+                    }
+                }
                 if let Some(&end) = self.ends.get(&p) {
                     if m.offset() >= end {
                         self.ended.insert(p);
@@ -585,5 +615,17 @@ pub fn message<'a>(m: &'a BorrowedMessage<'a>, topic: &'a str) -> Message<'a> {
         key: m.key(),
         value: m.payload(),
         headers,
+    }
+}
+
+/// Once a --to time ahead (`until`) has passed, nothing before it can come any more: the
+/// partitions at the end of their log are done.
+fn end_caught_up_past(
+    until: Option<Millis>,
+    caught_up: &mut HashSet<i32>,
+    ended: &mut HashSet<i32>,
+) {
+    if until.is_some_and(|t| now_millis() >= t) {
+        ended.extend(caught_up.drain());
     }
 }
