@@ -125,7 +125,8 @@ pub struct BrokerArgs {
     )]
     pub from: Option<String>,
 
-    /// End position, exclusive, in the same forms as --from (not stored).
+    /// End position, exclusive, in the same forms as --from (not stored); a time still ahead
+    /// is waited for.
     #[arg(
         long,
         value_name = "POS",
