@@ -8,7 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, Utc};
 
 /// Milliseconds since 1970-01-01T00:00:00Z.
 pub type Millis = i64;
@@ -43,13 +43,37 @@ impl FromStr for TimeFormat {
             "ms" | "epoch-ms" => TimeFormat::EpochMillis,
             "us" | "epoch-us" => TimeFormat::EpochMicros,
             "ns" | "epoch-ns" => TimeFormat::EpochNanos,
-            p if p.contains('%') => TimeFormat::Pattern(p.to_string()),
+            p if p.contains('%') => {
+                check_pattern(p)?;
+                TimeFormat::Pattern(p.to_string())
+            }
             other => {
                 return Err(format!(
                     "unknown time format '{other}': use auto, rfc3339, s, ms, us, ns or a strftime pattern such as '%Y-%m-%d %H:%M:%S'"
                 ))
             }
         })
+    }
+}
+
+/// A pattern must be valid strftime and read an instant back from its own rendering of one:
+/// a pattern without a date (`%H:%M`) would make every record bad.
+fn check_pattern(pattern: &str) -> Result<(), String> {
+    use chrono::format::{Item, StrftimeItems};
+    if StrftimeItems::new(pattern).any(|item| matches!(item, Item::Error)) {
+        return Err(format!("'{pattern}' is not a valid strftime pattern"));
+    }
+    // 2001-02-03T04:05:06.789Z: every field tells apart from the others.
+    let sample = DateTime::from_timestamp_millis(981_173_106_789).expect("in range");
+    let mut text = String::new();
+    if fmt::write(&mut text, format_args!("{}", sample.format(pattern))).is_err() {
+        return Err(format!("'{pattern}' is not a valid strftime pattern"));
+    }
+    match parse_pattern(&text, pattern) {
+        Some(Ok(_)) => Ok(()),
+        _ => Err(format!(
+            "'{pattern}' does not name an instant: it writes 2001-02-03T04:05:06Z as '{text}', which reads back as no date and time (give at least the date)"
+        )),
     }
 }
 
@@ -101,9 +125,8 @@ pub fn parse_time_str(s: &str, format: &TimeFormat) -> Result<Millis, TimeError>
             }
         }
         TimeFormat::Rfc3339 => parse_rfc3339(s).ok_or_else(|| unparsable_rfc3339(s, shown()))?,
-        TimeFormat::Pattern(p) => {
-            parse_pattern(s, p).ok_or_else(|| TimeError::Unparsable(shown()))?
-        }
+        TimeFormat::Pattern(p) => parse_pattern(s, p)
+            .ok_or_else(|| TimeError::Unparsable(format!("{} by '{p}'", shown())))?,
         unit => parse_epoch(s.trim(), Some(unit)).map_err(|e| relabel(e, shown())),
     }
 }
@@ -298,7 +321,10 @@ fn parse_pattern(s: &str, pattern: &str) -> Option<Result<Millis, TimeError>> {
     if let Ok(dt) = DateTime::parse_from_str(s, pattern) {
         return Some(in_range(dt.timestamp_millis() as i128, s));
     }
-    let naive = NaiveDateTime::parse_from_str(s, pattern).ok()?;
+    // A date alone (`%Y-%m-%d`) is its midnight, UTC.
+    let naive = NaiveDateTime::parse_from_str(s, pattern)
+        .or_else(|_| NaiveDate::parse_from_str(s, pattern).map(|d| d.and_time(NaiveTime::MIN)))
+        .ok()?;
     Some(in_range(naive.and_utc().timestamp_millis() as i128, s))
 }
 
@@ -571,6 +597,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn patterns_must_name_an_instant() {
+        let read = |pattern: &str, text: &str| {
+            let format = TimeFormat::from_str(pattern).unwrap();
+            parse_time_str(text, &format).unwrap()
+        };
+        // A date alone is its midnight, UTC; an offset in the text is honoured.
+        assert_eq!(read("%Y-%m-%d", "2026-01-02"), 1_767_312_000_000);
+        assert_eq!(
+            read("%d/%m/%Y %H:%M", "02/01/2026 01:30"),
+            1_767_317_400_000
+        );
+        assert_eq!(
+            read("%Y-%m-%d %H:%M %z", "2026-01-02 01:00 +0100"),
+            1_767_312_000_000
+        );
+        for (pattern, why) in [
+            (
+                "%H:%M",
+                "does not name an instant: it writes 2001-02-03T04:05:06Z as '04:05'",
+            ),
+            ("%Y-%m", "does not name an instant"),
+            ("%Q", "not a valid strftime pattern"),
+            ("%Y-%m-%d %", "not a valid strftime pattern"),
+        ] {
+            let e = TimeFormat::from_str(pattern).unwrap_err();
+            assert!(e.contains(why), "{pattern}: {e}");
+        }
+    }
+
+    #[test]
     fn human_durations() {
         assert_eq!(human_duration(0), "0s");
         assert_eq!(human_duration(120), "120ms");
@@ -747,6 +803,14 @@ mod tests {
             assert_eq!(Ok(as_utc), z);
         }
         assert!(matches!(auto(""), Err(TimeError::Unparsable(_))));
+        // A pattern names itself when it does not match.
+        let pattern = TimeFormat::from_str("%d/%m/%Y").unwrap();
+        assert_eq!(
+            parse_time_str("2026-01-01", &pattern)
+                .unwrap_err()
+                .to_string(),
+            "unparsable time \"2026-01-01\" by '%d/%m/%Y'"
+        );
         assert!(matches!(
             auto("2026-13-01T00:00:00Z"),
             Err(TimeError::Unparsable(_))
