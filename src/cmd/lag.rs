@@ -128,6 +128,10 @@ fn run_kinesis(args: LagArgs, looped: Looped, stop: &AtomicBool) -> Result<()> {
             ))
         }
     };
+    // A missing checkpoint is found before the stream is called.
+    if let Ok(path) = &consumer {
+        kinesis::lag::load_checkpoint(path)?;
+    }
     let dynamo_endpoint = args.dynamodb_endpoint_url.clone();
     let (format, max_lag) = (args.format, args.max_lag);
     let measurer = Measurer::spawn(move || {

@@ -463,6 +463,43 @@ fn a_missing_input_leaves_files_as_they_were() {
     }
 }
 
+/// lag's --checkpoint is an input: a missing one is named before the stream is called (here
+/// an endpoint that does not answer), and the report file is left as it was.
+#[test]
+fn lag_names_a_missing_checkpoint_before_calling_the_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("lag.txt");
+    std::fs::write(&out, OUT).unwrap();
+    let run = weir()
+        .args([
+            "lag",
+            "kinesis://s",
+            "--endpoint-url",
+            "http://127.0.0.1:1",
+            "--timeout",
+            "5s",
+        ])
+        .args(["--checkpoint", "no-such-checkpoint", "-o"])
+        .arg(&out)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "x")
+        .env("AWS_SECRET_ACCESS_KEY", "x")
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("no checkpoint at no-such-checkpoint"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("127.0.0.1:1"),
+        "the stream was called: {stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), OUT);
+}
+
 /// An output that is also the input is refused before anything is opened: the input is left
 /// whole (it used to be truncated before it was read).
 #[test]

@@ -13,7 +13,7 @@ use crate::core::kpl;
 use crate::core::lag::{shard_time_lag, ShardCheckpoint, ShardLag};
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
-use crate::runtime::checkpoint::file::{CheckpointFile, Loaded, PartitionId};
+use crate::runtime::checkpoint::file::{Checkpoint, CheckpointFile, Loaded, PartitionId};
 use crate::runtime::ShardResume;
 
 /// Whose lag: a weir checkpoint, or a KCL application.
@@ -46,20 +46,24 @@ impl Consumer {
     }
 }
 
+/// A weir checkpoint, as a restart would read it (falling back to the one before a torn
+/// write); none at `path` is a missing input (exit 4).
+pub fn load_checkpoint(path: &Path) -> Result<Checkpoint> {
+    match CheckpointFile::new(path).read()? {
+        Loaded::Current(c) | Loaded::Previous(c, _) => Ok(c),
+        Loaded::Fresh => Err(Error::Unreachable(format!(
+            "no checkpoint at {}",
+            path.display()
+        ))),
+    }
+}
+
 /// The shards of a weir checkpoint of a read of `stream`.
 fn checkpoint_positions(
     path: &Path,
     stream: &str,
 ) -> Result<BTreeMap<String, (ShardCheckpoint, Option<String>)>> {
-    let checkpoint = match CheckpointFile::new(path).read()? {
-        Loaded::Current(c) | Loaded::Previous(c, _) => c,
-        Loaded::Fresh => {
-            return Err(Error::Unreachable(format!(
-                "no checkpoint at {}",
-                path.display()
-            )))
-        }
-    };
+    let checkpoint = load_checkpoint(path)?;
     let mut positions = BTreeMap::new();
     for p in checkpoint.partitions {
         let PartitionId::Kinesis { stream: s, shard } = p.partition else {
