@@ -64,6 +64,8 @@ pub struct Report<'a> {
 pub struct Stats {
     pub command: &'static str,
     pub counters: Counters,
+    /// Nothing is written (`replay --dry-run`): the summary says "would write".
+    pub dry_run: bool,
     started: Instant,
 }
 
@@ -72,6 +74,7 @@ impl Stats {
         Stats {
             command,
             counters: Counters::default(),
+            dry_run: false,
             started: Instant::now(),
         }
     }
@@ -83,7 +86,14 @@ impl Stats {
     /// One line for stderr: `weir consume: read 3, written 2, bad 1 in 0.01 s (300 records/s)`.
     pub fn summary_line(&self) -> String {
         let c = &self.counters;
-        let mut parts = vec![format!("read {}", c.read), format!("written {}", c.written)];
+        let written = match self.dry_run {
+            true => "would write",
+            false => "written",
+        };
+        let mut parts = vec![
+            format!("read {}", c.read),
+            format!("{written} {}", c.written),
+        ];
         for (name, n) in [
             ("filtered", c.filtered),
             ("late", c.late),
@@ -188,6 +198,10 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains("late"));
+        s.dry_run = true;
+        assert!(s
+            .summary_line()
+            .starts_with("weir consume: read 3, would write 2, bad 1 in "));
     }
 
     #[test]

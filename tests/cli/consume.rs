@@ -345,6 +345,13 @@ fn replay_count_stops_after_n_records_sent() {
         (stats["written"].clone(), stats["filtered"].clone()),
         (3.into(), 2.into())
     );
+    let out = replay(&["-n", "3", "--dry-run"]);
+    assert!(out.stdout.is_empty(), "{out:?}");
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        summary.contains("read 5, would write 3, filtered 2"),
+        "{summary}"
+    );
     assert!(replay(&["-n", "0"]).stdout.is_empty());
 }
 
