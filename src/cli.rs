@@ -86,7 +86,7 @@ impl Command {
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// NDJSON files (`-` for stdin, gzip and zstd detected), kafka://HOST:PORT[,HOST:PORT]/TOPIC
-    /// or kinesis://STREAM. Default: stdin.
+    /// (port 9092 if left out) or kinesis://STREAM. Default: stdin.
     #[arg(value_name = "SOURCE")]
     pub sources: Vec<String>,
 
@@ -845,8 +845,8 @@ the thresholds, 1 a threshold exceeded or not checkable (a --group without commi
 #[derive(Debug, Args)]
 #[command(after_help = LAG_AFTER_HELP)]
 pub struct LagArgs {
-    /// kafka://HOST:PORT[,HOST:PORT][/TOPIC]: the cluster, and optionally one topic; or
-    /// kinesis://STREAM.
+    /// kafka://HOST:PORT[,HOST:PORT][/TOPIC]: the cluster (port 9092 if left out), and
+    /// optionally one topic; or kinesis://STREAM.
     #[arg(value_name = "CLUSTER|STREAM")]
     pub cluster: String,
 

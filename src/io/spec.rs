@@ -178,20 +178,25 @@ fn parse_kafka(arg: &str, rest: &str, topic_required: bool) -> Result<KafkaSpec,
     Ok(KafkaSpec { brokers, topic })
 }
 
+/// Kafka's port where a broker names none, as librdkafka (and so kcat) assumes.
+const DEFAULT_KAFKA_PORT: &str = "9092";
+
 fn parse_broker(text: &str) -> Result<Broker, String> {
     let (host, port) = if let Some(inner) = text.strip_prefix('[') {
         let (host, after) = inner
             .split_once(']')
             .ok_or(format!("unclosed '[' in '{text}'"))?;
-        (
-            host,
-            after
-                .strip_prefix(':')
-                .ok_or(format!("'{text}' has no port"))?,
-        )
+        match after {
+            "" => (host, DEFAULT_KAFKA_PORT),
+            _ => (
+                host,
+                after
+                    .strip_prefix(':')
+                    .ok_or(format!("invalid broker '{text}'"))?,
+            ),
+        }
     } else {
-        text.rsplit_once(':')
-            .ok_or(format!("broker '{text}' has no port"))?
+        text.rsplit_once(':').unwrap_or((text, DEFAULT_KAFKA_PORT))
     };
     let host_ok = !host.is_empty()
         && host
@@ -309,15 +314,18 @@ mod tests {
         let k = parse_kafka_cluster("kafka://[::1]:9092").unwrap();
         assert_eq!(k.topic, None);
         assert_eq!(k.bootstrap_servers(), "[::1]:9092");
+        // Without a port, Kafka's, as kcat's -b takes it.
+        let k = parse_kafka_cluster("kafka://localhost,[::1],b:9093/t").unwrap();
+        assert_eq!(k.bootstrap_servers(), "localhost:9092,[::1]:9092,b:9093");
     }
 
     #[test]
     fn kafka_errors_say_what_is_wrong() {
         let e = src(&["kafka://localhost:9092"]).unwrap_err();
         assert!(e.contains("topic is missing"), "{e}");
-        assert!(src(&["kafka://localhost/t"])
+        assert!(src(&["kafka://[::1]x/t"])
             .unwrap_err()
-            .contains("no port"));
+            .contains("invalid broker '[::1]x'"));
         assert!(src(&["kafka://localhost:0/t"])
             .unwrap_err()
             .contains("invalid port"));

@@ -416,10 +416,10 @@ fn exit_codes_for_usage_and_unreachable() {
         .assert()
         .code(2);
     weir()
-        .args(["consume", "kafka://localhost/t"])
+        .args(["consume", "kafka://localhost:0/t"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("no port"));
+        .stderr(predicate::str::contains("invalid port '0'"));
     weir()
         .args(["consume", "--partitions", "1", "fixtures/checkouts.ndjson"])
         .assert()
