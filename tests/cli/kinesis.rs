@@ -986,6 +986,66 @@ fn a_kinesis_sink_needs_a_partition_key_and_takes_no_headers() {
     }
 }
 
+/// Envelopes replayed into a stream: one with a null key (common in a Kafka capture) or a
+/// tombstone cannot be a Kinesis record; each is a bad record naming why, and the rest go.
+#[test]
+fn envelopes_without_a_key_or_a_value_are_bad_records_on_a_kinesis_sink() {
+    let Some(s) = kinesalite() else { return };
+    let stream = s.stream("null-keys", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("capture.ndjson");
+    let envelope = |key: &str, value: &str| {
+        format!(
+            r#"{{"topic":"t","partition":0,"offset":1,"timestamp":"2026-01-01T00:00:00Z","key":{key},"value":{value}}}"#
+        )
+    };
+    let lines = [
+        envelope("\"a\"", "{\"i\":1}"),
+        envelope("null", "{\"i\":2}"),
+        envelope("\"b\"", "null"),
+        envelope("\"c\"", "{\"i\":4}"),
+    ];
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let dead = dir.path().join("dead.ndjson");
+    let (input, dead_arg) = (input.to_str().unwrap(), dead.to_str().unwrap());
+    let out = s.weir(&[
+        "replay",
+        "-J",
+        "-q",
+        input,
+        "--dead-letter",
+        dead_arg,
+        "-o",
+        &s.url(&stream),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let dead: Vec<Value> = std::fs::read_to_string(&dead)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let reasons: Vec<(u64, String)> = dead
+        .iter()
+        .map(|d| {
+            (
+                d["line"].as_u64().unwrap(),
+                d["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert_eq!(reasons[0].0, 2);
+    assert!(reasons[0]
+        .1
+        .starts_with("field 'key': null, and a Kinesis record needs a partition key"));
+    assert_eq!(reasons[1].0, 3);
+    assert!(reasons[1]
+        .1
+        .starts_with("field 'value': null (a tombstone)"));
+    let keys: Vec<Value> = s.read(&stream).iter().map(|r| r["key"].clone()).collect();
+    assert_eq!(keys, ["a", "c"]);
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

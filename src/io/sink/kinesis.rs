@@ -229,9 +229,13 @@ impl Sink for KinesisLines {
 
     fn send(&mut self, record: &Outgoing<'_>) -> Result<(), Fault> {
         let (Some(key), Some(value)) = (record.key, record.value) else {
+            let (path, reason) = match record.key {
+                None => ("key", "null, and a Kinesis record needs a partition key (give null keys one first, e.g. jq -c '.key //= (.partition|tostring)')"),
+                Some(_) => ("value", "null (a tombstone), and a Kinesis record needs a value"),
+            };
             return Err(Fault::Record(RecordError::BadValue {
-                path: "(envelope)".into(),
-                reason: "a Kinesis record needs a key (its partition key) and a value".into(),
+                path: path.into(),
+                reason: reason.into(),
             }));
         };
         self.add(key, value)
