@@ -596,6 +596,19 @@ pub(crate) fn truncate_for_message(s: &str) -> &str {
 mod tests {
     use super::*;
 
+    proptest! {
+        /// Checking a pattern never panics, whatever specifiers and flags it holds; one it
+        /// accepts reads back the instant it writes.
+        #[test]
+        fn any_pattern_is_checked_without_panic(pattern in "%?[%a-zA-Z0-9:.+#_^-]{0,10}") {
+            if let Ok(TimeFormat::Pattern(p)) = TimeFormat::from_str(&pattern) {
+                let sample = DateTime::from_timestamp_millis(981_173_106_789).unwrap();
+                let text = sample.format(&p).to_string();
+                prop_assert!(parse_time_str(&text, &TimeFormat::Pattern(p.clone())).is_ok(), "{} {}", p, text);
+            }
+        }
+    }
+
     #[test]
     fn patterns_must_name_an_instant() {
         let read = |pattern: &str, text: &str| {
