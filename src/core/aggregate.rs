@@ -618,11 +618,12 @@ fn min_opt(
     }
 }
 
-/// `p99` for 99, `p99_9` for 99.9.
+/// The flag beside a distinct count that has become an estimate.
 fn estimated_column(name: &str) -> String {
     format!("{name}_estimated")
 }
 
+/// `p99` for 99, `p99_9` for 99.9.
 pub fn percentile_column(base: &str, p: f64) -> String {
     let text = format!("{p}").replace('.', "_");
     match base.strip_prefix("p_") {
