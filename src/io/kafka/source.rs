@@ -365,13 +365,13 @@ impl KafkaSource {
     /// The next record, if one comes soon: `Idle` says there is none right now, so that the
     /// caller can hand on what it has.
     fn poll(&mut self) -> Result<Polled<'_>> {
+        self.end_caught_up_past_until();
         if self.at_end() {
             if let Some(bar) = self.progress.take() {
                 bar.finish_and_clear();
             }
             return Ok(Polled::End);
         }
-        end_caught_up_past(self.until, &mut self.caught_up, &mut self.ended);
         let polled = self.consumer.poll(self.wait);
         // Records flowing: take the next at once; none: wait a little for it.
         self.wait = if matches!(polled, Some(Ok(_))) {
@@ -395,8 +395,8 @@ impl KafkaSource {
                 if self.close_at_eof {
                     self.ended.insert(p);
                 } else if self.until.is_some() && !self.ends.contains_key(&p) {
+                    // Ended at the next poll once the time has passed.
                     self.caught_up.insert(p);
-                    end_caught_up_past(self.until, &mut self.caught_up, &mut self.ended);
                 }
                 Ok(Polled::Idle)
             }
@@ -429,6 +429,17 @@ impl KafkaSource {
                 }
                 Ok(Polled::Record(m))
             }
+        }
+    }
+
+    /// Once a --to time ahead has passed, nothing before it can come any more: the partitions
+    /// at the end of their log are done. (The clock is read only while one waits there.)
+    fn end_caught_up_past_until(&mut self) {
+        if self.caught_up.is_empty() {
+            return;
+        }
+        if self.until.is_some_and(|t| now_millis() >= t) {
+            self.ended.extend(self.caught_up.drain());
         }
     }
 
@@ -615,17 +626,5 @@ pub fn message<'a>(m: &'a BorrowedMessage<'a>, topic: &'a str) -> Message<'a> {
         key: m.key(),
         value: m.payload(),
         headers,
-    }
-}
-
-/// Once a --to time ahead (`until`) has passed, nothing before it can come any more: the
-/// partitions at the end of their log are done.
-fn end_caught_up_past(
-    until: Option<Millis>,
-    caught_up: &mut HashSet<i32>,
-    ended: &mut HashSet<i32>,
-) {
-    if until.is_some_and(|t| now_millis() >= t) {
-        ended.extend(caught_up.drain());
     }
 }
