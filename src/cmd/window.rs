@@ -454,33 +454,52 @@ fn aggregate_specs(
     Ok((specs, value_paths))
 }
 
+/// Where a row's column comes from, to say why two share a name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ColumnSource {
+    Key,
+    Own,
+    Aggregate,
+}
+
+impl ColumnSource {
+    fn one(self) -> &'static str {
+        match self {
+            ColumnSource::Key => "a --key field",
+            ColumnSource::Own => "weir's own",
+            ColumnSource::Aggregate => "an aggregate",
+        }
+    }
+}
+
 /// Two columns of one name would make rows that lose one of them: JSON readers keep the last
 /// of two equal names, and a CSV column is read by its name.
 fn check_column_names(key_columns: &[String], aggs: &[AggSpec]) -> Result<()> {
-    let own = ["window_start", "window_end", "update", "retract"];
-    let keys = key_columns.iter().map(|c| (c.clone(), "a --key field"));
-    let own = own.map(|c| (c.to_string(), "weir's own"));
+    use ColumnSource::*;
+    let own = ["window_start", "window_end", "update", "retract"].map(|c| (c.to_string(), Own));
+    let keys = key_columns.iter().map(|c| (c.clone(), Key));
     let aggregates = aggs
         .iter()
         .flat_map(AggSpec::columns)
-        .map(|c| (c, "an aggregate"));
-    let mut seen: HashMap<String, &str> = HashMap::new();
-    for (name, what) in keys.chain(own).chain(aggregates) {
-        if let Some(first) = seen.insert(name.clone(), what) {
-            let from = match (first, what) {
-                ("a --key field", "a --key field") => "two --key fields".to_string(),
-                ("an aggregate", "an aggregate") => "two aggregates".to_string(),
-                _ => format!("{first} and {what}"),
-            };
-            let hint = match (first, what) {
-                ("an aggregate", _) => ": give each once, or name one with --as NAME",
-                (_, "an aggregate") => ": name the aggregate otherwise with --as NAME",
-                _ => "",
-            };
-            return Err(Error::Usage(format!(
-                "two columns of each row would be named '{name}' ({from}){hint}"
-            )));
-        }
+        .map(|c| (c, Aggregate));
+    let mut seen: HashMap<String, ColumnSource> = HashMap::new();
+    for (name, second) in keys.chain(own).chain(aggregates) {
+        let Some(first) = seen.insert(name.clone(), second) else {
+            continue;
+        };
+        let from = match (first, second) {
+            (Key, Key) => "two --key fields".to_string(),
+            (Aggregate, Aggregate) => "two aggregates".to_string(),
+            _ => format!("{} and {}", first.one(), second.one()),
+        };
+        let hint = match (first, second) {
+            (Aggregate, _) => ": give each once, or name one with --as NAME",
+            (_, Aggregate) => ": name the aggregate otherwise with --as NAME",
+            _ => "",
+        };
+        return Err(Error::Usage(format!(
+            "two columns of each row would be named '{name}' ({from}){hint}"
+        )));
     }
     Ok(())
 }
