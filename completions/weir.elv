@@ -29,6 +29,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand replay 'Re-read a range of records into a sink, at a controlled rate'
             cand lag 'Consumer lag in messages and in time, with thresholds for scripts'
             cand generate 'Writes man pages and shell completions (for the project''s own build)'
+            cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'weir;consume'= {
             cand --on-error 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given'
@@ -294,6 +295,32 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
+        }
+        &'weir;help'= {
+            cand consume 'Read records from a source and write them to a sink, unchanged'
+            cand window 'Aggregate events per key per event-time window, with watermarks and a late-data policy'
+            cand watermark-profile 'Measure how late events arrive and recommend a watermark delay'
+            cand dedupe 'Drop repeated records: keep the first (or last) of each id within a horizon, with bounded memory'
+            cand replay 'Re-read a range of records into a sink, at a controlled rate'
+            cand lag 'Consumer lag in messages and in time, with thresholds for scripts'
+            cand generate 'Writes man pages and shell completions (for the project''s own build)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'weir;help;consume'= {
+        }
+        &'weir;help;window'= {
+        }
+        &'weir;help;watermark-profile'= {
+        }
+        &'weir;help;dedupe'= {
+        }
+        &'weir;help;replay'= {
+        }
+        &'weir;help;lag'= {
+        }
+        &'weir;help;generate'= {
+        }
+        &'weir;help;help'= {
         }
     ]
     $completions[$command]

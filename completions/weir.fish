@@ -33,6 +33,7 @@ complete -c weir -n "__fish_weir_needs_command" -f -a "dedupe" -d 'Drop repeated
 complete -c weir -n "__fish_weir_needs_command" -f -a "replay" -d 'Re-read a range of records into a sink, at a controlled rate'
 complete -c weir -n "__fish_weir_needs_command" -f -a "lag" -d 'Consumer lag in messages and in time, with thresholds for scripts'
 complete -c weir -n "__fish_weir_needs_command" -f -a "generate" -d 'Writes man pages and shell completions (for the project\'s own build)'
+complete -c weir -n "__fish_weir_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c weir -n "__fish_weir_using_subcommand consume" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand consume" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)' -r -F
@@ -253,3 +254,11 @@ complete -c weir -n "__fish_weir_using_subcommand lag" -s V -l version -d 'Print
 complete -c weir -n "__fish_weir_using_subcommand generate" -l out-dir -d 'Folder that receives man/ and completions/' -r -F
 complete -c weir -n "__fish_weir_using_subcommand generate" -s h -l help -d 'Print help'
 complete -c weir -n "__fish_weir_using_subcommand generate" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand help; and not __fish_seen_subcommand_from consume window watermark-profile dedupe replay lag generate help" -f -a "consume" -d 'Read records from a source and write them to a sink, unchanged'
+complete -c weir -n "__fish_weir_using_subcommand help; and not __fish_seen_subcommand_from consume window watermark-profile dedupe replay lag generate help" -f -a "window" -d 'Aggregate events per key per event-time window, with watermarks and a late-data policy'
+complete -c weir -n "__fish_weir_using_subcommand help; and not __fish_seen_subcommand_from consume window watermark-profile dedupe replay lag generate help" -f -a "watermark-profile" -d 'Measure how late events arrive and recommend a watermark delay'
+complete -c weir -n "__fish_weir_using_subcommand help; and not __fish_seen_subcommand_from consume window watermark-profile dedupe replay lag generate help" -f -a "dedupe" -d 'Drop repeated records: keep the first (or last) of each id within a horizon, with bounded memory'
+complete -c weir -n "__fish_weir_using_subcommand help; and not __fish_seen_subcommand_from consume window watermark-profile dedupe replay lag generate help" -f -a "replay" -d 'Re-read a range of records into a sink, at a controlled rate'
+complete -c weir -n "__fish_weir_using_subcommand help; and not __fish_seen_subcommand_from consume window watermark-profile dedupe replay lag generate help" -f -a "lag" -d 'Consumer lag in messages and in time, with thresholds for scripts'
+complete -c weir -n "__fish_weir_using_subcommand help; and not __fish_seen_subcommand_from consume window watermark-profile dedupe replay lag generate help" -f -a "generate" -d 'Writes man pages and shell completions (for the project\'s own build)'
+complete -c weir -n "__fish_weir_using_subcommand help; and not __fish_seen_subcommand_from consume window watermark-profile dedupe replay lag generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -44,8 +44,7 @@ Exit codes:
     long_about = LONG_ABOUT,
     after_help = AFTER_HELP,
     propagate_version = true,
-    arg_required_else_help = true,
-    disable_help_subcommand = true
+    arg_required_else_help = true
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -87,6 +87,17 @@ fn every_subcommand_help_has_examples() {
     }
 }
 
+/// `weir help window` is `weir window --help`, as with git and cargo.
+#[test]
+fn help_subcommand_shows_a_command_help() {
+    for sub in SUBCOMMANDS {
+        let direct = weir().args([sub, "--help"]).output().unwrap();
+        let via_help = weir().args(["help", sub]).output().unwrap();
+        assert!(via_help.status.success(), "weir help {sub}");
+        assert_eq!(via_help.stdout, direct.stdout, "weir help {sub}");
+    }
+}
+
 #[test]
 fn no_arguments_prints_help_and_exits_2() {
     weir()
