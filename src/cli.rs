@@ -712,7 +712,7 @@ pub struct ProfileArgs {
     pub format: ReportFormat,
 
     /// Also draw the lateness histogram and the drift series to PATH (.svg, or .html wrapping it).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = plot_path)]
     pub plot: Option<PathBuf>,
 
     /// Sink: - (stdout) or a file path.
@@ -730,6 +730,16 @@ pub struct ProfileArgs {
 }
 
 /// A duration as milliseconds (zero allowed).
+/// `--plot` writes SVG, or HTML around it: a name ending otherwise (`.png`) would hold SVG.
+fn plot_path(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    let extension = path.extension().and_then(|e| e.to_str());
+    match extension.map(str::to_ascii_lowercase).as_deref() {
+        Some("svg" | "html" | "htm") => Ok(path),
+        _ => Err("--plot writes SVG or HTML: name the file .svg or .html".into()),
+    }
+}
+
 pub fn duration_ms(s: &str) -> Result<Millis, String> {
     parse_duration(s).map(duration_millis)
 }

@@ -25,7 +25,10 @@ use super::InputPlan;
 pub fn run(args: ConsumeArgs, stop: &AtomicBool) -> Result<()> {
     let mut stats = Stats::new("consume");
     let report = super::report_plan(&args.report);
-    let result = Plan::new(&args).and_then(|plan| consume(plan, &mut stats, stop));
+    let result = Plan::new(&args).and_then(|plan| {
+        super::check_files_written_at_end(&report, None)?;
+        consume(plan, &mut stats, stop)
+    });
     finish(&stats, &report, result)
 }
 

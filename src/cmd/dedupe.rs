@@ -29,7 +29,10 @@ use super::InputPlan;
 pub fn run(args: DedupeArgs, stop: &AtomicBool) -> Result<()> {
     let mut stats = Stats::new("dedupe");
     let report = super::report_plan(&args.report);
-    let result = Plan::new(&args).and_then(|plan| dedupe(plan, &args, &mut stats, stop));
+    let result = Plan::new(&args).and_then(|plan| {
+        super::check_files_written_at_end(&report, None)?;
+        dedupe(plan, &args, &mut stats, stop)
+    });
     finish(&stats, &report, result)
 }
 

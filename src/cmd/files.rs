@@ -115,6 +115,27 @@ pub fn check_distinct(command: &str, m: &clap::ArgMatches) -> Result<()> {
     Ok(())
 }
 
+/// A file written only when the run ends (`--stats`, `--plot`) is checked before the run
+/// starts, so that hours of reading do not end in "cannot write": its directory must exist,
+/// and it must not be a directory itself. Nothing is created.
+pub fn check_written_at_end(flag: &str, path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let why = if path.is_dir() {
+        "it is a directory"
+    } else if !dir.is_dir() {
+        "no such directory"
+    } else {
+        return Ok(());
+    };
+    Err(Error::Unreachable(format!(
+        "cannot write {flag} to {}: {why}",
+        path.display()
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +193,19 @@ mod tests {
         }
         let e = check(&["consume", input, "-o", input]).unwrap_err();
         assert!(e.to_string().contains("truncated before it is read"), "{e}");
+    }
+
+    #[test]
+    fn a_file_written_at_the_end_needs_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        check_written_at_end("--stats", &dir.path().join("s.json")).unwrap();
+        check_written_at_end("--stats", Path::new("s.json")).unwrap();
+        let missing = dir.path().join("no/s.json");
+        let e = check_written_at_end("--stats", &missing).unwrap_err();
+        assert_eq!(e.exit_code(), 4);
+        assert!(e.to_string().contains("no such directory"), "{e}");
+        let e = check_written_at_end("--plot", dir.path()).unwrap_err();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        assert!(!missing.parent().unwrap().exists(), "nothing is created");
     }
 }

@@ -43,6 +43,20 @@ pub fn run(command: Command, matches: &clap::ArgMatches) -> Result<()> {
     }
 }
 
+/// Checks, once the plan holds and before the run, the files only its end writes.
+pub fn check_files_written_at_end(
+    report: &ReportPlan,
+    plot: Option<&std::path::Path>,
+) -> Result<()> {
+    if let Some(path) = &report.stats {
+        files::check_written_at_end("--stats", path)?;
+    }
+    match plot {
+        Some(path) => files::check_written_at_end("--plot", path),
+        None => Ok(()),
+    }
+}
+
 /// `--stats` and `--quiet`.
 pub fn report_plan(report: &ReportArgs) -> ReportPlan {
     ReportPlan {

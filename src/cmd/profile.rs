@@ -30,7 +30,10 @@ use super::InputPlan;
 pub fn run(args: ProfileArgs, stop: &AtomicBool) -> Result<()> {
     let mut stats = Stats::new("watermark-profile");
     let report = super::report_plan(&args.report);
-    let result = Plan::new(&args).and_then(|plan| profile(plan, &args, &mut stats, stop));
+    let result = Plan::new(&args).and_then(|plan| {
+        super::check_files_written_at_end(&report, args.plot.as_deref())?;
+        profile(plan, &args, &mut stats, stop)
+    });
     finish(&stats, &report, result)
 }
 
@@ -213,7 +216,9 @@ fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool)
     stats.counters.written = 1;
     if let Some(path) = &args.plot {
         let svg = render_svg(&report);
-        let html = path.extension().is_some_and(|e| e == "html" || e == "htm");
+        let html = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
         let body = if html {
             format!("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>weir watermark-profile</title></head><body>\n{svg}\n</body></html>\n")
         } else {

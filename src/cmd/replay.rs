@@ -29,7 +29,10 @@ pub fn run(args: ReplayArgs, stop: &AtomicBool) -> Result<()> {
     let mut stats = Stats::new("replay");
     stats.dry_run = args.dry_run;
     let report = super::report_plan(&args.report);
-    let result = Plan::new(&args).and_then(|plan| replay(plan, &mut stats, stop));
+    let result = Plan::new(&args).and_then(|plan| {
+        super::check_files_written_at_end(&report, None)?;
+        replay(plan, &mut stats, stop)
+    });
     finish(&stats, &report, result)
 }
 

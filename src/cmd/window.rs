@@ -38,7 +38,10 @@ use super::InputPlan;
 pub fn run(args: WindowArgs, matches: &ArgMatches, stop: &AtomicBool) -> Result<()> {
     let mut stats = Stats::new("window");
     let report = super::report_plan(&args.report);
-    let result = Plan::new(&args, matches).and_then(|plan| window(plan, &mut stats, stop));
+    let result = Plan::new(&args, matches).and_then(|plan| {
+        super::check_files_written_at_end(&report, None)?;
+        window(plan, &mut stats, stop)
+    });
     finish(&stats, &report, result)
 }
 

@@ -164,9 +164,17 @@ pub fn finish(stats: &Stats, report: &ReportPlan, result: Result<()>) -> Result<
             Ok(()) => (0, None),
             Err(e) => (e.exit_code(), (!broken_pipe).then(|| e.to_string())),
         };
-        // A usage error leaves every file as it was, this one included.
+        // A usage error leaves every file as it was, this one included. When the run failed
+        // and the stats cannot be written either, the run's own error is the one to exit on;
+        // the other is said too, unless the run's error was about this very file.
         if !usage {
-            stats.write_json(path, code, message)?;
+            match (stats.write_json(path, code, message), &result) {
+                (Err(e), Ok(())) => return Err(e),
+                (Err(e), Err(run)) if !run.to_string().contains(&*path.to_string_lossy()) => {
+                    eprintln!("weir: error: {e}")
+                }
+                _ => {}
+            }
         }
     }
     result

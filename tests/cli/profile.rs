@@ -202,6 +202,42 @@ fn svg_is_well_formed_and_has_the_bars() {
     assert!(bars > 5);
 }
 
+/// The files a profile writes only at its end are checked before it reads: a plot named
+/// `.png` would hold SVG (exit 2), a missing directory would lose the end of a long read (4).
+#[test]
+fn plot_and_stats_paths_are_checked_before_the_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report.txt");
+    let run = |extra: &[&str]| {
+        weir()
+            .args(["watermark-profile", "fixtures/checkouts.ndjson"])
+            .args(["--time", "occurred_at", "-o", out.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let missing = dir.path().join("no/such");
+    let cases = [
+        ("--plot", dir.path().join("p.png"), 2, "name the file .svg"),
+        ("--plot", missing.join("p.svg"), 4, "no such directory"),
+        ("--stats", missing.join("s.json"), 4, "no such directory"),
+        ("--plot", dir.path().join("d.svg"), 4, "is a directory"),
+    ];
+    std::fs::create_dir(dir.path().join("d.svg")).unwrap();
+    for (flag, path, code, message) in cases {
+        let r = run(&[flag, path.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(code), "{flag} {path:?}: {stderr}");
+        assert!(stderr.contains(message), "{flag} {path:?}: {stderr}");
+        assert!(!out.exists(), "{flag} {path:?}: the report was written");
+    }
+    let r = run(&["--plot", dir.path().join("p.HTML").to_str().unwrap()]);
+    assert!(r.status.success());
+    assert!(std::fs::read_to_string(dir.path().join("p.HTML"))
+        .unwrap()
+        .starts_with("<!DOCTYPE html>"));
+}
+
 #[test]
 fn records_without_a_usable_time_are_counted() {
     let out = weir()
