@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::time::Millis;
+use super::time::{format_millis, Millis};
 
 /// What the cluster says about one partition for one group.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -284,6 +284,9 @@ pub enum ShardCheckpoint {
     TrimHorizon,
     /// It starts at the newest (KCL's LATEST).
     Latest,
+    /// It has read none of the shard's records yet and starts at those that arrived from
+    /// this time on (a weir checkpoint's shard started from `end` or a time).
+    AtTimestamp(Millis),
     /// It has read the shard to its end (KCL's SHARD_END; a weir checkpoint's done shard).
     ShardEnd,
     /// It has handled the record with this sequence number (with a subsequence: that user
@@ -303,6 +306,7 @@ impl ShardCheckpoint {
             ShardCheckpoint::TrimHorizon => "TRIM_HORIZON".into(),
             ShardCheckpoint::Latest => "LATEST".into(),
             ShardCheckpoint::ShardEnd => "SHARD_END".into(),
+            ShardCheckpoint::AtTimestamp(t) => format!("AT_TIMESTAMP {}", format_millis(*t)),
             ShardCheckpoint::At { sequence, .. } => sequence.clone(),
         }
     }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::checkpoint::{Checkpoints, PartitionState, StepCheckpoint};
 use super::chunk::{Chunk, Line, Status};
 use super::policy::ErrorPolicy;
-use super::reader::{Item, Reader};
+use super::reader::{Item, Reader, Starts};
 use super::summary::Counters;
 use crate::core::record::{Position, RecordError};
 use crate::error::{Error, Fault, Result};
@@ -273,6 +273,11 @@ fn drive_loop(
                     c.shard_ended(&shard);
                 }
             }
+            Item::Starts(starts) => match (checkpoints.as_deref_mut(), starts) {
+                (Some(c), Starts::Partitions(starts)) => c.partitions_start(&starts),
+                (Some(c), Starts::Shard(shard, arrival)) => c.shard_starts(&shard, arrival),
+                (None, _) => {}
+            },
             Item::Draining => handled.release(reader, step, checkpoints.as_deref_mut(), d)?,
             Item::Restored { owned, states } => {
                 if let Some(c) = checkpoints.as_deref_mut() {

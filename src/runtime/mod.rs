@@ -20,7 +20,7 @@ pub use checkpoint::{
 pub use chunk::{Chunk, Line, LinePosition, Prepare, ShardPosition, CHUNK_BYTES};
 pub use drive::{drive, drive_with, Drive, Flow, RecordStep};
 pub use policy::{ErrorPolicy, OnError, PolicyPlan};
-pub use reader::{Feed, Framing, Reader, Revoker, Source};
+pub use reader::{Feed, Framing, Reader, Revoker, Source, Starts};
 pub use summary::{Counters, Stats};
 
 use std::sync::atomic::AtomicBool;

@@ -53,6 +53,9 @@ pub(crate) enum Item {
     Assigned(Vec<String>),
     /// A Kinesis shard was read to its end; every record of it was handed over before.
     ShardEnded(Arc<str>),
+    /// Where the source starts reading, before any record there: Kafka partitions at these
+    /// offsets, or a Kinesis shard at the records arriving from this time on.
+    Starts(Starts),
     /// A consumer-group member with state per partition (`Checkpoints::for_group`) was given
     /// `owned`, with the state their last owner saved, before any of their records.
     Restored {
@@ -70,6 +73,15 @@ pub(crate) enum Item {
     /// before its last commit.
     Draining,
     Failed(Error),
+}
+
+/// Where a source starts reading (see `Feed::starts`).
+#[derive(Debug)]
+pub enum Starts {
+    /// Kafka partitions, each at its first offset.
+    Partitions(Vec<(i32, i64)>),
+    /// A Kinesis shard, from the records arriving at this time (ms) on.
+    Shard(Arc<str>, i64),
 }
 
 /// Records a source framed itself: record `i` is `data[ends[i - 1]..ends[i]]`; the records
@@ -360,6 +372,13 @@ impl Feed {
     /// its records: a checkpoint then counts it done, and its children may be read.
     pub fn shard_ended(&self, shard: Arc<str>) -> Result<()> {
         self.send(Item::ShardEnded(shard))
+    }
+
+    /// Reports where the source starts reading, before any record there, when a restart
+    /// would not find the same place from the flags alone (`--from end`, `-1h`): a checkpoint
+    /// keeps it for a partition or shard none of whose records were handled yet.
+    pub fn starts(&self, starts: Starts) -> Result<()> {
+        self.send(Item::Starts(starts))
     }
 
     /// Reports line `line` of `origin`, `len` bytes long, which was too long to keep; the

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{weir, weir_std, KillDrill};
+use super::{weir, weir_std, Background, KillDrill};
 
 /// A Kinesis test server: its endpoint.
 pub struct Server {
@@ -655,6 +655,71 @@ fn checkpointed_consume_killed_and_restarted(read_with: &[&str]) {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_each_once_in_key_order(&got, 12_000);
+}
+
+/// A checkpointed read `--from end`, killed before any record came, goes on from where it
+/// began: the restart reads what arrived in between (it took `end` afresh and lost them),
+/// and `weir lag` counts those records as pending from the checkpoint's start time.
+#[test]
+fn a_checkpointed_read_from_the_end_killed_before_any_record_loses_nothing() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("ckpt-end", 2);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, ckpt) = (dir.path().join("out"), dir.path().join("ckpt"));
+    let run = |extra: &[&str]| {
+        let mut c = weir_std();
+        aws_env(&mut c)
+            .args(["consume", "-J", "-q", "--from", "end", &s.url(&stream)])
+            .args(["--endpoint-url", &s.endpoint])
+            .args(["-o", out.to_str().unwrap()])
+            .args(["--checkpoint", ckpt.to_str().unwrap()])
+            .args(["--checkpoint-interval", "100ms"])
+            .args(extra)
+            .spawn()
+            .unwrap()
+    };
+    let first = Background(run(&[]));
+    let started = Instant::now();
+    while !ckpt.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "no checkpoint");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Both shards' starts are in a checkpoint by then.
+    std::thread::sleep(Duration::from_millis(500));
+    drop(first);
+    let lag = |expect_records: bool| {
+        let (report, _, _) = timed_lag(
+            &s,
+            &[&s.url(&stream), "--checkpoint", ckpt.to_str().unwrap()],
+        );
+        for row in report["shards"].as_array().unwrap() {
+            assert!(
+                row["checkpoint"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("AT_TIMESTAMP "),
+                "{row}"
+            );
+            assert_ne!(row["time_lag"], "unknown", "{row}");
+        }
+        assert_eq!(
+            report["max_lag_ms"].as_i64().unwrap() > 0,
+            expect_records,
+            "{report}"
+        );
+    };
+    lag(false);
+    s.py(&["put", &stream, "k"], &records(0, 20));
+    std::thread::sleep(Duration::from_millis(300));
+    lag(true);
+    let status = Background(run(&["-e"])).0.wait().unwrap();
+    assert!(status.success());
+    let got: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_each_once_in_key_order(&got, 20);
 }
 
 /// A replay into a stream, killed three times and started again from its checkpoint: the

@@ -48,6 +48,17 @@ pub fn weir_std() -> std::process::Command {
     cmd
 }
 
+/// A weir started in the background, killed when the test ends, passed or failed: one left
+/// running would hold the test run's output open.
+pub struct Background(pub std::process::Child);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")

@@ -22,7 +22,7 @@ use crate::core::envelope::{write_envelope, write_value_line, KcatFormat, Messag
 use crate::core::time::{now_millis, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
-use crate::runtime::{Feed, Framing, PartitionState, Source};
+use crate::runtime::{Feed, Framing, PartitionState, Source, Starts};
 
 /// How long a poll waits once records stop coming.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
@@ -87,6 +87,10 @@ pub struct KafkaSource {
     /// A checkpoint's next offset per partition: a group member skips what comes before
     /// (the checkpoint's state holds it already, and the group's offsets may lag behind).
     resume: HashMap<i32, i64>,
+    /// Where each partition of ours starts, resolved from `--from` (or the checkpoint): said
+    /// to the feed before any record, so that a checkpoint keeps a partition none of whose
+    /// records were handled yet where this run began it.
+    starts: Vec<(i32, i64)>,
     /// A group member that keeps state per partition saves it here; taken into the client
     /// context when the read starts.
     changelog: Option<Changelog>,
@@ -190,6 +194,7 @@ impl KafkaSource {
             last_progress: Instant::now(),
             render,
             resume: resume.iter().copied().collect(),
+            starts: Vec::new(),
             changelog: None,
         };
         if let (Some(changelog), Some(_)) = (&plan.changelog, &plan.group) {
@@ -260,6 +265,9 @@ impl KafkaSource {
         let mut assignment = TopicPartitionList::new();
         let mut own = Vec::new();
         for (&p, start) in partitions.iter().zip(&starts) {
+            if let Offset::Offset(first) = start {
+                source.starts.push((p, *first));
+            }
             if !source.ended.contains(&p) {
                 assignment
                     .add_partition_offset(&topic, p, *start)
@@ -293,7 +301,6 @@ impl KafkaSource {
         let mut out = Vec::with_capacity(partitions.len());
         match pos {
             LogPosition::Beginning if logical => out.resize(partitions.len(), Offset::Beginning),
-            LogPosition::End if logical => out.resize(partitions.len(), Offset::End),
             LogPosition::Stored => out.resize(partitions.len(), Offset::Stored),
             LogPosition::Offset(n) => out.resize(partitions.len(), Offset::Offset(*n)),
             LogPosition::Beginning => {
@@ -474,7 +481,13 @@ impl Source for KafkaSource {
             let group = GroupState::new(feed.revoker(), changelog, self.topic.to_string());
             *self.consumer.context().group() = Some(group);
         }
-        let read = self.read_records(feed);
+        let starts = std::mem::take(&mut self.starts);
+        let read = match starts.is_empty() {
+            true => self.read_records(feed),
+            false => feed
+                .starts(Starts::Partitions(starts))
+                .and_then(|()| self.read_records(feed)),
+        };
         // Records still in flight are committed once the command has handled them.
         feed.wait_handled(|partition, offset| self.done(partition, offset));
         // The states saved as the read ended (at its end, or on a stop) go to the changelog;

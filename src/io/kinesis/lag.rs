@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use aws_sdk_kinesis::primitives::DateTime;
 use aws_sdk_kinesis::types::ShardIteratorType;
 
 use super::client::{arrival_millis, retry_passing, retrying, Failure, KinesisClient};
@@ -81,6 +82,7 @@ fn checkpoint_positions(
                 subsequence,
             },
             Some(ShardResume::Done) => ShardCheckpoint::ShardEnd,
+            Some(ShardResume::From { arrival }) => ShardCheckpoint::AtTimestamp(arrival),
             None => continue,
         };
         positions.insert(shard, (position, None));
@@ -194,6 +196,7 @@ async fn first_after(
             return Ok((None, None))
         }
         ShardCheckpoint::TrimHorizon => (ShardIteratorType::TrimHorizon, None, None),
+        ShardCheckpoint::AtTimestamp(_) => (ShardIteratorType::AtTimestamp, None, None),
         ShardCheckpoint::At {
             sequence,
             subsequence: None,
@@ -220,7 +223,11 @@ async fn first_after(
         .set_stream_arn(stream.arn.clone())
         .shard_id(shard)
         .shard_iterator_type(kind)
-        .set_starting_sequence_number(sequence);
+        .set_starting_sequence_number(sequence)
+        .set_timestamp(match checkpoint {
+            ShardCheckpoint::AtTimestamp(t) => Some(DateTime::from_millis(*t)),
+            _ => None,
+        });
     let out = retrying(client, "GetShardIterator", || call.clone().send()).await?;
     let mut iterator = out.shard_iterator;
     let mut behind = None;

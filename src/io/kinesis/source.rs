@@ -33,7 +33,7 @@ use crate::core::record::RecordError;
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
 use crate::io::kafka::Render;
-use crate::runtime::{Feed, Framing, ShardPosition, ShardResume, Source};
+use crate::runtime::{Feed, Framing, ShardPosition, ShardResume, Source, Starts};
 
 /// How long a shard's reader waits before asking again once it has caught up.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
@@ -101,7 +101,7 @@ impl KinesisSource {
         for shard in &self.listed {
             match self.resume.get(&shard.id) {
                 Some(ShardResume::Done) => lineage.finish(&shard.id),
-                Some(ShardResume::After { .. }) => {}
+                Some(ShardResume::After { .. } | ShardResume::From { .. }) => {}
                 None if shard.closed && self.plan.from == StartAt::End => lineage.skip(&shard.id),
                 None => {}
             }
@@ -158,6 +158,8 @@ enum Event {
     Reading(Vec<String>),
     /// A shard was read to its end; all of its records were sent before this.
     Ended(Arc<str>),
+    /// A shard's reading begins at the records arriving from this time (ms) on.
+    Started(Arc<str>, Millis),
     Failed(Error),
     /// Every shard is finished (a bounded read, or only closed shards).
     Done,
@@ -294,6 +296,10 @@ impl Renderer {
                     self.pending.hand_over(feed, &self.stream)?;
                     feed.shard_ended(shard)?;
                 }
+                Event::Started(shard, arrival) => {
+                    self.pending.hand_over(feed, &self.stream)?;
+                    feed.starts(Starts::Shard(shard, arrival))?;
+                }
                 Event::Failed(e) => {
                     self.pending.hand_over(feed, &self.stream)?;
                     return Err(e);
@@ -425,11 +431,26 @@ impl Coordinator {
             }
             {
                 for id in ready {
+                    let shard: Arc<str> = Arc::from(id.as_str());
+                    let start = self.start_of(&id);
+                    // A start a restart would not find again from the flags is said first,
+                    // for the checkpoint: `end` as the time it began, a relative time fixed.
+                    let fixed = match &start {
+                        Start::Latest => Some(now_millis()),
+                        Start::Time(t) => Some(*t),
+                        _ => None,
+                    };
+                    if let Some(arrival) = fixed {
+                        let started = Event::Started(shard.clone(), arrival);
+                        if self.out.send(started).await.is_err() {
+                            return;
+                        }
+                    }
                     let reader = ShardReader {
                         client: self.client.clone(),
                         efo: efo.clone(),
-                        shard: Arc::from(id.as_str()),
-                        start: self.start_of(&id),
+                        shard,
+                        start,
                         end: self.end,
                         out: self.out.clone(),
                         cancel: self.cancel.clone(),
@@ -507,7 +528,8 @@ impl Coordinator {
                 sequence,
                 subsequence: None,
             }) => return Start::After(sequence.clone()),
-            _ => {}
+            Some(ShardResume::From { arrival }) => return Start::Time(*arrival),
+            Some(ShardResume::Done) | None => {}
         }
         if self.lineage.parents_read(id) {
             return Start::TrimHorizon;

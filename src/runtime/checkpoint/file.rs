@@ -68,6 +68,9 @@ pub enum Resume {
     Start,
     /// Read to its end.
     Done,
+    /// A Kinesis shard none of whose records were handled yet, read from the arrival time
+    /// its reading began at (a relative `--from`, or `end`, fixed when the run started).
+    KinesisFrom { arrival_ms: i64 },
 }
 
 /// A file sink's length when the checkpoint was taken: on restore the file is cut back to it,

@@ -20,7 +20,7 @@ use super::summary::Counters;
 use serde::{Deserialize, Serialize};
 
 use crate::core::saved;
-use crate::core::time::now_millis;
+use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
 use file::{
     Checkpoint, CheckpointFile, Loaded, PartitionCheckpoint, PartitionId, Resume, SinkLength,
@@ -133,6 +133,10 @@ pub enum ShardResume {
     },
     /// Read to its end: its children may be read.
     Done,
+    /// None of its records handled yet: it is read from the records that arrived from this
+    /// time on, where the run that took the checkpoint began reading it. Without this a
+    /// restart would take `--from end` or `-1h` afresh and skip what came in between.
+    From { arrival: Millis },
 }
 
 impl ShardResume {
@@ -148,6 +152,9 @@ impl ShardResume {
                 subsequence,
             }),
             Resume::Done => Some(ShardResume::Done),
+            Resume::KinesisFrom { arrival_ms } => Some(ShardResume::From {
+                arrival: arrival_ms,
+            }),
             _ => None,
         }
     }
@@ -163,6 +170,9 @@ impl ShardResume {
                 subsequence: *subsequence,
             },
             ShardResume::Done => Resume::Done,
+            ShardResume::From { arrival } => Resume::KinesisFrom {
+                arrival_ms: *arrival,
+            },
         }
     }
 }
@@ -469,8 +479,29 @@ impl Checkpoints {
         }
     }
 
-    /// A checkpoint is due when the interval has passed and the source has moved on since
-    /// the last one (a source that waits for input keeps its last checkpoint).
+    /// The source starts these Kafka partitions at these offsets (resolved from `--from`),
+    /// before any of their records. A partition with no record handled by the next
+    /// checkpoint is kept there at its start, so that a restart does not resolve `--from
+    /// end` or `-1h` afresh and skip what came in between.
+    pub(crate) fn partitions_start(&mut self, starts: &[(i32, i64)]) {
+        for &(partition, offset) in starts {
+            if self.group.is_none() && !self.offsets.contains_key(&partition) {
+                self.offsets.insert(partition, offset);
+                self.moved = true;
+            }
+        }
+    }
+
+    /// The source began reading Kinesis shard `shard` from the records arriving from
+    /// `arrival` on, before any of its records: kept until one is handled, as for Kafka.
+    pub(crate) fn shard_starts(&mut self, shard: &str, arrival: Millis) {
+        if !self.shards.contains_key(shard) {
+            self.shards
+                .insert(shard.to_string(), ShardResume::From { arrival });
+            self.moved = true;
+        }
+    }
+
     /// The Kinesis records at these positions have been handled (in order, per shard).
     pub(crate) fn passed_shards(&mut self, positions: &[ShardPosition]) {
         // Only each shard's last position counts: look from the end, at the few shards.
@@ -497,6 +528,8 @@ impl Checkpoints {
         self.moved = true;
     }
 
+    /// A checkpoint is due when the interval has passed and the source has moved on since
+    /// the last one (a source that waits for input keeps its last checkpoint).
     pub(crate) fn due(&self) -> bool {
         self.moved && self.last.elapsed() >= self.interval
     }
@@ -721,11 +754,72 @@ mod tests {
         fn revoke_partition(&mut self, partition: i32) {
             self.states.remove(&partition);
         }
+        fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
+            Ok(StepCheckpoint::default())
+        }
     }
 
     fn group() -> Checkpoints {
         let inputs = CheckpointInputs::Kafka { topic: "t".into() };
         Checkpoints::for_group(Duration::ZERO, "window", inputs)
+    }
+
+    /// Where partitions and shards began is kept until a record of theirs is handled, and a
+    /// restored run starts them there.
+    #[test]
+    fn starts_without_a_record_yet_are_kept_and_restored() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = CheckpointPlan {
+            path: dir.path().join("ckpt"),
+            interval: Duration::ZERO,
+            reset: false,
+        };
+        let mut step = Numbers::default();
+        let mut policy = ErrorPolicy::open(&PolicyPlan::new(None, None)).unwrap();
+        let counters = Counters::default();
+        let kafka = || CheckpointInputs::Kafka { topic: "t".into() };
+        let mut c = Checkpoints::open(&plan, "consume", "job".into(), kafka()).unwrap();
+        assert!(!c.due());
+        c.partitions_start(&[(0, 40), (1, 7)]);
+        assert!(c.due(), "starts alone make a checkpoint due");
+        c.passed_records(&[(0, 40), (0, 41)]);
+        // A second report of a start does not move a partition back.
+        c.partitions_start(&[(0, 40)]);
+        c.take(&mut step, &mut policy, &counters).unwrap();
+        let mut again = Checkpoints::open(&plan, "consume", "job".into(), kafka()).unwrap();
+        let restored = again.restore().unwrap().unwrap();
+        assert_eq!(restored.offsets, [(0, 42), (1, 7)]);
+
+        let plan = CheckpointPlan {
+            path: dir.path().join("kinesis"),
+            ..plan
+        };
+        let kinesis = || CheckpointInputs::Kinesis { stream: "s".into() };
+        let mut c = Checkpoints::open(&plan, "consume", "job".into(), kinesis()).unwrap();
+        c.shard_starts("shard-0", 1_000);
+        c.shard_starts("shard-1", 2_000);
+        c.passed_shards(&[ShardPosition {
+            shard: "shard-1".into(),
+            sequence: "5".into(),
+            subsequence: None,
+        }]);
+        c.shard_starts("shard-1", 3_000);
+        c.take(&mut step, &mut policy, &counters).unwrap();
+        let mut again = Checkpoints::open(&plan, "consume", "job".into(), kinesis()).unwrap();
+        let restored = again.restore().unwrap().unwrap();
+        assert_eq!(
+            restored.shards.into_iter().collect::<Vec<_>>(),
+            [
+                ("shard-0".into(), ShardResume::From { arrival: 1_000 }),
+                (
+                    "shard-1".into(),
+                    ShardResume::After {
+                        sequence: "5".into(),
+                        subsequence: None
+                    }
+                ),
+            ]
+        );
     }
 
     #[test]
