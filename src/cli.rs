@@ -111,7 +111,8 @@ pub struct InputArgs {
 #[derive(Debug, Args)]
 pub struct BrokerArgs {
     /// First position: beginning, end, stored (the group's), an offset (Kinesis: a sequence
-    /// number), -N (N before the end, Kafka), an RFC 3339 time or a relative time (-1h) of the
+    /// number), -N (N before the end, Kafka), an RFC 3339 time, a date or a time without an
+    /// offset (UTC: 2026-01-01, '2026-01-01 12:30'), now, or a relative time (-1h) of the
     /// broker timestamps (Kinesis: arrival times). Default: beginning, or the group's offsets
     /// with --group (and, where the group has none, the end, as Kafka's consumers start: give
     /// --from beginning to read a new group's backlog). On NDJSON input (consume, replay) a

@@ -537,6 +537,7 @@ impl LogPosition {
             "beginning" | "earliest" | "start" => return Ok(LogPosition::Beginning),
             "end" | "latest" => return Ok(LogPosition::End),
             "stored" => return Ok(LogPosition::Stored),
+            "now" => return Ok(LogPosition::Time(now)),
             _ => {}
         }
         if let Ok(offset) = s.parse::<i64>() {
@@ -553,10 +554,34 @@ impl LogPosition {
         if let Some(Ok(ms)) = parse_rfc3339(s) {
             return Ok(LogPosition::Time(ms));
         }
+        if let Some(ms) = parse_utc_date_time(s) {
+            return ms.map(LogPosition::Time).map_err(|e| e.to_string());
+        }
         Err(format!(
-            "invalid position '{s}': use beginning, end, stored, an offset, -N, an RFC 3339 time or a relative time such as -1h"
+            "invalid position '{s}': use beginning, end, stored, an offset, -N, an RFC 3339 time, a date, now or a relative time such as -1h"
         ))
     }
+}
+
+/// A date (`2026-01-01`, its midnight) or a date and time without an offset (`2026-01-01
+/// 12:30`, `2026-01-01T12:30:00.5`), read as UTC: weir writes every time in UTC, and a
+/// position is typed by hand far more often than it is pasted with its zone.
+fn parse_utc_date_time(s: &str) -> Option<Result<Millis, TimeError>> {
+    const WITH_TIME: [&str; 4] = [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ];
+    let naive = WITH_TIME
+        .iter()
+        .find_map(|f| chrono::NaiveDateTime::parse_from_str(s, f).ok())
+        .or_else(|| {
+            chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                .ok()
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+        })?;
+    Some(in_range(naive.and_utc().timestamp_millis() as i128, s))
 }
 
 /// Refuses a `--from` past `--to`: such a range reads nothing and is surely a mistake (Spark
@@ -886,6 +911,24 @@ mod tests {
             Ok(LogPosition::Time(1000))
         );
         assert!(LogPosition::parse("soon", now).is_err());
+        assert_eq!(LogPosition::parse("now", now), Ok(LogPosition::Time(now)));
+        // Dates and times without an offset are UTC; checked against `date -u -d ... +%s`.
+        let utc = |s: &str| LogPosition::parse(s, now);
+        assert_eq!(utc("2026-01-01"), Ok(LogPosition::Time(1_767_225_600_000)));
+        for s in [
+            "2026-01-01 12:30",
+            "2026-01-01T12:30",
+            "2026-01-01 12:30:00.0",
+        ] {
+            assert_eq!(utc(s), Ok(LogPosition::Time(1_767_270_600_000)), "{s}");
+        }
+        assert_eq!(
+            utc("2026-01-01T12:30:00.25"),
+            Ok(LogPosition::Time(1_767_270_600_250))
+        );
+        for bad in ["2026-02-30", "2026-01-01 25:00", "2026-1-1x", "10000-01-01"] {
+            assert!(utc(bad).is_err(), "{bad}");
+        }
     }
 
     /// The hour cache starts with a prefix no text has: thirteen NUL bytes are no hour.

@@ -208,30 +208,34 @@ fn missing_time_field_suggests_the_path() {
         ));
 }
 
+/// Every spelling of the data's times, and of the bounds: an RFC 3339 time, or one without
+/// an offset (UTC).
 #[test]
 fn time_range_over_every_spelling() {
-    let out = weir()
-        .args(["consume", "fixtures/times.ndjson", "--time", "t"])
-        .args([
-            "--from",
-            "2026-11-28T12:00:00Z",
-            "--to",
-            "2026-11-28T12:02:00Z",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let ids: Vec<String> = stdout_lines(&out)
-        .iter()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    assert_eq!(ids, ["a", "c", "d", "g"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("filtered 3"));
+    let bounds = [
+        ("2026-11-28T12:00:00Z", "2026-11-28T12:02:00Z"),
+        ("2026-11-28 12:00", "2026-11-28T12:02"),
+        ("2026-11-28T13:00:00+01:00", "2026-11-28 12:02:00.000"),
+    ];
+    for (from, to) in bounds {
+        let out = weir()
+            .args(["consume", "fixtures/times.ndjson", "--time", "t"])
+            .args(["--from", from, "--to", to])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{from} {to}: {out:?}");
+        let ids: Vec<String> = stdout_lines(&out)
+            .iter()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(ids, ["a", "c", "d", "g"], "{from} {to}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("filtered 3"));
+    }
 }
 
 /// The range on the generated fixture, against text comparison of its UTC timestamps.
