@@ -307,7 +307,7 @@ Examples:
   weir consume events.ndjson.gz --stats stats.json > /dev/null
 
   # Resumable: killed and started again, it goes on where its checkpoint was taken:
-  weir consume big.ndjson.gz --time occurred_at --from 2026-11-28T00:00:00Z \
+  weir consume big.ndjson.gz --time occurred_at --from 2026-11-28T00:00:00Z \\
     -o day.ndjson --checkpoint day.ckpt
 
   # The last hour of a topic as envelopes into a zstd file, up to the end offsets at start:
@@ -379,10 +379,12 @@ Examples:
   # Revenue in 10-minute windows every 5 minutes, per Kafka partition watermark, late
   # records kept aside:
   weir consume -J kafka://localhost:9092/checkouts | weir window --time value.occurred_at \\
-    --partition-by partition --hop 10m --slide 5m --delay 1m --sum value.amount --late-output late.ndjson
+    --partition-by partition --hop 10m --slide 5m --delay 1m --sum value.amount \\
+    --late-output late.ndjson
 
   # User sessions (30 minutes of inactivity ends one), as CSV:
-  weir window events.ndjson --time ts --key user --session 30m --count --first page --last page --format csv
+  weir window events.ndjson --time ts --key user --session 30m --count \\
+    --first page --last page --format csv
 
 Output rows carry the key fields, window_start and window_end (RFC 3339 UTC), then the
 aggregates: count, sum_F, min_F, max_F, avg_F, distinct_F, pN_F, first_F, last_F (F with
@@ -545,7 +547,7 @@ Examples:
   weir dedupe orders.ndjson --id order_id --time updated_at --horizon 10m --keep last
 
   # Straight from a topic: the watermark is per partition, and one silent for 30 s lets go:
-  weir dedupe kafka://localhost:9092/orders --id value.order_id --time value.updated_at \
+  weir dedupe kafka://localhost:9092/orders --id value.order_id --time value.updated_at \\
     --horizon 1h --idle-timeout 30s
 
 Ids compare by their JSON text (the string \"1\" and the number 1 differ); a record whose id
@@ -647,7 +649,8 @@ pub enum HorizonBy {
 const PROFILE_AFTER_HELP: &str = "\
 Examples:
   # How late do checkouts arrive, per client type, and what delay covers 99.9% of them?
-  weir watermark-profile fixtures/checkouts.ndjson --time occurred_at --arrival arrived_at --by client
+  weir watermark-profile fixtures/checkouts.ndjson --time occurred_at \\
+    --arrival arrived_at --by client
 
   # The late share of a 10-second delay per minute of event time, as JSON, and a picture:
   weir watermark-profile events.ndjson --time ts --arrival received_at --delay 10s \\
@@ -770,7 +773,8 @@ Examples:
   weir replay -J capture.ndjson.zst -o kafka://localhost:9092/checkouts --rate 5000/s
 
   # Copy the last hour of a topic to another at ten times the original pace:
-  weir replay kafka://localhost:9092/checkouts --from -1h -e -o kafka://localhost:9092/copy --speed 10x
+  weir replay kafka://localhost:9092/checkouts --from -1h -e \\
+    -o kafka://localhost:9092/copy --speed 10x
 
   # Produce an NDJSON file, keyed by a field, and count what would be sent first:
   weir replay events.ndjson -o kafka://localhost:9092/events --key merchant_id --dry-run

@@ -87,6 +87,38 @@ fn every_subcommand_help_has_examples() {
     }
 }
 
+/// Examples are for pasting: each line is a comment, a command, or the rest of a command
+/// whose line ended in `\`, and none is long enough for clap to wrap it.
+#[test]
+fn help_examples_paste_as_they_read() {
+    let mut pages = vec![vec!["--help"]];
+    pages.extend(SUBCOMMANDS.map(|sub| vec![sub, "--help"]));
+    for args in pages {
+        let out = weir().args(&args).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let examples = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Examples"))
+            .skip(1)
+            .take_while(|l| l.is_empty() || l.starts_with("  "))
+            .filter(|l| !l.is_empty());
+        let (mut continued, mut commands) = (false, 0);
+        for line in examples {
+            let what = format!("weir {}: {line}", args.join(" "));
+            assert!(line.len() <= 96, "too long to paste: {what}");
+            let code = line.trim_start();
+            if continued {
+                assert!(line.starts_with("    "), "{what}");
+            } else if !code.starts_with('#') {
+                assert!(code.starts_with("weir "), "not a command: {what}");
+                commands += 1;
+            }
+            continued = line.ends_with('\\');
+        }
+        assert!(commands > 0, "weir {} has no examples", args.join(" "));
+    }
+}
+
 /// `weir help window` is `weir window --help`, as with git and cargo.
 #[test]
 fn help_subcommand_shows_a_command_help() {
