@@ -430,6 +430,16 @@ mod tests {
                     },
                     state: vec![1, 2, 3],
                 },
+                PartitionCheckpoint {
+                    partition: PartitionId::Kinesis {
+                        stream: "s".into(),
+                        shard: "shardId-000000000002".into(),
+                    },
+                    resume: Resume::KinesisFrom {
+                        arrival_ms: 1_767_225_600_000,
+                    },
+                    state: Vec::new(),
+                },
             ],
             shared: b"counters".to_vec(),
             sinks: vec![SinkLength {
