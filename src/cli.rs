@@ -85,7 +85,7 @@ impl Command {
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// NDJSON files (`-` for stdin, gzip and zstd detected), kafka://HOST:PORT[,HOST:PORT]/TOPIC
-    /// (port 9092 if left out) or kinesis://STREAM. Default: stdin.
+    /// (port 9092 if left out) or kinesis://STREAM (or the stream's ARN). Default: stdin.
     #[arg(value_name = "SOURCE")]
     pub sources: Vec<String>,
 
@@ -213,7 +213,7 @@ impl ClientArgs {
 #[derive(Debug, Args)]
 pub struct RecordSinkArgs {
     /// Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst),
-    /// kafka://HOST:PORT/TOPIC or kinesis://STREAM.
+    /// kafka://HOST:PORT/TOPIC or kinesis://STREAM (or the stream's ARN).
     #[arg(short, long, value_name = "SINK", default_value = "-")]
     pub output: String,
 
@@ -860,7 +860,7 @@ the thresholds, 1 a threshold exceeded or not checkable (a --group without commi
 #[command(after_help = LAG_AFTER_HELP)]
 pub struct LagArgs {
     /// kafka://HOST:PORT[,HOST:PORT][/TOPIC]: the cluster (port 9092 if left out), and
-    /// optionally one topic; or kinesis://STREAM.
+    /// optionally one topic; or kinesis://STREAM (or the stream's ARN).
     #[arg(value_name = "CLUSTER|STREAM")]
     pub cluster: String,
 

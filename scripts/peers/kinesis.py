@@ -142,6 +142,8 @@ def main():
             key, _, data = agg.clear_and_get().get_contents()
             entries.append({"Data": data, "PartitionKey": key})
         put_entries(k, stream, entries)
+    elif action == "arn":
+        print(k.describe_stream_summary(StreamName=args[0])["StreamDescriptionSummary"]["StreamARN"])
     elif action == "shards":
         print(json.dumps(list_shards(k, args[0])))
     elif action == "split":

@@ -52,7 +52,7 @@ fn inode(path: &Path, _: &std::fs::Metadata) -> FileId {
 
 /// A SOURCE or SINK that is not a file: stdin/stdout, a broker URL, a stream's ARN.
 fn is_file_spec(text: &str) -> bool {
-    text != "-" && !text.contains("://") && !text.starts_with("arn:")
+    text != "-" && !crate::io::spec::is_brokered(text)
 }
 
 /// The files of `command`'s parsed arguments `m`, by their clap ids.

@@ -44,7 +44,7 @@ pub fn run(args: LagArgs, stop: &AtomicBool) -> Result<()> {
         redraw,
         watch: args.watch,
     };
-    if args.cluster.starts_with("kinesis://") {
+    if args.cluster.starts_with("kinesis://") || args.cluster.starts_with("arn:") {
         return run_kinesis(args, looped, stop);
     }
     let spec = parse_kafka_cluster(&args.cluster).map_err(Error::Usage)?;

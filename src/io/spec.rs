@@ -80,7 +80,7 @@ pub enum SinkSpec {
 impl SourceSpec {
     /// Parses the SOURCE arguments of a command; none means stdin.
     pub fn parse(args: &[String]) -> Result<SourceSpec, String> {
-        let brokered: Vec<&String> = args.iter().filter(|a| a.contains("://")).collect();
+        let brokered: Vec<&String> = args.iter().filter(|a| is_brokered(a)).collect();
         if brokered.is_empty() {
             if args.is_empty() {
                 return Ok(SourceSpec::Ndjson(vec![Input::Stdin]));
@@ -92,7 +92,10 @@ impl SourceSpec {
         if args.len() > 1 {
             return Err(format!(
                 "a {} source must be the only SOURCE (got {} arguments)",
-                brokered[0].split("://").next().unwrap_or(""),
+                match brokered[0].split_once("://") {
+                    Some((scheme, _)) => scheme,
+                    None => "kinesis",
+                },
                 args.len()
             ));
         }
@@ -108,7 +111,7 @@ impl SinkSpec {
         if arg == "-" {
             return Ok(SinkSpec::Stdout);
         }
-        if arg.contains("://") {
+        if is_brokered(arg) {
             return Ok(match parse_url(arg, true)? {
                 Brokered::Kafka(k) => SinkSpec::Kafka(k),
                 Brokered::Kinesis(k) => SinkSpec::Kinesis(k),
@@ -142,7 +145,16 @@ enum Brokered {
     Kinesis(KinesisSpec),
 }
 
+/// A broker URL, or a stream's ARN as the AWS console and CLI show it (a file's name never
+/// starts `arn:` in practice; `./arn:...` still names one).
+pub fn is_brokered(arg: &str) -> bool {
+    arg.contains("://") || arg.starts_with("arn:")
+}
+
 fn parse_url(arg: &str, topic_required: bool) -> Result<Brokered, String> {
+    if arg.starts_with("arn:") {
+        return parse_kinesis(arg, arg).map(Brokered::Kinesis);
+    }
     let (scheme, rest) = arg.split_once("://").expect("caller checked for ://");
     match scheme {
         "kafka" => parse_kafka(arg, rest, topic_required).map(Brokered::Kafka),
@@ -370,7 +382,19 @@ mod tests {
             "arn:aws:kinesis:eu-west-1:123456789012:stream/bad name",
         ] {
             assert!(src(&[&format!("kinesis://{bad}")]).is_err(), "{bad}");
+            assert!(src(&[bad]).is_err(), "{bad}");
         }
+        // An ARN as the console shows it, without the scheme: a source and a sink.
+        let bare = Ok(KinesisSpec {
+            stream: "orders".into(),
+            arn: Some(arn.into()),
+        });
+        assert_eq!(src(&[arn]), bare.clone().map(SourceSpec::Kinesis));
+        assert_eq!(SinkSpec::parse(arn), bare.map(SinkSpec::Kinesis));
+        assert!(
+            src(&[arn, "file.ndjson"]).is_err(),
+            "a stream is the only SOURCE"
+        );
     }
 
     #[test]

@@ -831,18 +831,13 @@ fn the_sink_writes_records_that_read_back_the_same_in_key_order() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(keyed_values(&s.read(&replayed)), want);
 
-    // Values straight from stream to stream, keyed by a field.
+    // Values straight from stream to stream, keyed by a field; both streams named by their
+    // ARNs as the console shows them, without kinesis://.
     let copied = s.stream("sink-copied", 4);
-    let out = s.weir(&[
-        "consume",
-        "-e",
-        "-q",
-        &s.url(&source),
-        "-o",
-        &s.url(&copied),
-        "--key",
-        "k",
-    ]);
+    let arn = |stream: &str| s.py(&["arn", stream], "").trim().to_string();
+    let (from, to) = (arn(&source), arn(&copied));
+    assert!(from.starts_with("arn:aws:kinesis:"), "{from}");
+    let out = s.weir(&["consume", "-e", "-q", &from, "-o", &to, "--key", "k"]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(keyed_values(&s.read(&copied)), want);
 }
