@@ -482,12 +482,11 @@ impl Source for KafkaSource {
             *self.consumer.context().group() = Some(group);
         }
         let starts = std::mem::take(&mut self.starts);
-        let read = match starts.is_empty() {
-            true => self.read_records(feed),
-            false => feed
-                .starts(Starts::Partitions(starts))
-                .and_then(|()| self.read_records(feed)),
+        let said = match starts.is_empty() {
+            true => Ok(()),
+            false => feed.starts(Starts::Partitions(starts)),
         };
+        let read = said.and_then(|()| self.read_records(feed));
         // Records still in flight are committed once the command has handled them.
         feed.wait_handled(|partition, offset| self.done(partition, offset));
         // The states saved as the read ended (at its end, or on a stop) go to the changelog;
