@@ -269,3 +269,49 @@ fn window_does_not_emit_open_windows_on_sigint() {
     assert_eq!(rest, "");
     drop(stdin);
 }
+
+/// Ctrl-C while weir waits for a broker or endpoint that does not answer stops it at once
+/// (exit 130), not once `--timeout` has passed.
+#[test]
+fn a_signal_stops_a_wait_for_an_unreachable_source() {
+    let cases: [&[&str]; 3] = [
+        &["consume", "kafka://127.0.0.1:1/t"],
+        &["lag", "kafka://127.0.0.1:1", "--group", "g"],
+        &[
+            "consume",
+            "kinesis://s",
+            "--endpoint-url",
+            "http://127.0.0.1:1",
+        ],
+    ];
+    for args in cases {
+        let mut child = weir_std()
+            .args(args)
+            .args(["--timeout", "60s"])
+            .env("AWS_ACCESS_KEY_ID", "weir-test")
+            .env("AWS_SECRET_ACCESS_KEY", "weir-test")
+            .env("AWS_REGION", "us-east-1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        let signalled = std::time::Instant::now();
+        let kill = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if signalled.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                panic!("{args:?}: still waiting 10 s after the signal");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(130), "{args:?}");
+    }
+}

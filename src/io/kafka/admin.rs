@@ -12,7 +12,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::Message as _;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::config::{scrub, topic_error, unreachable, ClientOptions, Reporter};
+use super::config::{reach, scrub, topic_error, unreachable, ClientOptions, Reporter};
 use crate::core::time::Millis;
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
@@ -147,9 +147,7 @@ impl Cluster {
                 .create_with_context(Reporter::default())
                 .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
         // One metadata round trip proves the cluster is there.
-        probe
-            .fetch_metadata(None, timeout)
-            .map_err(|e| unreachable("cannot reach Kafka at", spec, e))?;
+        reach(probe.client(), None, timeout, spec)?;
         Ok(Cluster {
             spec: spec.clone(),
             config,

@@ -6,17 +6,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use rdkafka::client::Client;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{
     BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, RebalanceProtocol,
 };
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::metadata::Metadata;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use super::changelog::Changelog;
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
-use crate::runtime::{PartitionState, Revoker};
+use crate::runtime::{signals, PartitionState, Revoker};
 
 /// Environment variable naming a default `-F` file, as `KAFKACAT_CONFIG` does for kcat.
 pub const CONFIG_ENV: &str = "WEIR_KAFKA_CONFIG";
@@ -309,6 +311,30 @@ impl Reporter {
     /// read is over: a consumer that closes then gives its partitions up without them).
     pub(crate) fn group(&self) -> std::sync::MutexGuard<'_, Option<GroupState>> {
         self.group.lock().expect("not poisoned")
+    }
+}
+
+/// The cluster's metadata at first contact, asked for in short waits up to `timeout`: a
+/// signal during a wait for an unreachable cluster then stops the run at once (exit 130),
+/// not once the whole timeout has passed.
+pub(crate) fn reach<C: ClientContext>(
+    client: &Client<C>,
+    topic: Option<&str>,
+    timeout: Duration,
+    spec: &KafkaSpec,
+) -> Result<Metadata> {
+    const WAIT: Duration = Duration::from_millis(250);
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let asked = Instant::now();
+        match client.fetch_metadata(topic, left.min(WAIT)) {
+            Ok(metadata) => return Ok(metadata),
+            Err(_) if signals::STOP.load(Ordering::Relaxed) => return Err(Error::Interrupted),
+            // An answer that came at once (a refused connection) is not asked again at once.
+            Err(_) if left > WAIT => std::thread::sleep(WAIT.saturating_sub(asked.elapsed())),
+            Err(e) => return Err(unreachable("cannot reach Kafka at", spec, e)),
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use rdkafka::message::{Header, Message as _, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::ClientContext;
 
-use super::config::{scrub, topic_error, unreachable, ClientOptions, Reporter};
+use super::config::{reach, scrub, topic_error, ClientOptions, Reporter};
 use crate::core::record::RecordError;
 use crate::core::time::Millis;
 use crate::error::{Error, Fault, Result};
@@ -95,10 +95,7 @@ impl KafkaSink {
             .create_with_context(Deliveries::default())
             .map_err(|e| Error::Usage(format!("Kafka producer configuration: {}", scrub(&e))))?;
         // Fail fast and clearly when the cluster or topic is not there.
-        let metadata = producer
-            .client()
-            .fetch_metadata(Some(&topic), timeout)
-            .map_err(|e| unreachable("cannot reach Kafka at", spec, e))?;
+        let metadata = reach(producer.client(), Some(&topic), timeout, spec)?;
         match metadata.topics().iter().find(|t| t.name() == topic) {
             Some(t) if t.error().is_none() && !t.partitions().is_empty() => {}
             t => {

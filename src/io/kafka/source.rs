@@ -16,7 +16,7 @@ use rdkafka::message::{BorrowedMessage, Headers, Message as _};
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
 use super::changelog::Changelog;
-use super::config::{scrub, topic_error, unreachable, ClientOptions, GroupState, Reporter};
+use super::config::{reach, scrub, topic_error, unreachable, ClientOptions, GroupState, Reporter};
 use super::plan::ReadPlan;
 use crate::core::envelope::{write_envelope, write_value_line, KcatFormat, Message, TimestampType};
 use crate::core::time::{now_millis, LogPosition, Millis};
@@ -150,9 +150,7 @@ impl KafkaSource {
             .create_with_context(Reporter::default())
             .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
 
-        let metadata = consumer
-            .fetch_metadata(Some(&topic), client.timeout)
-            .map_err(|e| unreachable("cannot reach Kafka at", spec, e))?;
+        let metadata = reach(consumer.client(), Some(&topic), client.timeout, spec)?;
         let meta = metadata
             .topics()
             .iter()

@@ -307,6 +307,7 @@ where
     retry_passing(client, what, call)
         .await
         .map_err(|failure| match failure {
+            Failure::Retry(_) if stopping() => Error::Interrupted,
             Failure::Retry(why) => Error::Unreachable(format!(
                 "Kinesis at {}: {what} failed for {:?}: {why}",
                 client.endpoint(),
@@ -328,8 +329,9 @@ where
 }
 
 /// Runs `call` until it succeeds, retrying what may pass (counted on the client) with backoff
-/// for up to the client's timeout. The failure it gives up on is returned for the caller to
-/// word: `Failure::Retry` when the time ran out.
+/// for up to the client's timeout, or until a signal asks the run to stop. The failure it
+/// gives up on is returned for the caller to word: `Failure::Retry` when the time ran out
+/// (or the run is stopping).
 pub async fn retry_passing<T, E, F, Fut>(
     client: &KinesisClient,
     what: &str,
@@ -346,7 +348,7 @@ where
         match call().await {
             Ok(out) => return Ok(out),
             Err(e) => match classify(&e) {
-                Failure::Retry(why) if since.elapsed() < client.options.timeout => {
+                Failure::Retry(why) if since.elapsed() < client.options.timeout && !stopping() => {
                     client.retried(what, &why);
                     tokio::time::sleep(backoff(attempt, jitter(attempt as u64))).await;
                     attempt += 1;
@@ -355,6 +357,12 @@ where
             },
         }
     }
+}
+
+/// A signal asked the run to stop: a call that failed is not tried again, so that Ctrl-C
+/// during a wait for an unreachable endpoint stops the run at once (exit 130).
+pub fn stopping() -> bool {
+    crate::runtime::signals::STOP.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// An arrival time in whole milliseconds, rounded: the service keeps milliseconds, and the

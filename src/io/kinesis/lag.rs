@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use aws_sdk_kinesis::primitives::DateTime;
 use aws_sdk_kinesis::types::ShardIteratorType;
 
-use super::client::{arrival_millis, retry_passing, retrying, Failure, KinesisClient};
+use super::client::{arrival_millis, retry_passing, retrying, stopping, Failure, KinesisClient};
 use super::source::list_shards;
 use crate::core::kpl;
 use crate::core::lag::{shard_time_lag, ShardCheckpoint, ShardLag};
@@ -117,6 +117,7 @@ async fn lease_positions(
         let out = retry_passing(client, "DynamoDB Scan", scan)
             .await
             .map_err(|failure| match failure {
+                Failure::Retry(_) if stopping() => Error::Interrupted,
                 Failure::Retry(why) => Error::Unreachable(format!(
                     "the lease table of KCL application '{app}': Scan failed for {:?}: {why}",
                     client.options.timeout
