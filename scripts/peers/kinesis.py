@@ -24,6 +24,7 @@ benchmarks check it against. One subcommand per action; results are JSON on stdo
 Credentials and region: the AWS chain (the tests set AWS_ACCESS_KEY_ID and friends).
 """
 import calendar
+import datetime
 import json
 import sys
 import time
@@ -142,6 +143,22 @@ def main():
             key, _, data = agg.clear_and_get().get_contents()
             entries.append({"Data": data, "PartitionKey": key})
         put_entries(k, stream, entries)
+    elif action == "reached":
+        # Waits (up to 30 s) until the server's clock has reached a time (ms): until it takes an
+        # AT_TIMESTAMP iterator for it on every shard.
+        stream, ms = args[0], int(args[1])
+        at = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+        deadline = time.time() + 30
+        for shard in list_shards(k, stream):
+            while True:
+                try:
+                    k.get_shard_iterator(StreamName=stream, ShardId=shard["ShardId"],
+                                         ShardIteratorType="AT_TIMESTAMP", Timestamp=at)
+                    break
+                except k.exceptions.InvalidArgumentException:
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.1)
     elif action == "arn":
         print(k.describe_stream_summary(StreamName=args[0])["StreamDescriptionSummary"]["StreamARN"])
     elif action == "shards":

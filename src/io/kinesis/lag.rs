@@ -9,7 +9,7 @@ use aws_sdk_kinesis::primitives::DateTime;
 use aws_sdk_kinesis::types::ShardIteratorType;
 
 use super::client::{arrival_millis, retry_passing, retrying, stopping, Failure, KinesisClient};
-use super::source::list_shards;
+use super::source::{is_future, list_shards};
 use crate::core::kpl;
 use crate::core::lag::{shard_time_lag, ShardCheckpoint, ShardLag};
 use crate::core::time::{now_millis, Millis};
@@ -229,7 +229,17 @@ async fn first_after(
             ShardCheckpoint::AtTimestamp(t) => Some(DateTime::from_millis(*t)),
             _ => None,
         });
-    let out = retrying(client, "GetShardIterator", || call.clone().send()).await?;
+    let out = match retrying(client, "GetShardIterator", || call.clone().send()).await {
+        // A start time weir's clock has passed and the service's has not: nothing has
+        // arrived after it.
+        Err(Error::Usage(why))
+            if matches!(checkpoint, ShardCheckpoint::AtTimestamp(t) if *t <= now_millis())
+                && is_future(&why) =>
+        {
+            return Ok((None, None))
+        }
+        other => other?,
+    };
     let mut iterator = out.shard_iterator;
     let mut behind = None;
     // A sparse shard can answer empty before its next record: a few calls more.

@@ -833,6 +833,20 @@ impl ShardReader {
 
     /// A shard iterator for `start`.
     async fn iterator(&self, start: &Start) -> Result<String> {
+        match self.iterator_at(start).await {
+            // A time weir's clock has passed and the service's has not (clocks differ a
+            // little; a checkpoint's start time is weir's): nothing has arrived after it, so
+            // read from the tip. A time ahead by both clocks stays an error.
+            Err(Error::Usage(why))
+                if matches!(start, Start::Time(t) if *t <= now_millis()) && is_future(&why) =>
+            {
+                self.iterator_at(&Start::Latest).await
+            }
+            other => other,
+        }
+    }
+
+    async fn iterator_at(&self, start: &Start) -> Result<String> {
         let (kind, sequence, time) = iterator_of(start);
         let stream = &self.client.stream;
         let call = self
@@ -850,6 +864,11 @@ impl ShardReader {
             Error::Unreachable(format!("Kinesis gave no iterator for shard {}", self.shard))
         })
     }
+}
+
+/// Whether the service refused an AT_TIMESTAMP iterator for a time it has not reached.
+pub fn is_future(why: &str) -> bool {
+    why.to_ascii_lowercase().contains("in the future")
 }
 
 fn hash(s: &str) -> u64 {
