@@ -567,21 +567,15 @@ impl LogPosition {
 /// 12:30`, `2026-01-01T12:30:00.5`), read as UTC: weir writes every time in UTC, and a
 /// position is typed by hand far more often than it is pasted with its zone.
 fn parse_utc_date_time(s: &str) -> Option<Result<Millis, TimeError>> {
-    const WITH_TIME: [&str; 4] = [
+    // The patterns `--time-format` reads: without `%z` they are UTC, a date alone midnight.
+    const PATTERNS: [&str; 5] = [
         "%Y-%m-%dT%H:%M:%S%.f",
         "%Y-%m-%d %H:%M:%S%.f",
         "%Y-%m-%dT%H:%M",
         "%Y-%m-%d %H:%M",
+        "%Y-%m-%d",
     ];
-    let naive = WITH_TIME
-        .iter()
-        .find_map(|f| chrono::NaiveDateTime::parse_from_str(s, f).ok())
-        .or_else(|| {
-            chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
-                .ok()
-                .and_then(|d| d.and_hms_opt(0, 0, 0))
-        })?;
-    Some(in_range(naive.and_utc().timestamp_millis() as i128, s))
+    PATTERNS.iter().find_map(|p| parse_pattern(s, p))
 }
 
 /// Refuses a `--from` past `--to`: such a range reads nothing and is surely a mistake (Spark
