@@ -13,3 +13,9 @@ pub fn install() {
         }
     });
 }
+
+/// Whether a signal asked the run to stop: waits for a source that does not answer (a
+/// broker's first contact, AWS retries) end then, rather than at their timeout.
+pub fn stopping() -> bool {
+    STOP.load(Ordering::Relaxed)
+}

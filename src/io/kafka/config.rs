@@ -330,7 +330,7 @@ pub(crate) fn reach<C: ClientContext>(
         let asked = Instant::now();
         match client.fetch_metadata(topic, left.min(WAIT)) {
             Ok(metadata) => return Ok(metadata),
-            Err(_) if signals::STOP.load(Ordering::Relaxed) => return Err(Error::Interrupted),
+            Err(_) if signals::stopping() => return Err(Error::Interrupted),
             // An answer that came at once (a refused connection) is not asked again at once.
             Err(_) if left > WAIT => std::thread::sleep(WAIT.saturating_sub(asked.elapsed())),
             Err(e) => return Err(unreachable("cannot reach Kafka at", spec, e)),

@@ -19,9 +19,10 @@ use aws_sdk_kinesis::primitives::DateTime;
 use tokio::runtime::Runtime;
 
 use super::plan::backoff;
-use crate::core::time::Millis;
+use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
 use crate::io::spec::KinesisSpec;
+use crate::runtime::signals::stopping;
 
 /// How an AWS client connects: an endpoint besides the AWS chain's, and how long to keep
 /// trying before giving up (exit 4).
@@ -359,10 +360,13 @@ where
     }
 }
 
-/// A signal asked the run to stop: a call that failed is not tried again, so that Ctrl-C
-/// during a wait for an unreachable endpoint stops the run at once (exit 130).
-pub fn stopping() -> bool {
-    crate::runtime::signals::STOP.load(std::sync::atomic::Ordering::Relaxed)
+/// Whether `error`, from a call for an AT_TIMESTAMP iterator at `time`, is the service
+/// refusing a time its clock has not reached while weir's has: clocks differ a little, and a
+/// checkpoint's start time is weir's. Nothing has arrived after such a time yet. A time ahead
+/// by both clocks is a real error.
+pub fn not_reached_by_service(error: &Error, time: Millis) -> bool {
+    time <= now_millis()
+        && matches!(error, Error::Usage(why) if why.to_ascii_lowercase().contains("in the future"))
 }
 
 /// An arrival time in whole milliseconds, rounded: the service keeps milliseconds, and the

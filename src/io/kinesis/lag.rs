@@ -8,13 +8,16 @@ use std::path::{Path, PathBuf};
 use aws_sdk_kinesis::primitives::DateTime;
 use aws_sdk_kinesis::types::ShardIteratorType;
 
-use super::client::{arrival_millis, retry_passing, retrying, stopping, Failure, KinesisClient};
-use super::source::{is_future, list_shards};
+use super::client::{
+    arrival_millis, not_reached_by_service, retry_passing, retrying, Failure, KinesisClient,
+};
+use super::source::list_shards;
 use crate::core::kpl;
 use crate::core::lag::{shard_time_lag, ShardCheckpoint, ShardLag};
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
 use crate::runtime::checkpoint::file::{Checkpoint, CheckpointFile, Loaded, PartitionId};
+use crate::runtime::signals::stopping;
 use crate::runtime::ShardResume;
 
 /// Whose lag: a weir checkpoint, or a KCL application.
@@ -216,6 +219,10 @@ async fn first_after(
             Some(*sub),
         ),
     };
+    let at_time = match checkpoint {
+        ShardCheckpoint::AtTimestamp(t) => Some(*t),
+        _ => None,
+    };
     let stream = &client.stream;
     let call = client
         .sdk
@@ -225,17 +232,10 @@ async fn first_after(
         .shard_id(shard)
         .shard_iterator_type(kind)
         .set_starting_sequence_number(sequence)
-        .set_timestamp(match checkpoint {
-            ShardCheckpoint::AtTimestamp(t) => Some(DateTime::from_millis(*t)),
-            _ => None,
-        });
+        .set_timestamp(at_time.map(DateTime::from_millis));
     let out = match retrying(client, "GetShardIterator", || call.clone().send()).await {
-        // A start time weir's clock has passed and the service's has not: nothing has
-        // arrived after it.
-        Err(Error::Usage(why))
-            if matches!(checkpoint, ShardCheckpoint::AtTimestamp(t) if *t <= now_millis())
-                && is_future(&why) =>
-        {
+        // Nothing has arrived after the start time yet, by the service's clock.
+        Err(e) if at_time.is_some_and(|t| not_reached_by_service(&e, t)) => {
             return Ok((None, None))
         }
         other => other?,

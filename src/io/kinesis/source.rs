@@ -21,7 +21,8 @@ use aws_sdk_kinesis::types::{
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::client::{
-    arrival_millis, classify, described, jitter, retrying, Failure, KinesisClient,
+    arrival_millis, classify, described, jitter, not_reached_by_service, retrying, Failure,
+    KinesisClient,
 };
 use super::plan::{
     backoff, Lineage, ReadPlan, Reservation, ShardEnd, ShardInfo, StartAt, GET_RECORDS_EVERY_MS,
@@ -834,12 +835,8 @@ impl ShardReader {
     /// A shard iterator for `start`.
     async fn iterator(&self, start: &Start) -> Result<String> {
         match self.iterator_at(start).await {
-            // A time weir's clock has passed and the service's has not (clocks differ a
-            // little; a checkpoint's start time is weir's): nothing has arrived after it, so
-            // read from the tip. A time ahead by both clocks stays an error.
-            Err(Error::Usage(why))
-                if matches!(start, Start::Time(t) if *t <= now_millis()) && is_future(&why) =>
-            {
+            // Nothing has arrived after the time yet, by the service's clock: read from the tip.
+            Err(e) if matches!(start, Start::Time(t) if not_reached_by_service(&e, *t)) => {
                 self.iterator_at(&Start::Latest).await
             }
             other => other,
@@ -864,11 +861,6 @@ impl ShardReader {
             Error::Unreachable(format!("Kinesis gave no iterator for shard {}", self.shard))
         })
     }
-}
-
-/// Whether the service refused an AT_TIMESTAMP iterator for a time it has not reached.
-pub fn is_future(why: &str) -> bool {
-    why.to_ascii_lowercase().contains("in the future")
 }
 
 fn hash(s: &str) -> u64 {
