@@ -27,15 +27,20 @@ fn file_id(path: &Path) -> Option<FileId> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() => Some(inode(path, &m)),
         Ok(_) => None,
-        Err(_) => {
-            let dir = match path.parent() {
-                Some(d) if !d.as_os_str().is_empty() => d,
-                _ => Path::new("."),
-            };
-            Some(FileId::Path(
-                dir.canonicalize().ok()?.join(path.file_name()?),
-            ))
-        }
+        Err(_) => Some(FileId::Path(
+            directory_of(path)
+                .canonicalize()
+                .ok()?
+                .join(path.file_name()?),
+        )),
+    }
+}
+
+/// The directory a file of `path` is in: `.` for a bare name.
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     }
 }
 
@@ -119,13 +124,9 @@ pub fn check_distinct(command: &str, m: &clap::ArgMatches) -> Result<()> {
 /// starts, so that hours of reading do not end in "cannot write": its directory must exist,
 /// and it must not be a directory itself. Nothing is created.
 pub fn check_written_at_end(flag: &str, path: &Path) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
     let why = if path.is_dir() {
         "it is a directory"
-    } else if !dir.is_dir() {
+    } else if !directory_of(path).is_dir() {
         "no such directory"
     } else {
         return Ok(());

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::io::kafka::{Cluster, GroupDescription};
 use crate::io::kinesis::{self, lag::Consumer, KinesisClient};
 use crate::io::sink::{LineSink, Sink, SinkPlan};
-use crate::io::spec::{parse_kafka_cluster, KafkaSpec, SinkSpec, SourceSpec};
+use crate::io::spec::{is_kinesis, parse_kafka_cluster, KafkaSpec, SinkSpec, SourceSpec};
 use crate::report::lag::{
     describe_breach, describe_shard_breach, render, render_shards, LagFormat, LagReport,
     LagTimeMode, ShardLagReport,
@@ -44,7 +44,7 @@ pub fn run(args: LagArgs, stop: &AtomicBool) -> Result<()> {
         redraw,
         watch: args.watch,
     };
-    if args.cluster.starts_with("kinesis://") || args.cluster.starts_with("arn:") {
+    if is_kinesis(&args.cluster) {
         return run_kinesis(args, looped, stop);
     }
     let spec = parse_kafka_cluster(&args.cluster).map_err(Error::Usage)?;

@@ -148,11 +148,20 @@ enum Brokered {
 /// A broker URL, or a stream's ARN as the AWS console and CLI show it (a file's name never
 /// starts `arn:` in practice; `./arn:...` still names one).
 pub fn is_brokered(arg: &str) -> bool {
-    arg.contains("://") || arg.starts_with("arn:")
+    arg.contains("://") || is_bare_arn(arg)
+}
+
+/// A Kinesis stream, by URL or by its ARN.
+pub fn is_kinesis(arg: &str) -> bool {
+    arg.starts_with("kinesis://") || is_bare_arn(arg)
+}
+
+fn is_bare_arn(arg: &str) -> bool {
+    arg.starts_with("arn:")
 }
 
 fn parse_url(arg: &str, topic_required: bool) -> Result<Brokered, String> {
-    if arg.starts_with("arn:") {
+    if is_bare_arn(arg) {
         return parse_kinesis(arg, arg).map(Brokered::Kinesis);
     }
     let (scheme, rest) = arg.split_once("://").expect("caller checked for ://");
