@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{stdout_lines, weir, weir_std, Background, KillDrill};
+use super::{stdout_lines, wait_until, weir, weir_std, Background, KillDrill};
 
 /// Tests whose consumers join groups take turns: Tansu's group coordinator has been seen to
 /// leave a group forming for good when several join at once.
@@ -364,17 +364,10 @@ fn a_checkpointed_read_from_the_end_killed_early_loses_nothing() {
         b.produce(&topic, file.path(), &["-J", "--keep-partition"]);
     };
     let lines = || std::fs::read_to_string(&out).unwrap_or_default();
-    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
-        let started = Instant::now();
-        while !done() {
-            assert!(started.elapsed() < Duration::from_secs(30), "{what}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
     let first = Background(run(&[]));
-    wait_for("the first checkpoint", &|| checkpoint.exists());
+    wait_until("the first checkpoint", || checkpoint.exists());
     produce(&[(0, 1)]);
-    wait_for("the first record", &|| lines().lines().count() == 1);
+    wait_until("the first record", || lines().lines().count() == 1);
     // A checkpoint after it, then the kill: partition 1 has brought nothing yet.
     std::thread::sleep(Duration::from_millis(600));
     drop(first);

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{weir, weir_std, Background, KillDrill};
+use super::{wait_until, weir, weir_std, Background, KillDrill};
 
 /// A Kinesis test server: its endpoint.
 pub struct Server {
@@ -679,11 +679,7 @@ fn a_checkpointed_read_from_the_end_killed_before_any_record_loses_nothing() {
             .unwrap()
     };
     let first = Background(run(&[]));
-    let started = Instant::now();
-    while !ckpt.exists() {
-        assert!(started.elapsed() < Duration::from_secs(30), "no checkpoint");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until("the first checkpoint", || ckpt.exists());
     // Both shards' starts are in a checkpoint by then.
     std::thread::sleep(Duration::from_millis(500));
     drop(first);
