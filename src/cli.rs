@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::core::dedupe_task::Keep;
 use crate::core::record::FieldPath;
 use crate::core::time::{duration_millis, parse_duration, Millis, TimeFormat};
 use crate::core::window::EmitMode;
@@ -626,15 +627,6 @@ pub struct DedupeArgs {
 
     #[command(flatten)]
     pub report: ReportArgs,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Keep {
-    /// The first record of each id within the horizon, written as it arrives.
-    #[default]
-    First,
-    /// The last record of each id within the horizon, written when the id is forgotten.
-    Last,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

@@ -11,7 +11,7 @@ use weir::core::record::{Extractor, FieldPath};
 use weir::error::{Fault, Result};
 use weir::io::ndjson::StreamSource;
 use weir::runtime::{
-    drive, Counters, Drive, ErrorPolicy, Flow, Line, OnError, PolicyPlan, Prepare, Reader,
+    drive, Counters, Drive, ErrorPolicy, Flow, Line, OnError, Prepare, Reader,
     RecordStep,
 };
 
@@ -69,7 +69,7 @@ fn run(data: &[u8], sizes: Vec<u8>, max_line: usize, extract: bool) -> Outcome {
     let source = StreamSource::new("fuzz", Box::new(reader));
     let reader = Reader::spawn(Box::new(source), prepare, max_line);
     let mut counters = Counters::default();
-    let mut policy = ErrorPolicy::open(&PolicyPlan::new(Some(OnError::Skip), None)).unwrap();
+    let mut policy = ErrorPolicy::new(OnError::Skip, None);
     let mut step = Collect::default();
     let stop = AtomicBool::new(false);
     let result = drive(

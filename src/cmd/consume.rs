@@ -5,31 +5,27 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::plan::{self, KeepingArgs};
 use crate::cli::ConsumeArgs;
-use crate::core::envelope::KcatFormat;
-use crate::core::record::{time_of, Extractor};
+use crate::core::envelope::{KcatFormat, Render};
+use crate::core::record::Extractor;
 use crate::core::saved;
 use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::error::{Error, Fault, Result};
-use crate::io::kafka::Render;
-use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan};
-use crate::io::spec::SinkSpec;
-use crate::runtime::summary::finish;
+use crate::io::sink::{LineSink, RecordFields, SinkPlan};
 use crate::runtime::{
-    limit_reached, read_records_up_to, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare,
-    RecordStep, Run, Stats, StepCheckpoint,
+    limit_reached, run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep,
+    Restored, RunPlan, Sink, Stats, StepCheckpoint,
 };
 
-use super::InputPlan;
-
 pub fn run(args: ConsumeArgs, stop: &AtomicBool) -> Result<()> {
-    let mut stats = Stats::new("consume");
-    let report = super::report_plan(&args.report);
-    let result = Plan::new(&args).and_then(|plan| {
-        super::check_files_written_at_end(&report, None)?;
-        consume(plan, &mut stats, stop)
-    });
-    finish(&stats, &report, result)
+    let report = plan::report_plan(&args.report);
+    run_command(
+        Stats::new("consume"),
+        &report,
+        || Consume::plan(&args),
+        stop,
+    )
 }
 
 /// Event-time bounds `[from, to)`; `None` is open.
@@ -49,71 +45,35 @@ impl TimeRange {
     }
 }
 
-/// A consume run, checked.
-struct Plan {
-    input: InputPlan,
+/// A consume run's own part, checked.
+struct Consume {
     sink: SinkPlan,
-    /// How a broker record is written (NDJSON lines are written as they are).
-    render: Render,
     /// NDJSON input: the --time field and the event-time range it is kept to.
     time: Option<Arc<Extractor>>,
     time_format: TimeFormat,
     range: TimeRange,
     limit: Option<u64>,
     unbuffered: bool,
-    checkpoint: Option<CheckpointPlan>,
-    /// What makes a checkpoint this job's: the inputs and the flags that decide the output.
-    job: String,
+    /// Records are kcat-format text, written with no newline added.
+    raw: bool,
 }
 
-impl Plan {
-    fn new(args: &ConsumeArgs) -> Result<Plan> {
-        let input = InputPlan::new(&args.input, true)?;
-        let sink = SinkPlan::new(
-            SinkSpec::parse(&args.sink.output).map_err(Error::Usage)?,
-            RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?,
-            super::client_options(&args.input.broker.client)?,
-            super::aws_options(&args.input.broker.client),
-        )?;
+impl Consume {
+    fn plan(args: &ConsumeArgs) -> Result<RunPlan<Consume>> {
+        let mut input = plan::input_plan(&args.input, true)?;
+        let s = &args.sink;
+        let fields = RecordFields::parse(s.key.as_ref(), &s.headers)?;
+        let sink = plan::sink_plan(&s.output, fields, &args.input.broker.client)?;
         let mut range = TimeRange::default();
-        let render = if input.is_broker() {
-            if args.time.time.is_some() {
-                return Err(Error::Usage(
-                    "on a Kafka or Kinesis source --from/--to are log positions (broker time); consume does not use --time there".into(),
-                ));
-            }
-            match (&args.format, args.envelope) {
-                (Some(_), _) if sink.is_broker() => {
-                    return Err(Error::Usage(
-                        "-f writes text for people; it cannot go to Kafka or Kinesis".into(),
-                    ))
-                }
-                (Some(f), _) => Render::Format(KcatFormat::parse(f).map_err(Error::Usage)?),
-                (None, true) => Render::Envelope,
-                (None, false) => Render::Value,
-            }
+        if input.is_broker() {
+            input.render = broker_render(args, &sink)?;
         } else {
-            if args.envelope || args.format.is_some() {
-                return Err(Error::Usage(
-                    "-J and -f describe Kafka and Kinesis records; NDJSON input is written as it is".into(),
-                ));
-            }
-            let now = now_millis();
-            let broker = &args.input.broker;
-            let (from, to) = super::ndjson_time_range(broker, now)?;
-            range = TimeRange { from, to };
-            if !range.is_open() && args.time.time.is_none() {
-                return Err(Error::Usage(
-                    "--from/--to with a time need --time FIELD on NDJSON input".into(),
-                ));
-            }
-            Render::Value
-        };
+            range = ndjson_range(args)?;
+        }
         let time = (!input.is_broker())
             .then(|| args.time.time.clone())
             .flatten()
             .map(|t| Arc::new(Extractor::new(vec![t])));
-        let checkpoint = super::checkpoint_plan(&args.checkpoint, &sink.spec, false)?;
         let broker = &args.input.broker;
         // The range as the flags say it (`-1h` stays `-1h`): a resumed run keeps the bounds
         // its first run resolved, which the checkpoint holds.
@@ -126,63 +86,90 @@ impl Plan {
             broker.to,
             args.count,
         );
-        Ok(Plan {
-            input,
+        let keeping = KeepingArgs {
+            command: "consume",
+            checkpoint: &args.checkpoint,
+            changelog: None,
+            report_at_end: false,
+        }
+        .plan(&mut input, &sink.spec, &job)?;
+        plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
+        let prepare = match (&time, input.is_broker()) {
+            // A broker record was rendered by the source: written as it is.
+            (_, true) => Prepare::AsIs,
+            (Some(x), false) => Prepare::Extract(x.clone()),
+            (None, false) => Prepare::Validate,
+        };
+        let consume = Consume {
+            raw: matches!(input.render, Render::Format(_)),
             sink,
-            render,
             time,
             time_format: args.time.time_format.clone(),
             range,
             limit: args.count,
             unbuffered: args.unbuffered,
-            checkpoint,
+        };
+        Ok(RunPlan {
+            limit: consume.limit,
+            command: consume,
+            input: Box::new(input),
+            prepare,
+            keeping,
             job,
         })
     }
 }
 
-fn consume(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let prepare = match (&plan.time, plan.input.is_broker()) {
-        // A broker record was rendered by the source: written as it is.
-        (_, true) => Prepare::AsIs,
-        (Some(x), false) => Prepare::Extract(x.clone()),
-        (None, false) => Prepare::Validate,
-    };
-    let raw = matches!(plan.render, Render::Format(_));
-    let (mut checkpoints, restored) =
-        super::open_checkpoints(plan.checkpoint.as_ref(), "consume", &plan.job, &plan.input)?;
-    let mut range = plan.range;
-    if let Some(r) = &restored {
-        stats.counters = r.counters.clone();
-        range = saved::decode(&r.state).map_err(Error::Usage)?;
+/// How a broker record is written: its value, its envelope (`-J`) or a kcat format (`-f`).
+fn broker_render(args: &ConsumeArgs, sink: &SinkPlan) -> Result<Render> {
+    if args.time.time.is_some() {
+        return Err(Error::Usage(
+            "on a Kafka or Kinesis source --from/--to are log positions (broker time); consume does not use --time there".into(),
+        ));
     }
-    let source = plan.input.open_source_at(plan.render, restored.as_ref())?;
-    let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored.as_ref())?;
-    let mut step = ConsumeStep {
-        sink: LineSink::open_resumed(&plan.sink, restored.as_ref())?,
-        time: plan.time,
-        time_format: plan.time_format,
-        range,
-        limit: plan.limit,
-        unbuffered: plan.unbuffered,
-        raw,
-    };
-    let run = Run {
-        source,
-        prepare,
-        max_line_bytes: plan.input.max_line_bytes,
-        counters: &mut stats.counters,
-        policy: &mut policy,
-        stop,
-    };
-    let result = read_records_up_to(plan.limit, run, &mut step, checkpoints.as_mut());
-    // At the end of the input, and on a signal, the checkpoint covers everything handled.
-    if let Some(c) = &mut checkpoints {
-        c.take_at_end(&mut step, &mut policy, &stats.counters, &result)?;
+    match (&args.format, args.envelope) {
+        (Some(_), _) if sink.is_broker() => Err(Error::Usage(
+            "-f writes text for people; it cannot go to Kafka or Kinesis".into(),
+        )),
+        (Some(f), _) => Ok(Render::Format(KcatFormat::parse(f).map_err(Error::Usage)?)),
+        (None, true) => Ok(Render::Envelope),
+        (None, false) => Ok(Render::Value),
     }
-    // Flush what was written even when the run stopped on an error or a signal.
-    let flushed = step.sink.close().and(policy.close());
-    result.and(flushed)
+}
+
+/// `--from`/`--to` on NDJSON input: an event-time range of `--time`.
+fn ndjson_range(args: &ConsumeArgs) -> Result<TimeRange> {
+    if args.envelope || args.format.is_some() {
+        return Err(Error::Usage(
+            "-J and -f describe Kafka and Kinesis records; NDJSON input is written as it is".into(),
+        ));
+    }
+    let (from, to) = plan::ndjson_time_range(&args.input.broker, now_millis())?;
+    let range = TimeRange { from, to };
+    if !range.is_open() && args.time.time.is_none() {
+        return Err(Error::Usage(
+            "--from/--to with a time need --time FIELD on NDJSON input".into(),
+        ));
+    }
+    Ok(range)
+}
+
+impl Command for Consume {
+    type Step = ConsumeStep;
+
+    fn open(self, restored: Option<&Restored>) -> Result<ConsumeStep> {
+        // A resumed run keeps the range its first run resolved.
+        let range = saved_state(restored)?.unwrap_or(self.range);
+        Ok(ConsumeStep {
+            sink: LineSink::open_resumed(&self.sink, restored)?,
+            time: self.time,
+            time_format: self.time_format,
+            range,
+            limit: self.limit,
+            unbuffered: self.unbuffered,
+            raw: self.raw,
+        })
+    }
 }
 
 struct ConsumeStep {
@@ -201,10 +188,7 @@ impl RecordStep for ConsumeStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         // The reader thread has checked the line is JSON (and an object, with --time).
         if let Some(x) = &self.time {
-            let time = match line.field(0) {
-                Some(value) => time_of(value, &x.paths()[0], &self.time_format)?,
-                None => return Err(x.missing(0, line.text()).into()),
-            };
+            let time = line.time(0, x, &self.time_format)?;
             if !self.range.contains(time) {
                 counters.filtered += 1;
                 return Ok(Flow::Continue);
@@ -239,6 +223,10 @@ impl RecordStep for ConsumeStep {
             state: saved::encode(&self.range),
             sinks: self.sink.durable()?.into_iter().collect(),
         })
+    }
+
+    fn close(&mut self, _: &mut Counters) -> Result<()> {
+        self.sink.close()
     }
 }
 

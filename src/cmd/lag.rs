@@ -20,12 +20,13 @@ use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
 use crate::io::kafka::{Cluster, GroupDescription};
 use crate::io::kinesis::{self, lag::Consumer, KinesisClient};
-use crate::io::sink::{LineSink, Sink, SinkPlan};
+use crate::io::sink::{LineSink, SinkPlan};
 use crate::io::spec::{is_kinesis, parse_kafka_cluster, KafkaSpec, SinkSpec, SourceSpec};
 use crate::report::lag::{
     describe_breach, describe_shard_breach, render, render_shards, LagFormat, LagReport,
     LagTimeMode, ShardLagReport,
 };
+use crate::runtime::Sink;
 
 /// Sampled points kept per partition for `--time-mode estimate --watch`.
 const HISTORY_POINTS: usize = 360;
@@ -62,7 +63,7 @@ pub fn run(args: LagArgs, stop: &AtomicBool) -> Result<()> {
         Some(p) => Some(Regex::new(p).map_err(|e| Error::Usage(format!("--group-pattern: {e}")))?),
         None => None,
     };
-    let client = super::client_options(&args.client)?;
+    let client = super::plan::clients(&args.client).kafka()?;
     let thresholds = Thresholds {
         max_time_ms: args.max_lag,
         max_messages: args.max_messages,
@@ -118,7 +119,7 @@ fn run_kinesis(args: LagArgs, looped: Looped, stop: &AtomicBool) -> Result<()> {
     if let Some(why) = refused {
         return Err(Error::Usage(why.into()));
     }
-    let options = super::aws_options(&args.client);
+    let options = super::plan::clients(&args.client).aws();
     let consumer = match (args.checkpoint.clone(), args.kcl_app.clone()) {
         (Some(path), None) => Ok(path),
         (None, Some(app)) => Err(app),

@@ -1,77 +1,63 @@
 //! `weir watermark-profile`: lateness and out-of-orderness distributions, and the watermark
 //! delay that would cover them.
 
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::plan::{self, KeepingArgs};
 use crate::cli::ProfileArgs;
-use crate::core::lateness::{Profile, ProfileState};
-use crate::core::partitioned::{PartitionTask, PerPartition};
-use crate::core::record::{time_of, Extractor, FieldPath, Scalar};
+use crate::core::lateness::{Profile, ProfileState, Report};
+use crate::core::partitioned::{PartitionStates, PartitionTask, Tasks};
+use crate::core::record::{Extractor, FieldPath, Scalar};
 use crate::core::saved;
 use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, MAX_PARTITIONS};
 use crate::error::{Error, Fault, Result};
-use crate::io::kafka::Render;
 use crate::io::sink::{LineSink, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::report::profile::{render_svg, render_text, ReportFormat};
-use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records_with, CheckpointPlan, Checkpoints, Counters, ErrorPolicy, Flow, Line, Prepare,
-    RecordStep, Run, Stats, StepCheckpoint,
+    run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep, Restored,
+    RunPlan, Sink, Stats, StepCheckpoint,
 };
 
-use super::InputPlan;
-
 pub fn run(args: ProfileArgs, stop: &AtomicBool) -> Result<()> {
-    let mut stats = Stats::new("watermark-profile");
-    let report = super::report_plan(&args.report);
-    let result = Plan::new(&args).and_then(|plan| {
-        super::check_files_written_at_end(&report, args.plot.as_deref())?;
-        profile(plan, &args, &mut stats, stop)
-    });
-    finish(&stats, &report, result)
+    let report = plan::report_plan(&args.report);
+    let stats = Stats::new("watermark-profile");
+    run_command(stats, &report, || Profiling::plan(&args), stop)
 }
 
-/// A profile run, checked.
-struct Plan {
-    input: InputPlan,
+/// A profile run's own part, checked.
+struct Profiling {
     output: SinkPlan,
-    /// The event time, then the arrival, --by and partition fields.
-    paths: Vec<FieldPath>,
+    /// How a new profile is made: the delays and targets it reports on, its bucket.
+    delays: Vec<Millis>,
+    targets: Vec<f64>,
+    bucket: Millis,
+    per_partition: bool,
+    extractor: Arc<Extractor>,
+    time_format: TimeFormat,
     arrival_at: Option<usize>,
+    by: Option<FieldPath>,
     by_at: Option<usize>,
     partition_at: Option<usize>,
-    checkpoint: Option<CheckpointPlan>,
-    /// A consumer-group member keeps a profile per partition, saved this often.
-    per_partition: Option<Duration>,
-    /// What makes a checkpoint this job's: the inputs and the flags that decide the report.
-    job: String,
+    format: ReportFormat,
+    plot: Option<PathBuf>,
 }
 
-impl Plan {
-    fn new(args: &ProfileArgs) -> Result<Plan> {
+impl Profiling {
+    fn plan(args: &ProfileArgs) -> Result<RunPlan<Profiling>> {
         let time = args
             .time
             .time
             .clone()
             .ok_or_else(|| Error::Usage("weir watermark-profile needs --time FIELD".into()))?;
-        let mut input = InputPlan::new(&args.input, false)?;
+        let mut input = plan::input_plan(&args.input, false)?;
         // A group member's partitions are profiled apart, each with its own out-of-orderness.
-        let per_partition = super::group_of(&input).is_some();
-        if per_partition && args.partition_by.is_some() {
-            return Err(Error::Usage(
-                "with -G each partition is profiled apart; --partition-by does not apply".into(),
-            ));
-        }
-        let partition_by = match per_partition {
-            true => None,
-            false => input.partition_field(args.partition_by.as_ref()),
-        };
+        let parts = input.partitioning(args.partition_by.as_ref(), "is profiled apart")?;
         if let Some(t) = args.target.iter().find(|t| !(**t > 0.0 && **t <= 100.0)) {
             return Err(Error::Usage(format!(
                 "--target {t}: targets are percentages in (0, 100]"
@@ -95,9 +81,8 @@ impl Plan {
             .or_else(|| input.broker_timestamp_field());
         let arrival_at = push(arrival);
         let by_at = push(args.by.clone());
-        let partition_at = push(partition_by);
-        let checkpoint = super::checkpoint_plan(&args.checkpoint, &output.spec, true)?;
-        if checkpoint.is_some() && arrival_at.is_none() {
+        let partition_at = push(parts.field);
+        if args.checkpoint.checkpoint.is_some() && arrival_at.is_none() {
             return Err(Error::Usage(
                 "--checkpoint needs --arrival FIELD: without it the arrival time is when weir reads a record, which a restart cannot repeat".into(),
             ));
@@ -111,125 +96,75 @@ impl Plan {
             args.delay,
             args.bucket,
         );
-        let per_partition = super::changelog_plan(
-            &mut input,
-            "watermark-profile",
-            &args.changelog,
-            &args.checkpoint,
-            &job,
-        )?;
-        Ok(Plan {
-            input,
+        let keeping = KeepingArgs {
+            command: "watermark-profile",
+            checkpoint: &args.checkpoint,
+            changelog: Some(&args.changelog),
+            report_at_end: true,
+        }
+        .plan(&mut input, &output.spec, &job)?;
+        let report = plan::report_plan(&args.report);
+        plan::check_files_written_at_end(&report, args.plot.as_deref())?;
+        let extractor = Arc::new(Extractor::new(paths));
+        let profiling = Profiling {
             output,
-            paths,
+            delays: args.delay.clone(),
+            targets: args.target.clone(),
+            bucket: args.bucket,
+            per_partition: parts.per_partition,
+            extractor: extractor.clone(),
+            time_format: args.time.time_format.clone(),
             arrival_at,
+            by: args.by.clone(),
             by_at,
             partition_at,
-            checkpoint,
-            per_partition,
+            format: args.format,
+            plot: args.plot.clone(),
+        };
+        Ok(RunPlan {
+            command: profiling,
+            input: Box::new(input),
+            prepare: Prepare::Extract(extractor),
+            keeping,
             job,
+            limit: None,
         })
     }
 }
 
-fn profile(plan: Plan, args: &ProfileArgs, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let (mut checkpoints, restored) = super::open_checkpoints(
-        plan.checkpoint.as_ref(),
-        "watermark-profile",
-        &plan.job,
-        &plan.input,
-    )?;
-    if let Some(interval) = plan.per_partition {
-        let inputs = plan.input.checkpoint_inputs();
-        checkpoints = Some(Checkpoints::for_group(
-            interval,
-            "watermark-profile",
-            inputs,
-        ));
-    }
-    let source = plan
-        .input
-        .open_source_at(Render::Envelope, restored.as_ref())?;
-    let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored.as_ref())?;
-    let mut sink = LineSink::open(&plan.output)?;
-    let extractor = Arc::new(Extractor::new(plan.paths));
-    let (delays, targets, bucket) = (args.delay.clone(), args.target.clone(), args.bucket);
-    let new_profile = move || Profile::new(delays.clone(), targets.clone(), bucket);
-    let for_tasks = new_profile.clone();
-    let mut step = ProfileStep {
-        task: Task::new(new_profile()),
-        tasks: plan
-            .per_partition
-            .map(|_| PerPartition::new(move || Task::new(for_tasks()))),
-        extractor: extractor.clone(),
-        time_format: args.time.time_format.clone(),
-        arrival_at: plan.arrival_at,
-        by_at: plan.by_at,
-        partition_at: plan.partition_at,
-        partitions: PartitionIds::default(),
-        read_time: 0,
-    };
-    if let Some(r) = &restored {
-        stats.counters = r.counters.clone();
-        let saved: StepState = saved::decode(&r.state).map_err(Error::Usage)?;
-        step.partitions = PartitionIds::from_values(saved.partitions);
-        step.task = Task::restored(Task::new(new_profile()), saved.task).map_err(Error::Usage)?;
-    }
-    let run = Run {
-        source,
-        prepare: Prepare::Extract(extractor),
-        max_line_bytes: plan.input.max_line_bytes,
-        counters: &mut stats.counters,
-        policy: &mut policy,
-        stop,
-    };
-    // A profile of a live source ends with a signal: the report of what was read is the
-    // result, marked as interrupted, and the run still exits 130.
-    let interrupted = match read_records_with(run, &mut step, checkpoints.as_mut()) {
-        Ok(()) => false,
-        Err(Error::Interrupted) => true,
-        Err(e) => return Err(e),
-    };
-    if let Some(c) = &mut checkpoints {
-        c.take(&mut step, &mut policy, &stats.counters)?;
-    }
-    policy.close()?;
-    // A group member reports on the partitions it owns, each profiled apart, as one.
-    let mut report = match &mut step.tasks {
-        None => step.task.profile.report(step.task.no_time),
-        Some(tasks) => {
-            let mut all = tasks.fresh();
-            tasks.for_each(&mut step.task, |_, t| {
-                all.profile.merge(&t.profile);
-                all.no_time += t.no_time;
-            });
-            all.profile.report(all.no_time)
-        }
-    };
-    report.interrupted = interrupted;
-    let text = match args.format {
-        ReportFormat::Json => serde_json::to_string_pretty(&report).expect("report serialises"),
-        ReportFormat::Text => render_text(&report, args.by.as_ref().map(|b| b.as_str())),
-    };
-    sink.write_line(text.trim_end().as_bytes())?;
-    sink.close()?;
-    stats.counters.written = 1;
-    if let Some(path) = &args.plot {
-        let svg = render_svg(&report);
-        let html = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
-        let body = if html {
-            format!("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>weir watermark-profile</title></head><body>\n{svg}\n</body></html>\n")
-        } else {
-            svg
+impl Command for Profiling {
+    type Step = ProfileStep;
+
+    fn open(self, restored: Option<&Restored>) -> Result<ProfileStep> {
+        let sink = LineSink::open(&self.output)?;
+        let (delays, targets, bucket) = (self.delays, self.targets, self.bucket);
+        let new_task = move || Task::new(Profile::new(delays.clone(), targets.clone(), bucket));
+        let mut tasks = match self.per_partition {
+            true => Tasks::per_partition(new_task.clone()),
+            false => Tasks::one(new_task()),
         };
-        std::fs::write(path, body).map_err(|e| Error::write(&path.display().to_string(), e))?;
+        let mut partitions = PartitionIds::default();
+        if let Some(saved) = saved_state::<StepState>(restored)? {
+            partitions = PartitionIds::from_values(saved.partitions);
+            tasks.active = Task::restored(new_task(), saved.task).map_err(Error::Usage)?;
+        }
+        Ok(ProfileStep {
+            tasks,
+            extractor: self.extractor,
+            time_format: self.time_format,
+            arrival_at: self.arrival_at,
+            by_at: self.by_at,
+            partition_at: self.partition_at,
+            partitions,
+            read_time: 0,
+            out: ReportOut {
+                sink,
+                by: self.by,
+                format: self.format,
+                plot: self.plot,
+            },
+        })
     }
-    if interrupted {
-        return Err(Error::Interrupted);
-    }
-    Ok(())
 }
 
 /// What is profiled: a run's records, or, for a consumer-group member, one partition's.
@@ -247,6 +182,22 @@ impl Task {
             max_seen: Vec::new(),
             no_time: 0,
         }
+    }
+
+    /// Profiles a record with an event time and an arrival time, in partition `partition`.
+    fn record(&mut self, group: Option<&str>, event: Millis, arrival: Millis, partition: usize) {
+        let max_seen = &mut self.max_seen;
+        if partition >= max_seen.len() {
+            max_seen.resize(partition + 1, Millis::MIN);
+        }
+        let max = &mut max_seen[partition];
+        let out_of_order = if *max == Millis::MIN {
+            0
+        } else {
+            max.saturating_sub(event).max(0)
+        };
+        *max = (*max).max(event);
+        self.profile.record(group, event, arrival, out_of_order);
     }
 }
 
@@ -269,11 +220,55 @@ impl PartitionTask for Task {
     }
 }
 
+/// Where the report goes, and how it is shown.
+struct ReportOut {
+    sink: LineSink,
+    by: Option<FieldPath>,
+    format: ReportFormat,
+    plot: Option<PathBuf>,
+}
+
+impl ReportOut {
+    /// Writes the report of `tasks` (a group member's partitions, each profiled apart, as
+    /// one) and returns it.
+    fn write(&mut self, tasks: &mut Tasks<Task>, interrupted: bool) -> Result<Report> {
+        let mut report = match tasks.fresh() {
+            None => tasks.active.profile.report(tasks.active.no_time),
+            Some(mut all) => {
+                tasks.for_each(|t| {
+                    all.profile.merge(&t.profile);
+                    all.no_time += t.no_time;
+                });
+                all.profile.report(all.no_time)
+            }
+        };
+        report.interrupted = interrupted;
+        let text = match self.format {
+            ReportFormat::Json => serde_json::to_string_pretty(&report).expect("report serialises"),
+            ReportFormat::Text => render_text(&report, self.by.as_ref().map(|b| b.as_str())),
+        };
+        self.sink.write_line(text.trim_end().as_bytes())?;
+        self.sink.close()?;
+        Ok(report)
+    }
+}
+
+/// `--plot`: the SVG, alone or in an HTML page, as the file's name says.
+fn write_plot(path: &std::path::Path, svg: &str) -> Result<()> {
+    let html = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
+    let body = if html {
+        format!("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>weir watermark-profile</title></head><body>\n{svg}\n</body></html>\n")
+    } else {
+        svg.to_string()
+    };
+    std::fs::write(path, body).map_err(|e| Error::write(&path.display().to_string(), e))
+}
+
 struct ProfileStep {
-    /// The task of the run (of the partition being read, for a group member).
-    task: Task,
-    /// A group member's tasks of the partitions not being read.
-    tasks: Option<PerPartition<Task>>,
+    /// The run's profile, or a group member's per partition, the one being read active.
+    tasks: Tasks<Task>,
     extractor: Arc<Extractor>,
     time_format: TimeFormat,
     arrival_at: Option<usize>,
@@ -282,6 +277,7 @@ struct ProfileStep {
     partitions: PartitionIds,
     /// Read time (the arrival time without --arrival), once per batch of records.
     read_time: Millis,
+    out: ReportOut,
 }
 
 impl RecordStep for ProfileStep {
@@ -290,22 +286,17 @@ impl RecordStep for ProfileStep {
     }
 
     fn record(&mut self, line: &Line<'_>, _: &mut Counters) -> Result<Flow, Fault> {
-        if let (Some(tasks), Some((partition, _))) = (&mut self.tasks, line.offset) {
-            tasks.activate(&mut self.task, partition);
-        }
-        let x = &self.extractor;
-        let time_at = |i: usize| {
-            line.field(i)
-                .and_then(|raw| time_of(raw, &x.paths()[i], &self.time_format).ok())
-        };
-        let event = time_at(0);
+        self.tasks
+            .activate(line.offset.map(|(partition, _)| partition));
+        let (x, format) = (&*self.extractor, &self.time_format);
+        let event = line.time_if_any(0, x, format);
         let arrival = match self.arrival_at {
-            Some(i) => time_at(i),
+            Some(i) => line.time_if_any(i, x, format),
             None => Some(self.read_time),
         };
         let (Some(event), Some(arrival)) = (event, arrival) else {
             // Counted in the report: a profile measures what it can.
-            self.task.no_time += 1;
+            self.tasks.active.no_time += 1;
             return Ok(Flow::Continue);
         };
         // Past MAX_PARTITIONS values, the rest share the last one: a profile measures on.
@@ -313,17 +304,6 @@ impl RecordStep for ProfileStep {
             None => 0,
             Some(value) => self.partitions.id(value).unwrap_or(MAX_PARTITIONS - 1),
         };
-        let max_seen = &mut self.task.max_seen;
-        if partition >= max_seen.len() {
-            max_seen.resize(partition + 1, Millis::MIN);
-        }
-        let max = &mut max_seen[partition];
-        let out_of_order = if *max == Millis::MIN {
-            0
-        } else {
-            max.saturating_sub(event).max(0)
-        };
-        *max = (*max).max(event);
         let group = self
             .by_at
             .map(|i| match line.field(i).map(Scalar::from_raw) {
@@ -331,9 +311,8 @@ impl RecordStep for ProfileStep {
                 Some(_) => line.field(i).unwrap_or("null").to_string(),
                 None => "(missing)".to_string(),
             });
-        self.task
-            .profile
-            .record(group.as_deref(), event, arrival, out_of_order);
+        let task = &mut self.tasks.active;
+        task.record(group.as_deref(), event, arrival, partition);
         Ok(Flow::Continue)
     }
 
@@ -341,27 +320,13 @@ impl RecordStep for ProfileStep {
         Ok(())
     }
 
-    fn save_partition(&mut self, partition: i32) -> Result<Vec<u8>> {
-        let tasks = self.tasks.as_ref().expect("a group member's");
-        Ok(tasks.save(&self.task, partition))
-    }
-
-    fn restore_partition(&mut self, partition: i32, state: &[u8]) -> Result<()> {
-        let tasks = self.tasks.as_mut().expect("a group member's");
-        tasks
-            .restore(&mut self.task, partition, state)
-            .map_err(Error::Usage)
-    }
-
-    fn revoke_partition(&mut self, partition: i32) {
-        if let Some(tasks) = &mut self.tasks {
-            tasks.take(&mut self.task, partition);
-        }
+    fn partition_states(&mut self) -> Option<&mut dyn PartitionStates> {
+        Some(&mut self.tasks)
     }
 
     fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
         let state = StepState {
-            task: self.task.saved(),
+            task: self.tasks.active.saved(),
             partitions: self.partitions.values(),
         };
         Ok(StepCheckpoint {
@@ -369,6 +334,18 @@ impl RecordStep for ProfileStep {
             // The report is written at the end: no output to cut back.
             sinks: Vec::new(),
         })
+    }
+
+    /// A profile of a live source ends with a signal: the report of what was read is the
+    /// result, marked as interrupted, and the run still exits 130.
+    fn finish(&mut self, ended: Result<()>, counters: &mut Counters) -> Result<()> {
+        let interrupted = matches!(ended, Err(Error::Interrupted));
+        let report = self.out.write(&mut self.tasks, interrupted)?;
+        counters.written = 1;
+        if let Some(path) = &self.out.plot {
+            write_plot(path, &render_svg(&report))?;
+        }
+        ended
     }
 }
 

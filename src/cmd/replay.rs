@@ -7,38 +7,31 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::plan::{self, KeepingArgs};
 use crate::cli::ReplayArgs;
 use crate::core::envelope::read_envelope;
 use crate::core::pace::{Pace, PaceProgress, Pacer};
-use crate::core::record::{as_utf8, time_of, Extractor, RecordError};
+use crate::core::record::{as_utf8, Extractor, RecordError};
 use crate::core::saved;
 use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::error::{Error, Fault, Result};
-use crate::io::kafka::{Outgoing, Render};
-use crate::io::sink::{LineSink, RecordFields, Sink, SinkPlan};
+use crate::io::input::InputPlan;
+use crate::io::sink::{LineSink, RecordFields, SinkPlan};
 use crate::io::spec::SinkSpec;
-use crate::runtime::summary::finish;
 use crate::runtime::{
-    limit_reached, read_records_up_to, CheckpointPlan, Counters, ErrorPolicy, Flow, Line, Prepare,
-    RecordStep, Run, Stats, StepCheckpoint,
+    clock_from, limit_reached, run_command, saved_state, Command, Counters, Flow, Line, Outgoing,
+    Prepare, RecordStep, Restored, RunPlan, Sink, Stats, StepCheckpoint,
 };
-
-use super::InputPlan;
 
 pub fn run(args: ReplayArgs, stop: &AtomicBool) -> Result<()> {
     let mut stats = Stats::new("replay");
     stats.dry_run = args.dry_run;
-    let report = super::report_plan(&args.report);
-    let result = Plan::new(&args).and_then(|plan| {
-        super::check_files_written_at_end(&report, None)?;
-        replay(plan, &mut stats, stop)
-    });
-    finish(&stats, &report, result)
+    let report = plan::report_plan(&args.report);
+    run_command(stats, &report, || Replay::plan(&args), stop)
 }
 
-/// A replay run, checked.
-struct Plan {
-    input: InputPlan,
+/// A replay run's own part, checked.
+struct Replay {
     /// `None` on --dry-run.
     sink: Option<SinkPlan>,
     envelope: bool,
@@ -50,10 +43,6 @@ struct Plan {
     pace: Pace,
     /// `-n`: stop after this many records sent.
     limit: Option<u64>,
-    checkpoint: Option<CheckpointPlan>,
-    /// What makes a checkpoint this job's: the inputs and the flags that decide the output
-    /// and its pace.
-    job: String,
 }
 
 /// What a replay checkpoint keeps besides positions, counters and output lengths.
@@ -68,54 +57,14 @@ struct ReplayState {
     elapsed: Millis,
 }
 
-impl Plan {
-    fn new(args: &ReplayArgs) -> Result<Plan> {
-        let input = InputPlan::new(&args.input, true)?;
+impl Replay {
+    fn plan(args: &ReplayArgs) -> Result<RunPlan<Replay>> {
+        let mut input = plan::input_plan(&args.input, true)?;
         // A broker source's records reach us as envelopes.
         let envelope = args.envelope || input.is_broker();
-        if args.keep_partition && !envelope {
-            return Err(Error::Usage(
-                "--keep-partition needs envelopes (-J, or a Kafka source)".into(),
-            ));
-        }
-        if envelope && (args.sink.key.is_some() || !args.sink.headers.is_empty()) {
-            return Err(Error::Usage(
-                "envelopes carry their own key and headers; --key/--header are for plain lines"
-                    .into(),
-            ));
-        }
-        if args.speed.is_some() && !envelope && args.time.time.is_none() {
-            return Err(Error::Usage(
-                "--speed keeps the gaps between timestamps: give --time FIELD, or use envelopes (-J)"
-                    .into(),
-            ));
-        }
-        // On NDJSON input --from/--to are a time range, of the envelope timestamp or --time.
-        let now = now_millis();
-        let (from, to) = if input.is_broker() {
-            (None, None)
-        } else {
-            super::ndjson_time_range(&args.input.broker, now)?
-        };
-        if (from.is_some() || to.is_some()) && !envelope && args.time.time.is_none() {
-            return Err(Error::Usage(
-                "--from/--to on NDJSON input need --time FIELD (or envelopes, -J)".into(),
-            ));
-        }
-        let mut fields = RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?;
-        fields.envelope_keys = envelope;
-        let sink = SinkPlan::new(
-            SinkSpec::parse(&args.sink.output).map_err(Error::Usage)?,
-            fields,
-            super::client_options(&args.input.broker.client)?,
-            super::aws_options(&args.input.broker.client),
-        )?;
-        if args.keep_partition && !matches!(sink.spec, SinkSpec::Kafka(_)) {
-            return Err(Error::Usage(
-                "--keep-partition is for a Kafka sink (-o kafka://...): a file has no partitions, and a Kinesis stream places each record by its key"
-                    .into(),
-            ));
-        }
+        check_envelope_flags(args, envelope)?;
+        let (from, to) = time_range(args, &input, envelope)?;
+        let sink = replay_sink(args, envelope)?;
         let time = (!envelope)
             .then(|| args.time.time.clone())
             .flatten()
@@ -131,24 +80,20 @@ impl Plan {
                     .into(),
             ));
         }
-        let checkpoint = super::checkpoint_plan(&args.checkpoint, &sink.spec, false)?;
-        let broker = &args.input.broker;
-        let job = format!(
-            "inputs {:?}, -J {}, --keep-partition {}, --time {:?} {:?}, --from {:?}, --to {:?}, --key {:?}, --header {:?}, pace {:?}, -n {:?}",
-            input.job_source(),
-            envelope,
-            args.keep_partition,
-            args.time.time.as_ref().map(|t| t.as_str()),
-            args.time.time_format,
-            broker.from,
-            broker.to,
-            args.sink.key.as_ref().map(|k| k.as_str()),
-            args.sink.headers,
-            pace,
-            args.count,
-        );
-        Ok(Plan {
-            input,
+        let job = job(args, &input, envelope, &pace);
+        let keeping = KeepingArgs {
+            command: "replay",
+            checkpoint: &args.checkpoint,
+            changelog: None,
+            report_at_end: false,
+        }
+        .plan(&mut input, &sink.spec, &job)?;
+        plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
+        let prepare = match &time {
+            Some(x) => Prepare::Extract(x.clone()),
+            None => Prepare::Validate,
+        };
+        let replay = Replay {
             sink: (!args.dry_run).then_some(sink),
             envelope,
             keep_partition: args.keep_partition,
@@ -158,68 +103,118 @@ impl Plan {
             to,
             pace,
             limit: args.count,
-            checkpoint,
+        };
+        Ok(RunPlan {
+            limit: replay.limit,
+            command: replay,
+            input: Box::new(input),
+            prepare,
+            keeping,
             job,
         })
     }
 }
 
-fn replay(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let prepare = match &plan.time {
-        Some(x) => Prepare::Extract(x.clone()),
-        None => Prepare::Validate,
-    };
-    let (mut checkpoints, restored) =
-        super::open_checkpoints(plan.checkpoint.as_ref(), "replay", &plan.job, &plan.input)?;
-    let (mut from, mut to, mut pacer, mut started) =
-        (plan.from, plan.to, Pacer::new(plan.pace), Instant::now());
-    if let Some(r) = &restored {
-        stats.counters = r.counters.clone();
-        let state: ReplayState = saved::decode(&r.state).map_err(Error::Usage)?;
-        (from, to) = (state.from, state.to);
-        pacer = Pacer::resume(plan.pace, state.pace);
-        started = super::clock_from(state.elapsed);
+/// The flags that need plain lines, or envelopes.
+fn check_envelope_flags(args: &ReplayArgs, envelope: bool) -> Result<()> {
+    if args.keep_partition && !envelope {
+        return Err(Error::Usage(
+            "--keep-partition needs envelopes (-J, or a Kafka source)".into(),
+        ));
     }
-    let source = plan
-        .input
-        .open_source_at(Render::Envelope, restored.as_ref())?;
-    let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored.as_ref())?;
-    let sink = match &plan.sink {
-        Some(sink) => Some(LineSink::open_resumed(sink, restored.as_ref())?),
-        None => None,
-    };
-    let mut step = ReplayStep {
-        sink,
-        envelope: plan.envelope,
-        keep_partition: plan.keep_partition,
-        time: plan.time,
-        time_format: plan.time_format,
-        from,
-        to,
-        pacer,
-        started,
-        limit: plan.limit,
-    };
-    let run = Run {
-        source,
-        prepare,
-        max_line_bytes: plan.input.max_line_bytes,
-        counters: &mut stats.counters,
-        policy: &mut policy,
-        stop,
-    };
-    let result = read_records_up_to(plan.limit, run, &mut step, checkpoints.as_mut());
-    // At the end of the input, and on a signal (the run stops between records, in a pace
-    // wait or between chunks), the checkpoint covers everything sent.
-    if let Some(c) = &mut checkpoints {
-        c.take_at_end(&mut step, &mut policy, &stats.counters, &result)?;
+    if envelope && (args.sink.key.is_some() || !args.sink.headers.is_empty()) {
+        return Err(Error::Usage(
+            "envelopes carry their own key and headers; --key/--header are for plain lines".into(),
+        ));
     }
-    // Every record handed to the sink is delivered (or reported) before we exit.
-    let flushed = match &mut step.sink {
-        Some(sink) => sink.close(),
-        None => Ok(()),
-    };
-    result.and(flushed).and(policy.close())
+    if args.speed.is_some() && !envelope && args.time.time.is_none() {
+        return Err(Error::Usage(
+            "--speed keeps the gaps between timestamps: give --time FIELD, or use envelopes (-J)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// On NDJSON input --from/--to are a time range, of the envelope timestamp or --time.
+fn time_range(
+    args: &ReplayArgs,
+    input: &InputPlan,
+    envelope: bool,
+) -> Result<(Option<Millis>, Option<Millis>)> {
+    if input.is_broker() {
+        return Ok((None, None));
+    }
+    let (from, to) = plan::ndjson_time_range(&args.input.broker, now_millis())?;
+    if (from.is_some() || to.is_some()) && !envelope && args.time.time.is_none() {
+        return Err(Error::Usage(
+            "--from/--to on NDJSON input need --time FIELD (or envelopes, -J)".into(),
+        ));
+    }
+    Ok((from, to))
+}
+
+/// Where records go: envelopes with their own keys, or lines keyed by `--key`.
+fn replay_sink(args: &ReplayArgs, envelope: bool) -> Result<SinkPlan> {
+    let mut fields = RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?;
+    fields.envelope_keys = envelope;
+    let sink = plan::sink_plan(&args.sink.output, fields, &args.input.broker.client)?;
+    if args.keep_partition && !matches!(sink.spec, SinkSpec::Kafka(_)) {
+        return Err(Error::Usage(
+            "--keep-partition is for a Kafka sink (-o kafka://...): a file has no partitions, and a Kinesis stream places each record by its key"
+                .into(),
+        ));
+    }
+    Ok(sink)
+}
+
+/// What makes a checkpoint this job's: the inputs and the flags that decide the output and
+/// its pace.
+fn job(args: &ReplayArgs, input: &InputPlan, envelope: bool, pace: &Pace) -> String {
+    let broker = &args.input.broker;
+    format!(
+        "inputs {:?}, -J {}, --keep-partition {}, --time {:?} {:?}, --from {:?}, --to {:?}, --key {:?}, --header {:?}, pace {:?}, -n {:?}",
+        input.job_source(),
+        envelope,
+        args.keep_partition,
+        args.time.time.as_ref().map(|t| t.as_str()),
+        args.time.time_format,
+        broker.from,
+        broker.to,
+        args.sink.key.as_ref().map(|k| k.as_str()),
+        args.sink.headers,
+        pace,
+        args.count,
+    )
+}
+
+impl Command for Replay {
+    type Step = ReplayStep;
+
+    fn open(self, restored: Option<&Restored>) -> Result<ReplayStep> {
+        let mut step = ReplayStep {
+            sink: None,
+            envelope: self.envelope,
+            keep_partition: self.keep_partition,
+            time: self.time,
+            time_format: self.time_format,
+            from: self.from,
+            to: self.to,
+            pacer: Pacer::new(self.pace),
+            started: Instant::now(),
+            limit: self.limit,
+        };
+        if let Some(state) = saved_state::<ReplayState>(restored)? {
+            (step.from, step.to) = (state.from, state.to);
+            step.pacer = Pacer::resume(self.pace, state.pace);
+            step.started = clock_from(state.elapsed);
+        }
+        step.sink = match &self.sink {
+            Some(sink) => Some(LineSink::open_resumed(sink, restored)?),
+            None => None,
+        };
+        Ok(step)
+    }
 }
 
 struct ReplayStep {
@@ -290,10 +285,7 @@ impl RecordStep for ReplayStep {
             }
         } else {
             let t = match &self.time {
-                Some(x) => Some(match line.field(0) {
-                    Some(value) => time_of(value, &x.paths()[0], &self.time_format)?,
-                    None => return Err(x.missing(0, line.text()).into()),
-                }),
+                Some(x) => Some(line.time(0, x, &self.time_format)?),
                 None => None,
             };
             if !self.in_range(t) {
@@ -336,6 +328,14 @@ impl RecordStep for ReplayStep {
     fn idle(&mut self) -> Result<()> {
         match &mut self.sink {
             Some(sink) => sink.idle(),
+            None => Ok(()),
+        }
+    }
+
+    fn close(&mut self, _: &mut Counters) -> Result<()> {
+        // Every record handed to the sink is delivered (or reported) before we exit.
+        match &mut self.sink {
+            Some(sink) => sink.close(),
             None => Ok(()),
         }
     }

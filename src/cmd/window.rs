@@ -5,17 +5,18 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::ArgMatches;
 use serde::{Deserialize, Serialize};
 
+use super::plan::{self, KeepingArgs};
 use crate::cli::WindowArgs;
 use crate::core::aggregate::{
     is_plain_name, prepare, AggInput, AggKind, AggSpec, Cell, Columns, JsonColumns,
 };
-use crate::core::partitioned::PerPartition;
-use crate::core::record::{time_of, Extractor, FieldPath, RecordError};
+use crate::core::partitioned::{PartitionStates, Tasks};
+use crate::core::record::{Extractor, FieldPath, RecordError};
 use crate::core::saved;
 use crate::core::time::{human_duration, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
@@ -24,278 +25,242 @@ use crate::core::window::{
     KEY_SEPARATOR,
 };
 use crate::error::{Error, Fault, Result};
-use crate::io::kafka::Render;
-use crate::io::sink::{CsvRow, LineSink, RecordFields, Sink, SinkPlan, TableFormat, TableWriter};
+use crate::io::input::InputPlan;
+use crate::io::sink::{CsvRow, LineSink, RecordFields, SinkPlan, TableFormat, TableWriter};
 use crate::io::spec::SinkSpec;
-use crate::runtime::summary::finish;
 use crate::runtime::{
-    read_records_with, CheckpointPlan, Checkpoints, Counters, ErrorPolicy, Flow, Line, Prepare,
-    RecordStep, Run, Stats, StepCheckpoint,
+    clock_from, run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep,
+    Restored, RunPlan, Sink, Stats, StepCheckpoint,
 };
 
-use super::InputPlan;
-
 pub fn run(args: WindowArgs, matches: &ArgMatches, stop: &AtomicBool) -> Result<()> {
-    let mut stats = Stats::new("window");
-    let report = super::report_plan(&args.report);
-    let result = Plan::new(&args, matches).and_then(|plan| {
-        super::check_files_written_at_end(&report, None)?;
-        window(plan, &mut stats, stop)
-    });
-    finish(&stats, &report, result)
+    let report = plan::report_plan(&args.report);
+    let plan = || Windowing::plan(&args, matches);
+    run_command(Stats::new("window"), &report, plan, stop)
 }
 
-/// A window run, checked.
-struct Plan {
-    input: InputPlan,
+/// A window run's own part, checked.
+struct Windowing {
     sink: SinkPlan,
     format: TableFormat,
     late_output: Option<PathBuf>,
     config: WindowConfig,
     delay: Millis,
     idle_timeout: Option<Millis>,
-    /// Every field the command reads, in one extractor: time, partition, keys, values.
-    paths: Vec<FieldPath>,
+    per_partition: bool,
+    fields: Fields,
     time_format: TimeFormat,
-    partition_at: Option<usize>,
     /// Watermarks are per partition of the broker source, so its assignment declares them.
     by_source_partition: bool,
-    keys_at: usize,
     key_columns: Vec<String>,
-    agg_fields: Vec<Option<usize>>,
-    checkpoint: Option<CheckpointPlan>,
-    /// A consumer-group member keeps state per partition, saved this often.
-    per_partition: Option<Duration>,
-    /// What makes a checkpoint this job's: the inputs and every flag that shapes the result.
-    job: String,
 }
 
-impl Plan {
-    fn new(args: &WindowArgs, matches: &ArgMatches) -> Result<Plan> {
-        let time = args
-            .time
-            .time
-            .clone()
-            .ok_or_else(|| Error::Usage("weir window needs --time FIELD".into()))?;
-        let mut input = InputPlan::new(&args.input, false)?;
-        // A group member's partitions are tasks of their own, each with its own watermark.
-        let per_partition = super::group_of(&input).is_some();
-        if per_partition && args.partition_by.is_some() {
-            return Err(Error::Usage(
-                "with -G each partition has its own windows and watermark; --partition-by does not apply".into(),
-            ));
-        }
-        let partition_by = match per_partition {
-            true => None,
-            false => input.partition_field(args.partition_by.as_ref()),
-        };
-        let by_source_partition = input.is_source_partition(partition_by.as_ref());
-        let kind = window_kind(args)?;
-        let (aggs, value_paths) = aggregate_specs(args, matches)?;
-        let key_columns: Vec<String> = args.keys.iter().map(FieldPath::column_name).collect();
-        check_column_names(&key_columns, &aggs)?;
+/// Where the fields a window run reads sit in its one extractor: time, partition, keys,
+/// values.
+struct Fields {
+    extractor: Arc<Extractor>,
+    partition_at: Option<usize>,
+    keys_at: usize,
+    /// For each aggregate, the field it reads, if any.
+    agg_fields: Vec<Option<usize>>,
+}
 
-        // One extractor pulls every field the command needs in one pass over the line.
+impl Fields {
+    fn new(
+        time: FieldPath,
+        partition_by: Option<FieldPath>,
+        keys: &[FieldPath],
+        values: Vec<FieldPath>,
+        aggs: &[AggSpec],
+    ) -> Fields {
         let mut paths = vec![time];
         let partition_at = partition_by.map(|p| {
             paths.push(p);
             paths.len() - 1
         });
         let keys_at = paths.len();
-        paths.extend(args.keys.iter().cloned());
+        paths.extend(keys.iter().cloned());
         let values_at = paths.len();
-        paths.extend(value_paths);
-        let agg_fields: Vec<Option<usize>> = aggs
-            .iter()
-            .map(|a| a.field.map(|f| values_at + f))
-            .collect();
-
-        let sink_spec = SinkSpec::parse(&args.output).map_err(Error::Usage)?;
-        let to_broker = matches!(sink_spec, SinkSpec::Kafka(_) | SinkSpec::Kinesis(_));
-        if to_broker && args.format == TableFormat::Csv {
-            return Err(Error::Usage(
-                "--format csv cannot go to Kafka or Kinesis; rows go there as NDJSON".into(),
-            ));
-        }
-        // Rows of one key land in one partition (or shard), in order. A Kinesis record needs
-        // a partition key: rows without key fields are keyed by their window.
-        let first_key = args.keys.first().map(|k| k.column_name());
-        let row_key = match (&sink_spec, first_key) {
-            (SinkSpec::Kafka(_), Some(column)) | (SinkSpec::Kinesis(_), Some(column)) => {
-                Some(column)
-            }
-            (SinkSpec::Kinesis(_), None) => Some("window_start".to_string()),
-            _ => None,
-        };
-        let row_key = RecordFields {
-            key: row_key
-                .map(|column| column.parse())
-                .transpose()
-                .map_err(Error::Usage)?,
-            ..RecordFields::default()
-        };
-        let sink = SinkPlan::new(
-            sink_spec,
-            row_key,
-            super::client_options(&args.input.broker.client)?,
-            super::aws_options(&args.input.broker.client),
-        )?;
-        let checkpoint = super::checkpoint_plan(&args.checkpoint, &sink.spec, false)?;
-        let job = format!(
-            "inputs {:?}, fields {:?}, {:?}, partition {:?}, keys at {keys_at}, {kind:?}, lateness {}, {:?}, aggregates {:?}, --delay {}, --idle-timeout {:?}, {:?}, late output {:?}",
-            input.job_source(),
-            paths.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
-            args.time.time_format,
+        paths.extend(values);
+        Fields {
+            extractor: Arc::new(Extractor::new(paths)),
             partition_at,
-            args.allowed_lateness,
-            args.emit,
-            aggs.iter()
-                .map(|a| format!("{:?} {:?} {}", a.kind, a.field, a.name))
-                .collect::<Vec<_>>(),
-            args.delay,
-            args.idle_timeout,
-            args.format,
-            args.late_output,
-        );
-        let per_partition = super::changelog_plan(
-            &mut input,
-            "window",
-            &args.changelog,
-            &args.checkpoint,
-            &job,
+            keys_at,
+            agg_fields: aggs
+                .iter()
+                .map(|a| a.field.map(|f| values_at + f))
+                .collect(),
+        }
+    }
+}
+
+impl Windowing {
+    fn plan(args: &WindowArgs, matches: &ArgMatches) -> Result<RunPlan<Windowing>> {
+        let time = args
+            .time
+            .time
+            .clone()
+            .ok_or_else(|| Error::Usage("weir window needs --time FIELD".into()))?;
+        let mut input = plan::input_plan(&args.input, false)?;
+        // A group member's partitions are tasks of their own, each with its own watermark.
+        let parts = input.partitioning(
+            args.partition_by.as_ref(),
+            "has its own windows and watermark",
         )?;
-        Ok(Plan {
-            input,
+        let kind = window_kind(args)?;
+        let (aggs, value_paths) = aggregate_specs(args, matches)?;
+        let key_columns: Vec<String> = args.keys.iter().map(FieldPath::column_name).collect();
+        check_column_names(&key_columns, &aggs)?;
+        // One extractor pulls every field the command needs in one pass over the line.
+        let fields = Fields::new(time, parts.field, &args.keys, value_paths, &aggs);
+        let sink = row_sink(args)?;
+        let config = WindowConfig {
+            kind,
+            allowed_lateness: args.allowed_lateness,
+            emit: args.emit,
+            aggs,
+            max_open_windows: args.max_open_windows,
+        };
+        let job = job(args, &input, &fields, &config);
+        let keeping = KeepingArgs {
+            command: "window",
+            checkpoint: &args.checkpoint,
+            changelog: Some(&args.changelog),
+            report_at_end: false,
+        }
+        .plan(&mut input, &sink.spec, &job)?;
+        plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
+        let windowing = Windowing {
             sink,
             format: args.format,
             late_output: args.late_output.clone(),
-            config: WindowConfig {
-                kind,
-                allowed_lateness: args.allowed_lateness,
-                emit: args.emit,
-                aggs,
-                max_open_windows: args.max_open_windows,
-            },
+            config,
             delay: args.delay,
             idle_timeout: args.idle_timeout,
-            paths,
+            per_partition: parts.per_partition,
             time_format: args.time.time_format.clone(),
-            partition_at,
-            by_source_partition,
-            keys_at,
+            by_source_partition: parts.by_source,
             key_columns,
-            agg_fields,
-            checkpoint,
-            per_partition,
+            fields,
+        };
+        Ok(RunPlan {
+            prepare: Prepare::Extract(windowing.fields.extractor.clone()),
+            command: windowing,
+            input: Box::new(input),
+            keeping,
             job,
+            limit: None,
         })
     }
 }
 
-fn window(plan: Plan, stats: &mut Stats, stop: &AtomicBool) -> Result<()> {
-    let (mut checkpoints, restored) =
-        super::open_checkpoints(plan.checkpoint.as_ref(), "window", &plan.job, &plan.input)?;
-    if let Some(interval) = plan.per_partition {
-        let inputs = plan.input.checkpoint_inputs();
-        checkpoints = Some(Checkpoints::for_group(interval, "window", inputs));
+/// Where rows go. Rows of one key land in one partition (or shard), in order. A Kinesis
+/// record needs a partition key: rows without key fields are keyed by their window.
+fn row_sink(args: &WindowArgs) -> Result<SinkPlan> {
+    let sink_spec = SinkSpec::parse(&args.output).map_err(Error::Usage)?;
+    let to_broker = matches!(sink_spec, SinkSpec::Kafka(_) | SinkSpec::Kinesis(_));
+    if to_broker && args.format == TableFormat::Csv {
+        return Err(Error::Usage(
+            "--format csv cannot go to Kafka or Kinesis; rows go there as NDJSON".into(),
+        ));
     }
-    let restored = restored.as_ref();
-    // A finished job's last checkpoint keeps no state.
-    let saved: Option<StepState> = restored
-        .filter(|r| !r.state.is_empty())
-        .map(|r| saved::decode(&r.state).map_err(Error::Usage))
-        .transpose()?;
-    if let Some(r) = restored {
-        stats.counters = r.counters.clone();
-    }
-    let source = plan.input.open_source_at(Render::Envelope, restored)?;
-    let mut policy = ErrorPolicy::open_resumed(&plan.input.policy, restored)?;
-    let sink = LineSink::open_resumed(&plan.sink, restored)?;
-    let late = match &plan.late_output {
-        Some(path) => Some(LineSink::open_file(path, "output file", restored)?),
-        None => None,
+    let first_key = args.keys.first().map(|k| k.column_name());
+    let row_key = match (&sink_spec, first_key) {
+        (SinkSpec::Kafka(_), Some(column)) | (SinkSpec::Kinesis(_), Some(column)) => Some(column),
+        (SinkSpec::Kinesis(_), None) => Some("window_start".to_string()),
+        _ => None,
     };
-    let aggs_plain = plan.config.aggs.iter().all(|a| is_plain_name(&a.name));
-    let marks = plan.config.allowed_lateness > 0 || plan.config.emit == EmitMode::Updates;
-    let extractor = Arc::new(Extractor::new(plan.paths));
-    let watermarks = Watermarks::new(plan.delay, plan.idle_timeout);
-    let tasks = plan.per_partition.map(|_| {
-        let (config, watermarks) = (plan.config.clone(), watermarks.clone());
-        PerPartition::new(move || WindowOperator::new(config.clone(), watermarks.clone()))
-    });
-    let mut table = TableWriter::new(sink, plan.format);
-    let (op, partitions, started, written) = match saved {
-        None => (
-            WindowOperator::new(plan.config, watermarks),
-            PartitionIds::default(),
-            Instant::now(),
-            0,
-        ),
-        Some(saved) => {
-            table.set_columns(saved.csv_columns);
-            (
-                WindowOperator::restore(plan.config, saved.op).map_err(Error::Usage)?,
-                PartitionIds::from_values(saved.partitions),
-                // Processing time goes on from where the checkpoint left it (idle timeouts).
-                super::clock_from(saved.now),
-                saved.written,
-            )
-        }
+    let fields = RecordFields {
+        key: row_key
+            .map(|column| column.parse())
+            .transpose()
+            .map_err(Error::Usage)?,
+        ..RecordFields::default()
     };
-    let mut step = WindowStep {
-        op,
-        tasks,
-        extractor: extractor.clone(),
-        time_format: plan.time_format,
-        partition_at: plan.partition_at,
-        by_source_partition: plan.by_source_partition,
-        keys_at: plan.keys_at,
-        plain_names: plan.key_columns.iter().all(|k| is_plain_name(k)) && aggs_plain,
-        key_columns: plan.key_columns,
-        marks,
-        agg_fields: plan.agg_fields,
-        partitions,
-        table,
-        csv_row: CsvRow::default(),
-        late,
-        rows: Vec::new(),
-        key: String::new(),
-        inputs: Vec::new(),
-        started,
-        now: 0,
-        written,
-    };
-    let run = Run {
-        source,
-        prepare: Prepare::Extract(extractor),
-        max_line_bytes: plan.input.max_line_bytes,
-        counters: &mut stats.counters,
-        policy: &mut policy,
-        stop,
-    };
-    let mut result = read_records_with(run, &mut step, checkpoints.as_mut());
-    // Taken before the last windows fire: a run started from it (a new stdin, more of the
-    // topic) cuts their rows off and fires them when its own input ends.
-    if let Some(c) = &mut checkpoints {
-        c.take_before_last_output(&mut step, &mut policy, &stats.counters, &result)?;
-    }
-    if result.is_ok() {
-        // A bounded input ended: the watermark goes to +infinity and every window fires.
-        step.each_op(|op, rows| op.finish(rows));
-        result = step.write_rows();
-        if let Some(c) = &mut checkpoints {
-            c.take_after_last_output(&mut step, &mut policy, &stats.counters, &result)?;
+    let clients = plan::clients(&args.input.broker.client);
+    SinkPlan::new(sink_spec, fields, clients.kafka()?, clients.aws())
+}
+
+/// What makes a checkpoint this job's: the inputs and every flag that shapes the result.
+fn job(args: &WindowArgs, input: &InputPlan, fields: &Fields, config: &WindowConfig) -> String {
+    format!(
+        "inputs {:?}, fields {:?}, {:?}, partition {:?}, keys at {}, {:?}, lateness {}, {:?}, aggregates {:?}, --delay {}, --idle-timeout {:?}, {:?}, late output {:?}",
+        input.job_source(),
+        fields.extractor.paths().iter().map(|p| p.as_str()).collect::<Vec<_>>(),
+        args.time.time_format,
+        fields.partition_at,
+        fields.keys_at,
+        config.kind,
+        args.allowed_lateness,
+        args.emit,
+        config.aggs.iter()
+            .map(|a| format!("{:?} {:?} {}", a.kind, a.field, a.name))
+            .collect::<Vec<_>>(),
+        args.delay,
+        args.idle_timeout,
+        args.format,
+        args.late_output,
+    )
+}
+
+impl Windowing {
+    /// Fresh operators: one, or one per partition for a group member, each with its own
+    /// watermark.
+    fn operators(&self) -> Tasks<WindowOperator> {
+        let watermarks = Watermarks::new(self.delay, self.idle_timeout);
+        let config = self.config.clone();
+        match self.per_partition {
+            true => Tasks::per_partition(move || {
+                WindowOperator::new(config.clone(), watermarks.clone())
+            }),
+            false => Tasks::one(WindowOperator::new(config, watermarks)),
         }
     }
-    stats.counters.written = step.written;
-    step.each_op(|op, _| {
-        let peaks = op.peaks();
-        let c = &mut stats.counters;
-        c.peak_open_windows = c.peak_open_windows.max(peaks.open_windows as u64);
-        c.peak_keys = c.peak_keys.max(peaks.keys as u64);
-    });
-    let flushed = step.close().and(policy.close());
-    result.and(flushed)
+}
+
+impl Command for Windowing {
+    type Step = WindowStep;
+
+    fn open(self, restored: Option<&Restored>) -> Result<WindowStep> {
+        // A finished job's last checkpoint keeps no state.
+        let saved: Option<StepState> = saved_state(restored)?;
+        let sink = LineSink::open_resumed(&self.sink, restored)?;
+        let late = match &self.late_output {
+            Some(path) => Some(LineSink::open_file(path, "output file", restored)?),
+            None => None,
+        };
+        let aggs_plain = self.config.aggs.iter().all(|a| is_plain_name(&a.name));
+        let ops = self.operators();
+        let mut step = WindowStep {
+            ops,
+            fields: self.fields,
+            time_format: self.time_format,
+            by_source_partition: self.by_source_partition,
+            plain_names: self.key_columns.iter().all(|k| is_plain_name(k)) && aggs_plain,
+            key_columns: self.key_columns,
+            marks: self.config.allowed_lateness > 0 || self.config.emit == EmitMode::Updates,
+            partitions: PartitionIds::default(),
+            table: TableWriter::new(sink, self.format),
+            csv_row: CsvRow::default(),
+            late,
+            rows: Vec::new(),
+            key: String::new(),
+            inputs: Vec::new(),
+            started: Instant::now(),
+            now: 0,
+            written: 0,
+        };
+        if let Some(saved) = saved {
+            step.table.set_columns(saved.csv_columns);
+            step.ops.active =
+                WindowOperator::restore(self.config, saved.op).map_err(Error::Usage)?;
+            step.partitions = PartitionIds::from_values(saved.partitions);
+            // Processing time goes on from where the checkpoint left it (idle timeouts).
+            step.started = clock_from(saved.now);
+            step.written = saved.written;
+        }
+        Ok(step)
+    }
 }
 
 /// What a checkpoint keeps of a window run.
@@ -555,23 +520,18 @@ fn fill_row(row: &Row, key_columns: &[String], aggs: &[AggSpec], out: &mut impl 
 }
 
 struct WindowStep {
-    /// The operator (of the partition being read, for a group member).
-    op: WindowOperator,
-    /// A group member's operators of the partitions not being read: one per partition it
-    /// owns, each with its own watermark.
-    tasks: Option<PerPartition<WindowOperator>>,
+    /// The run's operator, or a group member's per partition (each with its own
+    /// watermark), the one being read active.
+    ops: Tasks<WindowOperator>,
     /// The fields this command reads, located by the reader thread.
-    extractor: Arc<Extractor>,
+    fields: Fields,
     time_format: TimeFormat,
-    partition_at: Option<usize>,
     by_source_partition: bool,
-    keys_at: usize,
     key_columns: Vec<String>,
     /// No column name needs JSON escaping (percentile columns add only `_p99`-style suffixes).
     plain_names: bool,
     /// Rows can be updates or retractions (allowed lateness, or --emit updates).
     marks: bool,
-    agg_fields: Vec<Option<usize>>,
     partitions: PartitionIds,
     table: TableWriter,
     /// A CSV row's cells, reused from row to row.
@@ -595,10 +555,7 @@ impl WindowStep {
     /// Runs `f` on every operator (one per partition for a group member), with the rows.
     fn each_op(&mut self, mut f: impl FnMut(&mut WindowOperator, &mut Vec<Row>)) {
         let rows = &mut self.rows;
-        match &mut self.tasks {
-            Some(tasks) => tasks.for_each(&mut self.op, |_, op| f(op, rows)),
-            None => f(&mut self.op, rows),
-        }
+        self.ops.for_each(|op| f(op, rows));
     }
 
     /// Processing time, for idle partitions.
@@ -608,7 +565,7 @@ impl WindowStep {
 
     fn write_rows(&mut self) -> Result<()> {
         let WindowStep {
-            op,
+            ops,
             rows,
             table,
             key_columns,
@@ -628,13 +585,13 @@ impl WindowStep {
                         out: scratch,
                         plain_names: *plain_names,
                     };
-                    fill_row(&row, key_columns, op.aggs(), &mut columns);
+                    fill_row(&row, key_columns, ops.active.aggs(), &mut columns);
                     scratch.push(b'}');
                     sink.write_line(scratch)?;
                 }
                 csv => {
                     csv_row.clear();
-                    fill_row(&row, key_columns, op.aggs(), csv_row);
+                    fill_row(&row, key_columns, ops.active.aggs(), csv_row);
                     if *marks {
                         // CSV columns come from the first row: when rows can be updates or
                         // retractions, every row carries both marks.
@@ -657,15 +614,6 @@ impl WindowStep {
         Ok(())
     }
 
-    /// Flushes, and makes compressed files whole: at the end of the run.
-    fn close(&mut self) -> Result<()> {
-        self.table.close()?;
-        if let Some(late) = &mut self.late {
-            late.close()?;
-        }
-        Ok(())
-    }
-
     /// Reads the record's fields: its event time, its partition, and its key (the field
     /// itself when there is one key field, else `None` and the joined key is in `self.key`);
     /// its aggregate inputs go to `inputs`.
@@ -675,21 +623,20 @@ impl WindowStep {
         inputs: &mut Vec<AggInput<'a>>,
     ) -> Result<(Millis, usize, Option<&'a str>), RecordError> {
         let WindowStep {
-            op,
-            extractor: x,
+            ops,
+            fields,
             partitions,
             key,
-            keys_at,
             key_columns,
-            agg_fields,
             ..
         } = self;
-        let field = |i: usize| line.field(i).ok_or_else(|| x.missing(i, line.text()));
-        let ts = time_of(field(0)?, &x.paths()[0], &self.time_format)?;
-        let partition = match self.partition_at {
+        let x = &*fields.extractor;
+        let keys_at = fields.keys_at;
+        let ts = line.time(0, x, &self.time_format)?;
+        let partition = match fields.partition_at {
             None => 0,
             Some(i) => partitions
-                .id(field(i)?)
+                .id(line.require(i, x)?)
                 .ok_or_else(|| RecordError::BadValue {
                     path: x.paths()[i].to_string(),
                     reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
@@ -697,19 +644,19 @@ impl WindowStep {
         };
         // One key field is used in place; several are joined in `key`.
         let single_key = match key_columns.len() {
-            1 => Some(field(*keys_at)?),
+            1 => Some(line.require(keys_at, x)?),
             _ => {
                 key.clear();
-                for i in *keys_at..*keys_at + key_columns.len() {
-                    if i > *keys_at {
+                for i in keys_at..keys_at + key_columns.len() {
+                    if i > keys_at {
                         key.push(KEY_SEPARATOR);
                     }
-                    key.push_str(field(i)?);
+                    key.push_str(line.require(i, x)?);
                 }
                 None
             }
         };
-        for (spec, field_at) in op.aggs().iter().zip(agg_fields.iter()) {
+        for (spec, field_at) in ops.active.aggs().iter().zip(fields.agg_fields.iter()) {
             let value = field_at.and_then(|i| line.field(i));
             let input = prepare(&spec.kind, value).map_err(|reason| RecordError::BadValue {
                 path: field_at
@@ -725,14 +672,14 @@ impl WindowStep {
 
 impl RecordStep for WindowStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
-        if let (Some(tasks), Some((partition, _))) = (&mut self.tasks, line.offset) {
-            tasks.activate(&mut self.op, partition);
-        }
+        self.ops
+            .activate(line.offset.map(|(partition, _)| partition));
         let mut inputs = recycle_inputs(std::mem::take(&mut self.inputs));
         let parsed = self.parse(line, &mut inputs);
         let outcome = parsed.map(|(ts, partition, single_key)| {
             let key = single_key.unwrap_or(&self.key);
-            self.op
+            self.ops
+                .active
                 .process(key, ts, partition, &inputs, self.now, &mut self.rows)
         });
         self.inputs = recycle_inputs(inputs);
@@ -749,7 +696,7 @@ impl RecordStep for WindowStep {
                     position: line.position().to_string(),
                     reason: format!(
                         "more than {} open windows (--max-open-windows); raise it, or lower --delay or --allowed-lateness",
-                        self.op.max_open_windows()
+                        self.ops.active.max_open_windows()
                     ),
                 }))
             }
@@ -766,7 +713,7 @@ impl RecordStep for WindowStep {
 
     fn checkpoint(&mut self, with_state: bool) -> Result<StepCheckpoint> {
         let state = with_state.then(|| StepState {
-            op: self.op.state(),
+            op: self.ops.active.state(),
             partitions: self.partitions.values(),
             csv_columns: self.table.columns().map(<[String]>::to_vec),
             written: self.written,
@@ -794,25 +741,11 @@ impl RecordStep for WindowStep {
         let ids = self.partitions.ids_of(partitions);
         self.now = self.clock();
         // Rows a revoked partition held back go out with the next record or tick.
-        self.op.assign(&ids, self.now, &mut self.rows);
+        self.ops.active.assign(&ids, self.now, &mut self.rows);
     }
 
-    fn save_partition(&mut self, partition: i32) -> Result<Vec<u8>> {
-        let tasks = self.tasks.as_ref().expect("a group member's");
-        Ok(tasks.save(&self.op, partition))
-    }
-
-    fn restore_partition(&mut self, partition: i32, state: &[u8]) -> Result<()> {
-        let tasks = self.tasks.as_mut().expect("a group member's");
-        tasks
-            .restore(&mut self.op, partition, state)
-            .map_err(Error::Usage)
-    }
-
-    fn revoke_partition(&mut self, partition: i32) {
-        if let Some(tasks) = &mut self.tasks {
-            tasks.take(&mut self.op, partition);
-        }
+    fn partition_states(&mut self) -> Option<&mut dyn PartitionStates> {
+        Some(&mut self.ops)
     }
 
     fn tick(&mut self, _counters: &mut Counters) -> Result<()> {
@@ -822,6 +755,29 @@ impl RecordStep for WindowStep {
         if !self.rows.is_empty() {
             self.write_rows()?;
             self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, ended: Result<()>, _: &mut Counters) -> Result<()> {
+        // A stop leaves the open windows unfired: they are incomplete.
+        ended?;
+        // A bounded input ended: the watermark goes to +infinity and every window fires.
+        self.each_op(|op, rows| op.finish(rows));
+        self.write_rows()
+    }
+
+    fn close(&mut self, counters: &mut Counters) -> Result<()> {
+        counters.written = self.written;
+        self.each_op(|op, _| {
+            let peaks = op.peaks();
+            counters.peak_open_windows = counters.peak_open_windows.max(peaks.open_windows as u64);
+            counters.peak_keys = counters.peak_keys.max(peaks.keys as u64);
+        });
+        // Flushed, and compressed files made whole.
+        self.table.close()?;
+        if let Some(late) = &mut self.late {
+            late.close()?;
         }
         Ok(())
     }

@@ -27,6 +27,30 @@ use serde_json::Value;
 use super::record::validate_json;
 use super::time::{parse_time_str, write_millis, Millis, TimeFormat, MAX_MILLIS, MIN_MILLIS};
 
+/// How a Kafka or Kinesis record becomes the bytes a command sees.
+#[derive(Clone, Debug, Default)]
+pub enum Render {
+    /// Its envelope (topic, partition, offset, timestamp, key, headers, value): what every
+    /// command but `consume` reads, and `consume -J`.
+    #[default]
+    Envelope,
+    /// Its value: JSON as it is, other text as a JSON string, binary as `{"base64":...}`.
+    Value,
+    /// A kcat format (`consume -f`).
+    Format(KcatFormat),
+}
+
+impl Render {
+    /// Writes a Kafka record as this says.
+    pub fn write(&self, out: &mut Vec<u8>, m: &Message<'_>) {
+        match self {
+            Render::Envelope => write_envelope(out, m),
+            Render::Value => write_value_line(out, m.value),
+            Render::Format(f) => f.write(out, m),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimestampType {
     Create,

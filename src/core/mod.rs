@@ -2,6 +2,7 @@
 
 pub mod aggregate;
 pub mod dedupe;
+pub mod dedupe_task;
 pub mod envelope;
 pub mod id_table;
 pub mod kpl;

@@ -127,6 +127,92 @@ impl<T: PartitionTask> PerPartition<T> {
     }
 }
 
+/// What a consumer-group member does with the states of the partitions it owns, as the
+/// runtime asks: each moves with its partition.
+pub trait PartitionStates {
+    /// `partition`'s state, encoded for its next owner; empty when it has none.
+    fn save(&self, partition: i32) -> Vec<u8>;
+    /// `partition` goes on from `state`, as its last owner saved it.
+    fn restore(&mut self, partition: i32, state: &[u8]) -> Result<(), String>;
+    /// `partition` is no longer this member's: its state goes (saved before, if it was
+    /// revoked; lost with it, if the group gave it away for a missed heartbeat).
+    fn revoke(&mut self, partition: i32);
+}
+
+/// A command's tasks (its windows, ids or profile, with their watermark): one for the whole
+/// run, or, for a consumer-group member, one per input partition it owns.
+pub struct Tasks<T> {
+    /// The task records go to: the run's, or the partition being read's.
+    pub active: T,
+    /// A group member's other partitions' tasks.
+    parked: Option<PerPartition<T>>,
+}
+
+impl<T> Tasks<T> {
+    /// One task for the whole run.
+    pub fn one(task: T) -> Tasks<T> {
+        Tasks {
+            active: task,
+            parked: None,
+        }
+    }
+
+    /// A task per partition, each starting as `fresh()`.
+    pub fn per_partition(fresh: impl Fn() -> T + 'static) -> Tasks<T> {
+        Tasks {
+            active: fresh(),
+            parked: Some(PerPartition::new(fresh)),
+        }
+    }
+
+    pub fn is_per_partition(&self) -> bool {
+        self.parked.is_some()
+    }
+
+    /// Makes the task of `partition` (a record's) the active one, for a group member.
+    #[inline]
+    pub fn activate(&mut self, partition: Option<i32>) {
+        if let (Some(parked), Some(p)) = (&mut self.parked, partition) {
+            parked.activate(&mut self.active, p);
+        }
+    }
+
+    /// Runs `f` on every task, the active one first.
+    pub fn for_each(&mut self, mut f: impl FnMut(&mut T)) {
+        match &mut self.parked {
+            Some(parked) => parked.for_each(&mut self.active, |_, t| f(t)),
+            None => f(&mut self.active),
+        }
+    }
+
+    /// A new partition's task, for a group member.
+    pub fn fresh(&self) -> Option<T> {
+        self.parked.as_ref().map(PerPartition::fresh)
+    }
+}
+
+impl<T: PartitionTask> PartitionStates for Tasks<T> {
+    fn save(&self, partition: i32) -> Vec<u8> {
+        match &self.parked {
+            Some(parked) => parked.save(&self.active, partition),
+            None => Vec::new(),
+        }
+    }
+
+    fn restore(&mut self, partition: i32, state: &[u8]) -> Result<(), String> {
+        match &mut self.parked {
+            Some(parked) => parked.restore(&mut self.active, partition, state),
+            None => Err("this run keeps no state per partition".into()),
+        }
+    }
+
+    fn revoke(&mut self, partition: i32) {
+        if let Some(parked) = &mut self.parked {
+            parked.take(&mut self.active, partition);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

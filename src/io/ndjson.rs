@@ -167,15 +167,54 @@ impl<R: io::BufRead> Read for ZstdInput<R> {
 /// The UTF-8 byte order mark.
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
-/// Reads `raw` (gzip when it starts like gzip) from `start` (its first `start.offset` bytes,
-/// decompressed, are skipped) and hands its lines over in chunks, each with where the input
-/// stands after it.
+/// Reads `raw` (gzip or zstd when it starts like them) from `start` (its first
+/// `start.offset` bytes, decompressed, are skipped) and hands its lines over in chunks, each
+/// with where the input stands after it.
 fn read_stream(
     origin: Arc<str>,
     raw: Box<dyn Read + Send>,
     start: LinePosition,
     feed: &mut Feed,
 ) -> Result<()> {
+    let mut source = decompressed(&origin, raw)?;
+    // A restored run skips what the checkpoint covers (read again, not sought: the same
+    // code serves gzip, whose offsets are of the decompressed stream).
+    let skipped = io::copy(&mut (&mut source).take(start.offset), &mut io::sink())
+        .map_err(|e| read_error(&origin, e, start.next_line))?;
+    if skipped < start.offset {
+        return Err(Error::Usage(format!(
+            "{origin} is shorter ({skipped} bytes) than the checkpoint says it was read ({}): it is not the input the checkpoint was taken on; start afresh with --reset",
+            start.offset
+        )));
+    }
+    let mut consumed = start.offset;
+    if start.offset == 0 {
+        // A UTF-8 byte order mark (Windows tools write one) is not the first record's:
+        // skipped, as jq and Miller do; anything else goes back in front of the input.
+        let head = read_head(&mut source, BOM.len())
+            .map_err(|e| read_error(&origin, e, start.next_line))?;
+        let kept = if head == BOM {
+            consumed += BOM.len() as u64;
+            Vec::new()
+        } else {
+            head
+        };
+        source = Box::new(io::Cursor::new(kept).chain(source));
+    }
+    let lines = Lines {
+        buf: feed.read_space(),
+        filled: 0,
+        consumed,
+        next_line: start.next_line,
+        input: start.input,
+        skipping: None,
+        origin,
+    };
+    lines.read(source, feed)
+}
+
+/// `raw`, decompressed when its first bytes say it is gzip or zstd.
+fn decompressed(origin: &str, raw: Box<dyn Read + Send>) -> Result<Box<dyn Read>> {
     let cannot = |e: io::Error| Error::Unreachable(format!("cannot read {origin}: {e}"));
     // Gzip and zstd are told by their first bytes, which a pipe may deliver reads apart
     // (found by the chunk fuzz target): read until they are there, or the input ends.
@@ -190,7 +229,7 @@ fn read_stream(
     };
     let stream = io::Cursor::new(head).chain(raw);
     let buffered = BufReader::with_capacity(64 * 1024, stream);
-    let mut source: Box<dyn Read> = match compression {
+    Ok(match compression {
         // Both decoders go on across concatenated members or frames, as gunzip and zstd -d do.
         Compression::Gzip => Box::new(MultiGzDecoder::new(buffered)),
         Compression::Zstd => Box::new(ZstdInput(
@@ -198,8 +237,12 @@ fn read_stream(
                 .map_err(|e| Error::Unreachable(format!("cannot read {origin}: zstd: {e}")))?,
         )),
         Compression::None => Box::new(buffered),
-    };
-    let read_error = |e: io::Error, line: u64| match e.kind() {
+    })
+}
+
+/// A failed read at `line`: bad data (exit 3) or an input that cannot be read (exit 4).
+fn read_error(origin: &str, e: io::Error, line: u64) -> Error {
+    match e.kind() {
         io::ErrorKind::InvalidData | io::ErrorKind::InvalidInput | io::ErrorKind::UnexpectedEof => {
             Error::BadInput {
                 position: format!("{origin}:{line}"),
@@ -207,116 +250,148 @@ fn read_stream(
             }
         }
         _ => Error::Unreachable(format!("cannot read {origin} at line {line}: {e}")),
-    };
+    }
+}
 
-    // A restored run skips what the checkpoint covers (read again, not sought: the same
-    // code serves gzip, whose offsets are of the decompressed stream).
-    let skipped = io::copy(&mut (&mut source).take(start.offset), &mut io::sink())
-        .map_err(|e| read_error(e, start.next_line))?;
-    if skipped < start.offset {
-        return Err(Error::Usage(format!(
-            "{origin} is shorter ({skipped} bytes) than the checkpoint says it was read ({}): it is not the input the checkpoint was taken on; start afresh with --reset",
-            start.offset
-        )));
+/// A line too long to keep, being skipped: its number, its length so far and its prefix.
+struct TooLong {
+    line: u64,
+    len: u64,
+    prefix: Vec<u8>,
+}
+
+/// An input being cut into lines and handed over in chunks.
+struct Lines {
+    origin: Arc<str>,
+    input: u32,
+    /// `buf[..filled]` holds data; the rest of `buf` is initialised scratch, kept from
+    /// earlier chunks so that a read never has to zero memory first.
+    buf: Vec<u8>,
+    filled: usize,
+    /// Where `buf[0]` is in the stream.
+    consumed: u64,
+    next_line: u64,
+    skipping: Option<TooLong>,
+}
+
+impl Lines {
+    fn read(mut self, mut source: Box<dyn Read>, feed: &mut Feed) -> Result<()> {
+        let max_line = feed.max_line_bytes();
+        loop {
+            let n = self.fill(&mut source)?;
+            if n == 0 {
+                return self.end(feed);
+            }
+            if self.skipping.is_some() && !self.skip_rest(feed)? {
+                continue;
+            }
+            let Some(last_nl) = memchr::memrchr(b'\n', &self.buf[..self.filled]) else {
+                // One byte more than the limit may be the `\r` of a `\r\n`, which is not
+                // the line's: only past that is the line sure to be too long.
+                if self.filled > max_line + 1 {
+                    self.start_skipping();
+                }
+                continue;
+            };
+            // Hand over what we have when the chunk is full, or when the source had no more
+            // right now (a pipe): records must flow promptly through a live pipeline.
+            if self.filled >= CHUNK_BYTES || n < CHUNK_BYTES {
+                self.hand_over(last_nl, feed)?;
+            }
+        }
     }
-    let max_line = feed.max_line_bytes();
-    let mut next_line: u64 = start.next_line;
-    // Where buf[0] is in the stream.
-    let mut consumed = start.offset;
-    if start.offset == 0 {
-        // A UTF-8 byte order mark (Windows tools write one) is not the first record's: skipped,
-        // as jq and Miller do; anything else goes back in front of the input.
-        let head = read_head(&mut source, BOM.len()).map_err(|e| read_error(e, start.next_line))?;
-        let kept = if head == BOM {
-            consumed += BOM.len() as u64;
-            Vec::new()
-        } else {
-            head
-        };
-        source = Box::new(io::Cursor::new(kept).chain(source));
-    }
-    let at = |offset: u64| LinePosition {
-        input: start.input,
-        offset,
-        next_line: 0,
-    };
-    // `buf[..filled]` holds data; the rest of `buf` is initialised scratch, kept from
-    // earlier chunks so that a read never has to zero memory first.
-    let mut buf = feed.read_space();
-    let mut filled = 0;
-    // While a too-long line is being skipped: its line number, length so far and prefix.
-    let mut skipping: Option<(u64, u64, Vec<u8>)> = None;
-    loop {
-        if buf.len() < filled + CHUNK_BYTES {
-            buf.resize(filled + CHUNK_BYTES, 0);
+
+    /// Reads up to a chunk's worth more; how much came (0 at the end).
+    fn fill(&mut self, source: &mut impl Read) -> Result<usize> {
+        let filled = self.filled;
+        if self.buf.len() < filled + CHUNK_BYTES {
+            self.buf.resize(filled + CHUNK_BYTES, 0);
         }
         let n = loop {
-            match source.read(&mut buf[filled..filled + CHUNK_BYTES]) {
+            match source.read(&mut self.buf[filled..filled + CHUNK_BYTES]) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(read_error(e, next_line)),
+                Err(e) => return Err(read_error(&self.origin, e, self.next_line)),
             }
         };
-        filled += n;
-        if n == 0 {
-            if let Some((line, len, prefix)) = skipping.take() {
-                feed.too_long(&origin, line, len, prefix, at(consumed))?;
-            } else if filled > 0 {
-                buf.truncate(filled);
-                buf.push(b'\n'); // a last line without its newline is still a line
-                let end = at(consumed + filled as u64);
-                feed.lines(&origin, next_line, buf, filled as u64, end)?;
-            }
-            return Ok(());
+        self.filled += n;
+        Ok(n)
+    }
+
+    fn at(&self, offset: u64) -> LinePosition {
+        LinePosition {
+            input: self.input,
+            offset,
+            next_line: 0,
         }
-        if let Some((line, len, prefix)) = &mut skipping {
-            match memchr::memchr(b'\n', &buf[..filled]) {
-                None => {
-                    *len += filled as u64;
-                    consumed += filled as u64;
-                    filled = 0;
-                    continue;
-                }
-                Some(nl) => {
-                    *len += nl as u64;
-                    consumed += nl as u64 + 1;
-                    let (line, len, prefix) = (*line, *len, std::mem::take(prefix));
-                    skipping = None;
-                    feed.too_long(&origin, line, len, prefix, at(consumed))?;
-                    next_line += 1;
-                    buf.copy_within(nl + 1..filled, 0);
-                    filled -= nl + 1;
-                }
-            }
+    }
+
+    /// The input ended: its last line goes out, without its newline if it had none.
+    fn end(mut self, feed: &mut Feed) -> Result<()> {
+        if let Some(long) = self.skipping.take() {
+            let at = self.at(self.consumed);
+            return feed.too_long(&self.origin, long.line, long.len, long.prefix, at);
         }
-        let Some(last_nl) = memchr::memrchr(b'\n', &buf[..filled]) else {
-            // One byte more than the limit may be the `\r` of a `\r\n`, which is not the
-            // line's: only past that is the line sure to be too long.
-            if filled > max_line + 1 {
-                let prefix = buf[..filled.min(4096)].to_vec();
-                skipping = Some((next_line, filled as u64, prefix));
-                consumed += filled as u64;
-                filled = 0;
-            }
-            continue;
+        if self.filled > 0 {
+            let filled = self.filled;
+            self.buf.truncate(filled);
+            self.buf.push(b'\n'); // a last line without its newline is still a line
+            let end = self.at(self.consumed + filled as u64);
+            feed.lines(&self.origin, self.next_line, self.buf, filled as u64, end)?;
+        }
+        Ok(())
+    }
+
+    /// The line in `buf` is too long: it is dropped from here on, its prefix kept.
+    fn start_skipping(&mut self) {
+        let filled = self.filled;
+        let prefix = self.buf[..filled.min(4096)].to_vec();
+        self.skipping = Some(TooLong {
+            line: self.next_line,
+            len: filled as u64,
+            prefix,
+        });
+        self.consumed += filled as u64;
+        self.filled = 0;
+    }
+
+    /// Skips on through a too-long line; whether it ended in what was read (it is then
+    /// reported, and what follows it kept).
+    fn skip_rest(&mut self, feed: &mut Feed) -> Result<bool> {
+        let long = self.skipping.as_mut().expect("skipping");
+        let Some(nl) = memchr::memchr(b'\n', &self.buf[..self.filled]) else {
+            long.len += self.filled as u64;
+            self.consumed += self.filled as u64;
+            self.filled = 0;
+            return Ok(false);
         };
-        // Hand over what we have when the chunk is full, or when the source had no more
-        // right now (a pipe): records must flow promptly through a live pipeline.
-        let drained = n < CHUNK_BYTES;
-        if filled >= CHUNK_BYTES || drained {
-            let mut rest = feed.read_space();
-            let tail = filled - (last_nl + 1);
-            if rest.len() < tail {
-                rest.resize(tail, 0);
-            }
-            rest[..tail].copy_from_slice(&buf[last_nl + 1..filled]);
-            buf.truncate(last_nl + 1);
-            let bytes = buf.len() as u64;
-            consumed += bytes;
-            next_line += feed.lines(&origin, next_line, buf, bytes, at(consumed))?;
-            buf = rest;
-            filled = tail;
+        long.len += nl as u64;
+        self.consumed += nl as u64 + 1;
+        let long = self.skipping.take().expect("skipping");
+        let at = self.at(self.consumed);
+        feed.too_long(&self.origin, long.line, long.len, long.prefix, at)?;
+        self.next_line += 1;
+        self.buf.copy_within(nl + 1..self.filled, 0);
+        self.filled -= nl + 1;
+        Ok(true)
+    }
+
+    /// Hands over the whole lines, up to the newline at `last_nl`; what follows it stays.
+    fn hand_over(&mut self, last_nl: usize, feed: &mut Feed) -> Result<()> {
+        let mut rest = feed.read_space();
+        let tail = self.filled - (last_nl + 1);
+        if rest.len() < tail {
+            rest.resize(tail, 0);
         }
+        rest[..tail].copy_from_slice(&self.buf[last_nl + 1..self.filled]);
+        let mut buf = std::mem::replace(&mut self.buf, rest);
+        buf.truncate(last_nl + 1);
+        let bytes = buf.len() as u64;
+        self.consumed += bytes;
+        let at = self.at(self.consumed);
+        self.next_line += feed.lines(&self.origin, self.next_line, buf, bytes, at)?;
+        self.filled = tail;
+        Ok(())
     }
 }
 
@@ -325,8 +400,8 @@ mod tests {
     use super::*;
     use crate::error::{Fault, Result};
     use crate::runtime::{
-        drive, Counters, Drive, ErrorPolicy, Flow, Line, OnError, PolicyPlan, Prepare, Reader,
-        RecordStep, CHUNK_BYTES,
+        drive, Counters, Drive, ErrorPolicy, Flow, Line, OnError, Prepare, Reader, RecordStep,
+        CHUNK_BYTES,
     };
     use std::io::Write;
     use std::sync::atomic::AtomicBool;
@@ -353,7 +428,7 @@ mod tests {
         let source = NdjsonSource::new(vec![Input::File(file.path().to_path_buf())]);
         let reader = Reader::spawn(Box::new(source), Prepare::Validate, max_line);
         let mut counters = Counters::default();
-        let mut policy = ErrorPolicy::open(&PolicyPlan::new(Some(OnError::Skip), None)).unwrap();
+        let mut policy = ErrorPolicy::new(OnError::Skip, None);
         let stop = AtomicBool::new(false);
         let mut seen = Collect(Vec::new());
         drive(
@@ -441,7 +516,7 @@ mod tests {
     fn counts_of(source: Box<dyn Source>, max_line: usize) -> (Vec<(u64, String)>, [u64; 3]) {
         let reader = Reader::spawn(source, Prepare::Validate, max_line);
         let mut counters = Counters::default();
-        let mut policy = ErrorPolicy::open(&PolicyPlan::new(Some(OnError::Skip), None)).unwrap();
+        let mut policy = ErrorPolicy::new(OnError::Skip, None);
         let stop = AtomicBool::new(false);
         let mut seen = Collect(Vec::new());
         let d = Drive {
@@ -549,7 +624,7 @@ mod tests {
         let source = StreamSource::new("t", Box::new(io::Cursor::new(frame)));
         let reader = Reader::spawn(Box::new(source), Prepare::Validate, 100);
         let mut counters = Counters::default();
-        let mut policy = ErrorPolicy::open(&PolicyPlan::new(Some(OnError::Skip), None)).unwrap();
+        let mut policy = ErrorPolicy::new(OnError::Skip, None);
         let stop = AtomicBool::new(false);
         let d = Drive {
             counters: &mut counters,

@@ -8,9 +8,10 @@
 use std::sync::Arc;
 
 use crate::core::record::{
-    validate_json_shaped, validate_line, Extractor, Fields, Position, RecordError,
+    time_of, validate_json_shaped, validate_line, Extractor, Fields, Position, RecordError,
 };
 use crate::core::scan::{Shape, Span};
+use crate::core::time::{Millis, TimeFormat};
 
 /// Target size of a chunk handed from the reader thread to the command.
 pub const CHUNK_BYTES: usize = 1 << 20;
@@ -333,6 +334,31 @@ impl<'a> Line<'a> {
         // SAFETY: a record has spans only when the reader thread checked it to be UTF-8 JSON,
         // and a span's ends are char boundaries (see `fields`), so `bytes` is UTF-8.
         Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    }
+
+    /// Field `i` of those `x` locates, or the error that names it missing (with the path
+    /// the user probably meant).
+    #[inline]
+    pub fn require(&self, i: usize, x: &Extractor) -> Result<&'a str, RecordError> {
+        self.field(i).ok_or_else(|| x.missing(i, self.text()))
+    }
+
+    /// The event time in field `i` of those `x` locates, read as `format` says: a missing
+    /// field or one that is no time is a bad record.
+    #[inline]
+    pub fn time(
+        &self,
+        i: usize,
+        x: &Extractor,
+        format: &TimeFormat,
+    ) -> Result<Millis, RecordError> {
+        time_of(self.require(i, x)?, &x.paths()[i], format)
+    }
+
+    /// The time in field `i`, if the record has one there.
+    #[inline]
+    pub fn time_if_any(&self, i: usize, x: &Extractor, format: &TimeFormat) -> Option<Millis> {
+        time_of(self.field(i)?, &x.paths()[i], format).ok()
     }
 
     /// The whole record as text, for messages (empty if it is not UTF-8).

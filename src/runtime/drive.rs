@@ -6,78 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
-use super::checkpoint::{Checkpoints, PartitionState, StepCheckpoint};
-use super::chunk::{Chunk, Line, Status};
+use super::checkpoint::{Checkpoints, PartitionState};
+use super::chunk::{Chunk, Status};
 use super::policy::ErrorPolicy;
 use super::reader::{Item, Reader, Starts};
+use super::step::{Flow, RecordStep};
 use super::summary::Counters;
 use crate::core::record::{Position, RecordError};
 use crate::error::{Error, Fault, Result};
-
-/// What a command's per-record step asks of the driver.
-pub enum Flow {
-    Continue,
-    /// Stop reading: the command has all it wants (`-n`).
-    Stop,
-    /// The record is not taken yet: show it again after this long (`replay`'s pace). Until
-    /// then the run stands between records: the output so far flows and is made durable,
-    /// checkpoints are taken when due, and a signal stops the run there.
-    Wait(Duration),
-}
-
-/// A command's per-record work.
-pub trait RecordStep {
-    fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault>;
-    /// Called whenever no input is ready, before waiting for more: flush output here so
-    /// records flow promptly through a live pipeline.
-    fn idle(&mut self) -> Result<()>;
-    /// Called about every 100 ms, whether input comes or not (idle partitions, timers).
-    fn tick(&mut self, _counters: &mut Counters) -> Result<()> {
-        Ok(())
-    }
-    /// Makes everything written so far durable: files flushed, a producer's records
-    /// delivered. A broker source commits the offsets of records only after this has
-    /// covered them. By default what `idle` does, for steps whose `idle` flushes all.
-    fn durable(&mut self) -> Result<()> {
-        self.idle()
-    }
-    /// Makes the output durable (flushed and synced) and returns what a checkpoint needs:
-    /// the command's state (unless `with_state` is false: a finished run's last checkpoint
-    /// needs none) and its output files' lengths. Only commands that take checkpoints
-    /// implement it.
-    fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
-        Err(Error::Usage("this command takes no checkpoints".into()))
-    }
-    /// Called before each batch of records: read clocks here, once per batch rather than once
-    /// per record (the records of a batch were read together).
-    fn batch(&mut self) {}
-    /// The source reads these partitions from now on (its assignment, at the start or after
-    /// a rebalance; a stream's shards as they split and merge), before any of their records
-    /// comes. Each is named by the JSON text of its envelope field (`3` for a Kafka
-    /// partition, `"shardId-000000000003"` for a Kinesis shard).
-    fn assigned(&mut self, _partitions: &[String]) {}
-    /// Shown a record `LOOKAHEAD` records before it comes to `record`, so that the state it
-    /// will touch can be fetched into cache while earlier records are worked on. `next`
-    /// makes the record's `Line` (or says it is not a record), only for steps that look.
-    fn ahead<'l>(&mut self, _next: impl FnOnce() -> Option<Line<'l>>) {}
-    /// A consumer-group member keeps state per input partition (a task each): the state of
-    /// `partition`, encoded, for its next owner. Only commands that keep state that way
-    /// implement this and the next two.
-    fn save_partition(&mut self, _partition: i32) -> Result<Vec<u8>> {
-        Err(Error::Usage(
-            "this command keeps no state per partition".into(),
-        ))
-    }
-    /// `partition` goes on from `state`, as its last owner saved it.
-    fn restore_partition(&mut self, _partition: i32, _state: &[u8]) -> Result<()> {
-        Err(Error::Usage(
-            "this command keeps no state per partition".into(),
-        ))
-    }
-    /// `partition` is no longer this member's: its state goes (saved before, if it was
-    /// revoked; lost with it, if the group gave it away for a missed heartbeat).
-    fn revoke_partition(&mut self, _partition: i32) {}
-}
 
 /// How often, while records keep coming, the output is made durable so that a broker source
 /// can commit what it covers.
@@ -86,85 +22,13 @@ const RELEASE_EVERY: Duration = Duration::from_secs(1);
 /// How often `RecordStep::tick` is called, with or without input.
 const TICK_EVERY: Duration = Duration::from_millis(100);
 
-/// The positions of broker records the command has handled, held until its output covers
-/// them: only then may the source commit their offsets.
-struct Handled {
-    pending: Vec<(i32, i64)>,
-    since: Instant,
-}
-
-impl Handled {
-    /// Makes the output durable and tells the source which records it covers. With
-    /// checkpoints, the output is durable once a checkpoint covers it: one is taken first,
-    /// so that a group's offsets are never ahead of the checkpoint a restart goes on from.
-    fn release(
-        &mut self,
-        reader: &Reader,
-        step: &mut impl RecordStep,
-        checkpoints: Option<&mut Checkpoints>,
-        d: &mut Drive<'_>,
-    ) -> Result<()> {
-        if !self.pending.is_empty() {
-            match checkpoints {
-                Some(c) => take(c, reader, step, d)?,
-                None => step.durable()?,
-            }
-            reader.handled(std::mem::take(&mut self.pending));
-        }
-        self.since = Instant::now();
-        Ok(())
-    }
-
-    /// The input waits: the output is made to flow (`idle`), and, without checkpoints, durable
-    /// for the handled records it covers, which are released (`durable` does what `idle` does
-    /// and more: once is enough). With checkpoints, positions wait for the next one.
-    fn settle(
-        &mut self,
-        reader: &Reader,
-        step: &mut impl RecordStep,
-        checkpointed: bool,
-        d: &mut Drive<'_>,
-    ) -> Result<()> {
-        if self.pending.is_empty() || checkpointed {
-            step.idle()
-        } else {
-            self.release(reader, step, None, d)
-        }
-    }
-
-    /// Takes a checkpoint when one is due, and releases the records it covers.
-    fn checkpoint_when_due(
-        &mut self,
-        reader: &Reader,
-        step: &mut impl RecordStep,
-        checkpoints: &mut Checkpoints,
-        d: &mut Drive<'_>,
-    ) -> Result<()> {
-        if !checkpoints.due() {
-            Ok(())
-        } else if self.pending.is_empty() {
-            take(checkpoints, reader, step, d)
-        } else {
-            self.release(reader, step, Some(checkpoints), d)
-        }
-    }
-}
-
-/// Takes a checkpoint; a group member's saved partition states go to the source to save.
-fn take(
-    checkpoints: &mut Checkpoints,
-    reader: &Reader,
-    step: &mut impl RecordStep,
-    d: &mut Drive<'_>,
-) -> Result<()> {
-    checkpoints.take(step, d.policy, d.counters)?;
-    reader.saved(checkpoints.take_saved());
-    Ok(())
-}
-
 /// How far ahead `RecordStep::ahead` sees: enough records to cover a memory access's
 /// latency, few enough that what they fetch is still in cache when they come.
 const LOOKAHEAD: usize = 8;
+
+/// The longest the driver sleeps in a step's wait before it looks at the stop flag and the
+/// checkpoint clock again.
+const WAIT_SLICE: Duration = Duration::from_millis(20);
 
 /// Everything the driver needs besides the command's own step.
 pub struct Drive<'a> {
@@ -181,116 +45,119 @@ pub fn drive(reader: Reader, d: Drive<'_>, step: &mut impl RecordStep) -> Result
 /// Runs `step` on every record of `reader`, taking checkpoints between chunks when they are
 /// due.
 pub fn drive_with(
-    mut reader: Reader,
-    mut d: Drive<'_>,
+    reader: Reader,
+    d: Drive<'_>,
     step: &mut impl RecordStep,
-    mut checkpoints: Option<&mut Checkpoints>,
+    checkpoints: Option<&mut Checkpoints>,
 ) -> Result<()> {
-    let mut handled = Handled {
-        pending: Vec::new(),
-        since: Instant::now(),
-    };
-    let result = drive_loop(
-        &reader,
-        &mut d,
+    let mut driver = Driver {
+        reader,
+        d,
         step,
-        checkpoints.as_deref_mut(),
-        &mut handled,
-    );
-    // A group member that stops saves its partitions' states, so that their next owners go
-    // on from here (the source saves them before it leaves the group), and answers the
-    // revocations that come until the source has stopped.
-    if let (Err(Error::Interrupted), Some(c)) = (&result, checkpoints) {
-        if c.is_group() {
-            handled.release(&reader, step, Some(&mut *c), &mut d)?;
-            let mut failed = None;
-            reader.drain(|item| {
-                if let Item::Revoked { partitions, reply } = item {
-                    if let Err(e) = answer_revoke(&partitions, reply, Some(&mut *c), step, d.policy)
-                    {
-                        failed.get_or_insert(e);
+        checkpoints,
+        pending: Vec::new(),
+        released_at: Instant::now(),
+        ticked: Instant::now(),
+    };
+    let result = driver.run();
+    driver.stopped(result)
+}
+
+/// What a chunk's records came to.
+enum Read {
+    /// Every record was handled.
+    Whole,
+    /// The step has all it wants (`Flow::Stop`).
+    Stopped,
+}
+
+/// The drive loop's state: the reader, the step and where the run stands.
+struct Driver<'r, S> {
+    reader: Reader,
+    d: Drive<'r>,
+    step: &'r mut S,
+    checkpoints: Option<&'r mut Checkpoints>,
+    /// The positions of broker records the command has handled, held until its output
+    /// covers them: only then may the source commit their offsets.
+    pending: Vec<(i32, i64)>,
+    released_at: Instant,
+    ticked: Instant,
+}
+
+impl<S: RecordStep> Driver<'_, S> {
+    fn run(&mut self) -> Result<()> {
+        loop {
+            // Ticks come every TICK_EVERY whether the input waits or keeps coming: a
+            // partition that falls silent while others stay busy goes idle all the same.
+            if self.ticked.elapsed() >= TICK_EVERY {
+                self.ticked = Instant::now();
+                self.step.tick(self.d.counters)?;
+            }
+            let Some(item) = self.next_item()? else {
+                return Ok(());
+            };
+            // A revocation is answered even then: the group waits for the partitions' states.
+            if self.d.stop.load(Ordering::Relaxed) && !matches!(item, Item::Revoked { .. }) {
+                return Err(Error::Interrupted);
+            }
+            match item {
+                Item::Records(chunk) => {
+                    if let Read::Stopped = self.records(chunk)? {
+                        return Ok(());
                     }
                 }
-            });
-            if let Some(e) = failed {
-                return Err(e);
+                other => self.event(other)?,
             }
         }
     }
-    result
-}
 
-fn drive_loop(
-    reader: &Reader,
-    d: &mut Drive<'_>,
-    step: &mut impl RecordStep,
-    mut checkpoints: Option<&mut Checkpoints>,
-    handled: &mut Handled,
-) -> Result<()> {
-    // Ticks come every TICK_EVERY whether the input waits or keeps coming: a partition that
-    // falls silent while others stay busy goes idle all the same.
-    let mut ticked = Instant::now();
-    loop {
-        if ticked.elapsed() >= TICK_EVERY {
-            ticked = Instant::now();
-            step.tick(d.counters)?;
+    /// The next item from the reader; `None` once the source has ended. While none is ready
+    /// the output is made to flow, ticks go on, checkpoints are taken when due, and a signal
+    /// stops the run.
+    fn next_item(&mut self) -> Result<Option<Item>> {
+        let items = self
+            .reader
+            .items
+            .as_ref()
+            .expect("receiver kept until drop");
+        match items.try_recv() {
+            Ok(item) => return Ok(Some(item)),
+            Err(TryRecvError::Disconnected) => return Ok(None),
+            Err(TryRecvError::Empty) => {}
         }
-        let items = reader.items.as_ref().expect("receiver kept until drop");
-        let item = match items.try_recv() {
-            Ok(item) => item,
-            Err(TryRecvError::Disconnected) => return Ok(()),
-            Err(TryRecvError::Empty) => {
-                handled.settle(reader, step, checkpoints.is_some(), d)?;
-                loop {
-                    if d.stop.load(Ordering::Relaxed) {
-                        return Err(Error::Interrupted);
-                    }
-                    // A quiet source's last records are checkpointed (and committed) when the
-                    // next checkpoint is due.
-                    if let Some(c) = checkpoints.as_deref_mut() {
-                        handled.checkpoint_when_due(reader, step, c, d)?;
-                    }
-                    match items.recv_timeout(TICK_EVERY) {
-                        Ok(item) => break item,
-                        Err(RecvTimeoutError::Timeout) => {
-                            ticked = Instant::now();
-                            step.tick(d.counters)?
-                        }
-                        Err(RecvTimeoutError::Disconnected) => return Ok(()),
-                    }
-                }
+        self.settle()?;
+        loop {
+            if self.d.stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
             }
-        };
-        // A revocation is answered even then: the group waits for the partitions' states.
-        if d.stop.load(Ordering::Relaxed) && !matches!(item, Item::Revoked { .. }) {
-            return Err(Error::Interrupted);
+            // A quiet source's last records are checkpointed (and committed) when the next
+            // checkpoint is due.
+            self.checkpoint_when_due()?;
+            let items = self
+                .reader
+                .items
+                .as_ref()
+                .expect("receiver kept until drop");
+            match items.recv_timeout(TICK_EVERY) {
+                Ok(item) => return Ok(Some(item)),
+                Err(RecvTimeoutError::Timeout) => {
+                    self.ticked = Instant::now();
+                    self.step.tick(self.d.counters)?
+                }
+                Err(RecvTimeoutError::Disconnected) => return Ok(None),
+            }
         }
+    }
+
+    /// Everything the reader sends but records.
+    fn event(&mut self, item: Item) -> Result<()> {
+        let checkpoints = self.checkpoints.as_deref_mut();
         match item {
+            Item::Records(_) => unreachable!("records are read apart"),
             Item::Failed(e) => return Err(e),
-            Item::Assigned(partitions) => step.assigned(&partitions),
-            Item::ShardEnded(shard) => {
-                if let Some(c) = checkpoints.as_deref_mut() {
-                    c.shard_ended(&shard);
-                }
-            }
-            Item::Starts(starts) => match (checkpoints.as_deref_mut(), starts) {
-                (Some(c), Starts::Partitions(starts)) => c.partitions_start(&starts),
-                (Some(c), Starts::Shard(shard, arrival)) => c.shard_starts(&shard, arrival),
-                (None, _) => {}
-            },
-            Item::Draining => handled.release(reader, step, checkpoints.as_deref_mut(), d)?,
-            Item::Restored { owned, states } => {
-                if let Some(c) = checkpoints.as_deref_mut() {
-                    c.own(&owned, &states, step)?;
-                }
-            }
-            Item::Revoked { partitions, reply } => answer_revoke(
-                &partitions,
-                reply,
-                checkpoints.as_deref_mut(),
-                step,
-                d.policy,
-            )?,
+            Item::Assigned(partitions) => self.step.assigned(&partitions),
+            Item::Draining => self.release()?,
+            Item::Revoked { partitions, reply } => self.answer_revoke(&partitions, reply)?,
             Item::TooLong {
                 origin,
                 line,
@@ -299,6 +166,7 @@ fn drive_loop(
                 prefix,
                 end,
             } => {
+                let d = &mut self.d;
                 d.counters.read += 1;
                 d.counters.bytes_read += len + 1;
                 let error = RecordError::LineTooLong { len, max };
@@ -307,107 +175,248 @@ fn drive_loop(
                     line,
                 };
                 d.policy.handle(&position, &prefix, &error, d.counters)?;
-                if let Some(c) = checkpoints.as_deref_mut() {
+                if let Some(c) = checkpoints {
                     c.passed(end);
                 }
             }
-            Item::Records(chunk) => {
-                step.batch();
-                d.counters.bytes_read += chunk.input_bytes;
-                let p = &chunk.prepared;
-                // How many of the chunk's broker positions are already pending release (a
-                // wait inside the chunk hands over those before it).
-                let mut released = 0;
-                // A group member skips the records of partitions it no longer owns, and those
-                // its restored state covers: neither read nor handled here.
-                let skipped = checkpoints
-                    .as_deref()
-                    .and_then(|c| c.skipped(&chunk.positions));
-                for i in 0..LOOKAHEAD {
-                    step.ahead(|| chunk.record_line(i));
-                }
-                for (i, info) in p.lines.iter().enumerate() {
-                    step.ahead(|| chunk.record_line(i + LOOKAHEAD));
-                    chunk.prefetch_line(i + 2 * LOOKAHEAD);
-                    if let Status::Blank = info.status {
-                        d.counters.blank_lines += 1;
-                        continue;
-                    }
-                    if skipped.as_ref().is_some_and(|s| s[i]) {
-                        continue;
-                    }
-                    d.counters.read += 1;
-                    let result = match info.status {
-                        Status::Record(_) => {
-                            let line = chunk.record_line(i).expect("a record");
-                            loop {
-                                match step.record(&line, d.counters) {
-                                    Ok(Flow::Wait(wait)) => {
-                                        let between = Between {
-                                            chunk: &chunk,
-                                            next: i,
-                                            released: &mut released,
-                                        };
-                                        between.wait(
-                                            wait,
-                                            reader,
-                                            step,
-                                            checkpoints.as_deref_mut(),
-                                            handled,
-                                            d,
-                                        )?;
-                                    }
-                                    result => break result,
-                                }
-                            }
-                        }
-                        Status::Bad(e) => Err(Fault::Record(p.errors[e as usize].clone())),
-                        Status::Blank => unreachable!("skipped above"),
-                    };
-                    match result {
-                        Ok(Flow::Continue) => {}
-                        Ok(Flow::Wait(_)) => unreachable!("waited above"),
-                        Ok(Flow::Stop) => {
-                            let upto = chunk.positions.len().min(i + 1);
-                            handled
-                                .pending
-                                .extend_from_slice(&chunk.positions[released.min(upto)..upto]);
-                            if let Some(c) = checkpoints.as_deref_mut() {
-                                c.passed_records(&chunk.positions[..upto]);
-                                let upto = chunk.shard_positions.len().min(i + 1);
-                                c.passed_shards(&chunk.shard_positions[..upto]);
-                            }
-                            handled.release(reader, step, checkpoints, d)?;
-                            return Ok(());
-                        }
-                        Err(Fault::Fatal(e)) => return Err(e),
-                        Err(Fault::Record(e)) => {
-                            let bytes = &chunk.data[info.start as usize..info.end as usize];
-                            d.policy.handle(&chunk.position(i), bytes, &e, d.counters)?;
-                        }
-                    }
-                }
-                let end = chunk.end;
-                if let Some(c) = checkpoints.as_deref_mut() {
-                    c.passed_records(&chunk.positions);
-                    c.passed_shards(&chunk.shard_positions);
-                    if let Some(end) = end {
-                        c.passed(end);
-                    }
-                }
-                handled
-                    .pending
-                    .extend_from_slice(&chunk.positions[released..]);
-                reader.recycle(chunk);
-                match checkpoints.as_deref_mut() {
-                    Some(c) => handled.checkpoint_when_due(reader, step, c, d)?,
-                    None if handled.since.elapsed() >= RELEASE_EVERY => {
-                        handled.release(reader, step, None, d)?;
-                    }
-                    None => {}
+            Item::ShardEnded(shard) => checkpoints.map_or((), |c| c.shard_ended(&shard)),
+            Item::Starts(starts) => match (checkpoints, starts) {
+                (Some(c), Starts::Partitions(starts)) => c.partitions_start(&starts),
+                (Some(c), Starts::Shard(shard, arrival)) => c.shard_starts(&shard, arrival),
+                (None, _) => {}
+            },
+            Item::Restored { owned, states } => {
+                if let Some(c) = checkpoints {
+                    c.own(&owned, &states, self.step)?;
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Shows each record of `chunk` to the step, a bad one to the error policy, then notes
+    /// where the source stands and takes a checkpoint (or releases the positions) when due.
+    fn records(&mut self, chunk: Chunk) -> Result<Read> {
+        self.step.batch();
+        self.d.counters.bytes_read += chunk.input_bytes;
+        // How many of the chunk's broker positions are already pending release (a wait
+        // inside the chunk hands over those before it).
+        let mut released = 0;
+        // A group member skips the records of partitions it no longer owns, and those its
+        // restored state covers: neither read nor handled here.
+        let skipped = (self.checkpoints.as_deref()).and_then(|c| c.skipped(&chunk.positions));
+        for i in 0..LOOKAHEAD {
+            self.step.ahead(|| chunk.record_line(i));
+        }
+        for (i, info) in chunk.prepared.lines.iter().enumerate() {
+            self.step.ahead(|| chunk.record_line(i + LOOKAHEAD));
+            chunk.prefetch_line(i + 2 * LOOKAHEAD);
+            if let Status::Blank = info.status {
+                self.d.counters.blank_lines += 1;
+                continue;
+            }
+            if skipped.as_ref().is_some_and(|s| s[i]) {
+                continue;
+            }
+            self.d.counters.read += 1;
+            let result = match info.status {
+                Status::Record(_) => self.record(&chunk, i, &mut released),
+                Status::Bad(e) => Err(Fault::Record(chunk.prepared.errors[e as usize].clone())),
+                Status::Blank => unreachable!("skipped above"),
+            };
+            match result {
+                Ok(Flow::Continue) => {}
+                Ok(Flow::Wait(_)) => unreachable!("waited in record"),
+                Ok(Flow::Stop) => {
+                    self.stop_after(&chunk, i, released)?;
+                    return Ok(Read::Stopped);
+                }
+                Err(Fault::Fatal(e)) => return Err(e),
+                Err(Fault::Record(e)) => {
+                    let bytes = &chunk.data[info.start as usize..info.end as usize];
+                    let d = &mut self.d;
+                    d.policy.handle(&chunk.position(i), bytes, &e, d.counters)?;
+                }
+            }
+        }
+        self.after(chunk, released)?;
+        Ok(Read::Whole)
+    }
+
+    /// Shows record `i` to the step, again after each wait it asks for.
+    #[inline]
+    fn record(&mut self, chunk: &Chunk, i: usize, released: &mut usize) -> Result<Flow, Fault> {
+        let line = chunk.record_line(i).expect("a record");
+        loop {
+            match self.step.record(&line, self.d.counters) {
+                Ok(Flow::Wait(wait)) => self.wait_before(chunk, i, released, wait)?,
+                result => return result,
+            }
+        }
+    }
+
+    /// The step stopped at record `i` (`-n`): what came before it, and it, are handled.
+    fn stop_after(&mut self, chunk: &Chunk, i: usize, released: usize) -> Result<()> {
+        let upto = chunk.positions.len().min(i + 1);
+        (self.pending).extend_from_slice(&chunk.positions[released.min(upto)..upto]);
+        if let Some(c) = self.checkpoints.as_deref_mut() {
+            c.passed_records(&chunk.positions[..upto]);
+            let upto = chunk.shard_positions.len().min(i + 1);
+            c.passed_shards(&chunk.shard_positions[..upto]);
+        }
+        self.release()
+    }
+
+    /// Every record of `chunk` was handled: notes where the source stands, gives the
+    /// chunk's buffers back, and checkpoints or releases what is due.
+    fn after(&mut self, chunk: Chunk, released: usize) -> Result<()> {
+        if let Some(c) = self.checkpoints.as_deref_mut() {
+            c.passed_records(&chunk.positions);
+            c.passed_shards(&chunk.shard_positions);
+            if let Some(end) = chunk.end {
+                c.passed(end);
+            }
+        }
+        self.pending.extend_from_slice(&chunk.positions[released..]);
+        self.reader.recycle(chunk);
+        if self.checkpoints.is_some() {
+            self.checkpoint_when_due()
+        } else if self.released_at.elapsed() >= RELEASE_EVERY {
+            self.release()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Makes the output durable and tells the source which records it covers. With
+    /// checkpoints, the output is durable once a checkpoint covers it: one is taken first,
+    /// so that a group's offsets are never ahead of the checkpoint a restart goes on from.
+    fn release(&mut self) -> Result<()> {
+        if !self.pending.is_empty() {
+            match self.checkpoints.is_some() {
+                true => self.take()?,
+                false => self.step.durable()?,
+            }
+            self.reader.handled(std::mem::take(&mut self.pending));
+        }
+        self.released_at = Instant::now();
+        Ok(())
+    }
+
+    /// The input waits: the output is made to flow (`idle`), and, without checkpoints, durable
+    /// for the handled records it covers, which are released (`durable` does what `idle` does
+    /// and more: once is enough). With checkpoints, positions wait for the next one.
+    fn settle(&mut self) -> Result<()> {
+        if self.pending.is_empty() || self.checkpoints.is_some() {
+            self.step.idle()
+        } else {
+            self.release()
+        }
+    }
+
+    /// Takes a checkpoint when one is due, and releases the records it covers.
+    fn checkpoint_when_due(&mut self) -> Result<()> {
+        match self.checkpoints.as_deref() {
+            Some(c) if c.due() && self.pending.is_empty() => self.take(),
+            Some(c) if c.due() => self.release(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Takes a checkpoint; a group member's saved partition states go to the source to save.
+    fn take(&mut self) -> Result<()> {
+        let c = self
+            .checkpoints
+            .as_deref_mut()
+            .expect("taken with checkpoints");
+        c.take(self.step, self.d.policy, self.d.counters)?;
+        self.reader.saved(c.take_saved());
+        Ok(())
+    }
+
+    /// Answers a group's revocation of `partitions`.
+    fn answer_revoke(
+        &mut self,
+        partitions: &[i32],
+        reply: mpsc::Sender<Vec<PartitionState>>,
+    ) -> Result<()> {
+        let checkpoints = self.checkpoints.as_deref_mut();
+        answer_revoke(partitions, reply, checkpoints, self.step, self.d.policy)
+    }
+
+    /// Waits `wait` before record `next` of `chunk` is shown again, the run standing between
+    /// it and the one before: what came before is released as handled and its output made
+    /// to flow; checkpoints are taken when due, at this record boundary; a signal stops the
+    /// run here. `released` counts the chunk's positions pending release already.
+    fn wait_before(
+        &mut self,
+        chunk: &Chunk,
+        next: usize,
+        released: &mut usize,
+        wait: Duration,
+    ) -> Result<()> {
+        // Not taken yet: counted when it is shown again.
+        self.d.counters.read -= 1;
+        let before = chunk.positions.len().min(next);
+        if *released < before {
+            (self.pending).extend_from_slice(&chunk.positions[*released..before]);
+            *released = before;
+        }
+        if let Some(c) = self.checkpoints.as_deref_mut() {
+            c.passed_records(&chunk.positions[..before]);
+            let shards = &chunk.shard_positions;
+            c.passed_shards(&shards[..shards.len().min(next)]);
+            if let Some(at) = chunk.line_start(next) {
+                c.passed(at);
+            }
+        }
+        self.settle()?;
+        // A wait too long to hold is as good as a year: a signal ends it anyway.
+        let until = Instant::now() + wait.min(Duration::from_secs(86_400 * 365));
+        loop {
+            if self.d.stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            self.checkpoint_when_due()?;
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(WAIT_SLICE));
+        }
+        self.d.counters.read += 1;
+        Ok(())
+    }
+
+    /// The read ended with `result`. A group member that stops saves its partitions' states,
+    /// so that their next owners go on from here (the source saves them before it leaves
+    /// the group), and answers the revocations that come until the source has stopped.
+    fn stopped(mut self, result: Result<()>) -> Result<()> {
+        let grouped = self
+            .checkpoints
+            .as_deref()
+            .is_some_and(Checkpoints::is_group);
+        if !matches!(result, Err(Error::Interrupted)) || !grouped {
+            return result;
+        }
+        self.release()?;
+        let Driver {
+            reader,
+            d,
+            step,
+            checkpoints,
+            ..
+        } = &mut self;
+        let mut failed = None;
+        reader.drain(|item| {
+            if let Item::Revoked { partitions, reply } = item {
+                let c = checkpoints.as_deref_mut();
+                if let Err(e) = answer_revoke(&partitions, reply, c, *step, d.policy) {
+                    failed.get_or_insert(e);
+                }
+            }
+        });
+        failed.map_or(result, Err)
     }
 }
 
@@ -428,80 +437,17 @@ fn answer_revoke(
     Ok(())
 }
 
-/// The longest the driver sleeps in a step's wait before it looks at the stop flag and the
-/// checkpoint clock again.
-const WAIT_SLICE: Duration = Duration::from_millis(20);
-
-/// A run standing between two records of a chunk: `next` is not handled yet, every record
-/// before it is.
-struct Between<'c> {
-    chunk: &'c Chunk,
-    next: usize,
-    /// How many of the chunk's broker positions are pending release already.
-    released: &'c mut usize,
-}
-
-impl Between<'_> {
-    /// Waits `wait` before record `next` is shown again. What came before it is released as
-    /// handled and its output made to flow; checkpoints are taken when due, at this record
-    /// boundary; a signal stops the run here.
-    fn wait(
-        self,
-        wait: Duration,
-        reader: &Reader,
-        step: &mut impl RecordStep,
-        mut checkpoints: Option<&mut Checkpoints>,
-        handled: &mut Handled,
-        d: &mut Drive<'_>,
-    ) -> Result<()> {
-        // Not taken yet: counted when it is shown again.
-        d.counters.read -= 1;
-        let positions = &self.chunk.positions;
-        let before = positions.len().min(self.next);
-        if *self.released < before {
-            handled
-                .pending
-                .extend_from_slice(&positions[*self.released..before]);
-            *self.released = before;
-        }
-        if let Some(c) = checkpoints.as_deref_mut() {
-            c.passed_records(&positions[..before]);
-            let shards = &self.chunk.shard_positions;
-            c.passed_shards(&shards[..shards.len().min(self.next)]);
-            if let Some(at) = self.chunk.line_start(self.next) {
-                c.passed(at);
-            }
-        }
-        handled.settle(reader, step, checkpoints.is_some(), d)?;
-        // A wait too long to hold is as good as a year: a signal ends it anyway.
-        let until = Instant::now() + wait.min(Duration::from_secs(86_400 * 365));
-        loop {
-            if d.stop.load(Ordering::Relaxed) {
-                return Err(Error::Interrupted);
-            }
-            if let Some(c) = checkpoints.as_deref_mut() {
-                handled.checkpoint_when_due(reader, step, c, d)?;
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            std::thread::sleep(left.min(WAIT_SLICE));
-        }
-        d.counters.read += 1;
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::mpsc;
     use std::sync::Arc;
 
     use super::*;
+    use crate::core::partitioned::PartitionStates;
     use crate::runtime::checkpoint::{CheckpointInputs, PartitionState};
+    use crate::runtime::chunk::Line;
     use crate::runtime::chunk::Prepare;
-    use crate::runtime::policy::PolicyPlan;
+    use crate::runtime::policy::OnError;
     use crate::runtime::reader::{Feed, Framing, Source};
 
     /// A group member's source: it is given partition 0, hands over three of its records,
@@ -551,9 +497,19 @@ mod tests {
         fn idle(&mut self) -> Result<()> {
             Ok(())
         }
-        fn save_partition(&mut self, _: i32) -> Result<Vec<u8>> {
-            Ok(vec![self.taken])
+        fn partition_states(&mut self) -> Option<&mut dyn PartitionStates> {
+            Some(self)
         }
+    }
+
+    impl PartitionStates for Signalled<'_> {
+        fn save(&self, _: i32) -> Vec<u8> {
+            vec![self.taken]
+        }
+        fn restore(&mut self, _: i32, _: &[u8]) -> std::result::Result<(), String> {
+            Err("not in this test".into())
+        }
+        fn revoke(&mut self, _: i32) {}
     }
 
     #[test]
@@ -571,7 +527,7 @@ mod tests {
                 stop: &stop,
             };
             let mut counters = Counters::default();
-            let mut policy = ErrorPolicy::open(&PolicyPlan::new(None, None)).unwrap();
+            let mut policy = ErrorPolicy::new(OnError::Fail, None);
             let inputs = CheckpointInputs::Kafka { topic: "t".into() };
             let mut checkpoints =
                 Checkpoints::for_group(Duration::from_secs(3600), "dedupe", inputs);

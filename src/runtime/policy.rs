@@ -1,16 +1,14 @@
 //! The error policy: `--on-error fail|skip` and `--dead-letter PATH`.
 
-use super::checkpoint::file::SinkLength;
-use super::checkpoint::Restored;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
+use super::sink::{Sink, SinkLength};
 use super::summary::Counters;
 use crate::core::record::{Position, RecordError};
 use crate::error::{Error, Result};
-use crate::io::sink::{LineSink, Sink};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OnError {
@@ -25,7 +23,7 @@ const DEAD_LETTER_PREFIX: usize = 4096;
 
 pub struct ErrorPolicy {
     on_error: OnError,
-    dead_letter: Option<LineSink>,
+    dead_letter: Option<Box<dyn Sink>>,
     /// A dead letter's JSON, reused.
     entry: Vec<u8>,
 }
@@ -53,23 +51,14 @@ impl PolicyPlan {
 }
 
 impl ErrorPolicy {
-    /// Creates the dead-letter file, if there is one.
-    pub fn open(plan: &PolicyPlan) -> Result<ErrorPolicy> {
-        ErrorPolicy::open_resumed(plan, None)
-    }
-
-    /// Opens the dead-letter file, if there is one: created, or restoring a checkpoint, cut
-    /// back to the `restored` run's committed length.
-    pub fn open_resumed(plan: &PolicyPlan, restored: Option<&Restored>) -> Result<ErrorPolicy> {
-        let dead_letter = match &plan.dead_letter {
-            Some(path) => Some(LineSink::open_file(path, "dead-letter file", restored)?),
-            None => None,
-        };
-        Ok(ErrorPolicy {
-            on_error: plan.on_error,
+    /// The policy `on_error`, writing dead letters to `dead_letter` (opened by the caller:
+    /// the file `PolicyPlan::dead_letter` names).
+    pub fn new(on_error: OnError, dead_letter: Option<Box<dyn Sink>>) -> ErrorPolicy {
+        ErrorPolicy {
+            on_error,
             dead_letter,
             entry: Vec::new(),
-        })
+        }
     }
 
     /// Handles one bad record: counts it, dead-letters it, and fails or lets the run go on.
@@ -199,12 +188,12 @@ mod tests {
     #[test]
     fn fail_stops_skip_counts() {
         let mut c = Counters::default();
-        let mut fail = ErrorPolicy::open(&PolicyPlan::new(None, None)).unwrap();
+        let mut fail = ErrorPolicy::new(PolicyPlan::new(None, None).on_error, None);
         let err = fail
             .handle(&pos(), b"x", &RecordError::NotObject, &mut c)
             .unwrap_err();
         assert_eq!(err.to_string(), "bad input at <stdin>:2: not a JSON object");
-        let mut skip = ErrorPolicy::open(&PolicyPlan::new(Some(OnError::Skip), None)).unwrap();
+        let mut skip = ErrorPolicy::new(PolicyPlan::new(Some(OnError::Skip), None).on_error, None);
         skip.handle(&pos(), b"x", &RecordError::NotObject, &mut c)
             .unwrap();
         assert_eq!(c.bad, 2);

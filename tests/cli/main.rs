@@ -7,6 +7,7 @@ mod dedupe;
 mod docs;
 mod kafka;
 mod kinesis;
+mod layers;
 mod profile;
 mod scale;
 mod signals;

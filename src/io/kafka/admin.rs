@@ -12,7 +12,8 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::Message as _;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::config::{reach, scrub, topic_error, unreachable, ClientOptions, Reporter};
+use super::client::{reach, scrub, topic_error, unreachable, Reporter};
+use super::config::ClientOptions;
 use crate::core::time::Millis;
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;

@@ -25,11 +25,13 @@ use rdkafka::message::{Headers, Message as _};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
-use super::config::{scrub, unreachable, ClientOptions, Reporter};
-use super::sink::{KafkaSink, Outgoing};
+use super::client::{scrub, unreachable, Reporter};
+use super::config::ClientOptions;
+use super::sink::KafkaSink;
 use crate::core::saved;
 use crate::error::{Error, Fault, Result};
 use crate::io::spec::KafkaSpec;
+use crate::runtime::sink::Outgoing;
 use crate::runtime::PartitionState;
 
 /// The header naming the job a record's state belongs to.

@@ -1,11 +1,14 @@
-//! The Kafka adapter: client configuration (`config`), the rules of a read checked before
-//! any client is made (`plan`), a source (`source`), a producing sink (`sink`) and the
-//! read-only cluster questions of `weir lag` (`admin`), and the changelog topic where a group
-//! member keeps its partitions' states (`changelog`).
+//! The Kafka adapter: client options (`config`), a client's context and first contact
+//! (`client`), the rules of a read checked before any client is made (`plan`), a source
+//! (`source`), a consumer-group member's rebalances, state saves and commits (`group`), the
+//! changelog topic where a member keeps its partitions' states (`changelog`), a producing
+//! sink (`sink`) and the read-only cluster questions of `weir lag` (`admin`).
 
 pub mod admin;
 pub mod changelog;
+pub mod client;
 pub mod config;
+pub mod group;
 pub mod plan;
 pub mod sink;
 pub mod source;
@@ -13,5 +16,5 @@ pub mod source;
 pub use admin::{Cluster, GroupDescription, Owner};
 pub use config::ClientOptions;
 pub use plan::{ChangelogPlan, ReadPlan, ReadRequest};
-pub use sink::{KafkaSink, Outgoing};
-pub use source::{KafkaSource, Render};
+pub use sink::KafkaSink;
+pub use source::KafkaSource;

@@ -11,11 +11,12 @@ use rdkafka::message::{Header, Message as _, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::ClientContext;
 
-use super::config::{reach, scrub, topic_error, ClientOptions, Reporter};
+use super::client::{reach, scrub, topic_error, Reporter};
+use super::config::ClientOptions;
 use crate::core::record::RecordError;
-use crate::core::time::Millis;
 use crate::error::{Error, Fault, Result};
 use crate::io::spec::KafkaSpec;
+use crate::runtime::sink::Outgoing;
 
 /// Delivery outcomes, shared with librdkafka's callback.
 #[derive(Default)]
@@ -57,15 +58,6 @@ impl ProducerContext for Deliveries {
             }
         }
     }
-}
-
-/// A record for the producer.
-pub struct Outgoing<'a> {
-    pub value: Option<&'a [u8]>,
-    pub key: Option<&'a [u8]>,
-    pub headers: &'a [(&'a str, Option<&'a [u8]>)],
-    pub timestamp: Option<Millis>,
-    pub partition: Option<i32>,
 }
 
 /// A producing sink: idempotent by default, bounded in-flight queue (librdkafka's), every

@@ -11,48 +11,27 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Headers, Message as _};
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
 use super::changelog::Changelog;
-use super::config::{reach, scrub, topic_error, unreachable, ClientOptions, GroupState, Reporter};
+use super::client::{reach, scrub, topic_error, unreachable};
+use super::config::ClientOptions;
+use super::group::{self, Member};
 use super::plan::ReadPlan;
-use crate::core::envelope::{write_envelope, write_value_line, KcatFormat, Message, TimestampType};
+use crate::core::envelope::{Message, Render, TimestampType};
 use crate::core::time::{now_millis, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
-use crate::runtime::{Feed, Framing, PartitionState, Source, Starts};
+use crate::runtime::{Feed, Framing, Source, Starts};
 
 /// How long a poll waits once records stop coming.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 
-/// How a Kafka record becomes the bytes a command sees.
-#[derive(Debug, Default)]
-pub enum Render {
-    /// Its envelope (topic, partition, offset, timestamp, key, headers, value): what every
-    /// command but `consume` reads, and `consume -J`.
-    #[default]
-    Envelope,
-    /// Its value: JSON as it is, other text as a JSON string, binary as `{"base64":...}`.
-    Value,
-    /// A kcat format (`consume -f`).
-    Format(KcatFormat),
-}
-
-impl Render {
-    fn write(&self, out: &mut Vec<u8>, m: &Message<'_>) {
-        match self {
-            Render::Envelope => write_envelope(out, m),
-            Render::Value => write_value_line(out, m.value),
-            Render::Format(f) => f.write(out, m),
-        }
-    }
-}
-
 /// A topic being read: its partitions, each with an optional end offset.
 pub struct KafkaSource {
-    consumer: BaseConsumer<Reporter>,
+    consumer: BaseConsumer<Member>,
     pub topic: Arc<str>,
     /// Exclusive end offset per partition (bounded reads only).
     ends: HashMap<i32, i64>,
@@ -62,7 +41,7 @@ pub struct KafkaSource {
     /// Partitions without an end offset that have reached the end of their log for now.
     caught_up: HashSet<i32>,
     /// The partitions we assigned ourselves; `None` for a group member, whose partitions the
-    /// group gives (see `Reporter::assigned`).
+    /// group gives (see `Member::assigned`).
     own: Option<Vec<i32>>,
     grouped: bool,
     /// A group member stores each handled record's offset for the next commit; one that keeps
@@ -116,75 +95,26 @@ impl KafkaSource {
         render: Render,
         resume: &[(i32, i64)],
     ) -> Result<KafkaSource> {
-        let topic = plan.topic.clone();
-        let (from, to, balanced, bounded) = (&plan.from, &plan.to, plan.balanced, plan.bounded);
         let mut config = client.config(spec);
-        if let Some(group) = &plan.group {
-            config.set("group.id", group);
-            if let Some(reset) = plan.reset {
-                config.set("auto.offset.reset", reset);
-            }
-            // Offsets are stored once the command has handled a record, then committed.
-            config.set("enable.auto.offset.store", "false");
-            if config.get("enable.auto.commit").is_none() {
-                config.set("enable.auto.commit", "true");
-            }
-            // A member keeps the partitions it has when another joins or leaves: only those
-            // that move stop, instead of every member's.
-            if config.get("partition.assignment.strategy").is_none() {
-                config.set("partition.assignment.strategy", "cooperative-sticky");
-            }
-            // With state per partition, offsets are committed only as states are saved.
-            if plan.changelog.is_some() {
-                config.set("enable.auto.commit", "false");
-            }
-        } else {
-            config.set("group.id", "weir");
-            config.set("enable.auto.commit", "false");
-        }
-        config.set(
-            "enable.partition.eof",
-            if bounded { "true" } else { "false" },
-        );
-        let consumer: BaseConsumer<Reporter> = config
-            .create_with_context(Reporter::default())
+        group::configure(&mut config, plan);
+        let eof = if plan.bounded { "true" } else { "false" };
+        config.set("enable.partition.eof", eof);
+        let consumer: BaseConsumer<Member> = config
+            .create_with_context(Member::default())
             .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
-
-        let metadata = reach(consumer.client(), Some(&topic), client.timeout, spec)?;
-        let meta = metadata
-            .topics()
-            .iter()
-            .find(|t| t.name() == topic)
-            .ok_or_else(|| topic_error(spec, &topic, None, false))?;
-        if let Some(err) = meta.error() {
-            return Err(topic_error(spec, &topic, Some(err.into()), false));
-        }
-        let mut partitions: Vec<i32> = meta.partitions().iter().map(|p| p.id()).collect();
-        partitions.sort_unstable();
-        if !plan.partitions.is_empty() {
-            for p in &plan.partitions {
-                if !partitions.contains(p) {
-                    return Err(Error::Usage(format!(
-                        "topic '{topic}' has no partition {p} (it has {})",
-                        partitions.len()
-                    )));
-                }
-            }
-            partitions.retain(|p| plan.partitions.contains(p));
-        }
-
+        let (partitions, count) = topic_partitions(&consumer, spec, plan, client.timeout)?;
         let mut source = KafkaSource {
             consumer,
-            topic: Arc::from(topic.as_str()),
+            topic: Arc::from(plan.topic.as_str()),
             ends: HashMap::new(),
             until: None,
             caught_up: Default::default(),
             own: None,
             grouped: plan.group.is_some(),
             stores_offsets: plan.group.is_some() && plan.changelog.is_none(),
-            close_at_eof: false,
+            close_at_eof: plan.exit_at_end,
             total: None,
-            bounded,
+            bounded: plan.bounded,
             ended: Default::default(),
             timeout: client.timeout,
             wait: Duration::ZERO,
@@ -196,90 +126,104 @@ impl KafkaSource {
             changelog: None,
         };
         if let (Some(changelog), Some(_)) = (&plan.changelog, &plan.group) {
-            source.changelog = Some(Changelog::open(
-                spec,
-                client,
-                &changelog.topic,
-                &changelog.job,
-                meta.partitions().len(),
-            )?);
+            let (topic, job) = (&changelog.topic, &changelog.job);
+            source.changelog = Some(Changelog::open(spec, client, topic, job, count)?);
         }
-        if balanced {
-            if bounded {
-                let ends = source.resolve(&partitions, &LogPosition::End, spec, false)?;
-                for (&p, end) in partitions.iter().zip(ends) {
-                    if let Offset::Offset(end) = end {
-                        source.ends.insert(p, end);
-                    }
+        match plan.balanced {
+            true => source.join(&partitions, spec)?,
+            false => source.assign(&partitions, plan, spec)?,
+        }
+        Ok(source)
+    }
+
+    /// Joins the group, which gives the partitions; a bounded read takes the ends of all of
+    /// them first.
+    fn join(&mut self, partitions: &[i32], spec: &KafkaSpec) -> Result<()> {
+        if self.bounded {
+            let ends = self.resolve(partitions, &LogPosition::End, spec, false)?;
+            for (&p, end) in partitions.iter().zip(ends) {
+                if let Offset::Offset(end) = end {
+                    self.ends.insert(p, end);
                 }
             }
-            source.close_at_eof = plan.exit_at_end;
-            source
-                .consumer
-                .subscribe(&[&topic])
-                .map_err(|e| unreachable("cannot join the group at", spec, e))?;
-            return Ok(source);
         }
+        self.consumer
+            .subscribe(&[&self.topic])
+            .map_err(|e| unreachable("cannot join the group at", spec, e))
+    }
+
+    /// Assigns `partitions` to ourselves at their starts: a checkpoint's offsets, else
+    /// `--from`'s. Partitions already at their end are not read at all.
+    fn assign(&mut self, partitions: &[i32], plan: &ReadPlan, spec: &KafkaSpec) -> Result<()> {
         // A bounded read resolves its starts to offsets, to know which partitions are empty;
         // a checkpoint's offsets come before --from.
-        let mut starts = source.resolve(&partitions, from, spec, !bounded)?;
+        let mut starts = self.resolve(partitions, &plan.from, spec, !self.bounded)?;
         for (p, start) in partitions.iter().zip(starts.iter_mut()) {
-            if let Some(&next) = source.resume.get(p) {
+            if let Some(&next) = self.resume.get(p) {
                 *start = Offset::Offset(next);
             }
         }
-        if let Some(to) = to {
-            // A --to time still ahead (without -e) is not looked up: the lookup would fix each
-            // end at the log's end now, leaving out what arrives before the time. Instead each
-            // partition reads on to its first record from then on (the offset the lookup gives
-            // once there is one), or until the time has passed.
-            let ahead = match to {
-                LogPosition::Time(t) if !plan.exit_at_end && *t > now_millis() => Some(*t),
-                _ => None,
-            };
-            source.until = ahead;
-            let ends = match ahead {
-                Some(_) => Vec::new(),
-                None => source.resolve(&partitions, to, spec, false)?,
-            };
-            let mut total = ahead.is_none().then_some(0u64);
-            for ((&p, end), start) in partitions.iter().zip(ends).zip(&starts) {
-                let Offset::Offset(end) = end else {
-                    unreachable!("the plan refuses --to stored, the one logical end");
-                };
-                source.ends.insert(p, end);
-                if matches!(start, Offset::Offset(s) if *s >= end) {
-                    source.ended.insert(p);
-                }
-                // Known only when every start is an offset (not the group's stored one).
-                total = match (total, start) {
-                    (Some(t), Offset::Offset(s)) => Some(t + (end - s).max(0) as u64),
-                    _ => None,
-                };
-            }
-            source.total = total;
+        if let Some(to) = &plan.to {
+            self.end_at(partitions, &starts, to, plan.exit_at_end, spec)?;
         }
-        source.close_at_eof = plan.exit_at_end;
         let mut assignment = TopicPartitionList::new();
         let mut own = Vec::new();
         for (&p, start) in partitions.iter().zip(&starts) {
             if let Offset::Offset(first) = start {
-                source.starts.push((p, *first));
+                self.starts.push((p, *first));
             }
-            if !source.ended.contains(&p) {
+            if !self.ended.contains(&p) {
                 assignment
-                    .add_partition_offset(&topic, p, *start)
+                    .add_partition_offset(&self.topic, p, *start)
                     .map_err(|e| Error::Usage(format!("partition {p}: {e}")))?;
                 own.push(p);
             }
         }
-        source.own = Some(own);
-        source
-            .consumer
+        self.own = Some(own);
+        self.consumer
             .assign(&assignment)
-            .map_err(|e| unreachable("cannot read from", spec, e))?;
-        drop(assignment);
-        Ok(source)
+            .map_err(|e| unreachable("cannot read from", spec, e))
+    }
+
+    /// Sets each partition's end at `to`, and how many records the read will see at most.
+    fn end_at(
+        &mut self,
+        partitions: &[i32],
+        starts: &[Offset],
+        to: &LogPosition,
+        exit_at_end: bool,
+        spec: &KafkaSpec,
+    ) -> Result<()> {
+        // A --to time still ahead (without -e) is not looked up: the lookup would fix each
+        // end at the log's end now, leaving out what arrives before the time. Instead each
+        // partition reads on to its first record from then on (the offset the lookup gives
+        // once there is one), or until the time has passed.
+        let ahead = match to {
+            LogPosition::Time(t) if !exit_at_end && *t > now_millis() => Some(*t),
+            _ => None,
+        };
+        self.until = ahead;
+        let ends = match ahead {
+            Some(_) => Vec::new(),
+            None => self.resolve(partitions, to, spec, false)?,
+        };
+        let mut total = ahead.is_none().then_some(0u64);
+        for ((&p, end), start) in partitions.iter().zip(ends).zip(starts) {
+            let Offset::Offset(end) = end else {
+                unreachable!("the plan refuses --to stored, the one logical end");
+            };
+            self.ends.insert(p, end);
+            if matches!(start, Offset::Offset(s) if *s >= end) {
+                self.ended.insert(p);
+            }
+            // Known only when every start is an offset (not the group's stored one).
+            total = match (total, start) {
+                (Some(t), Offset::Offset(s)) => Some(t + (end - s).max(0) as u64),
+                _ => None,
+            };
+        }
+        self.total = total;
+        Ok(())
     }
 
     /// Turns a position into a concrete offset per partition (or a logical one librdkafka
@@ -452,8 +396,7 @@ impl KafkaSource {
     /// member with state per partition commits as it saves them instead).
     fn done(&self, partition: i32, offset: i64) {
         if self.stores_offsets {
-            // Fails only for a partition no longer assigned: nothing to commit then.
-            let _ = self.consumer.store_offset(&self.topic, partition, offset);
+            group::store(&self.consumer, &self.topic, partition, offset);
         }
     }
 
@@ -463,21 +406,18 @@ impl KafkaSource {
         if let Some(bar) = &self.progress {
             bar.finish_and_clear();
         }
-        if self.grouped {
-            match self.consumer.commit_consumer_state(CommitMode::Sync) {
-                Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
-                Err(e) => return Err(Error::Unreachable(format!("cannot commit offsets: {e}"))),
-            }
+        match self.grouped {
+            true => group::commit_stored(&self.consumer),
+            false => Ok(()),
         }
-        Ok(())
     }
 }
 
 impl Source for KafkaSource {
     fn read(mut self: Box<Self>, feed: &mut Feed) -> Result<()> {
         if let Some(changelog) = self.changelog.take() {
-            let group = GroupState::new(feed.revoker(), changelog, self.topic.to_string());
-            *self.consumer.context().group() = Some(group);
+            let topic = self.topic.to_string();
+            (self.consumer.context()).keep_states(feed.revoker(), changelog, topic);
         }
         let starts = std::mem::take(&mut self.starts);
         let said = match starts.is_empty() {
@@ -489,9 +429,8 @@ impl Source for KafkaSource {
         feed.wait_handled(|partition, offset| self.done(partition, offset));
         // The states saved as the read ended (at its end, or on a stop) go to the changelog;
         // then the consumer gives its partitions up without them.
-        let saved = self.save(feed.take_saved(), CommitMode::Sync);
-        let group = self.consumer.context().group().take();
-        let failed = group.and_then(|g| g.failure).map_or(Ok(()), Err);
+        let saved = group::save(&self.consumer, feed.take_saved(), CommitMode::Sync);
+        let failed = self.consumer.context().stop_keeping_states();
         read.and(saved).and(failed).and(self.finish())
     }
 
@@ -530,7 +469,7 @@ impl KafkaSource {
                 if let Some(now) = &assigned {
                     // Records polled before the change go out first.
                     pending.hand_over(feed, &topic)?;
-                    self.restore(feed, &mut owned, now)?;
+                    group::restore(&self.consumer, feed, &mut owned, now)?;
                 }
                 if assigned.is_some() && assigned != reported {
                     let names = assigned.iter().flatten().map(i32::to_string).collect();
@@ -581,40 +520,40 @@ impl KafkaSource {
     /// commit; a member with state per partition saves the states the command handed over.
     fn acknowledge(&self, feed: &mut Feed) -> Result<()> {
         feed.handled(|partition, offset| self.done(partition, offset));
-        self.save(feed.take_saved(), CommitMode::Async)
+        group::save(&self.consumer, feed.take_saved(), CommitMode::Async)
     }
+}
 
-    /// Saves partition states in the changelog and commits their offsets.
-    fn save(&self, states: Vec<PartitionState>, mode: CommitMode) -> Result<()> {
-        if states.is_empty() {
-            return Ok(());
-        }
-        let mut group = self.consumer.context().group();
-        match group.as_mut() {
-            Some(g) => g.save(&self.consumer, states, mode),
-            None => Ok(()),
-        }
+/// The partitions of the topic to read, sorted (those `plan` names, which it must have),
+/// and how many the topic has.
+fn topic_partitions(
+    consumer: &BaseConsumer<Member>,
+    spec: &KafkaSpec,
+    plan: &ReadPlan,
+    timeout: Duration,
+) -> Result<(Vec<i32>, usize)> {
+    let topic = &plan.topic;
+    let metadata = reach(consumer.client(), Some(topic), timeout, spec)?;
+    let meta = metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic)
+        .ok_or_else(|| topic_error(spec, topic, None, false))?;
+    if let Some(err) = meta.error() {
+        return Err(topic_error(spec, topic, Some(err.into()), false));
     }
-
-    /// The group changed this member's partitions (`now`): with state per partition, the
-    /// command drops the revoked ones' (saved in the callback) and restores the new ones'
-    /// from the changelog, before any of their records.
-    fn restore(&self, feed: &mut Feed, owned: &mut Vec<i32>, now: &[i32]) -> Result<()> {
-        let mut group = self.consumer.context().group();
-        let Some(g) = group.as_mut() else {
-            return Ok(());
-        };
-        if let Some(e) = g.failure.take() {
-            return Err(e);
+    let mut partitions: Vec<i32> = meta.partitions().iter().map(|p| p.id()).collect();
+    partitions.sort_unstable();
+    let count = partitions.len();
+    if !plan.partitions.is_empty() {
+        if let Some(p) = plan.partitions.iter().find(|p| !partitions.contains(p)) {
+            return Err(Error::Usage(format!(
+                "topic '{topic}' has no partition {p} (it has {count})"
+            )));
         }
-        let revoked = std::mem::take(&mut g.revoked);
-        owned.retain(|p| !revoked.contains(p));
-        let new: Vec<i32> = now.iter().copied().filter(|p| !owned.contains(p)).collect();
-        let states = g.changelog.read(&new)?;
-        drop(group);
-        *owned = now.to_vec();
-        feed.restored(now.to_vec(), states)
+        partitions.retain(|p| plan.partitions.contains(p));
     }
+    Ok((partitions, count))
 }
 
 /// A borrowed record in the form the envelope writer takes.

@@ -28,12 +28,12 @@ use super::plan::{
     backoff, Lineage, ReadPlan, Reservation, ShardEnd, ShardInfo, StartAt, GET_RECORDS_EVERY_MS,
     RESPONSE_BUDGET,
 };
-use crate::core::envelope::{write_shard_envelope, write_value_line, ShardRecord};
+use crate::core::envelope::{write_shard_envelope, write_value_line, Render, ShardRecord};
 use crate::core::kpl;
 use crate::core::record::RecordError;
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
-use crate::io::kafka::Render;
+
 use crate::runtime::{Feed, Framing, ShardPosition, ShardResume, Source, Starts};
 
 /// How long a shard's reader waits before asking again once it has caught up.

@@ -7,9 +7,8 @@ use std::os::fd::AsFd;
 use std::path::Path;
 
 use super::output_file::OutputFile;
-use super::Sink;
 use crate::error::{Error, Fault, Result};
-use crate::io::kafka::Outgoing;
+use crate::runtime::sink::{Outgoing, Sink, SinkLength};
 
 const OUT_BUFFER: usize = 256 * 1024;
 
@@ -56,6 +55,17 @@ impl FileSink {
             .map_err(|e| Error::write(&self.name, e))
     }
 
+    /// Syncs what was flushed; the file's path and length (none for stdout).
+    pub(super) fn synced(&self) -> Result<Option<SinkLength>> {
+        if self.name == "stdout" {
+            return Ok(None);
+        }
+        Ok(Some(SinkLength {
+            committed_len: self.synced_len()?,
+            path: self.name.clone(),
+        }))
+    }
+
     /// Makes a compressed file whole, its buffer flushed already: at the end of the run.
     pub(super) fn end(&self) -> Result<()> {
         self.out
@@ -98,5 +108,19 @@ impl Sink for FileSink {
 
     fn idle(&mut self) -> Result<()> {
         self.flush()
+    }
+
+    fn durable(&mut self) -> Result<Option<SinkLength>> {
+        self.flush()?;
+        self.synced()
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.flush()?;
+        self.end()
+    }
+
+    fn name(&self) -> String {
+        self.name.clone()
     }
 }

@@ -3,11 +3,11 @@
 
 use std::borrow::Cow;
 
-use super::Sink;
 use crate::core::record::{raw, Extractor, FieldPath, Fields};
 use crate::error::{Fault, Result};
-use crate::io::kafka::{ClientOptions, KafkaSink, Outgoing};
+use crate::io::kafka::{ClientOptions, KafkaSink};
 use crate::io::spec::KafkaSpec;
+use crate::runtime::sink::{Outgoing, Sink};
 
 /// Lines as Kafka record values, with the key and headers taken from fields of the line.
 pub struct KafkaLines {
@@ -103,6 +103,10 @@ impl Sink for KafkaLines {
     fn idle(&mut self) -> Result<()> {
         // Serves delivery reports; waiting for every delivery is for the end.
         self.sink.poll()
+    }
+
+    fn name(&self) -> String {
+        format!("kafka topic '{}'", self.topic())
     }
 }
 

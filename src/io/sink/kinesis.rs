@@ -11,16 +11,14 @@ use aws_sdk_kinesis::types::PutRecordsRequestEntry;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
-use super::kafka::field_bytes;
-use super::Sink;
+use super::kafka::{field_bytes, RecordFields};
 use crate::core::record::{raw, Extractor, Fields, RecordError};
 use crate::error::{Error, Fault, Result};
-use crate::io::kafka::Outgoing;
 use crate::io::kinesis::client::{classify, jitter, retrying, runtime, Failure};
 use crate::io::kinesis::plan::{backoff, entries_to_resend};
 use crate::io::kinesis::{AwsOptions, KinesisClient};
-use crate::io::sink::RecordFields;
 use crate::io::spec::KinesisSpec;
+use crate::runtime::sink::{Outgoing, Sink};
 
 /// The most entries one PutRecords call takes.
 const BATCH_RECORDS: usize = 500;
@@ -255,6 +253,10 @@ impl Sink for KinesisLines {
     fn idle(&mut self) -> Result<()> {
         // What has gathered goes now; waiting for it is for flush.
         self.send_batch()
+    }
+
+    fn name(&self) -> String {
+        format!("kinesis stream '{}'", self.stream())
     }
 }
 

@@ -2,10 +2,10 @@
 
 use std::io::{self, Write};
 
-use super::{LineSink, Sink};
+use super::line::LineSink;
 use crate::core::aggregate::{write_decimal, Cell, Columns};
 use crate::error::{Error, Result};
-use crate::runtime::checkpoint::file::SinkLength;
+use crate::runtime::sink::{Sink, SinkLength};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum TableFormat {

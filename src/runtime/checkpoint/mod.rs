@@ -14,11 +14,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::chunk::{LinePosition, ShardPosition};
-use super::drive::RecordStep;
 use super::policy::ErrorPolicy;
+use super::step::{RecordStep, StepCheckpoint};
 use super::summary::Counters;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::core::partitioned::PartitionStates;
 use crate::core::saved;
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
@@ -66,15 +68,6 @@ pub struct CheckpointPlan {
     pub reset: bool,
 }
 
-/// What a step hands over for a checkpoint, its output made durable first.
-#[derive(Debug, Default)]
-pub struct StepCheckpoint {
-    /// The command's own state (its encoding).
-    pub state: Vec<u8>,
-    /// Its output files, flushed and synced, and their lengths.
-    pub sinks: Vec<SinkLength>,
-}
-
 /// A consumer-group member's state of one input partition, saved where the partition's next
 /// owner finds it (the changelog topic): the command's state after every record before
 /// `next_offset`, whose output was durable when it was saved.
@@ -95,6 +88,19 @@ struct Owned {
     moved: BTreeSet<i32>,
     /// States saved and not yet handed to the source.
     outbox: Vec<PartitionState>,
+}
+
+/// The states a group member's step keeps per partition.
+fn states_of(step: &mut impl RecordStep) -> Result<&mut dyn PartitionStates> {
+    step.partition_states()
+        .ok_or_else(|| Error::Usage("this command keeps no state per partition".into()))
+}
+
+/// Drops `partition`'s state from the step, if it keeps state per partition.
+fn revoke(step: &mut impl RecordStep, partition: i32) {
+    if let Some(states) = step.partition_states() {
+        states.revoke(partition);
+    }
 }
 
 /// What a restored run starts from.
@@ -120,6 +126,14 @@ pub enum CheckpointInputs {
     Kafka { topic: String },
     /// A Kinesis stream: its shards are found as their records come.
     Kinesis { stream: String },
+}
+
+impl CheckpointInputs {
+    /// Whether the input is stdin, which cannot be read again: a run restored from its
+    /// checkpoint goes on with a new stdin.
+    pub fn reads_stdin(&self) -> bool {
+        matches!(self, CheckpointInputs::Files(inputs) if inputs.iter().any(|n| n == "<stdin>"))
+    }
 }
 
 /// Where a Kinesis shard's reading goes on.
@@ -184,6 +198,15 @@ impl ShardResume {
 struct Shared {
     counters: Vec<u8>,
     state: Vec<u8>,
+}
+
+/// The command's state a `restored` run kept, decoded; `None` for a fresh run, and for a
+/// finished job's last checkpoint, which keeps none.
+pub fn saved_state<T: DeserializeOwned>(restored: Option<&Restored>) -> Result<Option<T>> {
+    match restored {
+        Some(r) if !r.state.is_empty() => saved::decode(&r.state).map(Some).map_err(Error::Usage),
+        _ => Ok(None),
+    }
 }
 
 impl Restored {
@@ -299,7 +322,7 @@ impl Checkpoints {
             group.floors.remove(p);
             group.moved.remove(p);
             self.offsets.remove(p);
-            step.revoke_partition(*p);
+            revoke(step, *p);
         }
         for &p in owned {
             if group.floors.contains_key(&p) {
@@ -308,7 +331,9 @@ impl Checkpoints {
             let saved = states.iter().find(|s| s.partition == p);
             let floor = match saved {
                 Some(s) => {
-                    step.restore_partition(p, &s.state)?;
+                    states_of(step)?
+                        .restore(p, &s.state)
+                        .map_err(Error::Usage)?;
                     self.offsets.insert(p, s.next_offset);
                     s.next_offset
                 }
@@ -354,10 +379,10 @@ impl Checkpoints {
                 states.push(PartitionState {
                     partition: p,
                     next_offset: next,
-                    state: step.save_partition(p)?,
+                    state: states_of(step)?.save(p),
                 });
             }
-            step.revoke_partition(p);
+            revoke(step, p);
         }
         Ok(states)
     }
@@ -536,7 +561,7 @@ impl Checkpoints {
 
     /// Takes a checkpoint now: the step hands over its state with its output made durable,
     /// the dead letters are made durable, then the file is replaced.
-    pub fn take(
+    pub(crate) fn take(
         &mut self,
         step: &mut impl RecordStep,
         policy: &mut ErrorPolicy,
@@ -545,27 +570,11 @@ impl Checkpoints {
         self.write(step, policy, counters, true)
     }
 
-    /// The last checkpoint of a command whose state is small and whole at any record (`consume`,
-    /// `replay`): taken when the run ended with `result` at the end of its input or on a
-    /// signal (at a record boundary either way), never after an error.
-    pub fn take_at_end(
-        &mut self,
-        step: &mut impl RecordStep,
-        policy: &mut ErrorPolicy,
-        counters: &Counters,
-        result: &Result<()>,
-    ) -> Result<()> {
-        if matches!(result, Ok(()) | Err(Error::Interrupted)) {
-            self.take(step, policy, counters)?;
-        }
-        Ok(())
-    }
-
     /// Whether a run started from this run's last checkpoint reads more: a new stdin, or
     /// what came to the topic since. (Files read to their end have nothing more.)
     fn goes_on(&self) -> bool {
         match &self.inputs {
-            CheckpointInputs::Files(inputs) => inputs.iter().any(|n| n == "<stdin>"),
+            CheckpointInputs::Files(_) => self.inputs.reads_stdin(),
             CheckpointInputs::Kafka { .. } | CheckpointInputs::Kinesis { .. } => true,
         }
     }
@@ -626,7 +635,7 @@ impl Checkpoints {
                     group.outbox.push(PartitionState {
                         partition: p,
                         next_offset: next,
-                        state: step.save_partition(p)?,
+                        state: states_of(step)?.save(p),
                     });
                 }
             }
@@ -723,8 +732,8 @@ mod tests {
     use super::*;
     use crate::error::Fault;
     use crate::runtime::chunk::Line;
-    use crate::runtime::drive::Flow;
-    use crate::runtime::policy::PolicyPlan;
+    use crate::runtime::policy::OnError;
+    use crate::runtime::step::Flow;
 
     /// A step whose state per partition is a number.
     #[derive(Default)]
@@ -744,18 +753,24 @@ mod tests {
             self.durable += 1;
             Ok(())
         }
-        fn save_partition(&mut self, partition: i32) -> Result<Vec<u8>> {
-            Ok(self.states.get(&partition).cloned().unwrap_or_default())
-        }
-        fn restore_partition(&mut self, partition: i32, state: &[u8]) -> Result<()> {
-            self.states.insert(partition, state.to_vec());
-            Ok(())
-        }
-        fn revoke_partition(&mut self, partition: i32) {
-            self.states.remove(&partition);
+        fn partition_states(&mut self) -> Option<&mut dyn PartitionStates> {
+            Some(&mut self.states)
         }
         fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
             Ok(StepCheckpoint::default())
+        }
+    }
+
+    impl PartitionStates for BTreeMap<i32, Vec<u8>> {
+        fn save(&self, partition: i32) -> Vec<u8> {
+            self.get(&partition).cloned().unwrap_or_default()
+        }
+        fn restore(&mut self, partition: i32, state: &[u8]) -> std::result::Result<(), String> {
+            self.insert(partition, state.to_vec());
+            Ok(())
+        }
+        fn revoke(&mut self, partition: i32) {
+            self.remove(&partition);
         }
     }
 
@@ -775,7 +790,7 @@ mod tests {
             reset: false,
         };
         let mut step = Numbers::default();
-        let mut policy = ErrorPolicy::open(&PolicyPlan::new(None, None)).unwrap();
+        let mut policy = ErrorPolicy::new(OnError::Fail, None);
         let counters = Counters::default();
         let kafka = || CheckpointInputs::Kafka { topic: "t".into() };
         let mut c = Checkpoints::open(&plan, "consume", "job".into(), kafka()).unwrap();
@@ -849,7 +864,7 @@ mod tests {
     fn a_due_save_hands_over_the_partitions_that_moved_and_a_revoke_the_revoked() {
         let mut c = group();
         let mut step = Numbers::default();
-        let mut policy = ErrorPolicy::open(&PolicyPlan::new(None, None)).unwrap();
+        let mut policy = ErrorPolicy::new(OnError::Fail, None);
         let counters = Counters::default();
         c.own(&[0, 1], &[], &mut step).unwrap();
         step.states.insert(0, vec![1]);

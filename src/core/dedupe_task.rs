@@ -1,0 +1,307 @@
+//! A dedupe run's task: the ids it remembers (hashed or as text, keeping each id's first
+//! record or its last) and the watermarks its horizon is measured by. A run has one; a
+//! consumer-group member has one per input partition it owns, which moves with the
+//! partition (`PartitionTask`).
+
+use serde::{Deserialize, Serialize};
+
+use super::dedupe::{hash_id, DedupeCounts, Deduper, DeduperState, IdHash, IdKey, Verdict};
+use super::partitioned::PartitionTask;
+use super::time::Millis;
+use super::watermark::{PartitionIds, Watermarks};
+
+/// Which record of an id's group is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Keep {
+    /// The first record of each id within the horizon, written as it arrives.
+    #[default]
+    First,
+    /// The last record of each id within the horizon, written when the id is forgotten.
+    Last,
+}
+
+/// The flags a new task is made with.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskSpec {
+    pub keep: Keep,
+    /// Ids kept as their text (`--exact-ids`), not as a 128-bit hash.
+    pub exact_ids: bool,
+    pub horizon: Option<Millis>,
+    pub max_keys: usize,
+    pub delay: Millis,
+    pub idle_timeout: Option<Millis>,
+}
+
+impl TaskSpec {
+    /// A task that remembers nothing yet.
+    pub fn fresh(&self) -> Task {
+        let (horizon, max) = (self.horizon, self.max_keys);
+        let ids = match (self.keep, self.exact_ids) {
+            (Keep::First, true) => Ids::Exact(Deduper::new(horizon, max)),
+            (Keep::First, false) => Ids::Hashed(Deduper::new(horizon, max)),
+            (Keep::Last, true) => Ids::ExactLast(Deduper::keeping_last(horizon, max)),
+            (Keep::Last, false) => Ids::HashedLast(Deduper::keeping_last(horizon, max)),
+        };
+        Task {
+            ids,
+            partitions: PartitionIds::default(),
+            watermarks: Watermarks::new(self.delay, self.idle_timeout),
+            seq: 0,
+        }
+    }
+}
+
+/// The ids remembered and the watermarks: of the whole run, or, for a consumer-group
+/// member, of one partition.
+pub struct Task {
+    pub ids: Ids,
+    /// The values of `--partition-by` seen, as the watermarks number them.
+    pub partitions: PartitionIds,
+    pub watermarks: Watermarks,
+    /// Records seen, the stand-in for time without --time.
+    pub seq: Millis,
+}
+
+/// What a checkpoint keeps of a task: a run's ids and watermarks, or one partition's.
+#[derive(Serialize, Deserialize)]
+pub struct TaskState {
+    ids: IdsState,
+    partitions: Vec<String>,
+    watermarks: Watermarks,
+    seq: Millis,
+}
+
+impl PartitionTask for Task {
+    type Saved = TaskState;
+
+    fn saved(&self) -> TaskState {
+        TaskState {
+            ids: self.ids.state(),
+            partitions: self.partitions.values(),
+            watermarks: self.watermarks.clone(),
+            seq: self.seq,
+        }
+    }
+
+    fn restored(mut fresh: Task, state: TaskState) -> Result<Task, String> {
+        fresh.ids.restore(state.ids)?;
+        fresh.partitions = PartitionIds::from_values(state.partitions);
+        fresh.watermarks = state.watermarks;
+        fresh.seq = state.seq;
+        Ok(fresh)
+    }
+}
+
+/// The ids as a checkpoint keeps them, one variant per kind of `Ids`.
+#[derive(Serialize, Deserialize)]
+enum IdsState {
+    Hashed(DeduperState<[u8; 16], ()>),
+    Exact(DeduperState<Box<str>, ()>),
+    HashedLast(DeduperState<[u8; 16], Held>),
+    ExactLast(DeduperState<Box<str>, Held>),
+}
+
+/// Remembered ids: hashed (the default) or as text (`--exact-ids`); with `--keep last`,
+/// each with its latest record.
+pub enum Ids {
+    Hashed(Deduper<IdHash>),
+    Exact(Deduper<Box<str>>),
+    HashedLast(Deduper<IdHash, Held>),
+    ExactLast(Deduper<Box<str>, Held>),
+}
+
+/// A record held for `--keep last`: its place in the input (to order what is released
+/// together, and to name it in errors) and its bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    pub seq: u64,
+    pub bytes: Box<[u8]>,
+}
+
+impl Ids {
+    /// Judges a record (keep-first). Only a verdict comes back: the hot path keeps it in a
+    /// register, where a wider result would be stored and reloaded across the watermark call,
+    /// and that reload waits behind the table's cache-missing stores.
+    #[inline]
+    pub fn check(&mut self, id: &str, t: Millis, clock: Millis) -> Verdict {
+        match self {
+            Ids::Hashed(d) => d.check(&hash_id(id.as_bytes()), t, clock),
+            Ids::Exact(d) => d.check(&id.into(), t, clock),
+            Ids::HashedLast(_) | Ids::ExactLast(_) => unreachable!("keep-last uses check_held"),
+        }
+    }
+
+    /// Brings the place of `id` in the map into cache, for a check soon after.
+    #[inline]
+    pub fn prefetch(&self, id: &str) {
+        // Hashed and exact ids are both placed by the hash of their text.
+        let hash = hash_id(id.as_bytes()).hash128();
+        match self {
+            Ids::Hashed(d) => d.prefetch(hash),
+            Ids::Exact(d) => d.prefetch(hash),
+            Ids::HashedLast(d) => d.prefetch(hash),
+            Ids::ExactLast(d) => d.prefetch(hash),
+        }
+    }
+
+    /// Judges a record for `--keep last`: holds it, and returns the record it replaces.
+    pub fn check_held(&mut self, id: &str, t: Millis, clock: Millis, record: Held) -> Option<Held> {
+        match self {
+            Ids::HashedLast(d) => d.check_held(&hash_id(id.as_bytes()), t, clock, record).1,
+            Ids::ExactLast(d) => d.check_held(&id.into(), t, clock, record).1,
+            Ids::Hashed(_) | Ids::Exact(_) => unreachable!("keep-first uses check"),
+        }
+    }
+
+    /// Forgets what expired by `clock`.
+    pub fn advance(&mut self, clock: Millis) {
+        match self {
+            Ids::Hashed(d) => d.advance(clock),
+            Ids::Exact(d) => d.advance(clock),
+            Ids::HashedLast(d) => d.advance(clock),
+            Ids::ExactLast(d) => d.advance(clock),
+        }
+    }
+
+    /// The held records whose ids were forgotten, each with the time its group opened.
+    pub fn take_released(&mut self, out: &mut Vec<(Millis, Held)>) {
+        match self {
+            Ids::HashedLast(d) => d.take_released(out),
+            Ids::ExactLast(d) => d.take_released(out),
+            Ids::Hashed(_) | Ids::Exact(_) => {}
+        }
+    }
+
+    /// Every record still held, at the end of the input.
+    pub fn finish(&mut self, out: &mut Vec<(Millis, Held)>) {
+        match self {
+            Ids::HashedLast(d) => d.finish(out),
+            Ids::ExactLast(d) => d.finish(out),
+            Ids::Hashed(_) | Ids::Exact(_) => {}
+        }
+    }
+
+    fn state(&self) -> IdsState {
+        match self {
+            Ids::Hashed(d) => IdsState::Hashed(d.state()),
+            Ids::Exact(d) => IdsState::Exact(d.state()),
+            Ids::HashedLast(d) => IdsState::HashedLast(d.state()),
+            Ids::ExactLast(d) => IdsState::ExactLast(d.state()),
+        }
+    }
+
+    fn restore(&mut self, state: IdsState) -> Result<(), String> {
+        match (self, state) {
+            (Ids::Hashed(d), IdsState::Hashed(s)) => d.restore(s),
+            (Ids::Exact(d), IdsState::Exact(s)) => d.restore(s),
+            (Ids::HashedLast(d), IdsState::HashedLast(s)) => d.restore(s),
+            (Ids::ExactLast(d), IdsState::ExactLast(s)) => d.restore(s),
+            _ => Err("the checkpoint keeps ids of another --keep or --exact-ids".into()),
+        }
+    }
+
+    /// Whether records are held (`--keep last`).
+    pub fn holding(&self) -> bool {
+        matches!(self, Ids::HashedLast(_) | Ids::ExactLast(_))
+    }
+
+    pub fn counts(&self) -> DedupeCounts {
+        match self {
+            Ids::Hashed(d) => d.counts(),
+            Ids::Exact(d) => d.counts(),
+            Ids::HashedLast(d) => d.counts(),
+            Ids::ExactLast(d) => d.counts(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::saved;
+
+    fn spec(keep: Keep, exact_ids: bool) -> TaskSpec {
+        TaskSpec {
+            keep,
+            exact_ids,
+            horizon: Some(100),
+            max_keys: 1000,
+            delay: 0,
+            idle_timeout: None,
+        }
+    }
+
+    fn held(seq: u64) -> Held {
+        Held {
+            seq,
+            bytes: format!("{{\"n\":{seq}}}").into_bytes().into(),
+        }
+    }
+
+    /// Hashed and exact ids judge alike: a repeat within the horizon is a duplicate, one
+    /// past it is a first again.
+    #[test]
+    fn keep_first_drops_repeats_within_the_horizon() {
+        for exact in [false, true] {
+            let mut task = spec(Keep::First, exact).fresh();
+            assert!(!task.ids.holding());
+            assert_eq!(task.ids.check("\"a\"", 10, 10), Verdict::First);
+            assert_eq!(task.ids.check("\"a\"", 50, 50), Verdict::Duplicate);
+            assert_eq!(task.ids.check("\"b\"", 50, 50), Verdict::First);
+            // The clock has passed a's time plus the horizon: a is forgotten.
+            assert_eq!(task.ids.check("\"a\"", 120, 120), Verdict::First);
+            assert_eq!(task.ids.counts().peak_keys, 2, "exact ids: {exact}");
+        }
+    }
+
+    /// `--keep last`: a repeat replaces the held record, and the last one goes out when the
+    /// id is forgotten, or at the end.
+    #[test]
+    fn keep_last_holds_each_ids_latest_record() {
+        for exact in [false, true] {
+            let mut task = spec(Keep::Last, exact).fresh();
+            assert!(task.ids.holding());
+            assert_eq!(task.ids.check_held("\"a\"", 10, 10, held(1)), None);
+            assert_eq!(task.ids.check_held("\"b\"", 20, 20, held(2)), None);
+            assert_eq!(task.ids.check_held("\"a\"", 30, 30, held(3)), Some(held(1)));
+            let mut out = Vec::new();
+            task.ids.advance(115);
+            task.ids.take_released(&mut out);
+            assert_eq!(
+                out,
+                vec![(10, held(3))],
+                "a's group opened at 10, held 3 last"
+            );
+            task.ids.finish(&mut out);
+            assert_eq!(out, vec![(10, held(3)), (20, held(2))]);
+        }
+    }
+
+    /// A task saved and restored judges the rest of the input as the uninterrupted one.
+    #[test]
+    fn a_restored_task_goes_on_where_it_was_saved() {
+        let spec = spec(Keep::Last, false);
+        let mut task = spec.fresh();
+        task.seq = 7;
+        task.ids.check_held("\"a\"", 10, 10, held(1));
+        let bytes = saved::encode(&task.saved());
+        let state: TaskState = saved::decode(&bytes).unwrap();
+        let mut again = Task::restored(spec.fresh(), state).unwrap();
+        assert_eq!(again.seq, 7);
+        assert_eq!(
+            again.ids.check_held("\"a\"", 20, 20, held(2)),
+            Some(held(1))
+        );
+        // Ids of another kind do not restore.
+        let other = saved::decode(&bytes).unwrap();
+        let kind = Task::restored(
+            TaskSpec {
+                keep: Keep::First,
+                ..spec
+            }
+            .fresh(),
+            other,
+        );
+        assert!(kind.is_err());
+    }
+}

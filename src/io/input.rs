@@ -1,0 +1,360 @@
+//! A command's input, checked and then opened: SOURCE and the flags that go with it become a
+//! `SourcePlan` (NDJSON files or stdin, a Kafka topic, a Kinesis stream) before anything is
+//! opened, and the run opens it through `runtime::Input`, beside the error policy's
+//! dead-letter file. The twin of `sink::SinkPlan`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::kafka::{ChangelogPlan, ClientOptions, KafkaSource, ReadPlan, ReadRequest};
+use super::kinesis::{self, AwsOptions, KinesisClient, KinesisSource};
+use super::ndjson::NdjsonSource;
+use super::sink::LineSink;
+use super::spec::{self, KafkaSpec, KinesisSpec, SourceSpec};
+use crate::core::envelope::Render;
+use crate::core::record::FieldPath;
+use crate::core::time::now_millis;
+use crate::error::{Error, Result};
+use crate::runtime::{progress, CheckpointInputs, ErrorPolicy, PolicyPlan, Restored, Sink, Source};
+
+/// How a source's or sink's clients connect, as the command line gives it: `-X`, `-F`,
+/// `--timeout`, `--endpoint-url`.
+#[derive(Clone, Debug, Default)]
+pub struct ClientRequest {
+    pub properties: Vec<String>,
+    pub config_file: Option<PathBuf>,
+    pub timeout: Duration,
+    pub endpoint_url: Option<String>,
+}
+
+impl ClientRequest {
+    /// A Kafka client's options, the config file read and parsed.
+    pub fn kafka(&self) -> Result<ClientOptions> {
+        ClientOptions::resolve(self.config_file.as_deref(), &self.properties, self.timeout)
+    }
+
+    /// An AWS client's options.
+    pub fn aws(&self) -> AwsOptions {
+        AwsOptions {
+            endpoint_url: self.endpoint_url.clone(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// What the command line asks of a source, before it is checked.
+#[derive(Clone, Debug, Default)]
+pub struct SourceRequest {
+    /// SOURCE: files, `-`, a `kafka://` or `kinesis://` URL.
+    pub sources: Vec<String>,
+    pub partitions: Vec<i32>,
+    pub group: Option<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub exit_at_end: bool,
+    pub shards: Vec<String>,
+    pub efo: Option<String>,
+    pub clients: ClientRequest,
+    /// The command reads `--from`/`--to` on NDJSON input as an event-time range of its own.
+    pub time_range: bool,
+}
+
+/// Where a command's records come from, checked, with nothing opened yet.
+pub enum SourcePlan {
+    Ndjson(Vec<spec::Input>),
+    Kafka {
+        spec: KafkaSpec,
+        read: ReadPlan,
+        client: ClientOptions,
+    },
+    Kinesis {
+        spec: KinesisSpec,
+        read: kinesis::ReadPlan,
+        options: AwsOptions,
+    },
+}
+
+impl SourcePlan {
+    /// Checks SOURCE and the flags that go with it. Broker flags are refused on NDJSON
+    /// input (but `--from`/`--to` when `time_range`), and Kinesis flags on Kafka; every
+    /// input file must exist.
+    pub fn new(request: &SourceRequest) -> Result<SourcePlan> {
+        match SourceSpec::parse(&request.sources).map_err(Error::Usage)? {
+            SourceSpec::Ndjson(inputs) => {
+                reject_broker_flags(request)?;
+                reject_kinesis_flags(request, "NDJSON input")?;
+                for i in &inputs {
+                    if let spec::Input::File(path) = i {
+                        std::fs::metadata(path).map_err(|e| {
+                            Error::Unreachable(format!("cannot read {}: {e}", path.display()))
+                        })?;
+                    }
+                }
+                Ok(SourcePlan::Ndjson(inputs))
+            }
+            SourceSpec::Kafka(spec) => {
+                reject_kinesis_flags(request, "a Kafka source")?;
+                let asked = ReadRequest {
+                    partitions: request.partitions.clone(),
+                    group: request.group.clone(),
+                    from: request.from.clone(),
+                    to: request.to.clone(),
+                    exit_at_end: request.exit_at_end,
+                };
+                let read = ReadPlan::new(&spec, &asked, now_millis())?;
+                let client = request.clients.kafka()?;
+                Ok(SourcePlan::Kafka { spec, read, client })
+            }
+            SourceSpec::Kinesis(spec) => kinesis_plan(spec, request),
+        }
+    }
+}
+
+fn kinesis_plan(spec: KinesisSpec, request: &SourceRequest) -> Result<SourcePlan> {
+    if request.group.is_some() {
+        return Err(Error::Usage(
+            "a Kinesis read has no consumer group: --checkpoint PATH keeps its position (and weir lag reads it)".into(),
+        ));
+    }
+    if !request.partitions.is_empty() {
+        return Err(Error::Usage(
+            "Kinesis has shards, not partitions: --shards ID[,ID]".into(),
+        ));
+    }
+    let asked = kinesis::ReadRequest {
+        from: request.from.clone(),
+        to: request.to.clone(),
+        exit_at_end: request.exit_at_end,
+        shards: request.shards.clone(),
+        efo: request.efo.clone(),
+    };
+    let read = kinesis::ReadPlan::new(&spec, &asked, now_millis())?;
+    Ok(SourcePlan::Kinesis {
+        spec,
+        read,
+        options: request.clients.aws(),
+    })
+}
+
+/// Kinesis source options make no sense on other sources; say so rather than ignore them.
+fn reject_kinesis_flags(request: &SourceRequest, what: &str) -> Result<()> {
+    let flag = if !request.shards.is_empty() {
+        "--shards"
+    } else if request.efo.is_some() {
+        "--efo"
+    } else {
+        return Ok(());
+    };
+    Err(Error::Usage(format!(
+        "{flag} applies to a Kinesis source (kinesis://STREAM), not to {what}"
+    )))
+}
+
+/// Kafka source options make no sense on NDJSON input; say so rather than ignore them.
+/// A command that reads --from/--to as an event-time range takes them there.
+fn reject_broker_flags(request: &SourceRequest) -> Result<()> {
+    let r = request;
+    let flag = if !r.partitions.is_empty() {
+        Some("--partitions")
+    } else if r.group.is_some() {
+        Some("--group")
+    } else if r.exit_at_end {
+        Some("-e")
+    } else if !r.time_range && r.from.is_some() {
+        Some("--from")
+    } else if !r.time_range && r.to.is_some() {
+        Some("--to")
+    } else {
+        None
+    };
+    match flag {
+        Some(flag @ ("--partitions" | "--group")) => Err(Error::Usage(format!(
+            "{flag} applies to a Kafka source (kafka://HOST:PORT/TOPIC), not to NDJSON input"
+        ))),
+        Some(flag) => Err(Error::Usage(format!(
+            "{flag} applies to a Kafka or Kinesis source (kafka://HOST:PORT/TOPIC, kinesis://STREAM), not to NDJSON input"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// How a command tells its input's partitions apart (`InputPlan::partitioning`).
+#[derive(Debug)]
+pub struct Partitioning {
+    /// A consumer-group member: each partition is a task of its own, with its own watermark.
+    pub per_partition: bool,
+    /// The field whose values are the watermark's partitions: `--partition-by`, or the
+    /// envelope field of a broker source's partitions.
+    pub field: Option<FieldPath>,
+    /// Those are the source's own partitions, which it reports as it reads them
+    /// (`RecordStep::assigned`).
+    pub by_source: bool,
+}
+
+/// A command's input: the source, how a broker's records are rendered, the error policy and
+/// the line limit.
+pub struct InputPlan {
+    pub source: SourcePlan,
+    /// How a Kafka or Kinesis record becomes the bytes the command sees.
+    pub render: Render,
+    pub policy: PolicyPlan,
+    pub max_line_bytes: usize,
+}
+
+impl InputPlan {
+    /// The input of `source`, its records rendered as envelopes.
+    pub fn new(source: SourcePlan, policy: PolicyPlan, max_line_bytes: usize) -> InputPlan {
+        InputPlan {
+            source,
+            render: Render::Envelope,
+            policy,
+            max_line_bytes,
+        }
+    }
+
+    /// How `window`, `dedupe` and `watermark-profile` tell partitions apart for their
+    /// watermarks: by `given` (`--partition-by`), else by a broker source's own partitions;
+    /// a consumer-group member keeps each of its partitions apart instead, which `apart`
+    /// says (and refuses `--partition-by`).
+    pub fn partitioning(&self, given: Option<&FieldPath>, apart: &str) -> Result<Partitioning> {
+        let per_partition = self.group().is_some();
+        if per_partition && given.is_some() {
+            return Err(Error::Usage(format!(
+                "with -G each partition {apart}; --partition-by does not apply"
+            )));
+        }
+        let source_field = self.source_partition_field();
+        let field = match (per_partition, given) {
+            (true, _) => None,
+            (false, Some(f)) => Some(f.clone()),
+            (false, None) => source_field.clone(),
+        };
+        Ok(Partitioning {
+            per_partition,
+            by_source: field.is_some() && field == source_field,
+            field,
+        })
+    }
+
+    /// Whether records come from a Kafka or Kinesis source, as envelopes.
+    pub fn is_broker(&self) -> bool {
+        matches!(
+            self.source,
+            SourcePlan::Kafka { .. } | SourcePlan::Kinesis { .. }
+        )
+    }
+
+    /// The envelope field holding the broker timestamp, for a broker source.
+    pub fn broker_timestamp_field(&self) -> Option<FieldPath> {
+        self.is_broker()
+            .then(|| "timestamp".parse().expect("a valid path"))
+    }
+
+    /// The envelope field naming a broker source's partitions: `partition` (Kafka) or
+    /// `shard` (Kinesis).
+    pub fn source_partition_field(&self) -> Option<FieldPath> {
+        let name = match &self.source {
+            SourcePlan::Ndjson(_) => return None,
+            SourcePlan::Kafka { .. } => "partition",
+            SourcePlan::Kinesis { .. } => "shard",
+        };
+        Some(name.parse().expect("a valid path"))
+    }
+
+    /// The Kafka consumer group the source reads as a member of, if any.
+    pub fn group(&self) -> Option<&str> {
+        match &self.source {
+            SourcePlan::Kafka { read, .. } => read.group.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Names the changelog topic where a group member keeps its partitions' states.
+    pub fn keep_states_in(&mut self, changelog: ChangelogPlan) {
+        if let SourcePlan::Kafka { read, .. } = &mut self.source {
+            read.changelog = Some(changelog);
+        }
+    }
+
+    /// What a checkpoint's job names of the source: a line source's inputs, or a Kafka
+    /// source's brokers, topic and partitions.
+    pub fn job_source(&self) -> String {
+        match &self.source {
+            SourcePlan::Ndjson(_) => format!("{:?}", self.input_names()),
+            SourcePlan::Kafka { read, .. } => format!(
+                "kafka topic {} partitions {:?} group {:?}",
+                read.topic, read.partitions, read.group
+            ),
+            SourcePlan::Kinesis { read, .. } => {
+                format!("kinesis stream {} shards {:?}", read.stream, read.shards)
+            }
+        }
+    }
+
+    /// The names of a line source's inputs, in the order they are read.
+    fn input_names(&self) -> Vec<String> {
+        match &self.source {
+            SourcePlan::Ndjson(inputs) => inputs.iter().map(spec::Input::display_name).collect(),
+            SourcePlan::Kafka { .. } | SourcePlan::Kinesis { .. } => Vec::new(),
+        }
+    }
+}
+
+impl crate::runtime::Input for InputPlan {
+    fn checkpoint_inputs(&self) -> CheckpointInputs {
+        match &self.source {
+            SourcePlan::Ndjson(_) => CheckpointInputs::Files(self.input_names()),
+            SourcePlan::Kafka { read, .. } => CheckpointInputs::Kafka {
+                topic: read.topic.clone(),
+            },
+            SourcePlan::Kinesis { read, .. } => CheckpointInputs::Kinesis {
+                stream: read.stream.clone(),
+            },
+        }
+    }
+
+    fn open_source(&self, restored: Option<&Restored>) -> Result<Box<dyn Source>> {
+        let render = self.render.clone();
+        Ok(match &self.source {
+            SourcePlan::Ndjson(inputs) => {
+                let source = NdjsonSource::new(inputs.clone()).with_progress();
+                Box::new(match restored {
+                    Some(r) => source.resume_at(r.at),
+                    None => source,
+                })
+            }
+            SourcePlan::Kafka { spec, read, client } => {
+                let resume = restored.map(|r| r.offsets.as_slice()).unwrap_or_default();
+                let mut source = KafkaSource::open(spec, read, client, render, resume)?;
+                source.show_progress(source.total.and_then(progress::records));
+                Box::new(source)
+            }
+            SourcePlan::Kinesis {
+                spec,
+                read,
+                options,
+            } => {
+                let runtime = kinesis::client::runtime()?;
+                let client = KinesisClient::connect(&runtime, spec, options)?;
+                let empty = Default::default();
+                let resume = restored.map(|r| &r.shards).unwrap_or(&empty);
+                Box::new(KinesisSource::open(runtime, client, read, render, resume)?)
+            }
+        })
+    }
+
+    fn open_policy(&self, restored: Option<&Restored>) -> Result<ErrorPolicy> {
+        let dead_letter = match &self.policy.dead_letter {
+            Some(path) => {
+                let file = LineSink::open_file(path, "dead-letter file", restored)?;
+                Some(Box::new(file) as Box<dyn Sink>)
+            }
+            None => None,
+        };
+        Ok(ErrorPolicy::new(self.policy.on_error, dead_letter))
+    }
+
+    fn max_line_bytes(&self) -> usize {
+        self.max_line_bytes
+    }
+}

@@ -1,0 +1,309 @@
+//! A consumer-group member, in one place: how its consumer is configured for the group, the
+//! rebalance callbacks (`Member`, the consumer's context), the partitions it owns, and where
+//! its offsets are committed.
+//!
+//! A plain member (`consume`, `replay`) stores the offset of each record the command has
+//! handled and commits what is stored. A member that keeps state per partition (`window`,
+//! `dedupe`, `watermark-profile`) commits nothing by itself: it saves a partition's state in
+//! the changelog and only then commits the offset the state covers, when a save is due and
+//! when the group revokes the partition (inside the callback, before the group moves it).
+//! The committed offset is never ahead of the saved state.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, RebalanceProtocol,
+};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+
+use super::changelog::Changelog;
+use super::client::Reporter;
+use super::plan::ReadPlan;
+use crate::error::{Error, Result};
+use crate::runtime::{Feed, PartitionState, Revoker};
+
+/// Sets up a consumer's group: a member's (`-G`), or, for a read without one, a group that
+/// commits nothing.
+pub fn configure(config: &mut ClientConfig, plan: &ReadPlan) {
+    let Some(group) = &plan.group else {
+        config.set("group.id", "weir");
+        config.set("enable.auto.commit", "false");
+        return;
+    };
+    config.set("group.id", group);
+    if let Some(reset) = plan.reset {
+        config.set("auto.offset.reset", reset);
+    }
+    // Offsets are stored once the command has handled a record, then committed.
+    config.set("enable.auto.offset.store", "false");
+    if config.get("enable.auto.commit").is_none() {
+        config.set("enable.auto.commit", "true");
+    }
+    // A member keeps the partitions it has when another joins or leaves: only those that
+    // move stop, instead of every member's.
+    if config.get("partition.assignment.strategy").is_none() {
+        config.set("partition.assignment.strategy", "cooperative-sticky");
+    }
+    // With state per partition, offsets are committed only as states are saved.
+    if plan.changelog.is_some() {
+        config.set("enable.auto.commit", "false");
+    }
+}
+
+/// A source's consumer context: what librdkafka reports, and the group's rebalances.
+#[derive(Default)]
+pub struct Member {
+    reporter: Reporter,
+    /// The partitions the group gave us; `None` before the first assignment and while a
+    /// rebalance is under way.
+    assigned: Mutex<Option<Vec<i32>>>,
+    /// How many times `assigned` changed: cheap to read on every poll.
+    rebalances: AtomicU64,
+    /// A member with state per partition: what it does when partitions are revoked.
+    group: Mutex<Option<GroupState>>,
+}
+
+impl Member {
+    /// The latest error the client reported, if it is newer than `since`.
+    pub fn error_since(&self, since: Instant) -> Option<String> {
+        self.reporter.error_since(since)
+    }
+
+    /// Counts the group's rebalances: when it moves, `assigned` may have changed.
+    pub fn rebalances(&self) -> u64 {
+        self.rebalances.load(Ordering::Acquire)
+    }
+
+    pub fn assigned(&self) -> Option<Vec<i32>> {
+        self.assigned.lock().expect("not poisoned").clone()
+    }
+
+    /// The member's state keeping, while it keeps state per partition (`None` once the read
+    /// is over: a consumer that closes then gives its partitions up without them).
+    fn group(&self) -> MutexGuard<'_, Option<GroupState>> {
+        self.group.lock().expect("not poisoned")
+    }
+
+    /// Starts keeping state per partition of `topic`: the command gives a revoked
+    /// partition's state up through `revoker`, and it is saved in `changelog`.
+    pub fn keep_states(&self, revoker: Revoker, changelog: Changelog, topic: String) {
+        *self.group() = Some(GroupState {
+            revoker,
+            changelog,
+            topic,
+            revoked: Vec::new(),
+            saved: HashMap::new(),
+            failure: None,
+        });
+    }
+
+    /// Stops keeping states (the read is over): what failed inside a rebalance callback.
+    pub fn stop_keeping_states(&self) -> Result<()> {
+        let group = self.group().take();
+        group.and_then(|g| g.failure).map_or(Ok(()), Err)
+    }
+}
+
+impl ClientContext for Member {
+    fn log(&self, _level: RDKafkaLogLevel, _fac: &str, _message: &str) {}
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.reporter.record(&error, reason);
+    }
+}
+
+impl ConsumerContext for Member {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let Rebalance::Revoke(tpl) = rebalance else {
+            return;
+        };
+        let mut group = self.group();
+        if let Some(group) = group.as_mut() {
+            let partitions = tpl
+                .elements()
+                .iter()
+                .filter(|e| e.topic() == group.topic)
+                .map(|e| e.partition())
+                .collect::<Vec<i32>>();
+            if !partitions.is_empty() {
+                group.revoke(consumer, partitions);
+            }
+        }
+    }
+
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let cooperative = matches!(
+            consumer.rebalance_protocol(),
+            RebalanceProtocol::Cooperative
+        );
+        let now = match rebalance {
+            // What the member owns now: under cooperative rebalancing an assignment or a
+            // revocation is an increment, so the whole is asked of the consumer; under eager
+            // rebalancing the assignment is the whole.
+            Rebalance::Assign(tpl) if !cooperative => {
+                Some(tpl.elements().iter().map(|e| e.partition()).collect())
+            }
+            Rebalance::Assign(_) | Rebalance::Revoke(_) if cooperative => consumer
+                .assignment()
+                .ok()
+                .map(|tpl| tpl.elements().iter().map(|e| e.partition()).collect()),
+            // Eager rebalancing revokes everything, then assigns: unknown until then.
+            Rebalance::Assign(_) | Rebalance::Revoke(_) | Rebalance::Error(_) => None,
+        };
+        *self.assigned.lock().expect("not poisoned") = now;
+        self.rebalances.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// Marks records of `partition` up to and including `offset` as done, for a plain member's
+/// next commit.
+pub fn store(consumer: &BaseConsumer<Member>, topic: &str, partition: i32, offset: i64) {
+    // Fails only for a partition no longer assigned: nothing to commit then.
+    let _ = consumer.store_offset(topic, partition, offset);
+}
+
+/// Commits what a plain member stored, before its consumer is dropped.
+pub fn commit_stored(consumer: &BaseConsumer<Member>) -> Result<()> {
+    match consumer.commit_consumer_state(CommitMode::Sync) {
+        Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => Ok(()),
+        Err(e) => Err(Error::Unreachable(format!("cannot commit offsets: {e}"))),
+    }
+}
+
+/// Saves partition states the command handed over in the changelog and commits their
+/// offsets (a member with state per partition; others have none to save).
+pub fn save(
+    consumer: &BaseConsumer<Member>,
+    states: Vec<PartitionState>,
+    mode: CommitMode,
+) -> Result<()> {
+    if states.is_empty() {
+        return Ok(());
+    }
+    let mut group = consumer.context().group();
+    match group.as_mut() {
+        Some(g) => g.save(consumer, states, mode),
+        None => Ok(()),
+    }
+}
+
+/// The group changed this member's partitions (`now`): with state per partition, the
+/// command drops the revoked ones' (saved in the callback) and restores the new ones' from
+/// the changelog, before any of their records. `owned` are those it keeps state for.
+pub fn restore(
+    consumer: &BaseConsumer<Member>,
+    feed: &mut Feed,
+    owned: &mut Vec<i32>,
+    now: &[i32],
+) -> Result<()> {
+    let mut group = consumer.context().group();
+    let Some(g) = group.as_mut() else {
+        return Ok(());
+    };
+    if let Some(e) = g.failure.take() {
+        return Err(e);
+    }
+    let revoked = std::mem::take(&mut g.revoked);
+    owned.retain(|p| !revoked.contains(p));
+    let new: Vec<i32> = now.iter().copied().filter(|p| !owned.contains(p)).collect();
+    let states = g.changelog.read(&new)?;
+    drop(group);
+    *owned = now.to_vec();
+    feed.restored(now.to_vec(), states)
+}
+
+/// How a consumer-group member keeps its partitions' states: the command gives them up
+/// through `revoker`, and they are saved in the changelog, then their offsets committed.
+struct GroupState {
+    revoker: Revoker,
+    changelog: Changelog,
+    topic: String,
+    /// Partitions revoked since the read loop last looked.
+    revoked: Vec<i32>,
+    /// The next offset of each partition's latest save: an older one that comes later (a
+    /// periodic save overtaken by a revocation) is not written over it.
+    saved: HashMap<i32, i64>,
+    /// The first failure of a save inside a rebalance callback, for the read loop to report.
+    failure: Option<Error>,
+}
+
+impl GroupState {
+    /// Saves the `states` of partitions still assigned: one revoked since the command handed
+    /// its state over had a newer one saved as it went (or, lost, is another member's).
+    fn save(
+        &mut self,
+        consumer: &BaseConsumer<Member>,
+        mut states: Vec<PartitionState>,
+        mode: CommitMode,
+    ) -> Result<()> {
+        if let Ok(assigned) = consumer.assignment() {
+            states.retain(|s| assigned.find_partition(&self.topic, s.partition).is_some());
+        }
+        self.write(consumer, states, mode)
+    }
+
+    /// Saves `states` in the changelog and, once the broker has them, commits their offsets:
+    /// the group's offsets never run ahead of the saved states.
+    fn write(
+        &mut self,
+        consumer: &BaseConsumer<Member>,
+        states: Vec<PartitionState>,
+        mode: CommitMode,
+    ) -> Result<()> {
+        let newer: Vec<PartitionState> = states
+            .into_iter()
+            .filter(|s| {
+                self.saved
+                    .get(&s.partition)
+                    .is_none_or(|&n| s.next_offset >= n)
+            })
+            .collect();
+        if newer.is_empty() {
+            return Ok(());
+        }
+        self.changelog.write(&newer)?;
+        let mut offsets = TopicPartitionList::new();
+        for s in &newer {
+            self.saved.insert(s.partition, s.next_offset);
+            offsets
+                .add_partition_offset(&self.topic, s.partition, Offset::Offset(s.next_offset))
+                .map_err(|e| Error::Usage(format!("partition {}: {e}", s.partition)))?;
+        }
+        match consumer.commit(&offsets, mode) {
+            // A partition moved on meanwhile: its next owner commits; the state is saved.
+            Ok(()) | Err(KafkaError::ConsumerCommit(_)) => Ok(()),
+            Err(e) => Err(Error::Unreachable(format!("cannot commit offsets: {e}"))),
+        }
+    }
+
+    /// The group takes `partitions` away: the command hands over their states, which are
+    /// saved and committed before the callback returns and the group moves them.
+    fn revoke(&mut self, consumer: &BaseConsumer<Member>, partitions: Vec<i32>) {
+        self.revoked.extend(&partitions);
+        // Lost for a missed heartbeat: another member may own them already, so their state
+        // is not written over its own; the command drops them.
+        let lost = consumer.assignment_lost();
+        if lost {
+            let names: Vec<String> = partitions.iter().map(i32::to_string).collect();
+            eprintln!(
+                "weir: the group took partitions {} of '{}' from this member, which it had not heard from in time: their next owners repeat the output since their last saved states",
+                names.join(", "),
+                self.topic
+            );
+        }
+        let Some(states) = self.revoker.revoke(partitions) else {
+            return;
+        };
+        if lost {
+            return;
+        }
+        if let Err(e) = self.write(consumer, states, CommitMode::Sync) {
+            self.failure.get_or_insert(e);
+        }
+    }
+}

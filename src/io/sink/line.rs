@@ -1,0 +1,158 @@
+//! The sink a command holds: one of the kinds of `Sink`, opened from a checked `SinkPlan`,
+//! dispatched statically since every record passes here.
+
+use std::io::BufWriter;
+use std::path::Path;
+
+use super::file::FileSink;
+use super::kafka::KafkaLines;
+use super::kinesis::KinesisLines;
+use super::output_file::OutputFile;
+use super::plan::SinkPlan;
+use crate::error::{Fault, Result};
+use crate::io::spec::SinkSpec;
+use crate::runtime::checkpoint::{committed, Restored};
+use crate::runtime::sink::{Outgoing, Sink, SinkLength};
+
+/// The sink a command writes to.
+pub struct LineSink {
+    out: Out,
+}
+
+/// One variant per kind of sink, dispatched statically: every record passes here.
+enum Out {
+    File(FileSink),
+    Kafka(Box<KafkaLines>),
+    Kinesis(Box<KinesisLines>),
+}
+
+impl LineSink {
+    /// Opens the sink of a checked plan: creates or truncates a file, or connects.
+    pub fn open(plan: &SinkPlan) -> Result<LineSink> {
+        LineSink::open_resumed(plan, None)
+    }
+
+    /// Opens the sink; restoring a checkpoint, a file is cut back to the length the
+    /// `restored` run committed.
+    pub fn open_resumed(plan: &SinkPlan, restored: Option<&Restored>) -> Result<LineSink> {
+        let out = match &plan.spec {
+            SinkSpec::Stdout => Out::File(FileSink::stdout()?),
+            SinkSpec::File(path) => Out::File(FileSink::open(
+                path,
+                "output file",
+                committed(restored, path),
+            )?),
+            SinkSpec::Kafka(k) => {
+                Out::Kafka(Box::new(KafkaLines::open(k, &plan.client, &plan.fields)?))
+            }
+            SinkSpec::Kinesis(k) => {
+                Out::Kinesis(Box::new(KinesisLines::open(k, &plan.aws, &plan.fields)?))
+            }
+        };
+        Ok(LineSink { out })
+    }
+
+    /// Creates (or truncates) a side file: `--late-output`, `--duplicates`, `--dead-letter`
+    /// (`what` names it in an error); restoring a checkpoint, cuts it back to the length the
+    /// `restored` run committed.
+    pub fn open_file(path: &Path, what: &str, restored: Option<&Restored>) -> Result<LineSink> {
+        Ok(LineSink {
+            out: Out::File(FileSink::open(path, what, committed(restored, path))?),
+        })
+    }
+
+    /// `close` for a sink whose buffer was flushed already (through `file_writer`).
+    pub(super) fn closed(&self) -> Result<()> {
+        match &self.out {
+            Out::File(f) => f.end(),
+            Out::Kafka(_) | Out::Kinesis(_) => Ok(()),
+        }
+    }
+
+    /// `durable` for a sink whose buffer was flushed already (through `file_writer`).
+    pub(super) fn synced(&self) -> Result<Option<SinkLength>> {
+        match &self.out {
+            Out::File(f) => f.synced(),
+            Out::Kafka(_) | Out::Kinesis(_) => Ok(None),
+        }
+    }
+
+    /// The buffered file under a file sink, for the csv crate's writer.
+    pub(super) fn file_writer(&mut self) -> Option<&mut BufWriter<OutputFile>> {
+        match &mut self.out {
+            Out::File(f) => Some(f.writer()),
+            Out::Kafka(_) | Out::Kinesis(_) => None,
+        }
+    }
+
+    pub(super) fn line_buffered(&self) -> bool {
+        matches!(&self.out, Out::File(f) if f.line_buffered)
+    }
+}
+
+impl Sink for LineSink {
+    #[inline]
+    fn write_record(&mut self, line: &[u8]) -> Result<(), Fault> {
+        match &mut self.out {
+            Out::File(f) => f.write_record(line),
+            Out::Kafka(k) => k.write_record(line),
+            Out::Kinesis(k) => k.write_record(line),
+        }
+    }
+
+    fn send(&mut self, record: &Outgoing<'_>) -> Result<(), Fault> {
+        match &mut self.out {
+            Out::File(f) => f.send(record),
+            Out::Kafka(k) => k.send(record),
+            Out::Kinesis(k) => k.send(record),
+        }
+    }
+
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        match &mut self.out {
+            Out::File(f) => f.write_raw(bytes),
+            Out::Kafka(k) => k.write_raw(bytes),
+            Out::Kinesis(k) => k.write_raw(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        match &mut self.out {
+            Out::File(f) => f.flush(),
+            Out::Kafka(k) => k.flush(),
+            Out::Kinesis(k) => k.flush(),
+        }
+    }
+
+    fn idle(&mut self) -> Result<()> {
+        match &mut self.out {
+            Out::File(f) => f.idle(),
+            Out::Kafka(k) => k.idle(),
+            Out::Kinesis(k) => k.idle(),
+        }
+    }
+
+    fn durable(&mut self) -> Result<Option<SinkLength>> {
+        match &mut self.out {
+            Out::File(f) => f.durable(),
+            Out::Kafka(k) => k.durable(),
+            Out::Kinesis(k) => k.durable(),
+        }
+    }
+
+    fn close(&mut self) -> Result<()> {
+        match &mut self.out {
+            Out::File(f) => f.close(),
+            Out::Kafka(k) => k.close(),
+            Out::Kinesis(k) => k.close(),
+        }
+    }
+
+    fn name(&self) -> String {
+        match &self.out {
+            Out::File(f) => f.name(),
+            Out::Kafka(k) => k.name(),
+            Out::Kinesis(k) => k.name(),
+        }
+    }
+}
