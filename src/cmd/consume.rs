@@ -3,14 +3,12 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use super::plan::{self, KeepingArgs};
 use crate::cli::ConsumeArgs;
 use crate::core::envelope::{KcatFormat, Render};
 use crate::core::record::Extractor;
 use crate::core::saved;
-use crate::core::time::{now_millis, Millis, TimeFormat};
+use crate::core::time::{now_millis, TimeFormat, TimeRange};
 use crate::error::{Error, Fault, Result};
 use crate::io::sink::{LineSink, RecordFields, SinkPlan};
 use crate::runtime::{
@@ -26,23 +24,6 @@ pub fn run(args: ConsumeArgs, stop: &AtomicBool) -> Result<()> {
         || Consume::plan(&args),
         stop,
     )
-}
-
-/// Event-time bounds `[from, to)`; `None` is open.
-#[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-struct TimeRange {
-    from: Option<Millis>,
-    to: Option<Millis>,
-}
-
-impl TimeRange {
-    fn contains(&self, t: Millis) -> bool {
-        self.from.is_none_or(|f| t >= f) && self.to.is_none_or(|to| t < to)
-    }
-
-    fn is_open(&self) -> bool {
-        self.from.is_none() && self.to.is_none()
-    }
 }
 
 /// A consume run's own part, checked.
@@ -144,8 +125,7 @@ fn ndjson_range(args: &ConsumeArgs) -> Result<TimeRange> {
             "-J and -f describe Kafka and Kinesis records; NDJSON input is written as it is".into(),
         ));
     }
-    let (from, to) = plan::ndjson_time_range(&args.input.broker, now_millis())?;
-    let range = TimeRange { from, to };
+    let range = plan::ndjson_time_range(&args.input.broker, now_millis())?;
     if !range.is_open() && args.time.time.is_none() {
         return Err(Error::Usage(
             "--from/--to with a time need --time FIELD on NDJSON input".into(),
@@ -227,23 +207,5 @@ impl RecordStep for ConsumeStep {
 
     fn close(&mut self, _: &mut Counters) -> Result<()> {
         self.sink.close()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn range_is_half_open() {
-        let r = TimeRange {
-            from: Some(10),
-            to: Some(20),
-        };
-        assert!(!r.contains(9));
-        assert!(r.contains(10));
-        assert!(r.contains(19));
-        assert!(!r.contains(20));
-        assert!(TimeRange::default().contains(i64::MIN));
     }
 }

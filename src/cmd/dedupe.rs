@@ -11,7 +11,7 @@ use crate::cli::{DedupeArgs, HorizonBy};
 use crate::core::dedupe::Verdict;
 use crate::core::dedupe_task::{Held, Task, TaskSpec, TaskState};
 use crate::core::partitioned::{PartitionStates, PartitionTask, Tasks};
-use crate::core::record::{Extractor, FieldPath, RecordError};
+use crate::core::record::{Extractor, FieldList, RecordError};
 use crate::core::saved;
 use crate::core::time::{Millis, TimeFormat};
 use crate::core::watermark::MAX_PARTITIONS;
@@ -54,19 +54,15 @@ impl Dedupe {
             input.partitioning(args.partition_by.as_ref(), "has its own ids and watermark")?;
         let event_time = args.horizon.is_some() && args.horizon_by == HorizonBy::Event;
         check_watermark_flags(args, event_time)?;
-        let mut paths = args.ids.clone();
-        let time_at = args.time.time.clone().filter(|_| event_time).map(|t| {
-            paths.push(t);
-            paths.len() - 1
-        });
-        let partition_at = parts.field.filter(|_| event_time).map(|p| {
-            paths.push(p);
-            paths.len() - 1
-        });
+        // The id fields, then the time and partition an event-time horizon reads.
+        let mut fields = FieldList::default();
+        fields.add_all(args.ids.iter().cloned());
+        let time_at = fields.add_some(args.time.time.clone().filter(|_| event_time));
+        let partition_at = fields.add_some(parts.field.filter(|_| event_time));
         let s = &args.sink;
-        let fields = RecordFields::parse(s.key.as_ref(), &s.headers)?;
-        let sink = plan::sink_plan(&s.output, fields, &args.input.broker.client)?;
-        let job = job(args, &input, &paths, time_at, partition_at);
+        let record_fields = RecordFields::parse(s.key.as_ref(), &s.headers)?;
+        let sink = plan::sink_plan(&s.output, record_fields, &args.input.broker.client)?;
+        let job = job(args, &input, &fields, time_at, partition_at);
         let keeping = KeepingArgs {
             command: "dedupe",
             checkpoint: &args.checkpoint,
@@ -75,7 +71,7 @@ impl Dedupe {
         }
         .plan(&mut input, &sink.spec, &job)?;
         plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
-        let extractor = Arc::new(Extractor::new(paths));
+        let extractor = Arc::new(fields.extractor());
         let dedupe = Dedupe {
             sink,
             duplicates: args.duplicates.clone(),
@@ -135,14 +131,14 @@ fn check_watermark_flags(args: &DedupeArgs, event_time: bool) -> Result<()> {
 fn job(
     args: &DedupeArgs,
     input: &InputPlan,
-    paths: &[FieldPath],
+    fields: &FieldList,
     time_at: Option<usize>,
     partition_at: Option<usize>,
 ) -> String {
     let mut job = format!(
         "inputs {:?}, fields {:?}, {:?}, time at {time_at:?}, partition at {partition_at:?}, --horizon {:?} by {:?}, --delay {}, --max-keys {}, --keep {:?}, --exact-ids {}, --duplicates {:?}",
         input.job_source(),
-        paths.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
+        fields.names(),
         args.time.time_format,
         args.horizon,
         args.horizon_by,
@@ -177,15 +173,14 @@ impl Command for Dedupe {
         // A finished job's last checkpoint keeps no state.
         let saved: Option<StepState> = saved_state(restored)?;
         let spec = self.spec;
-        let mut tasks = match self.per_partition {
-            true => Tasks::per_partition(move || spec.fresh()),
-            false => Tasks::one(spec.fresh()),
+        let (first, started) = match saved {
+            Some(state) => (
+                Task::restored(spec.fresh(), state.task).map_err(Error::Usage)?,
+                clock_from(state.now),
+            ),
+            None => (spec.fresh(), Instant::now()),
         };
-        let mut started = Instant::now();
-        if let Some(state) = saved {
-            tasks.active = Task::restored(spec.fresh(), state.task).map_err(Error::Usage)?;
-            started = clock_from(state.now);
-        }
+        let tasks = Tasks::new(self.per_partition, first, move || spec.fresh());
         let sink = LineSink::open_resumed(&self.sink, restored)?;
         let duplicates = match &self.duplicates {
             Some(path) => Some(LineSink::open_file(path, "output file", restored)?),
@@ -335,14 +330,10 @@ impl RecordStep for DedupeStep {
             HorizonBy::Arrival => (self.now, self.now),
         };
         // `time_at` is set only for an event-time horizon.
-        let observe = self.time_at.is_some();
+        let observe = self.time_at.map(|_| (partition, self.now));
         let task = &mut self.tasks.active;
         if !task.ids.holding() {
-            let verdict = task.ids.check(id, t, clock);
-            if observe {
-                task.watermarks.observe(partition, t, self.now);
-            }
-            if verdict == Verdict::Duplicate {
+            if task.check(id, t, clock, observe) == Verdict::Duplicate {
                 self.drop_duplicate(line.bytes, counters)?;
             } else {
                 self.sink.write_record(line.bytes)?;
@@ -351,18 +342,10 @@ impl RecordStep for DedupeStep {
             return Ok(Flow::Continue);
         }
         // --keep last: a repeat takes the place of the record held so far, which is dropped.
-        let held = Held {
-            seq: task.seq as u64,
-            bytes: line.bytes.into(),
-        };
-        let replaced = task.ids.check_held(id, t, clock, held);
-        if observe {
-            task.watermarks.observe(partition, t, self.now);
-        }
-        if let Some(earlier) = replaced {
+        let released = &mut self.released;
+        if let Some(earlier) = task.hold(id, (t, clock), line.bytes, observe, released) {
             self.drop_duplicate(&earlier.bytes, counters)?;
         }
-        self.tasks.active.ids.take_released(&mut self.released);
         self.write_released(counters)?;
         Ok(Flow::Continue)
     }
@@ -433,19 +416,9 @@ impl RecordStep for DedupeStep {
             // No horizon: nothing expires.
             return Ok(());
         }
-        let mut released = std::mem::take(&mut self.released);
-        self.tasks.for_each(|task| {
-            let clock = match event_time {
-                true => {
-                    task.watermarks.tick(now);
-                    task.watermarks.current()
-                }
-                false => now,
-            };
-            task.ids.advance(clock);
-            task.ids.take_released(&mut released);
-        });
-        self.released = released;
+        let released = &mut self.released;
+        self.tasks
+            .for_each(|task| task.advance(now, event_time, released));
         if self.released.is_empty() {
             return Ok(());
         }

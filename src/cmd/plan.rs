@@ -6,8 +6,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::files;
-use crate::cli::{BrokerArgs, ChangelogArgs, CheckpointArgs, ClientArgs, InputArgs, ReportArgs};
-use crate::core::time::{check_range_order, LogPosition, Millis};
+use crate::cli::{
+    BrokerArgs, ChangelogArgs, CheckpointArgs, ClientArgs, InputArgs, ReportArgs, TimeArgs,
+};
+use crate::core::record::FieldPath;
+use crate::core::time::{Millis, TimeRange};
 use crate::error::{Error, Result};
 use crate::io::input::{ClientRequest, InputPlan, SourcePlan, SourceRequest};
 use crate::io::kafka::ChangelogPlan;
@@ -66,6 +69,17 @@ pub fn sink_plan(output: &str, fields: RecordFields, client: &ClientArgs) -> Res
         clients.kafka()?,
         clients.aws(),
     )
+}
+
+/// Where `command` writes its report: stdout or a file.
+pub fn report_sink(output: &str, command: &str) -> Result<SinkPlan> {
+    let refusal = format!("weir {command} writes its report to stdout or a file");
+    SinkPlan::text(SinkSpec::parse(output).map_err(Error::Usage)?, &refusal)
+}
+
+/// `--time`, which `command` cannot do without.
+pub fn required_time(time: &TimeArgs, command: &str) -> Result<FieldPath> {
+    (time.time.clone()).ok_or_else(|| Error::Usage(format!("weir {command} needs --time FIELD")))
 }
 
 /// Checks, once the plan holds and before the run, the files only its end writes.
@@ -145,80 +159,7 @@ fn checkpoint_plan(
     }))
 }
 
-/// `--from`/`--to` on NDJSON input: an event-time range `[from, to)`, `None` where open.
-pub fn ndjson_time_range(
-    broker: &BrokerArgs,
-    now: Millis,
-) -> Result<(Option<Millis>, Option<Millis>)> {
-    time_range(broker.from.as_deref(), broker.to.as_deref(), now)
-}
-
-fn time_range(
-    from_text: Option<&str>,
-    to_text: Option<&str>,
-    now: Millis,
-) -> Result<(Option<Millis>, Option<Millis>)> {
-    let from = ndjson_time_bound("--from", from_text, now)?;
-    let to = ndjson_time_bound("--to", to_text, now)?;
-    if let (Some(from), Some(to), Some(from_text), Some(to_text)) = (from, to, from_text, to_text) {
-        let (start, end) = (LogPosition::Time(from), LogPosition::Time(to));
-        check_range_order((&start, from_text), (&end, to_text)).map_err(Error::Usage)?;
-    }
-    Ok((from, to))
-}
-
-/// One bound on NDJSON input: only a time (or an open end) makes sense there.
-fn ndjson_time_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<Option<Millis>> {
-    let Some(text) = text else { return Ok(None) };
-    match LogPosition::parse(text, now).map_err(|e| Error::Usage(format!("{flag}: {e}")))? {
-        LogPosition::Time(t) => Ok(Some(t)),
-        LogPosition::Beginning if flag == "--from" => Ok(None),
-        LogPosition::End if flag == "--to" => Ok(None),
-        other => {
-            let why = match other {
-                LogPosition::Offset(_) => "offsets are a Kafka or Kinesis source's",
-                LogPosition::FromEnd(_) => {
-                    "a count back from the end is a Kafka or Kinesis source's"
-                }
-                LogPosition::Stored => "a group's stored offsets are a Kafka source's",
-                _ => "this bound reads nothing of NDJSON input",
-            };
-            Err(Error::Usage(format!(
-                "{flag} {text}: {why}; on NDJSON input give an RFC 3339 or relative time"
-            )))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bounds_on_ndjson() {
-        let now = 10_000_000;
-        assert_eq!(
-            ndjson_time_bound("--from", Some("-1s"), now).unwrap(),
-            Some(now - 1000)
-        );
-        assert_eq!(
-            ndjson_time_bound("--from", Some("beginning"), now).unwrap(),
-            None
-        );
-        assert_eq!(ndjson_time_bound("--to", Some("end"), now).unwrap(), None);
-        assert!(ndjson_time_bound("--from", Some("42"), now).is_err());
-        assert!(ndjson_time_bound("--from", Some("stored"), now).is_err());
-        assert!(ndjson_time_bound("--to", Some("beginning"), now).is_err());
-        let range = |from: &str, to: &str| time_range(Some(from), Some(to), now);
-        assert_eq!(
-            range("-2s", "-1s").unwrap(),
-            (Some(now - 2000), Some(now - 1000))
-        );
-        assert_eq!(
-            range("-1s", "-1s").unwrap(),
-            (Some(now - 1000), Some(now - 1000))
-        );
-        let backwards = range("2026-11-28T13:00:00Z", "2026-11-28T12:00:00Z").unwrap_err();
-        assert!(matches!(backwards, Error::Usage(ref m) if m.contains("comes after --to")));
-    }
+/// `--from`/`--to` on NDJSON input: an event-time range.
+pub fn ndjson_time_range(broker: &BrokerArgs, now: Millis) -> Result<TimeRange> {
+    TimeRange::parse(broker.from.as_deref(), broker.to.as_deref(), now).map_err(Error::Usage)
 }

@@ -13,7 +13,7 @@ use crate::core::envelope::read_envelope;
 use crate::core::pace::{Pace, PaceProgress, Pacer};
 use crate::core::record::{as_utf8, Extractor, RecordError};
 use crate::core::saved;
-use crate::core::time::{now_millis, Millis, TimeFormat};
+use crate::core::time::{now_millis, Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Fault, Result};
 use crate::io::input::InputPlan;
 use crate::io::sink::{LineSink, RecordFields, SinkPlan};
@@ -38,8 +38,7 @@ struct Replay {
     keep_partition: bool,
     time: Option<Arc<Extractor>>,
     time_format: TimeFormat,
-    from: Option<Millis>,
-    to: Option<Millis>,
+    range: TimeRange,
     pace: Pace,
     /// `-n`: stop after this many records sent.
     limit: Option<u64>,
@@ -49,8 +48,7 @@ struct Replay {
 #[derive(Debug, Serialize, Deserialize)]
 struct ReplayState {
     /// The time range as the first run resolved it (`-1h` stays the hour it first meant).
-    from: Option<Millis>,
-    to: Option<Millis>,
+    range: TimeRange,
     pace: PaceProgress,
     /// Milliseconds since the run started: a resumed run's clock goes on from here, so it
     /// keeps the pace rather than catching up in a burst or waiting the whole run again.
@@ -63,7 +61,7 @@ impl Replay {
         // A broker source's records reach us as envelopes.
         let envelope = args.envelope || input.is_broker();
         check_envelope_flags(args, envelope)?;
-        let (from, to) = time_range(args, &input, envelope)?;
+        let range = time_range(args, &input, envelope)?;
         let sink = replay_sink(args, envelope)?;
         let time = (!envelope)
             .then(|| args.time.time.clone())
@@ -99,8 +97,7 @@ impl Replay {
             keep_partition: args.keep_partition,
             time,
             time_format: args.time.time_format.clone(),
-            from,
-            to,
+            range,
             pace,
             limit: args.count,
         };
@@ -137,21 +134,17 @@ fn check_envelope_flags(args: &ReplayArgs, envelope: bool) -> Result<()> {
 }
 
 /// On NDJSON input --from/--to are a time range, of the envelope timestamp or --time.
-fn time_range(
-    args: &ReplayArgs,
-    input: &InputPlan,
-    envelope: bool,
-) -> Result<(Option<Millis>, Option<Millis>)> {
+fn time_range(args: &ReplayArgs, input: &InputPlan, envelope: bool) -> Result<TimeRange> {
     if input.is_broker() {
-        return Ok((None, None));
+        return Ok(TimeRange::default());
     }
-    let (from, to) = plan::ndjson_time_range(&args.input.broker, now_millis())?;
-    if (from.is_some() || to.is_some()) && !envelope && args.time.time.is_none() {
+    let range = plan::ndjson_time_range(&args.input.broker, now_millis())?;
+    if !range.is_open() && !envelope && args.time.time.is_none() {
         return Err(Error::Usage(
             "--from/--to on NDJSON input need --time FIELD (or envelopes, -J)".into(),
         ));
     }
-    Ok((from, to))
+    Ok(range)
 }
 
 /// Where records go: envelopes with their own keys, or lines keyed by `--key`.
@@ -193,111 +186,118 @@ impl Command for Replay {
 
     fn open(self, restored: Option<&Restored>) -> Result<ReplayStep> {
         let mut step = ReplayStep {
-            sink: None,
+            sink: LineSink::discard(),
             envelope: self.envelope,
             keep_partition: self.keep_partition,
             time: self.time,
             time_format: self.time_format,
-            from: self.from,
-            to: self.to,
+            range: self.range,
             pacer: Pacer::new(self.pace),
             started: Instant::now(),
             limit: self.limit,
         };
         if let Some(state) = saved_state::<ReplayState>(restored)? {
-            (step.from, step.to) = (state.from, state.to);
+            step.range = state.range;
             step.pacer = Pacer::resume(self.pace, state.pace);
             step.started = clock_from(state.elapsed);
         }
-        step.sink = match &self.sink {
-            Some(sink) => Some(LineSink::open_resumed(sink, restored)?),
-            None => None,
-        };
+        if let Some(sink) = &self.sink {
+            step.sink = LineSink::open_resumed(sink, restored)?;
+        }
         Ok(step)
     }
 }
 
 struct ReplayStep {
-    /// None on --dry-run.
-    sink: Option<LineSink>,
+    /// One that keeps nothing on --dry-run.
+    sink: LineSink,
     envelope: bool,
     keep_partition: bool,
     time: Option<Arc<Extractor>>,
     time_format: TimeFormat,
-    from: Option<Millis>,
-    to: Option<Millis>,
+    range: TimeRange,
     pacer: Pacer,
     started: Instant,
     limit: Option<u64>,
 }
 
 impl ReplayStep {
-    fn in_range(&self, t: Option<Millis>) -> bool {
-        match t {
-            None => self.from.is_none() && self.to.is_none(),
-            Some(t) => self.from.is_none_or(|f| t >= f) && self.to.is_none_or(|to| t < to),
-        }
-    }
-
     /// How long before the next record (at time `t`) is due, if it is not due now. Short
     /// waits are left to add up: due times are absolute, so nothing drifts.
     fn wait_for(&mut self, t: Option<Millis>) -> Option<Duration> {
         let wait = self.pacer.wait_before(self.started.elapsed(), t);
         (wait >= Duration::from_millis(1)).then_some(wait)
     }
+
+    /// Sends an envelope as the record it describes: its key, headers, timestamp, and with
+    /// --keep-partition its partition. `Ok(None)` when it is sent; else why not yet.
+    fn send_envelope(
+        &mut self,
+        line: &Line<'_>,
+        counters: &mut Counters,
+    ) -> Result<Option<Flow>, Fault> {
+        let text = as_utf8(line.bytes)?;
+        let record = read_envelope(text).map_err(|e| RecordError::BadValue {
+            path: "(envelope)".into(),
+            reason: e.to_string(),
+        })?;
+        if !self.range.admits(record.timestamp) {
+            counters.filtered += 1;
+            return Ok(Some(Flow::Continue));
+        }
+        if let Some(wait) = self.wait_for(record.timestamp) {
+            return Ok(Some(Flow::Wait(wait)));
+        }
+        let headers: Vec<(&str, Option<&[u8]>)> = record
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_deref()))
+            .collect();
+        self.sink.send(&Outgoing {
+            value: record.value.as_deref(),
+            key: record.key.as_deref(),
+            headers: &headers,
+            timestamp: record.timestamp,
+            partition: record.partition.filter(|_| self.keep_partition),
+        })?;
+        Ok(None)
+    }
+
+    /// Writes a line as it is, at its time's pace. `Ok(None)` when it is written; else why
+    /// not yet.
+    fn send_line(
+        &mut self,
+        line: &Line<'_>,
+        counters: &mut Counters,
+    ) -> Result<Option<Flow>, Fault> {
+        let t = match &self.time {
+            Some(x) => Some(line.time(0, x, &self.time_format)?),
+            None => None,
+        };
+        if !self.range.admits(t) {
+            counters.filtered += 1;
+            return Ok(Some(Flow::Continue));
+        }
+        if let Some(wait) = self.wait_for(t) {
+            return Ok(Some(Flow::Wait(wait)));
+        }
+        self.sink.write_record(line.bytes)?;
+        Ok(None)
+    }
 }
 
 impl RecordStep for ReplayStep {
     fn durable(&mut self) -> Result<()> {
-        match &mut self.sink {
-            Some(sink) => sink.flush(),
-            None => Ok(()),
-        }
+        self.sink.flush()
     }
 
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
-        if self.envelope {
-            let text = as_utf8(line.bytes)?;
-            let record = read_envelope(text).map_err(|e| RecordError::BadValue {
-                path: "(envelope)".into(),
-                reason: e.to_string(),
-            })?;
-            if !self.in_range(record.timestamp) {
-                counters.filtered += 1;
-                return Ok(Flow::Continue);
-            }
-            if let Some(wait) = self.wait_for(record.timestamp) {
-                return Ok(Flow::Wait(wait));
-            }
-            if let Some(sink) = &mut self.sink {
-                let headers: Vec<(&str, Option<&[u8]>)> = record
-                    .headers
-                    .iter()
-                    .map(|(n, v)| (n.as_str(), v.as_deref()))
-                    .collect();
-                sink.send(&Outgoing {
-                    value: record.value.as_deref(),
-                    key: record.key.as_deref(),
-                    headers: &headers,
-                    timestamp: record.timestamp,
-                    partition: record.partition.filter(|_| self.keep_partition),
-                })?;
-            }
-        } else {
-            let t = match &self.time {
-                Some(x) => Some(line.time(0, x, &self.time_format)?),
-                None => None,
-            };
-            if !self.in_range(t) {
-                counters.filtered += 1;
-                return Ok(Flow::Continue);
-            }
-            if let Some(wait) = self.wait_for(t) {
-                return Ok(Flow::Wait(wait));
-            }
-            if let Some(sink) = &mut self.sink {
-                sink.write_record(line.bytes)?;
-            }
+        let not_yet = match self.envelope {
+            true => self.send_envelope(line, counters)?,
+            false => self.send_line(line, counters)?,
+        };
+        if let Some(flow) = not_yet {
+            return Ok(flow);
         }
         self.pacer.sent();
         counters.written += 1;
@@ -310,33 +310,22 @@ impl RecordStep for ReplayStep {
 
     fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
         let state = ReplayState {
-            from: self.from,
-            to: self.to,
+            range: self.range,
             pace: self.pacer.progress(),
             elapsed: self.started.elapsed().as_millis() as Millis,
         };
-        let sinks = match &mut self.sink {
-            Some(sink) => sink.durable()?.into_iter().collect(),
-            None => Vec::new(),
-        };
         Ok(StepCheckpoint {
             state: saved::encode(&state),
-            sinks,
+            sinks: self.sink.durable()?.into_iter().collect(),
         })
     }
 
     fn idle(&mut self) -> Result<()> {
-        match &mut self.sink {
-            Some(sink) => sink.idle(),
-            None => Ok(()),
-        }
+        self.sink.idle()
     }
 
     fn close(&mut self, _: &mut Counters) -> Result<()> {
         // Every record handed to the sink is delivered (or reported) before we exit.
-        match &mut self.sink {
-            Some(sink) => sink.close(),
-            None => Ok(()),
-        }
+        self.sink.close()
     }
 }

@@ -1,7 +1,6 @@
 //! `weir window`: event-time window aggregates, wiring a source, the window operator and a
 //! table sink.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -13,20 +12,20 @@ use serde::{Deserialize, Serialize};
 use super::plan::{self, KeepingArgs};
 use crate::cli::WindowArgs;
 use crate::core::aggregate::{
-    is_plain_name, prepare, AggInput, AggKind, AggSpec, Cell, Columns, JsonColumns,
+    is_plain_name, parse_percentile, prepare, AggInput, AggKind, AggSpec,
 };
 use crate::core::partitioned::{PartitionStates, Tasks};
-use crate::core::record::{Extractor, FieldPath, RecordError};
+use crate::core::record::{Extractor, FieldList, FieldPath, RecordError};
 use crate::core::saved;
 use crate::core::time::{human_duration, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::{
-    EmitMode, Outcome, Row, TooManyWindows, WindowConfig, WindowKind, WindowOperator, WindowState,
-    KEY_SEPARATOR,
+    check_column_names, EmitMode, Outcome, Row, RowColumns, TooManyWindows, WindowConfig,
+    WindowKind, WindowOperator, WindowState, KEY_SEPARATOR,
 };
 use crate::error::{Error, Fault, Result};
 use crate::io::input::InputPlan;
-use crate::io::sink::{CsvRow, LineSink, RecordFields, SinkPlan, TableFormat, TableWriter};
+use crate::io::sink::{LineSink, RecordFields, SinkPlan, TableFormat, TableWriter};
 use crate::io::spec::SinkSpec;
 use crate::runtime::{
     clock_from, run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep,
@@ -73,17 +72,13 @@ impl Fields {
         values: Vec<FieldPath>,
         aggs: &[AggSpec],
     ) -> Fields {
-        let mut paths = vec![time];
-        let partition_at = partition_by.map(|p| {
-            paths.push(p);
-            paths.len() - 1
-        });
-        let keys_at = paths.len();
-        paths.extend(keys.iter().cloned());
-        let values_at = paths.len();
-        paths.extend(values);
+        let mut list = FieldList::default();
+        list.add(time);
+        let partition_at = list.add_some(partition_by);
+        let keys_at = list.add_all(keys.iter().cloned());
+        let values_at = list.add_all(values);
         Fields {
-            extractor: Arc::new(Extractor::new(paths)),
+            extractor: Arc::new(list.extractor()),
             partition_at,
             keys_at,
             agg_fields: aggs
@@ -96,11 +91,7 @@ impl Fields {
 
 impl Windowing {
     fn plan(args: &WindowArgs, matches: &ArgMatches) -> Result<RunPlan<Windowing>> {
-        let time = args
-            .time
-            .time
-            .clone()
-            .ok_or_else(|| Error::Usage("weir window needs --time FIELD".into()))?;
+        let time = plan::required_time(&args.time, "window")?;
         let mut input = plan::input_plan(&args.input, false)?;
         // A group member's partitions are tasks of their own, each with its own watermark.
         let parts = input.partitioning(
@@ -110,7 +101,7 @@ impl Windowing {
         let kind = window_kind(args)?;
         let (aggs, value_paths) = aggregate_specs(args, matches)?;
         let key_columns: Vec<String> = args.keys.iter().map(FieldPath::column_name).collect();
-        check_column_names(&key_columns, &aggs)?;
+        check_column_names(&key_columns, &aggs).map_err(Error::Usage)?;
         // One extractor pulls every field the command needs in one pass over the line.
         let fields = Fields::new(time, parts.field, &args.keys, value_paths, &aggs);
         let sink = row_sink(args)?;
@@ -208,13 +199,10 @@ impl Windowing {
     /// watermark.
     fn operators(&self) -> Tasks<WindowOperator> {
         let watermarks = Watermarks::new(self.delay, self.idle_timeout);
+        let first = WindowOperator::new(self.config.clone(), watermarks.clone());
         let config = self.config.clone();
-        match self.per_partition {
-            true => Tasks::per_partition(move || {
-                WindowOperator::new(config.clone(), watermarks.clone())
-            }),
-            false => Tasks::one(WindowOperator::new(config, watermarks)),
-        }
+        let fresh = move || WindowOperator::new(config.clone(), watermarks.clone());
+        Tasks::new(self.per_partition, first, fresh)
     }
 }
 
@@ -230,18 +218,18 @@ impl Command for Windowing {
             None => None,
         };
         let aggs_plain = self.config.aggs.iter().all(|a| is_plain_name(&a.name));
+        // Percentile columns add only `_p99`-style suffixes to a plain name.
+        let plain_names = self.key_columns.iter().all(|k| is_plain_name(k)) && aggs_plain;
         let ops = self.operators();
         let mut step = WindowStep {
             ops,
             fields: self.fields,
             time_format: self.time_format,
             by_source_partition: self.by_source_partition,
-            plain_names: self.key_columns.iter().all(|k| is_plain_name(k)) && aggs_plain,
             key_columns: self.key_columns,
             marks: self.config.allowed_lateness > 0 || self.config.emit == EmitMode::Updates,
             partitions: PartitionIds::default(),
-            table: TableWriter::new(sink, self.format),
-            csv_row: CsvRow::default(),
+            table: TableWriter::new(sink, self.format, plain_names),
             late,
             rows: Vec::new(),
             key: String::new(),
@@ -320,32 +308,61 @@ fn window_kind(args: &WindowArgs) -> Result<WindowKind> {
     }
 }
 
+/// An aggregate as the command line gives it: where its flag is, what it computes, the
+/// field it reads and its column name.
+type AggItem = (usize, AggKind, Option<FieldPath>, String);
+
 /// The aggregates in command-line order, with their output names, and the value fields they
 /// read (deduplicated; `AggSpec::field` indexes into them).
 fn aggregate_specs(
     args: &WindowArgs,
     matches: &ArgMatches,
 ) -> Result<(Vec<AggSpec>, Vec<FieldPath>)> {
-    let position = |id: &str, n: usize| -> Vec<usize> {
-        let got: Vec<usize> = matches
-            .indices_of(id)
-            .map(Iterator::collect)
-            .unwrap_or_default();
-        // Without parse positions (a library caller), keep the order of the struct.
-        if got.len() == n {
-            got
-        } else {
-            (0..n).collect()
-        }
-    };
-    let mut items: Vec<(usize, AggKind, Option<FieldPath>, String)> = Vec::new();
-    if args.count {
-        items.push((
-            position("count", 1)[0],
-            AggKind::Count,
-            None,
-            "count".into(),
+    let mut items = aggregate_items(args, matches)?;
+    if items.is_empty() {
+        return Err(Error::Usage(
+            "give at least one aggregate: --count, --sum F, --min F, --max F, --avg F, --distinct F, --percentile F:p50,p99, --first F, --last F".into(),
         ));
+    }
+    items.sort_by_key(|(at, ..)| *at);
+    name_aggregates(&mut items, args, matches)?;
+    let mut value_paths: Vec<FieldPath> = Vec::new();
+    let specs = items
+        .into_iter()
+        .map(|(_, kind, field, name)| {
+            let field = field.map(|f| match value_paths.iter().position(|p| *p == f) {
+                Some(i) => i,
+                None => {
+                    value_paths.push(f);
+                    value_paths.len() - 1
+                }
+            });
+            AggSpec { kind, field, name }
+        })
+        .collect();
+    Ok((specs, value_paths))
+}
+
+/// Where each of `n` values of flag `id` stood on the command line.
+fn positions(matches: &ArgMatches, id: &str, n: usize) -> Vec<usize> {
+    let got: Vec<usize> = matches
+        .indices_of(id)
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    // Without parse positions (a library caller), keep the order of the struct.
+    if got.len() == n {
+        got
+    } else {
+        (0..n).collect()
+    }
+}
+
+/// Every aggregate flag, with where it stood and its default column name.
+fn aggregate_items(args: &WindowArgs, matches: &ArgMatches) -> Result<Vec<AggItem>> {
+    let mut items: Vec<AggItem> = Vec::new();
+    if args.count {
+        let at = positions(matches, "count", 1)[0];
+        items.push((at, AggKind::Count, None, "count".into()));
     }
     let plain = [
         ("sum", AggKind::Sum, &args.sum),
@@ -357,35 +374,27 @@ fn aggregate_specs(
         ("last", AggKind::Last, &args.last),
     ];
     for (id, kind, fields) in plain {
-        for (at, field) in position(id, fields.len()).into_iter().zip(fields.iter()) {
-            items.push((
-                at,
-                kind.clone(),
-                Some(field.clone()),
-                format!("{id}_{}", field.column_name()),
-            ));
+        for (at, field) in positions(matches, id, fields.len()).into_iter().zip(fields) {
+            let name = format!("{id}_{}", field.column_name());
+            items.push((at, kind.clone(), Some(field.clone()), name));
         }
     }
-    for (at, text) in position("percentile", args.percentile.len())
+    let percentiles = &args.percentile;
+    for (at, text) in positions(matches, "percentile", percentiles.len())
         .into_iter()
-        .zip(&args.percentile)
+        .zip(percentiles)
     {
-        let (field, pcts) = parse_percentile(text)?;
-        items.push((
-            at,
-            AggKind::Percentile(pcts),
-            Some(field.clone()),
-            format!("p_{}", field.column_name()),
-        ));
+        let (field, pcts) = parse_percentile(text).map_err(Error::Usage)?;
+        let name = format!("p_{}", field.column_name());
+        items.push((at, AggKind::Percentile(pcts), Some(field), name));
     }
-    if items.is_empty() {
-        return Err(Error::Usage(
-            "give at least one aggregate: --count, --sum F, --min F, --max F, --avg F, --distinct F, --percentile F:p50,p99, --first F, --last F".into(),
-        ));
-    }
-    items.sort_by_key(|(at, ..)| *at);
+    Ok(items)
+}
+
+/// `--as NAME` names the aggregate before it on the command line.
+fn name_aggregates(items: &mut [AggItem], args: &WindowArgs, matches: &ArgMatches) -> Result<()> {
     let mut renamed = vec![false; items.len()];
-    for (at, name) in position("names", args.names.len())
+    for (at, name) in positions(matches, "names", args.names.len())
         .into_iter()
         .zip(&args.names)
     {
@@ -405,118 +414,7 @@ fn aggregate_specs(
         // A named percentile's columns are NAME_p50, NAME_p99.
         items[target].3 = name.clone();
     }
-    let mut value_paths: Vec<FieldPath> = Vec::new();
-    let specs = items
-        .into_iter()
-        .map(|(_, kind, field, name)| {
-            let field = field.map(|f| match value_paths.iter().position(|p| *p == f) {
-                Some(i) => i,
-                None => {
-                    value_paths.push(f);
-                    value_paths.len() - 1
-                }
-            });
-            AggSpec { kind, field, name }
-        })
-        .collect();
-    Ok((specs, value_paths))
-}
-
-/// Where a row's column comes from, to say why two share a name.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ColumnSource {
-    Key,
-    Own,
-    Aggregate,
-}
-
-impl ColumnSource {
-    fn one(self) -> &'static str {
-        match self {
-            ColumnSource::Key => "a --key field",
-            ColumnSource::Own => "weir's own",
-            ColumnSource::Aggregate => "an aggregate",
-        }
-    }
-}
-
-/// Two columns of one name would make rows that lose one of them: JSON readers keep the last
-/// of two equal names, and a CSV column is read by its name.
-fn check_column_names(key_columns: &[String], aggs: &[AggSpec]) -> Result<()> {
-    use ColumnSource::*;
-    let own = ["window_start", "window_end", "update", "retract"].map(|c| (c.to_string(), Own));
-    let keys = key_columns.iter().map(|c| (c.clone(), Key));
-    let aggregates = aggs
-        .iter()
-        .flat_map(AggSpec::columns)
-        .map(|c| (c, Aggregate));
-    let mut seen: HashMap<String, ColumnSource> = HashMap::new();
-    for (name, second) in keys.chain(own).chain(aggregates) {
-        let Some(first) = seen.insert(name.clone(), second) else {
-            continue;
-        };
-        let from = match (first, second) {
-            (Key, Key) => "two --key fields".to_string(),
-            (Aggregate, Aggregate) => "two aggregates".to_string(),
-            _ => format!("{} and {}", first.one(), second.one()),
-        };
-        let hint = match (first, second) {
-            (Aggregate, _) => ": give each once, or name one with --as NAME",
-            (_, Aggregate) => ": name the aggregate otherwise with --as NAME",
-            _ => "",
-        };
-        return Err(Error::Usage(format!(
-            "two columns of each row would be named '{name}' ({from}){hint}"
-        )));
-    }
     Ok(())
-}
-
-/// `amount:p50,p99,99.9` → (amount, [50, 99, 99.9]).
-fn parse_percentile(text: &str) -> Result<(FieldPath, Vec<f64>)> {
-    let usage = || {
-        Error::Usage(format!(
-            "--percentile {text}: expected FIELD:p50,p99 (percentiles in (0, 100])"
-        ))
-    };
-    let (field, list) = text.rsplit_once(':').ok_or_else(usage)?;
-    let field = FieldPath::parse(field).map_err(Error::Usage)?;
-    let pcts = list
-        .split(',')
-        .map(|p| {
-            p.trim()
-                .trim_start_matches('p')
-                .parse::<f64>()
-                .ok()
-                .filter(|p| *p > 0.0 && *p <= 100.0)
-        })
-        .collect::<Option<Vec<f64>>>()
-        .ok_or_else(usage)?;
-    Ok((field, pcts))
-}
-
-/// A result row's columns: key fields, window bounds, aggregates, and the update flag.
-fn fill_row(row: &Row, key_columns: &[String], aggs: &[AggSpec], out: &mut impl Columns) {
-    if let [column] = key_columns {
-        // One key field (the common case): its text is the whole key, nothing to split.
-        out.put(column, Cell::Json(&row.key));
-    } else {
-        for (column, text) in key_columns.iter().zip(row.key.split(KEY_SEPARATOR)) {
-            out.put(column, Cell::Json(text));
-        }
-    }
-    out.put("window_start", Cell::Time(row.start));
-    out.put("window_end", Cell::Time(row.end));
-    if row.retract {
-        out.put("retract", Cell::Bool(true));
-        return;
-    }
-    for (state, spec) in row.states.iter().zip(aggs) {
-        state.output(spec, out);
-    }
-    if row.update {
-        out.put("update", Cell::Bool(true));
-    }
 }
 
 struct WindowStep {
@@ -528,14 +426,10 @@ struct WindowStep {
     time_format: TimeFormat,
     by_source_partition: bool,
     key_columns: Vec<String>,
-    /// No column name needs JSON escaping (percentile columns add only `_p99`-style suffixes).
-    plain_names: bool,
     /// Rows can be updates or retractions (allowed lateness, or --emit updates).
     marks: bool,
     partitions: PartitionIds,
     table: TableWriter,
-    /// A CSV row's cells, reused from row to row.
-    csv_row: CsvRow,
     late: Option<LineSink>,
     rows: Vec<Row>,
     key: String,
@@ -564,44 +458,15 @@ impl WindowStep {
     }
 
     fn write_rows(&mut self) -> Result<()> {
-        let WindowStep {
-            ops,
-            rows,
-            table,
-            key_columns,
-            written,
-            plain_names,
-            marks,
-            csv_row,
-            ..
-        } = self;
-        for row in rows.drain(..) {
-            match &mut *table {
-                // NDJSON rows are written straight to bytes: no map per row.
-                TableWriter::Ndjson { sink, scratch } => {
-                    scratch.clear();
-                    scratch.push(b'{');
-                    let mut columns = JsonColumns {
-                        out: scratch,
-                        plain_names: *plain_names,
-                    };
-                    fill_row(&row, key_columns, ops.active.aggs(), &mut columns);
-                    scratch.push(b'}');
-                    sink.write_line(scratch)?;
-                }
-                csv => {
-                    csv_row.clear();
-                    fill_row(&row, key_columns, ops.active.aggs(), csv_row);
-                    if *marks {
-                        // CSV columns come from the first row: when rows can be updates or
-                        // retractions, every row carries both marks.
-                        csv_row.put_missing("update", Cell::Bool(false));
-                        csv_row.put_missing("retract", Cell::Bool(false));
-                    }
-                    csv.write_csv_row(csv_row)?;
-                }
-            }
-            *written += 1;
+        let aggs = self.ops.active.aggs();
+        for row in self.rows.drain(..) {
+            let columns = RowColumns {
+                row: &row,
+                key_columns: &self.key_columns,
+                aggs,
+            };
+            self.table.write_row(&columns, self.marks)?;
+            self.written += 1;
         }
         Ok(())
     }
@@ -780,20 +645,5 @@ impl RecordStep for WindowStep {
             late.close()?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentile_specs() {
-        let (f, p) = parse_percentile("value.latency:p50,p99.9,99").unwrap();
-        assert_eq!(f.as_str(), "value.latency");
-        assert_eq!(p, vec![50.0, 99.9, 99.0]);
-        assert!(parse_percentile("latency").is_err());
-        assert!(parse_percentile("latency:p0").is_err());
-        assert!(parse_percentile("latency:p101").is_err());
     }
 }

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use serde::{Deserialize, Serialize};
 
-use super::record::Scalar;
+use super::record::{FieldPath, Scalar};
 use super::saved;
 use super::time::Millis;
 
@@ -465,6 +465,11 @@ pub trait Columns {
     fn put(&mut self, name: &str, value: Cell<'_>);
 }
 
+/// A row that puts its own columns, in order.
+pub trait ToColumns {
+    fn fill(&self, out: &mut impl Columns);
+}
+
 /// Rows as JSON maps, for tests that compare them with `json!` values.
 #[cfg(test)]
 impl Columns for Map<String, Value> {
@@ -693,9 +698,38 @@ impl Distinct {
     }
 }
 
+/// `--percentile amount:p50,p99,99.9` → (amount, [50, 99, 99.9]).
+pub fn parse_percentile(text: &str) -> Result<(FieldPath, Vec<f64>), String> {
+    let usage = || format!("--percentile {text}: expected FIELD:p50,p99 (percentiles in (0, 100])");
+    let (field, list) = text.rsplit_once(':').ok_or_else(usage)?;
+    let field = FieldPath::parse(field)?;
+    let pcts = list
+        .split(',')
+        .map(|p| {
+            p.trim()
+                .trim_start_matches('p')
+                .parse::<f64>()
+                .ok()
+                .filter(|p| *p > 0.0 && *p <= 100.0)
+        })
+        .collect::<Option<Vec<f64>>>()
+        .ok_or_else(usage)?;
+    Ok((field, pcts))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentile_specs() {
+        let (f, p) = parse_percentile("value.latency:p50,p99.9,99").unwrap();
+        assert_eq!(f.as_str(), "value.latency");
+        assert_eq!(p, vec![50.0, 99.9, 99.0]);
+        assert!(parse_percentile("latency").is_err());
+        assert!(parse_percentile("latency:p0").is_err());
+        assert!(parse_percentile("latency:p101").is_err());
+    }
     use proptest::prelude::*;
 
     #[test]

@@ -71,6 +71,63 @@ pub struct TaskState {
     seq: Millis,
 }
 
+impl Task {
+    /// Judges a record (keep-first) of `id` at time `t` against `clock`; the watermark then
+    /// observes it, when the horizon is in event time (`observe`: its partition and the
+    /// processing time).
+    #[inline]
+    pub fn check(
+        &mut self,
+        id: &str,
+        t: Millis,
+        clock: Millis,
+        observe: Option<(usize, Millis)>,
+    ) -> Verdict {
+        let verdict = self.ids.check(id, t, clock);
+        if let Some((partition, now)) = observe {
+            self.watermarks.observe(partition, t, now);
+        }
+        verdict
+    }
+
+    /// Holds a record (`--keep last`) as `check` judges one, and returns the record it
+    /// replaces, a duplicate now; the held records whose groups ended go to `released`.
+    pub fn hold(
+        &mut self,
+        id: &str,
+        (t, clock): (Millis, Millis),
+        bytes: &[u8],
+        observe: Option<(usize, Millis)>,
+        released: &mut Vec<(Millis, Held)>,
+    ) -> Option<Held> {
+        let held = Held {
+            seq: self.seq as u64,
+            bytes: bytes.into(),
+        };
+        let replaced = self.ids.check_held(id, t, clock, held);
+        if let Some((partition, now)) = observe {
+            self.watermarks.observe(partition, t, now);
+        }
+        self.ids.take_released(released);
+        replaced
+    }
+
+    /// Time moves on without records, to `now`: the clock is the watermark for an
+    /// event-time horizon (a silent partition may go idle), else `now` itself. What expired
+    /// is forgotten, and the held records whose groups ended go to `released`.
+    pub fn advance(&mut self, now: Millis, event_time: bool, released: &mut Vec<(Millis, Held)>) {
+        let clock = match event_time {
+            true => {
+                self.watermarks.tick(now);
+                self.watermarks.current()
+            }
+            false => now,
+        };
+        self.ids.advance(clock);
+        self.ids.take_released(released);
+    }
+}
+
 impl PartitionTask for Task {
     type Saved = TaskState;
 

@@ -171,6 +171,7 @@ fn add_recent(drift: &mut BTreeMap<Millis, DriftBucket>, (start, counts): &(Mill
 }
 
 /// The whole profile, pure: the command feeds it records.
+#[derive(Clone)]
 pub struct Profile {
     delays: Vec<Millis>,
     targets: Vec<f64>,

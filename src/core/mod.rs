@@ -10,6 +10,7 @@ pub mod lag;
 pub mod lateness;
 pub mod pace;
 pub mod partitioned;
+pub mod profile_task;
 pub mod record;
 pub mod saved;
 pub mod scan;

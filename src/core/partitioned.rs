@@ -149,6 +149,15 @@ pub struct Tasks<T> {
 }
 
 impl<T> Tasks<T> {
+    /// The run's task, `first`; or, for a group member (`per_partition`), one per partition,
+    /// each starting as `fresh()`, `first` standing in until a partition is read.
+    pub fn new(per_partition: bool, first: T, fresh: impl Fn() -> T + 'static) -> Tasks<T> {
+        Tasks {
+            active: first,
+            parked: per_partition.then(|| PerPartition::new(fresh)),
+        }
+    }
+
     /// One task for the whole run.
     pub fn one(task: T) -> Tasks<T> {
         Tasks {

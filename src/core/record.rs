@@ -252,6 +252,46 @@ pub fn as_utf8(line: &[u8]) -> Result<&str, RecordError> {
     })
 }
 
+/// The fields a command reads, gathered for one `Extractor` (one pass over each line): each
+/// added one says where it will be.
+#[derive(Debug, Default)]
+pub struct FieldList {
+    paths: Vec<FieldPath>,
+}
+
+impl FieldList {
+    /// Adds `path`; its index.
+    pub fn add(&mut self, path: FieldPath) -> usize {
+        self.paths.push(path);
+        self.paths.len() - 1
+    }
+
+    /// Adds `path` if there is one; its index.
+    pub fn add_some(&mut self, path: Option<FieldPath>) -> Option<usize> {
+        path.map(|p| self.add(p))
+    }
+
+    /// Adds every one of `paths`; the index of the first.
+    pub fn add_all(&mut self, paths: impl IntoIterator<Item = FieldPath>) -> usize {
+        let first = self.paths.len();
+        self.paths.extend(paths);
+        first
+    }
+
+    pub fn paths(&self) -> &[FieldPath] {
+        &self.paths
+    }
+
+    /// The paths as written, for a job's description.
+    pub fn names(&self) -> Vec<&str> {
+        self.paths.iter().map(FieldPath::as_str).collect()
+    }
+
+    pub fn extractor(self) -> Extractor {
+        Extractor::new(self.paths)
+    }
+}
+
 /// Pulls a fixed set of fields out of each line, validating the whole line as it goes.
 #[derive(Debug)]
 pub struct Extractor {

@@ -184,15 +184,6 @@ fn parse_rfc3339(s: &str) -> Option<Result<Millis, TimeError>> {
 /// returns `None` and goes to chrono; the property tests hold the two to the same answers.
 /// `b` must be the bytes of a `str`: the hour cache starts with bytes UTF-8 never has.
 pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
-    fn num(b: &[u8]) -> Option<i64> {
-        b.iter().try_fold(0i64, |acc, &c| {
-            c.is_ascii_digit().then(|| acc * 10 + (c - b'0') as i64)
-        })
-    }
-    fn two(hi: u8, lo: u8) -> Option<i64> {
-        (hi.is_ascii_digit() && lo.is_ascii_digit())
-            .then(|| ((hi - b'0') * 10 + (lo - b'0')) as i64)
-    }
     let head: &[u8; 13] = b.first_chunk::<13>()?;
     if b.len() < 20 || b[13] != b':' || b[16] != b':' {
         return None;
@@ -207,11 +198,11 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
         if head[4] != b'-' || head[7] != b'-' || !matches!(head[10], b'T' | b't' | b' ') {
             return None;
         }
-        let seconds = hour_start_seconds(head, num)?;
+        let seconds = hour_start_seconds(head, digits)?;
         HOUR_START.set((*head, seconds));
         seconds
     };
-    let (minute, second) = (two(b[14], b[15])?, two(b[17], b[18])?);
+    let (minute, second) = (two_digits(b[14], b[15])?, two_digits(b[17], b[18])?);
     if minute > 59 || second > 59 {
         return None;
     }
@@ -231,18 +222,35 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
             return instant(m1 as i64 * 100 + m2 as i64 * 10 + m3 as i64, 0);
         }
     }
-    let mut i = 19;
+    let (millis, offset_minutes) = fraction_and_offset(&b[19..])?;
+    instant(millis, offset_minutes)
+}
+
+/// A decimal number of ASCII digits (no sign), if `b` is all digits.
+fn digits(b: &[u8]) -> Option<i64> {
+    b.iter().try_fold(0i64, |acc, &c| {
+        c.is_ascii_digit().then(|| acc * 10 + (c - b'0') as i64)
+    })
+}
+
+fn two_digits(hi: u8, lo: u8) -> Option<i64> {
+    (hi.is_ascii_digit() && lo.is_ascii_digit()).then(|| ((hi - b'0') * 10 + (lo - b'0')) as i64)
+}
+
+/// What follows the seconds: `[.fraction](Z|±HH:MM)`, as milliseconds (the fraction cut to
+/// three digits) and the offset in minutes.
+fn fraction_and_offset(b: &[u8]) -> Option<(i64, i64)> {
+    let mut i = 0;
     let mut millis = 0;
-    if b[i] == b'.' {
+    if b.first() == Some(&b'.') {
         i += 1;
-        let start = i;
         while i < b.len() && b[i].is_ascii_digit() {
-            if i - start < 3 {
+            if i <= 3 {
                 millis = millis * 10 + (b[i] - b'0') as i64;
             }
             i += 1;
         }
-        match i - start {
+        match i - 1 {
             0 => return None,
             1 => millis *= 100,
             2 => millis *= 10,
@@ -252,7 +260,7 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
     let offset_minutes = match &b[i..] {
         [b'Z' | b'z'] => 0,
         [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-            let (h, m) = (two(*h1, *h2)?, two(*m1, *m2)?);
+            let (h, m) = (two_digits(*h1, *h2)?, two_digits(*m1, *m2)?);
             if h > 23 || m > 59 {
                 return None;
             }
@@ -264,7 +272,7 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
         }
         _ => return None,
     };
-    instant(millis, offset_minutes)
+    Some((millis, offset_minutes))
 }
 
 thread_local! {
@@ -608,9 +616,116 @@ pub(crate) fn truncate_for_message(s: &str) -> &str {
     }
 }
 
+/// An event-time range `[from, to)`; `None` is open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TimeRange {
+    pub from: Option<Millis>,
+    pub to: Option<Millis>,
+}
+
+impl TimeRange {
+    pub fn contains(&self, t: Millis) -> bool {
+        self.from.is_none_or(|f| t >= f) && self.to.is_none_or(|to| t < to)
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.from.is_none() && self.to.is_none()
+    }
+
+    /// Whether a record at `t` is kept; one without a time only by an open range.
+    pub fn admits(&self, t: Option<Millis>) -> bool {
+        match t {
+            Some(t) => self.contains(t),
+            None => self.is_open(),
+        }
+    }
+
+    /// `--from` and `--to` as an event-time range (of NDJSON input), relative times
+    /// resolved against `now`: only times, or open ends, make sense there.
+    pub fn parse(
+        from_text: Option<&str>,
+        to_text: Option<&str>,
+        now: Millis,
+    ) -> Result<TimeRange, String> {
+        let from = time_bound("--from", from_text, now)?;
+        let to = time_bound("--to", to_text, now)?;
+        if let (Some(from), Some(to), Some(from_text), Some(to_text)) =
+            (from, to, from_text, to_text)
+        {
+            let (start, end) = (LogPosition::Time(from), LogPosition::Time(to));
+            check_range_order((&start, from_text), (&end, to_text))?;
+        }
+        Ok(TimeRange { from, to })
+    }
+}
+
+/// One bound of an event-time range: a time, or an open end.
+fn time_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<Option<Millis>, String> {
+    let Some(text) = text else { return Ok(None) };
+    match LogPosition::parse(text, now).map_err(|e| format!("{flag}: {e}"))? {
+        LogPosition::Time(t) => Ok(Some(t)),
+        LogPosition::Beginning if flag == "--from" => Ok(None),
+        LogPosition::End if flag == "--to" => Ok(None),
+        other => {
+            let why = match other {
+                LogPosition::Offset(_) => "offsets are a Kafka or Kinesis source's",
+                LogPosition::FromEnd(_) => {
+                    "a count back from the end is a Kafka or Kinesis source's"
+                }
+                LogPosition::Stored => "a group's stored offsets are a Kafka source's",
+                _ => "this bound reads nothing of NDJSON input",
+            };
+            Err(format!(
+                "{flag} {text}: {why}; on NDJSON input give an RFC 3339 or relative time"
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bounds_of_an_event_time_range() {
+        let now = 10_000_000;
+        assert_eq!(
+            time_bound("--from", Some("-1s"), now).unwrap(),
+            Some(now - 1000)
+        );
+        assert_eq!(time_bound("--from", Some("beginning"), now).unwrap(), None);
+        assert_eq!(time_bound("--to", Some("end"), now).unwrap(), None);
+        assert!(time_bound("--from", Some("42"), now).is_err());
+        assert!(time_bound("--from", Some("stored"), now).is_err());
+        assert!(time_bound("--to", Some("beginning"), now).is_err());
+        let range = |from: &str, to: &str| {
+            TimeRange::parse(Some(from), Some(to), now).map(|r| (r.from, r.to))
+        };
+        assert_eq!(
+            range("-2s", "-1s").unwrap(),
+            (Some(now - 2000), Some(now - 1000))
+        );
+        assert_eq!(
+            range("-1s", "-1s").unwrap(),
+            (Some(now - 1000), Some(now - 1000))
+        );
+        let backwards = range("2026-11-28T13:00:00Z", "2026-11-28T12:00:00Z").unwrap_err();
+        assert!(backwards.contains("comes after --to"), "{backwards}");
+    }
+
+    #[test]
+    fn range_is_half_open() {
+        let r = TimeRange {
+            from: Some(10),
+            to: Some(20),
+        };
+        assert!(!r.contains(9));
+        assert!(r.contains(10));
+        assert!(r.contains(19));
+        assert!(!r.contains(20));
+        assert!(TimeRange::default().contains(i64::MIN));
+        assert!(!r.admits(None) && TimeRange::default().admits(None));
+    }
 
     proptest! {
         /// Checking a pattern never panics, whatever specifiers and flags it holds; one it

@@ -8,13 +8,13 @@
 //! (window_end, key) order.
 
 use std::collections::hash_map::Entry as Entry_;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{AggInput, AggSpec, AggState};
+use super::aggregate::{AggInput, AggSpec, AggState, Cell, Columns, ToColumns};
 use super::partitioned::PartitionTask;
 use super::time::Millis;
 use super::watermark::Watermarks;
@@ -107,6 +107,90 @@ pub struct Row {
     pub states: States,
 }
 
+/// A row as columns: its key fields by their names, then its bounds and aggregates.
+pub struct RowColumns<'a> {
+    pub row: &'a Row,
+    pub key_columns: &'a [String],
+    pub aggs: &'a [AggSpec],
+}
+
+impl ToColumns for RowColumns<'_> {
+    /// Key fields, window bounds, aggregates, and the update flag.
+    fn fill(&self, out: &mut impl Columns) {
+        let row = self.row;
+        if let [column] = self.key_columns {
+            // One key field (the common case): its text is the whole key, nothing to split.
+            out.put(column, Cell::Json(&row.key));
+        } else {
+            for (column, text) in self.key_columns.iter().zip(row.key.split(KEY_SEPARATOR)) {
+                out.put(column, Cell::Json(text));
+            }
+        }
+        out.put("window_start", Cell::Time(row.start));
+        out.put("window_end", Cell::Time(row.end));
+        if row.retract {
+            out.put("retract", Cell::Bool(true));
+            return;
+        }
+        for (state, spec) in row.states.iter().zip(self.aggs) {
+            state.output(spec, out);
+        }
+        if row.update {
+            out.put("update", Cell::Bool(true));
+        }
+    }
+}
+
+/// Where a row's column comes from, to say why two share a name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ColumnSource {
+    Key,
+    Own,
+    Aggregate,
+}
+
+impl ColumnSource {
+    fn one(self) -> &'static str {
+        match self {
+            ColumnSource::Key => "a --key field",
+            ColumnSource::Own => "weir's own",
+            ColumnSource::Aggregate => "an aggregate",
+        }
+    }
+}
+
+/// Two columns of one name would make rows that lose one of them: JSON readers keep the last
+/// of two equal names, and a CSV column is read by its name.
+pub fn check_column_names(key_columns: &[String], aggs: &[AggSpec]) -> Result<(), String> {
+    use ColumnSource::*;
+    let own = ["window_start", "window_end", "update", "retract"].map(|c| (c.to_string(), Own));
+    let keys = key_columns.iter().map(|c| (c.clone(), Key));
+    let aggregates = aggs
+        .iter()
+        .flat_map(AggSpec::columns)
+        .map(|c| (c, Aggregate));
+    let mut seen: HashMap<String, ColumnSource> = HashMap::new();
+    for (name, second) in keys.chain(own).chain(aggregates) {
+        let Some(first) = seen.insert(name.clone(), second) else {
+            continue;
+        };
+        let from = match (first, second) {
+            (Key, Key) => "two --key fields".to_string(),
+            (Aggregate, Aggregate) => "two aggregates".to_string(),
+            _ => format!("{} and {}", first.one(), second.one()),
+        };
+        let hint = match (first, second) {
+            (Aggregate, _) => ": give each once, or name one with --as NAME",
+            (_, Aggregate) => ": name the aggregate otherwise with --as NAME",
+            _ => "",
+        };
+        return Err(format!(
+            "two columns of each row would be named '{name}' ({from}){hint}"
+        ));
+    }
+    Ok(())
+}
+
 /// The first eight bytes of `text` as a big-endian number, zero-padded.
 fn prefix(text: &str) -> u64 {
     let mut bytes = [0u8; 8];
@@ -129,6 +213,17 @@ pub enum Outcome {
 /// waits behind the map's cache-missing stores.
 #[derive(Debug, PartialEq, Eq)]
 pub struct TooManyWindows;
+
+/// A key's session made of a new record's and those it overlaps or touches.
+struct Merged {
+    start: Millis,
+    end: Millis,
+    states: States,
+    /// Whether any absorbed session had fired.
+    emitted: bool,
+    /// The absorbed sessions whose rows went out, by start and end.
+    withdrawn: Vec<(Millis, Millis)>,
+}
 
 #[derive(Debug)]
 struct Entry {
@@ -481,7 +576,7 @@ impl WindowOperator {
         inputs: &[AggInput<'_>],
         out: &mut Vec<Row>,
     ) -> bool {
-        let (mut start, mut end) = (ts, ts.saturating_add(gap));
+        let (start, end) = (ts, ts.saturating_add(gap));
         let late_alone = self.late(end, w);
         let starts = self.sessions.entry(key).or_default();
         // Sessions of a key are disjoint and sorted, so their ends are sorted too: the ones
@@ -499,14 +594,25 @@ impl WindowOperator {
         // Hold the key for the merged session before releasing the absorbed ones, so its
         // count never touches zero in between.
         self.keys.retain(key);
-        let mut states: States = self
-            .cfg
-            .aggs
-            .iter()
-            .map(|a| AggState::new(&a.kind))
-            .collect();
-        let mut emitted = false;
-        let mut withdrawn = Vec::new();
+        let mut merged = self.absorb(key, (start, end), absorbed);
+        for ((state, spec), input) in merged.states.iter_mut().zip(&self.cfg.aggs).zip(inputs) {
+            state.update(&spec.kind, input, ts);
+        }
+        let row_out = self.withdraw(key, &merged, out);
+        self.place_session(key, merged, row_out, out);
+        true
+    }
+
+    /// Takes the `absorbed` sessions of `key` out, merged with a new one spanning `span`.
+    fn absorb(&mut self, key: KeyId, span: (Millis, Millis), absorbed: Vec<Millis>) -> Merged {
+        let aggs = &self.cfg.aggs;
+        let mut merged = Merged {
+            start: span.0,
+            end: span.1,
+            states: aggs.iter().map(|a| AggState::new(&a.kind)).collect(),
+            emitted: false,
+            withdrawn: Vec::new(),
+        };
         for s in absorbed {
             let old = self.windows.remove(&(key, s)).expect("session in state");
             self.pending.remove(old.end, s, key);
@@ -515,25 +621,27 @@ impl WindowOperator {
                     .remove(old.end.saturating_add(self.cfg.allowed_lateness), s, key);
             }
             self.keys.release(key);
-            start = start.min(s);
-            end = end.max(old.end);
-            emitted |= old.emitted;
+            merged.start = merged.start.min(s);
+            merged.end = merged.end.max(old.end);
+            merged.emitted |= old.emitted;
             if old.row_out {
-                withdrawn.push((s, old.end));
+                merged.withdrawn.push((s, old.end));
             }
-            for ((mine, spec), theirs) in states.iter_mut().zip(&self.cfg.aggs).zip(old.states) {
+            let states = merged.states.iter_mut().zip(aggs);
+            for ((mine, spec), theirs) in states.zip(old.states) {
                 mine.merge(&spec.kind, theirs);
             }
         }
-        for ((state, spec), input) in states.iter_mut().zip(&self.cfg.aggs).zip(inputs) {
-            state.update(&spec.kind, input, ts);
-        }
-        // An emitted session now inside one that starts elsewhere: its row is withdrawn, so a
-        // sink upserting on (key, window_start) does not keep it beside the merged one. One
-        // that starts where the merged session does is replaced by its next row.
-        let row_out = withdrawn.iter().any(|(s, _)| *s == start);
-        for (old_start, old_end) in withdrawn {
-            if old_start != start {
+        merged
+    }
+
+    /// An emitted session now inside one that starts elsewhere: its row is withdrawn, so a
+    /// sink upserting on (key, window_start) does not keep it beside the merged one. One
+    /// that starts where the merged session does is replaced by its next row: whether there
+    /// is one is returned.
+    fn withdraw(&self, key: KeyId, merged: &Merged, out: &mut Vec<Row>) -> bool {
+        for &(old_start, old_end) in &merged.withdrawn {
+            if old_start != merged.start {
                 out.push(Row {
                     key: self.keys.texts[key as usize].clone(),
                     start: old_start,
@@ -544,6 +652,12 @@ impl WindowOperator {
                 });
             }
         }
+        merged.withdrawn.iter().any(|(s, _)| *s == merged.start)
+    }
+
+    /// Keeps the `merged` session of `key`, to fire when the watermark passes its end.
+    fn place_session(&mut self, key: KeyId, merged: Merged, row_out: bool, out: &mut Vec<Row>) {
+        let (start, end) = (merged.start, merged.end);
         let starts = self.sessions.get_mut(&key).expect("created above");
         let at = starts.partition_point(|s| *s < start);
         starts.insert(at, start);
@@ -554,9 +668,9 @@ impl WindowOperator {
         }
         let entry = self.windows.entry((key, start)).or_insert(Entry {
             end,
-            states,
+            states: merged.states,
             fired: false,
-            emitted,
+            emitted: merged.emitted,
             row_out,
         });
         if self.cfg.emit == EmitMode::Updates {
@@ -569,7 +683,6 @@ impl WindowOperator {
             entry.emitted = true;
             entry.row_out = true;
         }
-        true
     }
 
     /// Emits every pending window the watermark completed, then drops windows past their

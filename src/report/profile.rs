@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::core::lateness::{Report, Summary, MAX_BUCKETS, MAX_GROUPS};
+use crate::core::lateness::{LogBucket, Report, Summary, MAX_BUCKETS, MAX_GROUPS};
 use crate::core::time::{human_duration, Millis};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -76,6 +76,15 @@ fn render_summary(out: &mut String, s: &Summary) {
     let _ = writeln!(out, "  late with {}", lates.join(", "));
 }
 
+/// The plot of `--plot`: the SVG alone, or in an HTML page.
+pub fn render_plot(r: &Report, html: bool) -> String {
+    let svg = render_svg(r);
+    match html {
+        true => format!("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>weir watermark-profile</title></head><body>\n{svg}\n</body></html>\n"),
+        false => svg,
+    }
+}
+
 /// The terminal report, with an ASCII histogram of lateness in log-scale buckets.
 pub fn render_text(r: &Report, by: Option<&str>) -> String {
     let mut out = String::new();
@@ -92,28 +101,7 @@ pub fn render_text(r: &Report, by: Option<&str>) -> String {
     );
     let _ = writeln!(out, "overall");
     render_summary(&mut out, &r.overall);
-    let _ = writeln!(out, "\nlateness histogram (log scale)");
-    let peak = r
-        .overall
-        .lateness_histogram
-        .iter()
-        .map(|b| b.count)
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    // Empty buckets below the first record say nothing (a day-late feed would open with
-    // thirty of them); the ones between records show the gaps and stay.
-    let histogram = &r.overall.lateness_histogram;
-    let first = histogram.iter().position(|b| b.count > 0).unwrap_or(0);
-    for b in &histogram[first..] {
-        let bar = "#".repeat(((b.count as f64 / peak as f64) * 40.0).ceil() as usize);
-        let range = format!(
-            "[{}, {})",
-            human_duration(b.from_ms as Millis),
-            human_duration(b.to_ms as Millis)
-        );
-        let _ = writeln!(out, "  {range:>22} {bar:<40} {}", b.count);
-    }
+    render_histogram(&mut out, &r.overall.lateness_histogram);
     for (group, s) in &r.groups {
         let _ = writeln!(
             out,
@@ -132,32 +120,55 @@ pub fn render_text(r: &Report, by: Option<&str>) -> String {
         );
     }
     if let Some(delay) = r.drift_delay_ms {
-        let flagged: Vec<_> = r.drift.iter().filter(|d| d.flagged).collect();
-        let _ = writeln!(
-            out,
-            "\ndrift: late share at --delay {} per event-time bucket; {} bucket(s) jump",
-            human_duration(delay),
-            flagged.len()
-        );
-        if r.dropped_buckets > 0 {
-            let _ = writeln!(
-                out,
-                "  {} records in buckets past the first {MAX_BUCKETS} are left out of it",
-                r.dropped_buckets
-            );
-        }
-        for d in flagged {
-            let _ = writeln!(
-                out,
-                "  {}  {} of {} late ({})  <- jump",
-                d.bucket_start,
-                d.late,
-                d.count,
-                pct(d.late_share)
-            );
-        }
+        render_drift(&mut out, r, delay);
     }
     out
+}
+
+/// Lateness in log-scale buckets, as bars.
+fn render_histogram(out: &mut String, histogram: &[LogBucket]) {
+    let _ = writeln!(out, "\nlateness histogram (log scale)");
+    let peak = histogram.iter().map(|b| b.count).max().unwrap_or(1).max(1);
+    // Empty buckets below the first record say nothing (a day-late feed would open with
+    // thirty of them); the ones between records show the gaps and stay.
+    let first = histogram.iter().position(|b| b.count > 0).unwrap_or(0);
+    for b in &histogram[first..] {
+        let bar = "#".repeat(((b.count as f64 / peak as f64) * 40.0).ceil() as usize);
+        let range = format!(
+            "[{}, {})",
+            human_duration(b.from_ms as Millis),
+            human_duration(b.to_ms as Millis)
+        );
+        let _ = writeln!(out, "  {range:>22} {bar:<40} {}", b.count);
+    }
+}
+
+/// The event-time buckets whose late share at `delay` jumps.
+fn render_drift(out: &mut String, r: &Report, delay: Millis) {
+    let flagged: Vec<_> = r.drift.iter().filter(|d| d.flagged).collect();
+    let _ = writeln!(
+        out,
+        "\ndrift: late share at --delay {} per event-time bucket; {} bucket(s) jump",
+        human_duration(delay),
+        flagged.len()
+    );
+    if r.dropped_buckets > 0 {
+        let _ = writeln!(
+            out,
+            "  {} records in buckets past the first {MAX_BUCKETS} are left out of it",
+            r.dropped_buckets
+        );
+    }
+    for d in flagged {
+        let _ = writeln!(
+            out,
+            "  {}  {} of {} late ({})  <- jump",
+            d.bucket_start,
+            d.late,
+            d.count,
+            pct(d.late_share)
+        );
+    }
 }
 
 /// An SVG of the lateness histogram (bars) and the drift series (bars, jumps in red).

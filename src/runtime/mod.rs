@@ -19,6 +19,7 @@ pub mod signals;
 pub mod sink;
 pub mod step;
 pub mod summary;
+pub mod watch;
 
 pub use checkpoint::{
     saved_state, CheckpointInputs, CheckpointPlan, Checkpoints, PartitionState, Restored,

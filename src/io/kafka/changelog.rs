@@ -21,7 +21,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Headers, Message as _};
+use rdkafka::message::{BorrowedMessage, Headers, Message as _};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
@@ -195,7 +195,6 @@ impl Changelog {
 
     /// Every record of these changelog partitions, the last per key (`None`: deleted).
     fn read_records(&self, partitions: &[i32]) -> Result<BTreeMap<i32, Keyed>> {
-        let timeout = self.client.timeout;
         let mut config = self.client.config(&self.spec);
         config.set("group.id", "weir-changelog");
         config.set("enable.auto.commit", "false");
@@ -203,33 +202,12 @@ impl Changelog {
         let consumer: BaseConsumer<Reporter> = config
             .create_with_context(Reporter::default())
             .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
-        let mut assignment = TopicPartitionList::new();
-        // The end of each partition now: what a read must reach.
-        let mut ends = HashMap::new();
-        for &p in partitions {
-            let (low, high) = consumer
-                .fetch_watermarks(&self.topic, p, timeout)
-                .map_err(|e| unreachable("cannot read the changelog at", &self.spec, e))?;
-            if high > low {
-                ends.insert(p, high);
-                assignment
-                    .add_partition_offset(&self.topic, p, Offset::Offset(low))
-                    .map_err(|e| Error::Usage(format!("changelog partition {p}: {e}")))?;
-            }
-        }
+        let ends = self.assign_all(&consumer, partitions)?;
         let mut out: BTreeMap<i32, Keyed> = BTreeMap::new();
-        if ends.is_empty() {
-            return Ok(out);
-        }
-        consumer
-            .assign(&assignment)
-            .map_err(|e| unreachable("cannot read the changelog at", &self.spec, e))?;
         let mut next: HashMap<i32, i64> = HashMap::new();
         let mut last_progress = Instant::now();
-        while ends
-            .iter()
-            .any(|(p, end)| next.get(p).is_none_or(|n| n < end))
-        {
+        let timeout = self.client.timeout;
+        while (ends.iter()).any(|(p, end)| next.get(p).is_none_or(|n| n < end)) {
             match consumer.poll(Duration::from_millis(100)) {
                 None | Some(Err(KafkaError::PartitionEOF(_))) => {
                     if last_progress.elapsed() > timeout {
@@ -247,34 +225,73 @@ impl Changelog {
                 }
                 Some(Ok(m)) => {
                     last_progress = Instant::now();
-                    let p = m.partition();
-                    let seen = next.entry(p).or_insert(i64::MIN);
-                    // A record read before (a compacting broker may return one twice).
-                    if m.offset() < *seen {
-                        continue;
-                    }
-                    *seen = m.offset() + 1;
-                    let job = m.headers().and_then(|h| {
-                        h.iter()
-                            .find(|h| h.key == JOB_HEADER)
-                            .and_then(|h| h.value.map(<[u8]>::to_vec))
-                    });
-                    if job.as_deref() != Some(self.job.as_bytes()) {
-                        return Err(Error::Usage(format!(
-                            "the changelog topic '{}' holds the state of another job (other flags, another command or another weir version); give this one its own with --changelog TOPIC or a new -G group",
-                            self.topic
-                        )));
-                    }
-                    let Some(key) = m.key().map(|k| String::from_utf8_lossy(k).into_owned()) else {
-                        continue;
-                    };
-                    out.entry(p)
-                        .or_default()
-                        .insert(key, m.payload().map(<[u8]>::to_vec));
+                    self.keep(&m, &mut next, &mut out)?;
                 }
             }
         }
         Ok(out)
+    }
+
+    /// Assigns the consumer every non-empty one of `partitions` from its start; the end of
+    /// each now, which a read must reach.
+    fn assign_all(
+        &self,
+        consumer: &BaseConsumer<Reporter>,
+        partitions: &[i32],
+    ) -> Result<HashMap<i32, i64>> {
+        let mut assignment = TopicPartitionList::new();
+        let mut ends = HashMap::new();
+        for &p in partitions {
+            let (low, high) = consumer
+                .fetch_watermarks(&self.topic, p, self.client.timeout)
+                .map_err(|e| unreachable("cannot read the changelog at", &self.spec, e))?;
+            if high > low {
+                ends.insert(p, high);
+                assignment
+                    .add_partition_offset(&self.topic, p, Offset::Offset(low))
+                    .map_err(|e| Error::Usage(format!("changelog partition {p}: {e}")))?;
+            }
+        }
+        if !ends.is_empty() {
+            consumer
+                .assign(&assignment)
+                .map_err(|e| unreachable("cannot read the changelog at", &self.spec, e))?;
+        }
+        Ok(ends)
+    }
+
+    /// Keeps a changelog record as its key's latest, unless it was read before (`next`: the
+    /// next offset of each partition), refusing one of another job.
+    fn keep(
+        &self,
+        m: &BorrowedMessage<'_>,
+        next: &mut HashMap<i32, i64>,
+        out: &mut BTreeMap<i32, Keyed>,
+    ) -> Result<()> {
+        let p = m.partition();
+        let seen = next.entry(p).or_insert(i64::MIN);
+        // A record read before (a compacting broker may return one twice).
+        if m.offset() < *seen {
+            return Ok(());
+        }
+        *seen = m.offset() + 1;
+        let job = m.headers().and_then(|h| {
+            h.iter()
+                .find(|h| h.key == JOB_HEADER)
+                .and_then(|h| h.value.map(<[u8]>::to_vec))
+        });
+        if job.as_deref() != Some(self.job.as_bytes()) {
+            return Err(Error::Usage(format!(
+                "the changelog topic '{}' holds the state of another job (other flags, another command or another weir version); give this one its own with --changelog TOPIC or a new -G group",
+                self.topic
+            )));
+        }
+        if let Some(key) = m.key().map(|k| String::from_utf8_lossy(k).into_owned()) {
+            out.entry(p)
+                .or_default()
+                .insert(key, m.payload().map(<[u8]>::to_vec));
+        }
+        Ok(())
     }
 }
 

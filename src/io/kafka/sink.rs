@@ -36,6 +36,34 @@ impl ClientContext for Deliveries {
     }
 }
 
+/// The producer's record for `r`, its delivery numbered `n`.
+fn record_of<'a>(topic: &'a str, n: usize, r: &Outgoing<'a>) -> BaseRecord<'a, [u8], [u8], usize> {
+    let mut record = BaseRecord::with_opaque_to(topic, n);
+    if let Some(v) = r.value {
+        record = record.payload(v);
+    }
+    if let Some(k) = r.key {
+        record = record.key(k);
+    }
+    if let Some(t) = r.timestamp {
+        record = record.timestamp(t);
+    }
+    if let Some(p) = r.partition {
+        record = record.partition(p);
+    }
+    if !r.headers.is_empty() {
+        let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
+        for (name, value) in r.headers {
+            headers = headers.insert(Header {
+                key: name,
+                value: *value,
+            });
+        }
+        record = record.headers(headers);
+    }
+    record
+}
+
 impl ProducerContext for Deliveries {
     /// The output record number (1-based), for the message naming a failed one.
     type DeliveryOpaque = usize;
@@ -112,73 +140,17 @@ impl KafkaSink {
             return Err(Fault::Fatal(self.failure()));
         }
         self.sent += 1;
-        let mut record: BaseRecord<'_, [u8], [u8], usize> =
-            BaseRecord::with_opaque_to(&self.topic, self.sent);
-        if let Some(v) = r.value {
-            record = record.payload(v);
-        }
-        if let Some(k) = r.key {
-            record = record.key(k);
-        }
-        if let Some(t) = r.timestamp {
-            record = record.timestamp(t);
-        }
-        if let Some(p) = r.partition {
-            record = record.partition(p);
-        }
-        if !r.headers.is_empty() {
-            let mut headers = OwnedHeaders::new_with_capacity(r.headers.len());
-            for (name, value) in r.headers {
-                headers = headers.insert(Header {
-                    key: name,
-                    value: *value,
-                });
-            }
-            record = record.headers(headers);
-        }
+        let mut record = record_of(&self.topic, self.sent, r);
         let started = Instant::now();
         loop {
-            match self.producer.send(record) {
+            let code = match self.producer.send(record) {
                 Ok(()) => {
                     self.producer.poll(Duration::ZERO);
                     return Ok(());
                 }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    // Backpressure: wait for deliveries to make room.
+                Err((KafkaError::MessageProduction(code), back)) => {
                     record = back;
-                    self.producer.poll(Duration::from_millis(50));
-                    if started.elapsed() > self.timeout.max(Duration::from_secs(30)) {
-                        return Err(Fault::Fatal(Error::Unreachable(format!(
-                            "Kafka producer queue stayed full for {:?}: {}",
-                            started.elapsed(),
-                            self.producer
-                                .context()
-                                .reporter
-                                .error_since(started)
-                                .unwrap_or_else(|| "the broker is not accepting records".into())
-                        ))));
-                    }
-                }
-                Err((KafkaError::MessageProduction(code), _))
-                    if matches!(
-                        code,
-                        RDKafkaErrorCode::MessageSizeTooLarge
-                            | RDKafkaErrorCode::InvalidMessageSize
-                    ) =>
-                {
-                    self.sent -= 1;
-                    return Err(Fault::Record(RecordError::Refused(format!(
-                        "record too large for Kafka topic '{}' ({code}; see -X message.max.bytes)",
-                        self.topic
-                    ))));
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::UnknownPartition), _)) => {
-                    self.sent -= 1;
-                    return Err(Fault::Record(RecordError::Refused(format!(
-                        "topic '{}' has no partition {}",
-                        self.topic,
-                        r.partition.unwrap_or(-1)
-                    ))));
+                    code
                 }
                 Err((e, _)) => {
                     return Err(Fault::Fatal(Error::Unreachable(format!(
@@ -186,7 +158,47 @@ impl KafkaSink {
                         self.topic
                     ))))
                 }
+            };
+            if code != RDKafkaErrorCode::QueueFull {
+                let fault = self.refused(code, r.partition);
+                if let Fault::Record(_) = fault {
+                    self.sent -= 1;
+                }
+                return Err(fault);
             }
+            // Backpressure: wait for deliveries to make room.
+            self.producer.poll(Duration::from_millis(50));
+            if started.elapsed() > self.timeout.max(Duration::from_secs(30)) {
+                let why = (self.producer.context().reporter.error_since(started))
+                    .unwrap_or_else(|| "the broker is not accepting records".into());
+                return Err(Fault::Fatal(Error::Unreachable(format!(
+                    "Kafka producer queue stayed full for {:?}: {why}",
+                    started.elapsed(),
+                ))));
+            }
+        }
+    }
+
+    /// Why the producer did not take a record: too large or for a partition the topic lacks
+    /// (a bad record), or a failure that ends the run.
+    fn refused(&self, code: RDKafkaErrorCode, partition: Option<i32>) -> Fault {
+        match code {
+            RDKafkaErrorCode::MessageSizeTooLarge | RDKafkaErrorCode::InvalidMessageSize => {
+                Fault::Record(RecordError::Refused(format!(
+                    "record too large for Kafka topic '{}' ({code}; see -X message.max.bytes)",
+                    self.topic
+                )))
+            }
+            RDKafkaErrorCode::UnknownPartition => Fault::Record(RecordError::Refused(format!(
+                "topic '{}' has no partition {}",
+                self.topic,
+                partition.unwrap_or(-1)
+            ))),
+            code => Fault::Fatal(Error::Unreachable(format!(
+                "cannot produce to '{}': {}",
+                self.topic,
+                KafkaError::MessageProduction(code)
+            ))),
         }
     }
 

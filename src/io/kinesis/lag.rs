@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use aws_sdk_kinesis::primitives::DateTime;
-use aws_sdk_kinesis::types::ShardIteratorType;
+use aws_sdk_kinesis::types::{Record, ShardIteratorType};
 
 use super::client::{
     arrival_millis, not_reached_by_service, retry_passing, retrying, Failure, KinesisClient,
@@ -195,29 +195,8 @@ async fn first_after(
     shard: &str,
     checkpoint: &ShardCheckpoint,
 ) -> Result<(Option<Millis>, Option<i64>)> {
-    let (kind, sequence, inside) = match checkpoint {
-        ShardCheckpoint::None | ShardCheckpoint::ShardEnd | ShardCheckpoint::Latest => {
-            return Ok((None, None))
-        }
-        ShardCheckpoint::TrimHorizon => (ShardIteratorType::TrimHorizon, None, None),
-        ShardCheckpoint::AtTimestamp(_) => (ShardIteratorType::AtTimestamp, None, None),
-        ShardCheckpoint::At {
-            sequence,
-            subsequence: None,
-        } => (
-            ShardIteratorType::AfterSequenceNumber,
-            Some(sequence.clone()),
-            None,
-        ),
-        // Inside an aggregate: its user records after the checkpoint's are still to come.
-        ShardCheckpoint::At {
-            sequence,
-            subsequence: Some(sub),
-        } => (
-            ShardIteratorType::AtSequenceNumber,
-            Some(sequence.clone()),
-            Some(*sub),
-        ),
+    let Some((kind, sequence, inside)) = iterator_after(checkpoint) else {
+        return Ok((None, None));
     };
     let at_time = match checkpoint {
         ShardCheckpoint::AtTimestamp(t) => Some(*t),
@@ -248,29 +227,8 @@ async fn first_after(
         let call = client.sdk.get_records().shard_iterator(&it).limit(2);
         let out = retrying(client, "GetRecords", || call.clone().send()).await?;
         behind = out.millis_behind_latest.or(behind);
-        let mut records = out.records.iter();
-        if let Some(sub) = inside {
-            // The checkpoint's own record: pending only while user records remain after it.
-            if let Some(first) = records.next() {
-                let data = first.data.as_ref();
-                let remaining = kpl::is_aggregated(data)
-                    && kpl::deaggregate(data).is_ok_and(|(_, index)| index.len() as u64 > sub + 1);
-                if remaining {
-                    return Ok((
-                        first
-                            .approximate_arrival_timestamp
-                            .map(|t| arrival_millis(&t)),
-                        behind,
-                    ));
-                }
-            }
-        }
-        if let Some(next) = records.next() {
-            return Ok((
-                next.approximate_arrival_timestamp
-                    .map(|t| arrival_millis(&t)),
-                behind,
-            ));
+        if let Some(arrival) = first_pending(&out.records, inside) {
+            return Ok((arrival, behind));
         }
         if out.records.len() > usize::from(inside.is_some()) || behind == Some(0) {
             break;
@@ -278,6 +236,55 @@ async fn first_after(
         iterator = out.next_shard_iterator;
     }
     Ok((None, behind))
+}
+
+/// Where to read a shard from to find the first record after `checkpoint`: the iterator's
+/// type and sequence number, and, inside a KPL aggregate, the checkpoint's subsequence.
+/// `None` when no record is pending after it.
+fn iterator_after(
+    checkpoint: &ShardCheckpoint,
+) -> Option<(ShardIteratorType, Option<String>, Option<u64>)> {
+    Some(match checkpoint {
+        ShardCheckpoint::None | ShardCheckpoint::ShardEnd | ShardCheckpoint::Latest => return None,
+        ShardCheckpoint::TrimHorizon => (ShardIteratorType::TrimHorizon, None, None),
+        ShardCheckpoint::AtTimestamp(_) => (ShardIteratorType::AtTimestamp, None, None),
+        ShardCheckpoint::At {
+            sequence,
+            subsequence: None,
+        } => (
+            ShardIteratorType::AfterSequenceNumber,
+            Some(sequence.clone()),
+            None,
+        ),
+        // Inside an aggregate: its user records after the checkpoint's are still to come.
+        ShardCheckpoint::At {
+            sequence,
+            subsequence: Some(sub),
+        } => (
+            ShardIteratorType::AtSequenceNumber,
+            Some(sequence.clone()),
+            Some(*sub),
+        ),
+    })
+}
+
+/// The arrival time of the first pending record among `records`, read from where
+/// `iterator_after` said: inside an aggregate (`inside`), the checkpoint's own record is
+/// pending only while user records remain after the checkpoint's.
+fn first_pending(records: &[Record], inside: Option<u64>) -> Option<Option<Millis>> {
+    let arrival = |r: &Record| r.approximate_arrival_timestamp.map(|t| arrival_millis(&t));
+    let mut records = records.iter();
+    if let Some(sub) = inside {
+        if let Some(first) = records.next() {
+            let data = first.data.as_ref();
+            let remaining = kpl::is_aggregated(data)
+                && kpl::deaggregate(data).is_ok_and(|(_, index)| index.len() as u64 > sub + 1);
+            if remaining {
+                return Some(arrival(first));
+            }
+        }
+    }
+    records.next().map(arrival)
 }
 
 /// A DynamoDB client from the AWS chain, with its own endpoint when given.

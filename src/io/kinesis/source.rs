@@ -13,7 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aws_sdk_kinesis::error::ProvideErrorMetadata;
+use aws_sdk_kinesis::config::http::HttpResponse;
+use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_kinesis::operation::get_records::{GetRecordsError, GetRecordsOutput};
+use aws_sdk_kinesis::operation::subscribe_to_shard::SubscribeToShardOutput;
 use aws_sdk_kinesis::primitives::DateTime;
 use aws_sdk_kinesis::types::{
     ConsumerStatus, Record, ShardIteratorType, StartingPosition, SubscribeToShardEventStream,
@@ -402,8 +405,6 @@ struct Coordinator {
 
 impl Coordinator {
     async fn run(mut self) {
-        let (stopped_tx, mut stopped_rx) = mpsc::unbounded_channel();
-        let mut reported = None;
         let efo = match &self.plan.efo {
             Some(name) => match efo_consumer(&self.client, name).await {
                 Ok(arn) => Some(Arc::<str>::from(arn)),
@@ -414,85 +415,84 @@ impl Coordinator {
             },
             None => None,
         };
+        // Every step answers `None` once the reader thread has gone or the read failed.
+        let _ = self.coordinate(efo).await;
+    }
+
+    /// Starts the shards that are ready, and waits for one to stop, until all have finished.
+    async fn coordinate(&mut self, efo: Option<Arc<str>>) -> Option<()> {
+        let (stopped_tx, mut stopped_rx) = mpsc::unbounded_channel();
+        let mut reported = None;
         loop {
             let ready = self.lineage.start_ready();
             // The shards read change as they start and stop: said before any new one's
             // records come.
             let reading = self.lineage.reading();
             if reported.as_ref() != Some(&reading) {
-                if self
-                    .out
-                    .send(Event::Reading(reading.clone()))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
+                self.out.send(Event::Reading(reading.clone())).await.ok()?;
                 reported = Some(reading);
             }
-            {
-                for id in ready {
-                    let shard: Arc<str> = Arc::from(id.as_str());
-                    let start = self.start_of(&id);
-                    // A start a restart would not find again from the flags is said first,
-                    // for the checkpoint: `end` as the time it began, a relative time fixed.
-                    let fixed = match &start {
-                        Start::Latest => Some(now_millis()),
-                        Start::Time(t) => Some(*t),
-                        _ => None,
-                    };
-                    if let Some(arrival) = fixed {
-                        let started = Event::Started(shard.clone(), arrival);
-                        if self.out.send(started).await.is_err() {
-                            return;
-                        }
-                    }
-                    let reader = ShardReader {
-                        client: self.client.clone(),
-                        efo: efo.clone(),
-                        shard,
-                        start,
-                        end: self.end,
-                        out: self.out.clone(),
-                        cancel: self.cancel.clone(),
-                        budget: self.budget.clone(),
-                    };
-                    let stopped = stopped_tx.clone();
-                    tokio::spawn(async move {
-                        let _ = stopped.send(reader.run().await);
-                    });
-                }
+            for id in ready {
+                let reader = self.shard_reader(&id, efo.clone()).await?;
+                let stopped = stopped_tx.clone();
+                tokio::spawn(async move {
+                    let _ = stopped.send(reader.run().await);
+                });
             }
             if self.lineage.all_finished() {
                 let _ = self.out.send(Event::Done).await;
-                return;
+                return Some(());
             }
-            let Some(stopped) = stopped_rx.recv().await else {
-                return;
-            };
-            match stopped {
-                Stopped::Closed { shard, children } => {
-                    self.lineage.finish(&shard);
-                    if self
-                        .out
-                        .send(Event::Ended(Arc::from(shard.as_str())))
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
-                    if let Err(e) = self.follow(&shard, children).await {
-                        let _ = self.out.send(Event::Failed(e)).await;
-                        return;
-                    }
-                }
-                Stopped::AtEnd { shard } => self.lineage.finish(&shard),
-                Stopped::Failed(e) => {
+            self.stopped(stopped_rx.recv().await?).await?;
+        }
+    }
+
+    /// The reader of shard `id`, from where it starts. A start a restart would not find again
+    /// from the flags is said first, for the checkpoint: `end` as the time it began, a
+    /// relative time fixed.
+    async fn shard_reader(&self, id: &str, efo: Option<Arc<str>>) -> Option<ShardReader> {
+        let shard: Arc<str> = Arc::from(id);
+        let start = self.start_of(id);
+        let fixed = match &start {
+            Start::Latest => Some(now_millis()),
+            Start::Time(t) => Some(*t),
+            _ => None,
+        };
+        if let Some(arrival) = fixed {
+            let started = Event::Started(shard.clone(), arrival);
+            self.out.send(started).await.ok()?;
+        }
+        Some(ShardReader {
+            client: self.client.clone(),
+            efo,
+            shard,
+            start,
+            end: self.end,
+            out: self.out.clone(),
+            cancel: self.cancel.clone(),
+            budget: self.budget.clone(),
+        })
+    }
+
+    /// A shard's reader stopped: a closed shard ends and its children follow.
+    async fn stopped(&mut self, stopped: Stopped) -> Option<()> {
+        match stopped {
+            Stopped::Closed { shard, children } => {
+                self.lineage.finish(&shard);
+                let ended = Event::Ended(Arc::from(shard.as_str()));
+                self.out.send(ended).await.ok()?;
+                if let Err(e) = self.follow(&shard, children).await {
                     let _ = self.out.send(Event::Failed(e)).await;
-                    return;
+                    return None;
                 }
+            }
+            Stopped::AtEnd { shard } => self.lineage.finish(&shard),
+            Stopped::Failed(e) => {
+                let _ = self.out.send(Event::Failed(e)).await;
+                return None;
             }
         }
+        Some(())
     }
 
     /// Adds the children of a closed shard: those its last response named, or, when it
@@ -592,92 +592,127 @@ impl ShardReader {
     /// Reads the shard with enhanced fan-out: SubscribeToShard pushes its records for up to
     /// five minutes, then weir subscribes again from the continuation sequence number.
     async fn subscribe(&self, consumer: &str) -> Result<Stopped> {
-        let shard = self.shard.to_string();
         let mut from = self.start.clone();
-        let mut failing: Option<(Instant, u32)> = None;
+        let mut failing = Failing::default();
         loop {
             if self.cancel.load(Ordering::Relaxed) {
-                return Ok(Stopped::AtEnd { shard });
+                return Ok(self.at_end());
             }
-            let (kind, sequence, time) = iterator_of(&from);
-            let position = StartingPosition::builder()
-                .r#type(kind)
-                .set_sequence_number(sequence)
-                .set_timestamp(time)
-                .build()
-                .expect("the type is set");
-            let call = self
-                .client
-                .sdk
-                .subscribe_to_shard()
-                .consumer_arn(consumer)
-                .shard_id(shard.as_str())
-                .starting_position(position);
-            let failure = match call.send().await {
-                Err(e) => match classify(&e) {
-                    Failure::Retry(why) => why,
-                    Failure::ExpiredIterator => "an expired subscription".into(),
-                    // Another subscription still holds the shard: one that just ended (the
-                    // service keeps it for some seconds, as after a restart) or another
-                    // reader of this consumer; the first kind passes, the second fails when
-                    // --timeout runs out.
-                    Failure::Refused(why) if e.code() == Some("ResourceInUseException") => why,
-                    Failure::Refused(why) | Failure::Invalid(why) => {
-                        return Err(Error::Unreachable(format!(
-                            "Kinesis stream '{}' shard {shard}: SubscribeToShard: {why}",
-                            self.client.stream.name
-                        )))
-                    }
-                },
-                Ok(mut out) => loop {
-                    let event = match out.event_stream.recv().await {
-                        Ok(Some(SubscribeToShardEventStream::SubscribeToShardEvent(e))) => e,
-                        Ok(Some(_)) => continue,
-                        // The subscription ran its course (five minutes): again, from where
-                        // it stood.
-                        Ok(None) => break String::new(),
-                        Err(e) => break described(&e),
-                    };
-                    failing = None;
-                    let mut records = event.records;
-                    let past = self.cut(&mut records);
-                    // Pushed, not asked for: its share is taken once it is here, and the next
-                    // event is not taken before.
-                    let held = self.reserve(response_bytes(&records)).await;
-                    if !records.is_empty() && !self.send(records, held).await {
-                        return Ok(Stopped::AtEnd { shard });
-                    }
-                    if past {
-                        return Ok(Stopped::AtEnd { shard });
-                    }
-                    let continuation = event.continuation_sequence_number;
-                    if continuation.is_empty() {
-                        return Ok(Stopped::Closed {
-                            shard,
-                            children: children_of(event.child_shards),
-                        });
-                    }
-                    from = Start::After(continuation);
-                    if event.millis_behind_latest == 0 && self.end.at_tip(now_millis()) {
-                        return Ok(Stopped::AtEnd { shard });
-                    }
+            let failure = match self.subscription(consumer, &from).await? {
+                Err(failure) => failure,
+                Ok(events) => match self.events(events, &mut from, &mut failing).await {
+                    Ok(stopped) => return Ok(stopped),
+                    Err(failure) => failure,
                 },
             };
-            if failure.is_empty() {
-                continue;
+            // A subscription that ran its course (five minutes) is made again at once.
+            if !failure.is_empty() {
+                let wait = self.retry_wait(&mut failing, "SubscribeToShard", &failure)?;
+                tokio::time::sleep(wait).await;
             }
-            let (since, attempt) = failing.get_or_insert((Instant::now(), 0));
-            if since.elapsed() >= self.client.options.timeout {
-                return Err(Error::Unreachable(format!(
-                    "Kinesis at {}: SubscribeToShard on shard {shard} failed for {:?}: {failure}",
-                    self.client.endpoint(),
-                    self.client.options.timeout
-                )));
-            }
-            self.client.retried("SubscribeToShard", &failure);
-            tokio::time::sleep(backoff(*attempt, jitter(*attempt as u64 ^ hash(&shard)))).await;
-            *attempt += 1;
         }
+    }
+
+    /// Subscribes from `from`: the events, or why the call failed, to be tried again.
+    async fn subscription(
+        &self,
+        consumer: &str,
+        from: &Start,
+    ) -> Result<std::result::Result<SubscribeToShardOutput, String>> {
+        let (kind, sequence, time) = iterator_of(from);
+        let position = StartingPosition::builder()
+            .r#type(kind)
+            .set_sequence_number(sequence)
+            .set_timestamp(time)
+            .build()
+            .expect("the type is set");
+        let call = self
+            .client
+            .sdk
+            .subscribe_to_shard()
+            .consumer_arn(consumer)
+            .shard_id(self.shard.as_ref())
+            .starting_position(position);
+        let e = match call.send().await {
+            Ok(out) => return Ok(Ok(out)),
+            Err(e) => e,
+        };
+        match classify(&e) {
+            Failure::Retry(why) => Ok(Err(why)),
+            Failure::ExpiredIterator => Ok(Err("an expired subscription".into())),
+            // Another subscription still holds the shard: one that just ended (the service
+            // keeps it for some seconds, as after a restart) or another reader of this
+            // consumer; the first kind passes, the second fails when --timeout runs out.
+            Failure::Refused(why) if e.code() == Some("ResourceInUseException") => Ok(Err(why)),
+            Failure::Refused(why) | Failure::Invalid(why) => Err(Error::Unreachable(format!(
+                "Kinesis stream '{}' shard {}: SubscribeToShard: {why}",
+                self.client.stream.name, self.shard
+            ))),
+        }
+    }
+
+    /// Takes a subscription's events until the shard stops (`Ok`) or the subscription ends:
+    /// why (`Err`), empty when it ran its course. `from` follows the events.
+    async fn events(
+        &self,
+        mut out: SubscribeToShardOutput,
+        from: &mut Start,
+        failing: &mut Failing,
+    ) -> std::result::Result<Stopped, String> {
+        loop {
+            let event = match out.event_stream.recv().await {
+                Ok(Some(SubscribeToShardEventStream::SubscribeToShardEvent(e))) => e,
+                Ok(Some(_)) => continue,
+                // The subscription ran its course (five minutes): again, from where it stood.
+                Ok(None) => return Err(String::new()),
+                Err(e) => return Err(described(&e)),
+            };
+            *failing = Failing::default();
+            let mut records = event.records;
+            let past = self.cut(&mut records);
+            // Pushed, not asked for: its share is taken once it is here, and the next event is
+            // not taken before.
+            let held = self.reserve(response_bytes(&records)).await;
+            if (!records.is_empty() && !self.send(records, held).await) || past {
+                return Ok(self.at_end());
+            }
+            let continuation = event.continuation_sequence_number;
+            if continuation.is_empty() {
+                return Ok(Stopped::Closed {
+                    shard: self.shard.to_string(),
+                    children: children_of(event.child_shards),
+                });
+            }
+            *from = Start::After(continuation);
+            if event.millis_behind_latest == 0 && self.end.at_tip(now_millis()) {
+                return Ok(self.at_end());
+            }
+        }
+    }
+
+    /// A bounded read reached its end here, or the run is over.
+    fn at_end(&self) -> Stopped {
+        Stopped::AtEnd {
+            shard: self.shard.to_string(),
+        }
+    }
+
+    /// Another failure of `op`, for `why`: how long to wait before trying again, or, once
+    /// calls have failed for `--timeout`, the error.
+    fn retry_wait(&self, failing: &mut Failing, op: &str, why: &str) -> Result<Duration> {
+        let (since, attempt) = failing.0.get_or_insert((Instant::now(), 0));
+        if since.elapsed() >= self.client.options.timeout {
+            return Err(Error::Unreachable(format!(
+                "Kinesis at {}: {op} on shard {} failed for {:?}: {why}",
+                self.client.endpoint(),
+                self.shard,
+                self.client.options.timeout
+            )));
+        }
+        self.client.retried(op, why);
+        let wait = backoff(*attempt, jitter(*attempt as u64 ^ hash(&self.shard)));
+        *attempt += 1;
+        Ok(wait)
     }
 
     /// Cuts records at the read's end; whether one was past it.
@@ -734,102 +769,110 @@ impl ShardReader {
         }
     }
 
+    /// Reads the shard with GetRecords, at most five calls a second.
     async fn read(&self) -> Result<Stopped> {
-        let shard = self.shard.to_string();
-        let mut iterator = self.iterator(&self.start).await?;
-        // The last record sent, for a new iterator when this one expires.
-        let mut last: Option<String> = None;
-        let mut next_call = tokio::time::Instant::now();
-        let mut failing: Option<(Instant, u32)> = None;
-        let mut reservation = Reservation::first();
+        let mut at = Cursor {
+            iterator: self.iterator(&self.start).await?,
+            last: None,
+            next_call: tokio::time::Instant::now(),
+            failing: Failing::default(),
+            reservation: Reservation::first(),
+        };
         loop {
             if self.cancel.load(Ordering::Relaxed) {
-                return Ok(Stopped::AtEnd { shard });
+                return Ok(self.at_end());
             }
             // The service takes five GetRecords calls a second per shard.
-            tokio::time::sleep_until(next_call).await;
-            let mut held = self.reserve(reservation.bytes).await;
-            next_call = tokio::time::Instant::now() + Duration::from_millis(GET_RECORDS_EVERY_MS);
+            tokio::time::sleep_until(at.next_call).await;
+            let held = self.reserve(at.reservation.bytes).await;
+            at.next_call =
+                tokio::time::Instant::now() + Duration::from_millis(GET_RECORDS_EVERY_MS);
             let response = self
                 .client
                 .sdk
                 .get_records()
-                .shard_iterator(&iterator)
-                .limit(reservation.limit)
+                .shard_iterator(&at.iterator)
+                .limit(at.reservation.limit)
                 .send()
                 .await;
-            let out = match response {
+            match response {
                 Ok(out) => {
-                    failing = None;
-                    out
-                }
-                Err(e) => {
-                    match classify(&e) {
-                        Failure::ExpiredIterator => {
-                            let from = match &last {
-                                Some(seq) => Start::After(seq.clone()),
-                                None => self.start.clone(),
-                            };
-                            iterator = self.iterator(&from).await?;
-                        }
-                        Failure::Retry(why) => {
-                            let (since, attempt) = failing.get_or_insert((Instant::now(), 0));
-                            if since.elapsed() >= self.client.options.timeout {
-                                return Err(Error::Unreachable(format!(
-                                    "Kinesis at {}: GetRecords on shard {shard} failed for {:?}: {why}",
-                                    self.client.endpoint(),
-                                    self.client.options.timeout
-                                )));
-                            }
-                            self.client.retried("GetRecords", &why);
-                            let wait = backoff(*attempt, jitter(*attempt as u64 ^ hash(&shard)));
-                            *attempt += 1;
-                            next_call = tokio::time::Instant::now() + wait;
-                        }
-                        Failure::Refused(why) | Failure::Invalid(why) => {
-                            return Err(Error::Unreachable(format!(
-                                "Kinesis stream '{}' shard {shard}: GetRecords: {why}",
-                                self.client.stream.name
-                            )))
-                        }
+                    at.failing = Failing::default();
+                    if let Some(stopped) = self.took(out, held, &mut at).await {
+                        return Ok(stopped);
                     }
-                    continue;
                 }
-            };
-            let caught_up = out.records.is_empty() && out.millis_behind_latest.unwrap_or(0) == 0;
-            let mut records = out.records;
-            let bytes = response_bytes(&records);
-            self.fit(&mut held, bytes);
-            reservation = reservation.next(records.len(), bytes);
-            // A bounded read keeps what arrived before its end; the first record past it
-            // ends the shard.
-            let past = self.cut(&mut records);
-            if let Some(r) = records.last() {
-                last = Some(r.sequence_number.clone());
-            }
-            if !records.is_empty() && !self.send(records, held).await {
-                // The reader thread is gone: the run is over.
-                return Ok(Stopped::AtEnd { shard });
-            }
-            if past {
-                return Ok(Stopped::AtEnd { shard });
-            }
-            match out.next_shard_iterator {
-                Some(next) => iterator = next,
-                None => {
-                    return Ok(Stopped::Closed {
-                        shard,
-                        children: children_of(out.child_shards),
-                    })
-                }
-            }
-            if caught_up {
-                if self.end.at_tip(now_millis()) {
-                    return Ok(Stopped::AtEnd { shard });
-                }
-                next_call = tokio::time::Instant::now() + IDLE_WAIT;
+                Err(e) => self.failed(&e, &mut at).await?,
             }
         }
+    }
+
+    /// GetRecords failed: an expired iterator is made again from the last record sent,
+    /// what passes is tried again after a backoff, the rest ends the read.
+    async fn failed(
+        &self,
+        e: &SdkError<GetRecordsError, HttpResponse>,
+        at: &mut Cursor,
+    ) -> Result<()> {
+        match classify(e) {
+            Failure::ExpiredIterator => {
+                let from = match &at.last {
+                    Some(seq) => Start::After(seq.clone()),
+                    None => self.start.clone(),
+                };
+                at.iterator = self.iterator(&from).await?;
+            }
+            Failure::Retry(why) => {
+                let wait = self.retry_wait(&mut at.failing, "GetRecords", &why)?;
+                at.next_call = tokio::time::Instant::now() + wait;
+            }
+            Failure::Refused(why) | Failure::Invalid(why) => {
+                return Err(Error::Unreachable(format!(
+                    "Kinesis stream '{}' shard {}: GetRecords: {why}",
+                    self.client.stream.name, self.shard
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// A GetRecords response: its records go to the reader thread; the shard stops when it
+    /// closed, when a bounded read passed its end, or when the run is over.
+    async fn took(
+        &self,
+        out: GetRecordsOutput,
+        mut held: OwnedSemaphorePermit,
+        at: &mut Cursor,
+    ) -> Option<Stopped> {
+        let caught_up = out.records.is_empty() && out.millis_behind_latest.unwrap_or(0) == 0;
+        let mut records = out.records;
+        let bytes = response_bytes(&records);
+        self.fit(&mut held, bytes);
+        at.reservation = at.reservation.next(records.len(), bytes);
+        // A bounded read keeps what arrived before its end; the first record past it ends
+        // the shard.
+        let past = self.cut(&mut records);
+        if let Some(r) = records.last() {
+            at.last = Some(r.sequence_number.clone());
+        }
+        // The reader thread gone: the run is over.
+        if (!records.is_empty() && !self.send(records, held).await) || past {
+            return Some(self.at_end());
+        }
+        let Some(next) = out.next_shard_iterator else {
+            return Some(Stopped::Closed {
+                shard: self.shard.to_string(),
+                children: children_of(out.child_shards),
+            });
+        };
+        at.iterator = next;
+        if caught_up {
+            if self.end.at_tip(now_millis()) {
+                return Some(self.at_end());
+            }
+            at.next_call = tokio::time::Instant::now() + IDLE_WAIT;
+        }
+        None
     }
 
     /// A shard iterator for `start`.
@@ -862,6 +905,20 @@ impl ShardReader {
         })
     }
 }
+
+/// Where a GetRecords read stands.
+struct Cursor {
+    iterator: String,
+    /// The last record sent, for a new iterator when this one expires.
+    last: Option<String>,
+    next_call: tokio::time::Instant,
+    failing: Failing,
+    reservation: Reservation,
+}
+
+/// Calls of one kind failing in a row: since when, and how many.
+#[derive(Default)]
+struct Failing(Option<(Instant, u32)>);
 
 fn hash(s: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(s.as_bytes())

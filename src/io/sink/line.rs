@@ -24,6 +24,45 @@ enum Out {
     File(FileSink),
     Kafka(Box<KafkaLines>),
     Kinesis(Box<KinesisLines>),
+    /// Takes everything and keeps nothing (`replay --dry-run`).
+    Discard(Discard),
+}
+
+/// Runs `$call` on whichever kind of sink `$out` is, named `$s`: the one place a new kind
+/// joins the dispatch.
+macro_rules! each_kind {
+    ($out:expr, $s:ident => $call:expr) => {
+        match $out {
+            Out::File($s) => $call,
+            Out::Kafka($s) => $call,
+            Out::Kinesis($s) => $call,
+            Out::Discard($s) => $call,
+        }
+    };
+}
+
+/// A sink that takes everything and keeps nothing.
+pub struct Discard;
+
+impl Sink for Discard {
+    fn write_record(&mut self, _: &[u8]) -> Result<(), Fault> {
+        Ok(())
+    }
+    fn send(&mut self, _: &Outgoing<'_>) -> Result<(), Fault> {
+        Ok(())
+    }
+    fn write_raw(&mut self, _: &[u8]) -> Result<()> {
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn idle(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn name(&self) -> String {
+        "nothing".into()
+    }
 }
 
 impl LineSink {
@@ -52,6 +91,13 @@ impl LineSink {
         Ok(LineSink { out })
     }
 
+    /// A sink that keeps nothing (`replay --dry-run`).
+    pub fn discard() -> LineSink {
+        LineSink {
+            out: Out::Discard(Discard),
+        }
+    }
+
     /// Creates (or truncates) a side file: `--late-output`, `--duplicates`, `--dead-letter`
     /// (`what` names it in an error); restoring a checkpoint, cuts it back to the length the
     /// `restored` run committed.
@@ -65,7 +111,7 @@ impl LineSink {
     pub(super) fn closed(&self) -> Result<()> {
         match &self.out {
             Out::File(f) => f.end(),
-            Out::Kafka(_) | Out::Kinesis(_) => Ok(()),
+            _ => Ok(()),
         }
     }
 
@@ -73,7 +119,7 @@ impl LineSink {
     pub(super) fn synced(&self) -> Result<Option<SinkLength>> {
         match &self.out {
             Out::File(f) => f.synced(),
-            Out::Kafka(_) | Out::Kinesis(_) => Ok(None),
+            _ => Ok(None),
         }
     }
 
@@ -81,7 +127,7 @@ impl LineSink {
     pub(super) fn file_writer(&mut self) -> Option<&mut BufWriter<OutputFile>> {
         match &mut self.out {
             Out::File(f) => Some(f.writer()),
-            Out::Kafka(_) | Out::Kinesis(_) => None,
+            _ => None,
         }
     }
 
@@ -93,66 +139,34 @@ impl LineSink {
 impl Sink for LineSink {
     #[inline]
     fn write_record(&mut self, line: &[u8]) -> Result<(), Fault> {
-        match &mut self.out {
-            Out::File(f) => f.write_record(line),
-            Out::Kafka(k) => k.write_record(line),
-            Out::Kinesis(k) => k.write_record(line),
-        }
+        each_kind!(&mut self.out, s => s.write_record(line))
     }
 
     fn send(&mut self, record: &Outgoing<'_>) -> Result<(), Fault> {
-        match &mut self.out {
-            Out::File(f) => f.send(record),
-            Out::Kafka(k) => k.send(record),
-            Out::Kinesis(k) => k.send(record),
-        }
+        each_kind!(&mut self.out, s => s.send(record))
     }
 
     fn write_raw(&mut self, bytes: &[u8]) -> Result<()> {
-        match &mut self.out {
-            Out::File(f) => f.write_raw(bytes),
-            Out::Kafka(k) => k.write_raw(bytes),
-            Out::Kinesis(k) => k.write_raw(bytes),
-        }
+        each_kind!(&mut self.out, s => s.write_raw(bytes))
     }
 
     fn flush(&mut self) -> Result<()> {
-        match &mut self.out {
-            Out::File(f) => f.flush(),
-            Out::Kafka(k) => k.flush(),
-            Out::Kinesis(k) => k.flush(),
-        }
+        each_kind!(&mut self.out, s => s.flush())
     }
 
     fn idle(&mut self) -> Result<()> {
-        match &mut self.out {
-            Out::File(f) => f.idle(),
-            Out::Kafka(k) => k.idle(),
-            Out::Kinesis(k) => k.idle(),
-        }
+        each_kind!(&mut self.out, s => s.idle())
     }
 
     fn durable(&mut self) -> Result<Option<SinkLength>> {
-        match &mut self.out {
-            Out::File(f) => f.durable(),
-            Out::Kafka(k) => k.durable(),
-            Out::Kinesis(k) => k.durable(),
-        }
+        each_kind!(&mut self.out, s => s.durable())
     }
 
     fn close(&mut self) -> Result<()> {
-        match &mut self.out {
-            Out::File(f) => f.close(),
-            Out::Kafka(k) => k.close(),
-            Out::Kinesis(k) => k.close(),
-        }
+        each_kind!(&mut self.out, s => s.close())
     }
 
     fn name(&self) -> String {
-        match &self.out {
-            Out::File(f) => f.name(),
-            Out::Kafka(k) => k.name(),
-            Out::Kinesis(k) => k.name(),
-        }
+        each_kind!(&self.out, s => s.name())
     }
 }

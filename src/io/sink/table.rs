@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::line::LineSink;
-use crate::core::aggregate::{write_decimal, Cell, Columns};
+use crate::core::aggregate::{write_decimal, Cell, Columns, JsonColumns, ToColumns};
 use crate::error::{Error, Result};
 use crate::runtime::sink::{Sink, SinkLength};
 
@@ -21,21 +21,27 @@ pub enum TableWriter {
     Ndjson {
         sink: LineSink,
         scratch: Vec<u8>,
+        /// No column name needs JSON escaping.
+        plain_names: bool,
     },
     Csv {
         out: Box<csv::Writer<CsvOut>>,
         columns: Option<Vec<String>>,
+        /// A row's cells, reused from row to row.
+        cells: CsvRow,
         name: String,
         line_buffered: bool,
     },
 }
 
 impl TableWriter {
-    pub fn new(sink: LineSink, format: TableFormat) -> TableWriter {
+    /// Rows into `sink`; `plain_names` says no column name needs JSON escaping.
+    pub fn new(sink: LineSink, format: TableFormat, plain_names: bool) -> TableWriter {
         match format {
             TableFormat::Ndjson => TableWriter::Ndjson {
                 sink,
                 scratch: Vec::new(),
+                plain_names,
             },
             TableFormat::Csv => {
                 let name = sink.name().to_string();
@@ -48,6 +54,7 @@ impl TableWriter {
                 TableWriter::Csv {
                     out,
                     columns: None,
+                    cells: CsvRow::default(),
                     name,
                     line_buffered,
                 }
@@ -55,8 +62,45 @@ impl TableWriter {
         }
     }
 
-    /// Writes one CSV row (a `TableWriter::Ndjson` is written to as a sink directly).
-    pub fn write_csv_row(&mut self, row: &CsvRow) -> Result<()> {
+    /// Writes one row, its columns put by `row`. `marks` says rows can be updates or
+    /// retractions: CSV columns come from the first row, so every CSV row then carries both.
+    pub fn write_row(&mut self, row: &impl ToColumns, marks: bool) -> Result<()> {
+        match self {
+            // NDJSON rows are written straight to bytes: no map per row.
+            TableWriter::Ndjson {
+                sink,
+                scratch,
+                plain_names,
+            } => {
+                scratch.clear();
+                scratch.push(b'{');
+                let plain_names = *plain_names;
+                row.fill(&mut JsonColumns {
+                    out: scratch,
+                    plain_names,
+                });
+                scratch.push(b'}');
+                sink.write_line(scratch)
+            }
+            TableWriter::Csv { cells, .. } => {
+                let mut cells = std::mem::take(cells);
+                cells.clear();
+                row.fill(&mut cells);
+                if marks {
+                    cells.put_missing("update", Cell::Bool(false));
+                    cells.put_missing("retract", Cell::Bool(false));
+                }
+                let written = self.write_csv_row(&cells);
+                if let TableWriter::Csv { cells: kept, .. } = self {
+                    *kept = cells;
+                }
+                written
+            }
+        }
+    }
+
+    /// Writes one CSV row.
+    fn write_csv_row(&mut self, row: &CsvRow) -> Result<()> {
         match self {
             TableWriter::Ndjson { .. } => unreachable!("NDJSON rows are written as lines"),
             TableWriter::Csv {
@@ -64,6 +108,7 @@ impl TableWriter {
                 columns,
                 name,
                 line_buffered,
+                ..
             } => {
                 let csv_err = |e: csv::Error| match e.into_kind() {
                     csv::ErrorKind::Io(e) => Error::write(name, e),
@@ -227,7 +272,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out");
         let sink = LineSink::open_file(&path, "output file", None).unwrap();
-        let mut t = TableWriter::new(sink, TableFormat::Csv);
+        let mut t = TableWriter::new(sink, TableFormat::Csv, true);
         for r in rows {
             let mut row = CsvRow::default();
             for (name, cell) in r.iter() {

@@ -626,25 +626,12 @@ impl Checkpoints {
     ) -> Result<()> {
         self.last = Instant::now();
         self.moved = false;
-        if let Some(group) = &mut self.group {
-            // Each partition's state after its records, handed to the source to save.
-            step.durable()?;
-            policy.durable()?;
-            for p in std::mem::take(&mut group.moved) {
-                if let Some(&next) = self.offsets.get(&p) {
-                    group.outbox.push(PartitionState {
-                        partition: p,
-                        next_offset: next,
-                        state: states_of(step)?.save(p),
-                    });
-                }
-            }
-            return Ok(());
+        if self.group.is_some() {
+            return self.save_moved(step, policy);
         }
-        let Some(file) = &mut self.file else {
-            return Ok(());
-        };
-        if self.at.is_none() && self.offsets.is_empty() && self.shards.is_empty() {
+        if self.file.is_none()
+            || self.at.is_none() && self.offsets.is_empty() && self.shards.is_empty()
+        {
             // Nothing handled yet: nothing to keep.
             return Ok(());
         }
@@ -653,63 +640,9 @@ impl Checkpoints {
             mut sinks,
         } = step.checkpoint(with_state)?;
         sinks.extend(policy.durable()?);
-        let partitions = match (&self.inputs, self.at) {
-            (CheckpointInputs::Files(inputs), Some(at)) => inputs
-                .iter()
-                .enumerate()
-                .map(|(index, name)| {
-                    let index = index as u32;
-                    let resume = match index.cmp(&at.input) {
-                        std::cmp::Ordering::Less => Resume::Done,
-                        std::cmp::Ordering::Equal => Resume::File {
-                            offset: at.offset,
-                            line: at.next_line,
-                        },
-                        std::cmp::Ordering::Greater => Resume::Start,
-                    };
-                    PartitionCheckpoint {
-                        partition: PartitionId::File {
-                            index,
-                            path: name.clone(),
-                        },
-                        // Only the input being read has state (moved there, not copied).
-                        state: if index == at.input {
-                            std::mem::take(&mut state)
-                        } else {
-                            Vec::new()
-                        },
-                        resume,
-                    }
-                })
-                .collect(),
-            (CheckpointInputs::Kafka { topic }, _) => self
-                .offsets
-                .iter()
-                .map(|(&partition, &offset)| PartitionCheckpoint {
-                    partition: PartitionId::Kafka {
-                        topic: topic.clone(),
-                        partition,
-                    },
-                    resume: Resume::Kafka { offset },
-                    state: Vec::new(),
-                })
-                .collect(),
-            (CheckpointInputs::Kinesis { stream }, _) => self
-                .shards
-                .iter()
-                .map(|(shard, resume)| PartitionCheckpoint {
-                    partition: PartitionId::Kinesis {
-                        stream: stream.clone(),
-                        shard: shard.clone(),
-                    },
-                    resume: resume.to_resume(),
-                    state: Vec::new(),
-                })
-                .collect(),
-            (CheckpointInputs::Files(_), None) => unreachable!("checked above"),
-        };
-        // A Kafka source's state is the whole run's (until state is kept per partition), as
-        // is a line source's past its last input.
+        let partitions = self.partitions(&mut state);
+        // A Kafka or Kinesis source's state is the whole run's, as is a line source's past
+        // its last input.
         let shared = Shared {
             counters: serde_json::to_vec(counters).expect("counters serialise"),
             state,
@@ -723,8 +656,90 @@ impl Checkpoints {
             shared: saved::encode(&shared),
             sinks,
         };
-        file.write(&checkpoint)
+        self.file
+            .as_mut()
+            .expect("checked above")
+            .write(&checkpoint)
     }
+
+    /// A group member's save: the output made durable, each partition's state after its
+    /// records, for the source to save.
+    fn save_moved(&mut self, step: &mut impl RecordStep, policy: &mut ErrorPolicy) -> Result<()> {
+        let group = self.group.as_mut().expect("a group member's");
+        step.durable()?;
+        policy.durable()?;
+        for p in std::mem::take(&mut group.moved) {
+            if let Some(&next) = self.offsets.get(&p) {
+                group.outbox.push(PartitionState {
+                    partition: p,
+                    next_offset: next,
+                    state: states_of(step)?.save(p),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Each input partition's position, for the file; a line source's `state` goes to the
+    /// input being read (moved there, not copied).
+    fn partitions(&self, state: &mut Vec<u8>) -> Vec<PartitionCheckpoint> {
+        match (&self.inputs, self.at) {
+            (CheckpointInputs::Files(inputs), Some(at)) => {
+                let mut files = file_partitions(inputs, at);
+                if let Some(current) = files.get_mut(at.input as usize) {
+                    current.state = std::mem::take(state);
+                }
+                files
+            }
+            (CheckpointInputs::Files(_), None) => unreachable!("a line source has a position"),
+            (CheckpointInputs::Kafka { topic }, _) => (self.offsets.iter())
+                .map(|(&partition, &offset)| PartitionCheckpoint {
+                    partition: PartitionId::Kafka {
+                        topic: topic.clone(),
+                        partition,
+                    },
+                    resume: Resume::Kafka { offset },
+                    state: Vec::new(),
+                })
+                .collect(),
+            (CheckpointInputs::Kinesis { stream }, _) => (self.shards.iter())
+                .map(|(shard, resume)| PartitionCheckpoint {
+                    partition: PartitionId::Kinesis {
+                        stream: stream.clone(),
+                        shard: shard.clone(),
+                    },
+                    resume: resume.to_resume(),
+                    state: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A line source's inputs as partitions: those before `at` done, the one at `at` resumed
+/// there, those after it to start.
+fn file_partitions(inputs: &[String], at: LinePosition) -> Vec<PartitionCheckpoint> {
+    (inputs.iter().enumerate())
+        .map(|(index, name)| {
+            let index = index as u32;
+            let resume = match index.cmp(&at.input) {
+                std::cmp::Ordering::Less => Resume::Done,
+                std::cmp::Ordering::Equal => Resume::File {
+                    offset: at.offset,
+                    line: at.next_line,
+                },
+                std::cmp::Ordering::Greater => Resume::Start,
+            };
+            PartitionCheckpoint {
+                partition: PartitionId::File {
+                    index,
+                    path: name.clone(),
+                },
+                state: Vec::new(),
+                resume,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,0 +1,143 @@
+//! A `watermark-profile` run's task: the lateness profile of the records it reads, and how
+//! far each of its partitions has got in event time, for out-of-orderness. A run has one; a
+//! consumer-group member has one per input partition it owns, which moves with the partition
+//! (`PartitionTask`), and reports them merged as one.
+
+use serde::{Deserialize, Serialize};
+
+use super::lateness::{Profile, ProfileState, Report};
+use super::partitioned::{PartitionTask, Tasks};
+use super::time::Millis;
+
+/// What is profiled: a run's records, or, for a consumer-group member, one partition's.
+#[derive(Clone)]
+pub struct Task {
+    pub profile: Profile,
+    /// Largest event time seen per partition (of `--partition-by`, numbered).
+    max_seen: Vec<Millis>,
+    /// Records left out without a usable time.
+    pub no_time: u64,
+}
+
+/// What a checkpoint keeps of a task: a run's, or one partition's.
+#[derive(Serialize, Deserialize)]
+pub struct TaskState {
+    profile: ProfileState,
+    max_seen: Vec<Millis>,
+    no_time: u64,
+}
+
+impl Task {
+    pub fn new(profile: Profile) -> Task {
+        Task {
+            profile,
+            max_seen: Vec::new(),
+            no_time: 0,
+        }
+    }
+
+    /// Profiles a record of `group` with its event and arrival times, read in `partition`:
+    /// its out-of-orderness is how far its partition had got past it.
+    pub fn record(
+        &mut self,
+        group: Option<&str>,
+        event: Millis,
+        arrival: Millis,
+        partition: usize,
+    ) {
+        let max_seen = &mut self.max_seen;
+        if partition >= max_seen.len() {
+            max_seen.resize(partition + 1, Millis::MIN);
+        }
+        let max = &mut max_seen[partition];
+        let out_of_order = if *max == Millis::MIN {
+            0
+        } else {
+            max.saturating_sub(event).max(0)
+        };
+        *max = (*max).max(event);
+        self.profile.record(group, event, arrival, out_of_order);
+    }
+}
+
+impl PartitionTask for Task {
+    type Saved = TaskState;
+
+    fn saved(&self) -> TaskState {
+        TaskState {
+            profile: self.profile.state(),
+            max_seen: self.max_seen.clone(),
+            no_time: self.no_time,
+        }
+    }
+
+    fn restored(mut fresh: Task, state: TaskState) -> Result<Task, String> {
+        fresh.profile.restore(state.profile)?;
+        fresh.max_seen = state.max_seen;
+        fresh.no_time = state.no_time;
+        Ok(fresh)
+    }
+}
+
+/// The report of `tasks`: a group member's partitions, each profiled apart, as one.
+pub fn report(tasks: &mut Tasks<Task>) -> Report {
+    let Some(mut all) = tasks.fresh() else {
+        return tasks.active.profile.report(tasks.active.no_time);
+    };
+    tasks.for_each(|t| {
+        all.profile.merge(&t.profile);
+        all.no_time += t.no_time;
+    });
+    all.profile.report(all.no_time)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::saved;
+
+    fn task() -> Task {
+        Task::new(Profile::new(vec![1000], vec![99.0], 60_000))
+    }
+
+    /// Out-of-orderness is measured within a partition: a record behind another
+    /// partition's newest is not out of order.
+    #[test]
+    fn out_of_order_is_per_partition() {
+        let mut t = task();
+        t.record(None, 10_000, 10_000, 0);
+        t.record(None, 4_000, 10_000, 1);
+        t.record(None, 7_000, 10_000, 0);
+        assert_eq!(t.max_seen, vec![10_000, 4_000]);
+        let r = t.profile.report(0);
+        assert_eq!(r.records, 3);
+        // Only the third record came after a later one of its partition: by 3 s.
+        let max = r
+            .overall
+            .out_of_order
+            .iter()
+            .find(|q| q.q == 100.0)
+            .unwrap();
+        assert_eq!(max.ms, 3_000);
+    }
+
+    /// A saved task restores onto a fresh one; tasks merged report as one profile of all
+    /// their records.
+    #[test]
+    fn saved_restored_and_merged() {
+        let mut t = task();
+        t.record(None, 10_000, 12_000, 0);
+        t.no_time = 2;
+        let state: TaskState = saved::decode(&saved::encode(&t.saved())).unwrap();
+        let again = Task::restored(task(), state).unwrap();
+        assert_eq!((again.max_seen.clone(), again.no_time), (vec![10_000], 2));
+        let mut tasks = Tasks::per_partition(task);
+        tasks.activate(Some(0));
+        tasks.active.record(None, 10_000, 12_000, 0);
+        tasks.activate(Some(1));
+        tasks.active.record(None, 20_000, 20_500, 0);
+        tasks.active.no_time = 1;
+        let r = report(&mut tasks);
+        assert_eq!((r.records, r.no_time), (2, 1));
+    }
+}

@@ -1,0 +1,140 @@
+//! A run that measures and reports instead of reading records (`lag`): once, or again every
+//! `--watch`, with the measuring on a thread of its own so that a signal never waits for a
+//! slow cluster.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::sink::Sink;
+use crate::core::time::Millis;
+use crate::error::{Error, Result};
+
+/// How often a wait looks at the stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(20);
+
+/// How reports are written: once or every `every`, redrawing a terminal's screen.
+pub struct Watch {
+    /// The command, as its messages name it.
+    pub command: &'static str,
+    /// Clears the screen before each report (a terminal, watched).
+    pub redraw: bool,
+    pub every: Option<Millis>,
+}
+
+impl Watch {
+    /// Writes what `measure` renders (the report's text and the checks it breached) to the
+    /// sink `open` opens before the first report, once or every `every`; a breach is exit 1
+    /// at the end of a single run. Each breach is said on stderr.
+    pub fn run(
+        self,
+        stop: &AtomicBool,
+        open: impl FnOnce() -> Result<Box<dyn Sink>>,
+        mut measure: impl FnMut() -> Result<(String, Vec<String>)>,
+    ) -> Result<()> {
+        let mut open = Some(open);
+        let mut out: Option<Box<dyn Sink>> = None;
+        loop {
+            let (report, breached) = measure()?;
+            let mut text = String::new();
+            if self.redraw {
+                text.push_str("\x1b[H\x1b[2J");
+            }
+            text.push_str(&report);
+            let sink = match &mut out {
+                Some(sink) => sink,
+                None => out.insert(open.take().expect("opened once")()?),
+            };
+            sink.write_raw(text.as_bytes())?;
+            match self.every {
+                Some(_) => sink.flush()?,
+                None => sink.close()?,
+            }
+            for b in &breached {
+                eprintln!("weir {}: {b}", self.command);
+            }
+            let Some(every) = self.every else {
+                return self.verdict(&breached);
+            };
+            wait(stop, Duration::from_millis(every as u64))?;
+        }
+    }
+
+    /// A single run's result: a failed check is exit 1.
+    fn verdict(&self, breached: &[String]) -> Result<()> {
+        match breached.len() {
+            0 => Ok(()),
+            n => Err(Error::CheckFailed(format!(
+                "{n} {} check{} failed",
+                self.command,
+                if n == 1 { "" } else { "s" }
+            ))),
+        }
+    }
+}
+
+/// Waits `long`, or until a signal comes.
+fn wait(stop: &AtomicBool, long: Duration) -> Result<()> {
+    let until = Instant::now() + long;
+    while Instant::now() < until {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
+        std::thread::sleep(STOP_CHECK);
+    }
+    Ok(())
+}
+
+/// A measurement, made on a thread of its own.
+pub type Measure<R> = Box<dyn FnMut() -> Result<R>>;
+
+/// The cluster (or stream) calls on a thread of their own. Each can block for up to
+/// `--timeout`, and a signal must not wait for them: the command's thread waits for the
+/// answer and watches the stop flag, and on a signal it returns at once, leaving the calls
+/// to end with the process.
+pub struct Measurer<R> {
+    ask: mpsc::Sender<()>,
+    answers: mpsc::Receiver<Result<R>>,
+}
+
+impl<R: Send + 'static> Measurer<R> {
+    /// Starts the thread: `connect` makes the measurement there (connecting first).
+    pub fn spawn(connect: impl FnOnce() -> Result<Measure<R>> + Send + 'static) -> Measurer<R> {
+        let (ask, asked) = mpsc::channel::<()>();
+        let (answer, answers) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut measure = match connect() {
+                Ok(measure) => measure,
+                Err(e) => {
+                    let _ = answer.send(Err(e));
+                    return;
+                }
+            };
+            while asked.recv().is_ok() {
+                if answer.send(measure()).is_err() {
+                    return;
+                }
+            }
+        });
+        Measurer { ask, answers }
+    }
+
+    /// One measurement, or `Interrupted` as soon as a signal comes.
+    pub fn measure(&self, stop: &AtomicBool) -> Result<R> {
+        let _ = self.ask.send(());
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            match self.answers.recv_timeout(STOP_CHECK) {
+                Ok(report) => return report,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Error::Unreachable(
+                        "the cluster's answer was lost (its thread ended)".into(),
+                    ))
+                }
+            }
+        }
+    }
+}
