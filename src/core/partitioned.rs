@@ -290,4 +290,34 @@ mod tests {
         assert_eq!(other, 205);
         assert!(next.restore(&mut other, 3, &[0xff; 3]).is_err());
     }
+
+    /// A group member's tasks move through the runtime's `PartitionStates`; a run's one task
+    /// has none to move.
+    #[test]
+    fn tasks_save_restore_and_revoke_per_partition() {
+        let mut tasks = Tasks::new(true, 0u32, || 100u32);
+        tasks.activate(Some(1));
+        tasks.active += 5;
+        tasks.activate(Some(2));
+        tasks.active += 1;
+        let saved = PartitionStates::save(&tasks, 1);
+        PartitionStates::revoke(&mut tasks, 2);
+        assert_eq!(
+            tasks.active, 100,
+            "the revoked active task leaves a fresh stand-in"
+        );
+        let mut other = Tasks::new(true, 0u32, || 100u32);
+        other.restore(1, &saved).unwrap();
+        other.activate(Some(1));
+        assert_eq!(other.active, 205, "restored onto a fresh task");
+        let mut seen = Vec::new();
+        other.for_each(|t| seen.push(*t));
+        assert_eq!(seen, vec![205]);
+        let mut one = Tasks::one(7u32);
+        one.activate(Some(3));
+        assert_eq!(one.active, 7, "a run's one task takes every partition");
+        assert!(PartitionStates::save(&one, 3).is_empty());
+        assert!(one.restore(3, &saved).is_err());
+        assert!(one.fresh().is_none() && tasks.fresh() == Some(100));
+    }
 }
