@@ -279,6 +279,7 @@ pub fn prepare<'a>(kind: &AggKind, value: Option<&'a str>) -> Result<AggInput<'a
     number_input(kind, parse_decimal(&scalar)?)
 }
 
+#[inline]
 fn number_input<'a>(kind: &AggKind, v: Decimal) -> Result<AggInput<'a>, String> {
     if matches!(kind, AggKind::Percentile(_)) && v.is_sign_negative() && !v.is_zero() {
         return Err(format!("percentiles need non-negative numbers, got {v}"));

@@ -338,14 +338,14 @@ impl<'a> Line<'a> {
 
     /// Field `i` of those `x` locates, or the error that names it missing (with the path
     /// the user probably meant).
-    #[inline]
+    #[inline(always)]
     pub fn require(&self, i: usize, x: &Extractor) -> Result<&'a str, RecordError> {
         self.field(i).ok_or_else(|| x.missing(i, self.text()))
     }
 
     /// The event time in field `i` of those `x` locates, read as `format` says: a missing
     /// field or one that is no time is a bad record.
-    #[inline]
+    #[inline(always)]
     pub fn time(
         &self,
         i: usize,
@@ -356,7 +356,7 @@ impl<'a> Line<'a> {
     }
 
     /// The time in field `i`, if the record has one there.
-    #[inline]
+    #[inline(always)]
     pub fn time_if_any(&self, i: usize, x: &Extractor, format: &TimeFormat) -> Option<Millis> {
         time_of(self.field(i)?, &x.paths()[i], format).ok()
     }

@@ -244,7 +244,7 @@ impl<S: RecordStep> Driver<'_, S> {
     }
 
     /// Shows record `i` to the step, again after each wait it asks for.
-    #[inline]
+    #[inline(always)]
     fn record(&mut self, chunk: &Chunk, i: usize, released: &mut usize) -> Result<Flow, Fault> {
         let line = chunk.record_line(i).expect("a record");
         loop {
