@@ -18,12 +18,8 @@ use crate::runtime::{
 
 pub fn run(args: ConsumeArgs, stop: &AtomicBool) -> Result<()> {
     let report = plan::report_plan(&args.report);
-    run_command(
-        Stats::new("consume"),
-        &report,
-        || Consume::plan(&args),
-        stop,
-    )
+    let plan = || Consume::plan(&args);
+    run_command(Stats::new("consume"), &report, plan, stop)
 }
 
 /// A consume run's own part, checked.
