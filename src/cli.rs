@@ -394,7 +394,12 @@ earlier row for the same key and window has \"update\": true. When a late record
 fired session's start (it extends the session to the left, or merges sessions), the row for
 the old start is withdrawn with \"retract\": true and no aggregates, so a sink upserting on
 (key, window_start) stays right. Sums, minima, maxima and averages are exact decimals; null or
-missing values are ignored, as in SQL.";
+missing values are ignored, as in SQL.
+
+With -G each member keeps the windows of its partitions' keys, which is exact only when every
+record of a key is in one partition: each record's message key must spell its --key value (a
+string's text, other JSON as written, several fields as a JSON array: [\"m-42\",7]). The
+first record that does not stops the run (exit 3) before a wrong row is written.";
 
 /// Aggregate events per key per event-time window, with watermarks and a late-data policy.
 ///
@@ -555,7 +560,11 @@ Ids compare by their JSON text (the string \"1\" and the number 1 differ); a rec
 field is missing or null is a bad record. A remembered id costs its 128-bit hash and its time
 (24 bytes in the map; 44 bytes of RSS per id measured at 10M ids; at most 72 bytes per
 --max-keys key plus a 1 MiB Bloom filter); --exact-ids keeps the text instead. --keep last
-also holds one record per remembered id.";
+also holds one record per remembered id.
+
+With -G each member remembers the ids of its partitions, which is exact only when every
+record of an id is in one partition: each record's message key must spell its --id value (as
+window's --key). The first record that does not stops the run (exit 3).";
 
 /// Drop repeated records: keep the first (or last) of each id within a horizon, with bounded memory.
 ///
@@ -655,7 +664,10 @@ record's event time: a bounded-out-of-orderness watermark with delay D makes a r
 exactly when its out-of-orderness exceeds D, so the recommended delay for a target is that
 quantile of out-of-orderness. Quantiles have 3 significant digits (hdrhistogram), a
 recommended delay rounded up, never below the exact quantile; the late counts for --delay
-values are exact. A record without a usable time is counted, not fatal.";
+values are exact. A record without a usable time is counted, not fatal.
+
+With -G each member profiles the partitions it owns, each apart, and the profiles merge
+exactly: unlike window and dedupe, watermark-profile needs no topic keyed by any field.";
 
 /// Measure how late events arrive and recommend a watermark delay.
 ///

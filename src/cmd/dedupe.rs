@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use super::plan::{self, KeepingArgs};
 use crate::cli::{DedupeArgs, HorizonBy};
@@ -40,6 +41,8 @@ struct Dedupe {
     time_at: Option<usize>,
     time_format: TimeFormat,
     partition_at: Option<usize>,
+    /// With -G: the envelope's key, which must spell the record's id.
+    message_key_at: Option<usize>,
     /// The partitions are the source's own (Kafka partitions, Kinesis shards), which it
     /// reports as it reads them.
     by_source_partition: bool,
@@ -63,6 +66,8 @@ impl Dedupe {
         let record_fields = RecordFields::parse(s.key.as_ref(), &s.headers)?;
         let sink = plan::sink_plan(&s.output, record_fields, &args.input.broker.client)?;
         let job = job(args, &input, &fields, time_at, partition_at);
+        // With -G, each record must be keyed by its id: its envelope's key is read too.
+        let message_key_at = parts.per_partition.then(|| fields.add_message_key());
         let keeping = KeepingArgs {
             command: "dedupe",
             checkpoint: &args.checkpoint,
@@ -82,6 +87,7 @@ impl Dedupe {
             time_at,
             time_format: args.time.time_format.clone(),
             partition_at,
+            message_key_at,
             by_source_partition: parts.by_source && event_time,
             horizon_by: args.horizon_by,
         };
@@ -195,6 +201,7 @@ impl Command for Dedupe {
             time_at: self.time_at,
             time_format: self.time_format,
             partition_at: self.partition_at,
+            message_key_at: self.message_key_at,
             by_source_partition: self.by_source_partition,
             horizon_by: self.horizon_by,
             id: String::new(),
@@ -221,6 +228,8 @@ struct DedupeStep {
     time_at: Option<usize>,
     time_format: TimeFormat,
     partition_at: Option<usize>,
+    /// With -G: the envelope's key, which must spell the record's id.
+    message_key_at: Option<usize>,
     by_source_partition: bool,
     horizon_by: HorizonBy,
     sink: LineSink,
@@ -319,6 +328,11 @@ impl RecordStep for DedupeStep {
         self.tasks
             .activate(line.offset.map(|(partition, _)| partition));
         let (t, partition) = self.parse(line)?;
+        if let Some(at) = self.message_key_at {
+            let parts: SmallVec<[&str; 4]> =
+                (0..self.id_fields).filter_map(|i| line.field(i)).collect();
+            line.check_keyed(at, &parts, "--id")?;
+        }
         // One id field is read in place; several are joined in `self.id`.
         let id = match self.id_fields {
             1 => line.field(0).expect("parse found it"),

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use clap::ArgMatches;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use super::plan::{self, KeepingArgs};
 use crate::cli::WindowArgs;
@@ -24,7 +25,7 @@ use crate::core::window::{
     WindowKind, WindowOperator, WindowState, KEY_SEPARATOR,
 };
 use crate::error::{Error, Fault, Result};
-use crate::io::input::InputPlan;
+use crate::io::input::{InputPlan, Partitioning};
 use crate::io::sink::{LineSink, RecordFields, SinkPlan, TableFormat, TableWriter};
 use crate::io::spec::SinkSpec;
 use crate::runtime::{
@@ -60,6 +61,9 @@ struct Fields {
     extractor: Arc<Extractor>,
     partition_at: Option<usize>,
     keys_at: usize,
+    /// With -G: the envelope's `key`, then its `key_encoding`, which must spell the record's
+    /// `--key` value.
+    message_key_at: Option<usize>,
     /// For each aggregate, the field it reads, if any.
     agg_fields: Vec<Option<usize>>,
 }
@@ -67,20 +71,22 @@ struct Fields {
 impl Fields {
     fn new(
         time: FieldPath,
-        partition_by: Option<FieldPath>,
+        parts: &Partitioning,
         keys: &[FieldPath],
         values: Vec<FieldPath>,
         aggs: &[AggSpec],
     ) -> Fields {
         let mut list = FieldList::default();
         list.add(time);
-        let partition_at = list.add_some(partition_by);
+        let partition_at = list.add_some(parts.field.clone());
         let keys_at = list.add_all(keys.iter().cloned());
         let values_at = list.add_all(values);
+        let message_key_at = parts.per_partition.then(|| list.add_message_key());
         Fields {
             extractor: Arc::new(list.extractor()),
             partition_at,
             keys_at,
+            message_key_at,
             agg_fields: aggs
                 .iter()
                 .map(|a| a.field.map(|f| values_at + f))
@@ -103,7 +109,7 @@ impl Windowing {
         let key_columns: Vec<String> = args.keys.iter().map(FieldPath::column_name).collect();
         check_column_names(&key_columns, &aggs).map_err(Error::Usage)?;
         // One extractor pulls every field the command needs in one pass over the line.
-        let fields = Fields::new(time, parts.field, &args.keys, value_paths, &aggs);
+        let fields = Fields::new(time, &parts, &args.keys, value_paths, &aggs);
         let sink = row_sink(args)?;
         let config = WindowConfig {
             kind,
@@ -120,6 +126,11 @@ impl Windowing {
             report_at_end: false,
         }
         .plan(&mut input, &sink.spec, &job)?;
+        if parts.per_partition && args.keys.is_empty() {
+            return Err(Error::Usage(
+                "with -G each partition keeps the windows of its own keys: give --key FIELD, the field the topic is keyed by (a window without a key spans every partition)".into(),
+            ));
+        }
         plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
         let windowing = Windowing {
             sink,
@@ -177,7 +188,11 @@ fn job(args: &WindowArgs, input: &InputPlan, fields: &Fields, config: &WindowCon
     format!(
         "inputs {:?}, fields {:?}, {:?}, partition {:?}, keys at {}, {:?}, lateness {}, {:?}, aggregates {:?}, --delay {}, --idle-timeout {:?}, {:?}, late output {:?}",
         input.job_source(),
-        fields.extractor.paths().iter().map(|p| p.as_str()).collect::<Vec<_>>(),
+        // The envelope's key, read with -G, is no part of the job.
+        fields.extractor.paths()[..fields.message_key_at.unwrap_or(usize::MAX).min(fields.extractor.paths().len())]
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>(),
         args.time.time_format,
         fields.partition_at,
         fields.keys_at,
@@ -479,6 +494,19 @@ impl WindowStep {
         Ok(())
     }
 
+    /// With -G, each partition keeps the windows of its own keys: the record must be keyed
+    /// by its `--key` value, or the run stops before a wrong row is written.
+    fn keyed(&self, line: &Line<'_>) -> Result<(), Fault> {
+        let Some(at) = self.fields.message_key_at else {
+            return Ok(());
+        };
+        let keys_at = self.fields.keys_at;
+        let parts: SmallVec<[&str; 4]> = (keys_at..keys_at + self.key_columns.len())
+            .filter_map(|i| line.field(i))
+            .collect();
+        line.check_keyed(at, &parts, "--key")
+    }
+
     /// Reads the record's fields: its event time, its partition, and its key (the field
     /// itself when there is one key field, else `None` and the joined key is in `self.key`);
     /// its aggregate inputs go to `inputs`.
@@ -541,6 +569,9 @@ impl RecordStep for WindowStep {
             .activate(line.offset.map(|(partition, _)| partition));
         let mut inputs = recycle_inputs(std::mem::take(&mut self.inputs));
         let parsed = self.parse(line, &mut inputs);
+        if parsed.is_ok() {
+            self.keyed(line)?;
+        }
         let outcome = parsed.map(|(ts, partition, single_key)| {
             let key = single_key.unwrap_or(&self.key);
             self.ops

@@ -18,6 +18,8 @@
 
 use std::fmt;
 
+use std::borrow::Cow;
+
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use serde::Deserialize;
@@ -591,9 +593,104 @@ fn header_value(v: &Value, name: &str) -> Result<Option<Vec<u8>>, EnvelopeError>
     }
 }
 
+/// A JSON value as a message key's text: a string's characters, any other value's JSON text
+/// as the record writes it. (A string whose escapes name no Unicode text keeps its JSON text.)
+pub fn key_text(raw: &str) -> Cow<'_, str> {
+    match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        Some(inner) if !inner.contains('\\') => Cow::Borrowed(inner),
+        Some(_) => serde_json::from_str::<String>(raw)
+            .map(Cow::Owned)
+            .unwrap_or(Cow::Borrowed(raw)),
+        None => Cow::Borrowed(raw),
+    }
+}
+
+/// Whether `text`, a message key, spells the state key made of the fields `parts` (their
+/// raw JSON texts): one field is its `key_text`; several are the JSON array of their values as
+/// the record writes them, with no spaces (`["m-42",7]`).
+pub fn spells_state_key(text: &str, parts: &[&str]) -> bool {
+    if let [one] = parts {
+        return text == key_text(one);
+    }
+    let Some(mut rest) = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) else {
+        return false;
+    };
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            let Some(after) = rest.strip_prefix(',') else {
+                return false;
+            };
+            rest = after;
+        }
+        let Some(after) = rest.strip_prefix(part) else {
+            return false;
+        };
+        rest = after;
+    }
+    rest.is_empty()
+}
+
+/// The state key of `parts` spelled as a message key (see `spells_state_key`).
+pub fn state_key_text(parts: &[&str]) -> String {
+    match parts {
+        [one] => key_text(one).into_owned(),
+        _ => format!("[{}]", parts.join(",")),
+    }
+}
+
+/// Checks that a record read from a topic partition is keyed by its state key, as a
+/// consumer-group member that keeps state per partition needs (`-G`): the envelope's `key`
+/// (`key`, raw JSON: a string, or null; `base64` when `key_encoding` says the key is not
+/// UTF-8) must spell the state key of `parts`, the fields `flag` names. Why not, otherwise.
+pub fn check_keyed(
+    key: Option<&str>,
+    base64: bool,
+    parts: &[&str],
+    flag: &str,
+) -> Result<(), String> {
+    let text = key.filter(|k| k.starts_with('"') && !base64).map(key_text);
+    if text.as_deref().is_some_and(|t| spells_state_key(t, parts)) {
+        return Ok(());
+    }
+    let found = match (key, base64) {
+        (Some(raw), false) if raw.starts_with('"') => format!("'{}'", key_text(raw)),
+        (Some(_), true) => "binary".to_string(),
+        _ => "none".to_string(),
+    };
+    Err(format!(
+        "with -G each partition keeps the state of its own keys, which holds only when every record is keyed by its {flag} value, but this record's message key is {found} and its {flag} value '{}': the topic is not keyed by {flag}; repartition it by {flag} first (weir consume SOURCE -G GROUP -o kafka://HOST/TOPIC --key FIELD), or read it without -G",
+        state_key_text(parts)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A message key spells a state key: one field's text, or the JSON array of several.
+    #[test]
+    fn message_keys_spell_state_keys() {
+        assert!(spells_state_key("m-42", &["\"m-42\""]));
+        assert!(spells_state_key("42", &["42"]));
+        assert!(!spells_state_key("42", &["\"42 \""]));
+        assert!(spells_state_key("a\"b", &[r#""a\"b""#]));
+        assert!(spells_state_key(r#"["m-42",7]"#, &["\"m-42\"", "7"]));
+        assert!(!spells_state_key(r#"["m-42",7]"#, &["\"m-42\"", "8"]));
+        assert!(!spells_state_key(r#"["m-42", 7]"#, &["\"m-42\"", "7"]));
+        assert!(!spells_state_key(r#"["m-42",7,1]"#, &["\"m-42\"", "7"]));
+        assert_eq!(state_key_text(&["\"m\"", "7"]), r#"["m",7]"#);
+        assert!(check_keyed(Some("\"m-42\""), false, &["\"m-42\""], "--key").is_ok());
+        let e = check_keyed(Some("\"e-1\""), false, &["\"m-42\""], "--key").unwrap_err();
+        assert!(
+            e.contains("message key is 'e-1' and its --key value 'm-42'"),
+            "{e}"
+        );
+        // A base64 key's text is not the key: a binary key never spells a JSON value.
+        let e = check_keyed(Some("\"bS00Mg==\""), true, &["\"bS00Mg==\""], "--key");
+        assert!(e.unwrap_err().contains("message key is binary"));
+        assert!(check_keyed(Some("null"), false, &["null"], "--id").is_err());
+        assert!(check_keyed(None, false, &["\"x\""], "--id").is_err());
+    }
     use proptest::prelude::*;
 
     fn message<'a>(

@@ -282,6 +282,13 @@ impl FieldList {
         &self.paths
     }
 
+    /// Adds the envelope's `key`, then its `key_encoding`; the index of the first.
+    pub fn add_message_key(&mut self) -> usize {
+        let at = self.add("key".parse().expect("a valid path"));
+        self.add("key_encoding".parse().expect("a valid path"));
+        at
+    }
+
     /// The paths as written, for a job's description.
     pub fn names(&self) -> Vec<&str> {
         self.paths.iter().map(FieldPath::as_str).collect()

@@ -7,11 +7,13 @@
 
 use std::sync::Arc;
 
+use crate::core::envelope::check_keyed;
 use crate::core::record::{
     time_of, validate_json_shaped, validate_line, Extractor, Fields, Position, RecordError,
 };
 use crate::core::scan::{Shape, Span};
 use crate::core::time::{Millis, TimeFormat};
+use crate::error::{Error, Fault};
 
 /// Target size of a chunk handed from the reader thread to the command.
 pub const CHUNK_BYTES: usize = 1 << 20;
@@ -359,6 +361,19 @@ impl<'a> Line<'a> {
     #[inline(always)]
     pub fn time_if_any(&self, i: usize, x: &Extractor, format: &TimeFormat) -> Option<Millis> {
         time_of(self.field(i)?, &x.paths()[i], format).ok()
+    }
+
+    /// Stops the run (exit 3) unless the record's message key (the envelope's `key` at field
+    /// `at`, its `key_encoding` after it) spells its state key, made of the fields `parts` that
+    /// `flag` names: see `core::envelope::check_keyed`.
+    pub fn check_keyed(&self, at: usize, parts: &[&str], flag: &str) -> Result<(), Fault> {
+        let base64 = self.field(at + 1).is_some_and(|e| e == "\"base64\"");
+        check_keyed(self.field(at), base64, parts, flag).map_err(|reason| {
+            Fault::Fatal(Error::BadInput {
+                position: self.position().to_string(),
+                reason,
+            })
+        })
     }
 
     /// The whole record as text, for messages (empty if it is not UTF-8).

@@ -293,6 +293,11 @@ fn window_usage_errors_leave_files_as_they_were() {
             &[NO_BROKER, "--tumbling", "1m", "--changelog", "c"],
             "--group",
         ),
+        // Each member's partitions keep windows of their own keys: there must be keys.
+        (
+            &[NO_BROKER, "--tumbling", "1m", "-G", "g"],
+            "give --key FIELD, the field the topic is keyed by",
+        ),
     ];
     for (args, message) in cases {
         let all: Vec<&str> = w.iter().chain(args.iter()).copied().collect();

@@ -9,10 +9,10 @@
 //! when the group revokes the partition (inside the callback, before the group moves it).
 //! The committed offset is never ahead of the saved state.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{
@@ -217,6 +217,137 @@ pub fn restore(
     feed.restored(now.to_vec(), states)
 }
 
+/// How often a member that has finished its own partitions asks the group how far the others
+/// have got.
+const ASK_EVERY: Duration = Duration::from_millis(500);
+
+/// The end of a bounded read as a group member (`-G -e`). A member may end only once every
+/// partition of the topic has been read and committed to the end it took at start, by itself
+/// or by another: a member that was killed, or one the coordinator still counts, can hold
+/// partitions that no one reads until the group moves them, and a member that ended at its own
+/// partitions' ends would leave them unread. Until then it stays in the group and reads what
+/// the group gives it.
+pub struct GroupEnd {
+    topic: String,
+    group: String,
+    /// Each partition's offsets at the start: (partition, log start, log end).
+    ends: Vec<(i32, i64, i64)>,
+    /// A partition the group has no offset for is read from its end (`auto.offset.reset`):
+    /// nothing of it is left to read.
+    fresh_at_end: bool,
+    /// The committed offset of each partition, as last asked.
+    committed: HashMap<i32, i64>,
+    asked: Option<Instant>,
+    /// When a committed offset last moved (or the member last read a record).
+    moved: Instant,
+    /// How long nothing may move before the member gives up (exit 4).
+    patience: Duration,
+    done: bool,
+}
+
+impl GroupEnd {
+    pub fn new(
+        topic: &str,
+        group: &str,
+        ends: Vec<(i32, i64, i64)>,
+        config: &ClientConfig,
+        patience: Duration,
+    ) -> Self {
+        let reset = config.get("auto.offset.reset").unwrap_or("latest");
+        GroupEnd {
+            topic: topic.to_string(),
+            group: group.to_string(),
+            ends,
+            fresh_at_end: matches!(reset, "latest" | "largest" | "end"),
+            committed: HashMap::new(),
+            asked: None,
+            moved: Instant::now(),
+            patience,
+            done: false,
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        self.done
+    }
+
+    /// The partitions no member has read to their end: not empty at the start, not read to
+    /// the end by this member (`ended`), not committed to it by another, and not one the group
+    /// has no offset for and would read from its end.
+    fn unfinished(&self, ended: &HashSet<i32>) -> Vec<i32> {
+        let finished = |p: &i32, low: &i64, high: &i64| {
+            high <= low
+                || ended.contains(p)
+                || match self.committed.get(p) {
+                    Some(c) => c >= high,
+                    None => self.fresh_at_end,
+                }
+        };
+        (self.ends.iter())
+            .filter(|(p, low, high)| !finished(p, low, high))
+            .map(|(p, ..)| *p)
+            .collect()
+    }
+
+    /// Asks the group (at most every `ASK_EVERY`) how far every partition is committed, once
+    /// the member has read its own to their ends (`ended`: every partition it has read to its
+    /// end); `read_at` is when it last read a record.
+    pub fn ask(
+        &mut self,
+        consumer: &BaseConsumer<Member>,
+        read_at: Instant,
+        ended: &HashSet<i32>,
+    ) -> Result<()> {
+        if self.done || self.asked.is_some_and(|at| at.elapsed() < ASK_EVERY) {
+            return Ok(());
+        }
+        self.asked = Some(Instant::now());
+        // What this member stored goes out now rather than at the next automatic commit.
+        let _ = consumer.commit_consumer_state(CommitMode::Async);
+        let mut tpl = TopicPartitionList::new();
+        for (p, ..) in &self.ends {
+            tpl.add_partition(&self.topic, *p);
+        }
+        let mut committed = Vec::new();
+        if let Ok(found) = consumer.committed_offsets(tpl, ASK_EVERY) {
+            for e in found.elements() {
+                if let Offset::Offset(at) = e.offset() {
+                    committed.push((e.partition(), at));
+                }
+            }
+        }
+        self.heard(&committed, read_at, ended)
+    }
+
+    /// Takes in the group's committed offsets: done once no partition is left unread; an
+    /// error once nothing has moved for the patience, naming what no member finished.
+    fn heard(
+        &mut self,
+        committed: &[(i32, i64)],
+        read_at: Instant,
+        ended: &HashSet<i32>,
+    ) -> Result<()> {
+        for &(p, at) in committed {
+            if self.committed.insert(p, at).is_none_or(|was| was < at) {
+                self.moved = Instant::now();
+            }
+        }
+        let unfinished = self.unfinished(ended);
+        self.done = unfinished.is_empty();
+        let still = self.moved.max(read_at).elapsed();
+        if self.done || still < self.patience {
+            return Ok(());
+        }
+        let names: Vec<String> = unfinished.iter().map(i32::to_string).collect();
+        Err(Error::Unreachable(format!(
+            "partitions {} of '{}' were not read to their end by any member of group '{}' in {still:?}: the member that holds them may have died before the group moved them",
+            names.join(", "),
+            self.topic,
+            self.group
+        )))
+    }
+}
+
 /// How a consumer-group member keeps its partitions' states: the command gives them up
 /// through `revoker`, and they are saved in the changelog, then their offsets committed.
 struct GroupState {
@@ -305,5 +436,64 @@ impl GroupState {
         if let Err(e) = self.write(consumer, states, CommitMode::Sync) {
             self.failure.get_or_insert(e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group_end(fresh_at_end: bool, patience: Duration) -> GroupEnd {
+        let mut config = ClientConfig::new();
+        let reset = if fresh_at_end { "latest" } else { "earliest" };
+        config.set("auto.offset.reset", reset);
+        // Partition 2 was empty at the start.
+        let ends = vec![(0, 0, 10), (1, 5, 20), (2, 7, 7)];
+        GroupEnd::new("t", "g", ends, &config, patience)
+    }
+
+    /// A partition is finished when this member read it to its end, when the group committed
+    /// it to its end, or when it was empty; one the group has no offset for is finished only
+    /// if the group would read it from its end.
+    #[test]
+    fn every_partition_must_be_read_by_someone() {
+        let hour = Duration::from_secs(3600);
+        let mut end = group_end(false, hour);
+        let ended = HashSet::from([0]);
+        end.heard(&[(1, 19)], Instant::now(), &ended).unwrap();
+        assert!(!end.done(), "partition 1 is one short");
+        end.heard(&[(1, 20)], Instant::now(), &ended).unwrap();
+        assert!(end.done());
+        let mut end = group_end(false, hour);
+        end.heard(&[], Instant::now(), &ended).unwrap();
+        assert!(!end.done(), "no offset, read from the beginning: unread");
+        let mut end = group_end(true, hour);
+        end.heard(&[], Instant::now(), &ended).unwrap();
+        assert!(end.done(), "no offset, read from the end: nothing left");
+    }
+
+    /// Nothing moving for the patience is exit 4, naming the partitions no one finished;
+    /// a committed offset that moves, or a record read, starts the patience again.
+    #[test]
+    fn a_member_gives_up_naming_what_no_one_read() {
+        let mut end = group_end(false, Duration::from_millis(50));
+        let ended = HashSet::new();
+        end.heard(&[(0, 3)], Instant::now(), &ended).unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        end.heard(&[(0, 4)], Instant::now() - Duration::from_secs(1), &ended)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        let e = end.heard(&[(0, 4)], Instant::now() - Duration::from_secs(1), &ended);
+        let e = e.unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "partitions 0, 1 of 't' were not read to their end by any member of group 'g'"
+            ),
+            "{e}"
+        );
+        assert!(
+            end.heard(&[], Instant::now(), &ended).is_ok(),
+            "a record was just read"
+        );
     }
 }

@@ -18,7 +18,7 @@ use rdkafka::{Offset, Timestamp, TopicPartitionList};
 use super::changelog::Changelog;
 use super::client::{reach, scrub, topic_error, unreachable};
 use super::config::ClientOptions;
-use super::group::{self, Member};
+use super::group::{self, GroupEnd, Member};
 use super::plan::ReadPlan;
 use crate::core::envelope::{Message, Render, TimestampType};
 use crate::core::time::{now_millis, LogPosition, Millis};
@@ -73,6 +73,8 @@ pub struct KafkaSource {
     /// A group member that keeps state per partition saves it here; taken into the client
     /// context when the read starts.
     changelog: Option<Changelog>,
+    /// A bounded read as a group member: it ends once every partition is read, by anyone.
+    group_end: Option<GroupEnd>,
 }
 
 /// One step of a read.
@@ -124,28 +126,43 @@ impl KafkaSource {
             resume: resume.iter().copied().collect(),
             starts: Vec::new(),
             changelog: None,
+            group_end: None,
         };
         if let (Some(changelog), Some(_)) = (&plan.changelog, &plan.group) {
             let (topic, job) = (&changelog.topic, &changelog.job);
             source.changelog = Some(Changelog::open(spec, client, topic, job, count)?);
         }
         match plan.balanced {
-            true => source.join(&partitions, spec)?,
+            true => source.join(&partitions, plan, &config, spec)?,
             false => source.assign(&partitions, plan, spec)?,
         }
         Ok(source)
     }
 
     /// Joins the group, which gives the partitions; a bounded read takes the ends of all of
-    /// them first.
-    fn join(&mut self, partitions: &[i32], spec: &KafkaSpec) -> Result<()> {
+    /// them first, which every member's reading must reach before this one may end.
+    fn join(
+        &mut self,
+        partitions: &[i32],
+        plan: &ReadPlan,
+        config: &rdkafka::config::ClientConfig,
+        spec: &KafkaSpec,
+    ) -> Result<()> {
         if self.bounded {
-            let ends = self.resolve(partitions, &LogPosition::End, spec, false)?;
-            for (&p, end) in partitions.iter().zip(ends) {
-                if let Offset::Offset(end) = end {
-                    self.ends.insert(p, end);
-                }
+            let mut ends = Vec::with_capacity(partitions.len());
+            for &p in partitions {
+                let (low, high) = self
+                    .consumer
+                    .fetch_watermarks(&self.topic, p, self.timeout)
+                    .map_err(|e| unreachable("cannot read offsets from", spec, e))?;
+                self.ends.insert(p, high);
+                ends.push((p, low, high));
             }
+            let group = plan.group.as_deref().unwrap_or_default();
+            // A member that died holds its partitions until its session times out.
+            let patience = self.timeout + session_timeout(config);
+            let end = GroupEnd::new(&self.topic, group, ends, config, patience);
+            self.group_end = Some(end);
         }
         self.consumer
             .subscribe(&[&self.topic])
@@ -296,14 +313,26 @@ impl KafkaSource {
         let all_ended = |partitions: &[i32]| partitions.iter().all(|p| self.ended.contains(p));
         match &self.own {
             Some(own) => all_ended(own),
-            // Every partition the group gave us (none at all counts too); unknown while the
-            // group is still sharing them out.
-            None => self
-                .consumer
-                .context()
-                .assigned()
-                .is_some_and(|a| all_ended(&a)),
+            // Every partition the group gave us (none at all counts too; unknown while the
+            // group is still sharing them out), and every other member's too.
+            None => self.own_ended() && self.group_end.as_ref().is_none_or(GroupEnd::done),
         }
+    }
+
+    /// A bounded group member that has read its own partitions waits for every member's
+    /// (`GroupEnd`), reading what the group gives it meanwhile.
+    fn wait_for_group(&mut self) -> Result<()> {
+        if self.group_end.as_ref().is_none_or(GroupEnd::done) || !self.own_ended() {
+            return Ok(());
+        }
+        let group_end = self.group_end.as_mut().expect("checked above");
+        group_end.ask(&self.consumer, self.last_progress, &self.ended)
+    }
+
+    /// Whether every partition the group gave this member has reached its end.
+    fn own_ended(&self) -> bool {
+        let assigned = self.consumer.context().assigned();
+        assigned.is_some_and(|a| a.iter().all(|p| self.ended.contains(p)))
     }
 
     /// Counts records on this bar (a bounded read on a terminal), cleared at the end.
@@ -459,6 +488,7 @@ impl KafkaSource {
                 return Ok(());
             }
             self.acknowledge(feed)?;
+            self.wait_for_group()?;
             let seen = self.consumer.context().rebalances();
             if rebalances != Some(seen) {
                 rebalances = Some(seen);
@@ -522,6 +552,15 @@ impl KafkaSource {
         feed.handled(|partition, offset| self.done(partition, offset));
         group::save(&self.consumer, feed.take_saved(), CommitMode::Async)
     }
+}
+
+/// How long the group waits for a silent member before it moves its partitions.
+fn session_timeout(config: &rdkafka::config::ClientConfig) -> Duration {
+    let ms = config
+        .get("session.timeout.ms")
+        .and_then(|v| v.parse().ok());
+    // librdkafka's default.
+    Duration::from_millis(ms.unwrap_or(45_000))
 }
 
 /// The partitions of the topic to read, sorted (those `plan` names, which it must have),

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use crate::core::envelope::key_text;
 use crate::core::record::{raw, Extractor, FieldPath, Fields};
 use crate::error::{Fault, Result};
 use crate::io::kafka::{ClientOptions, KafkaSink};
@@ -155,14 +156,8 @@ impl KafkaLines {
 
 /// A field's bytes for a key or header: a string's text, other JSON as it is written.
 pub(super) fn field_bytes(raw: &str) -> Cow<'_, [u8]> {
-    match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
-        Some(inner) if !inner.contains('\\') => Cow::Borrowed(inner.as_bytes()),
-        // The scanner has validated the string, so it decodes.
-        Some(_) => Cow::Owned(
-            serde_json::from_str::<String>(raw)
-                .map(String::into_bytes)
-                .unwrap_or_else(|_| raw.as_bytes().to_vec()),
-        ),
-        None => Cow::Borrowed(raw.as_bytes()),
+    match key_text(raw) {
+        Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
+        Cow::Owned(text) => Cow::Owned(text.into_bytes()),
     }
 }
