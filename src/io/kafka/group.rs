@@ -240,20 +240,27 @@ pub struct GroupEnd {
     asked: Option<Instant>,
     /// When a committed offset last moved (or the member last read a record).
     moved: Instant,
+    /// How long the coordinator waits for a silent member before it moves its partitions.
+    session: Duration,
     /// How long nothing may move before the member gives up (exit 4).
     patience: Duration,
+    /// When the member last joined the group again to be given what no one reads.
+    rejoined: Instant,
     done: bool,
 }
 
 impl GroupEnd {
+    /// The end of a read of `ends` in `group`, giving up after `timeout` plus the group's
+    /// session time with nothing moving.
     pub fn new(
         topic: &str,
         group: &str,
         ends: Vec<(i32, i64, i64)>,
         config: &ClientConfig,
-        patience: Duration,
+        timeout: Duration,
     ) -> Self {
         let reset = config.get("auto.offset.reset").unwrap_or("latest");
+        let session = session_timeout(config);
         GroupEnd {
             topic: topic.to_string(),
             group: group.to_string(),
@@ -262,9 +269,24 @@ impl GroupEnd {
             committed: HashMap::new(),
             asked: None,
             moved: Instant::now(),
-            patience,
+            session,
+            // A member that died holds its partitions until its session times out.
+            patience: timeout + session,
+            rejoined: Instant::now(),
             done: false,
         }
+    }
+
+    /// Whether to join the group again: nothing has moved for a session time, which is long
+    /// enough for the coordinator to have moved a dead member's partitions. A coordinator
+    /// that moves them only when a member joins (Tansu does) moves them then.
+    pub fn rejoin_due(&mut self, read_at: Instant) -> bool {
+        let still = self.moved.max(read_at).elapsed();
+        if self.done || still < self.session || self.rejoined.elapsed() < self.session {
+            return false;
+        }
+        self.rejoined = Instant::now();
+        true
     }
 
     pub fn done(&self) -> bool {
@@ -346,6 +368,15 @@ impl GroupEnd {
             self.group
         )))
     }
+}
+
+/// How long the group waits for a silent member before it moves its partitions.
+fn session_timeout(config: &ClientConfig) -> Duration {
+    let ms = config
+        .get("session.timeout.ms")
+        .and_then(|v| v.parse().ok());
+    // librdkafka's default.
+    Duration::from_millis(ms.unwrap_or(45_000))
 }
 
 /// How a consumer-group member keeps its partitions' states: the command gives them up
@@ -447,6 +478,7 @@ mod tests {
         let mut config = ClientConfig::new();
         let reset = if fresh_at_end { "latest" } else { "earliest" };
         config.set("auto.offset.reset", reset);
+        config.set("session.timeout.ms", "0");
         // Partition 2 was empty at the start.
         let ends = vec![(0, 0, 10), (1, 5, 20), (2, 7, 7)];
         GroupEnd::new("t", "g", ends, &config, patience)

@@ -159,9 +159,7 @@ impl KafkaSource {
                 ends.push((p, low, high));
             }
             let group = plan.group.as_deref().unwrap_or_default();
-            // A member that died holds its partitions until its session times out.
-            let patience = self.timeout + session_timeout(config);
-            let end = GroupEnd::new(&self.topic, group, ends, config, patience);
+            let end = GroupEnd::new(&self.topic, group, ends, config, self.timeout);
             self.group_end = Some(end);
         }
         self.consumer
@@ -326,7 +324,15 @@ impl KafkaSource {
             return Ok(());
         }
         let group_end = self.group_end.as_mut().expect("checked above");
-        group_end.ask(&self.consumer, self.last_progress, &self.ended)
+        group_end.ask(&self.consumer, self.last_progress, &self.ended)?;
+        if group_end.rejoin_due(self.last_progress) {
+            // Joined again, the member may be given what no one has read.
+            self.consumer.unsubscribe();
+            let topic = self.topic.clone();
+            (self.consumer.subscribe(&[&topic]))
+                .map_err(|e| Error::Unreachable(format!("cannot join the group again: {e}")))?;
+        }
+        Ok(())
     }
 
     /// Whether every partition the group gave this member has reached its end.
@@ -552,15 +558,6 @@ impl KafkaSource {
         feed.handled(|partition, offset| self.done(partition, offset));
         group::save(&self.consumer, feed.take_saved(), CommitMode::Async)
     }
-}
-
-/// How long the group waits for a silent member before it moves its partitions.
-fn session_timeout(config: &rdkafka::config::ClientConfig) -> Duration {
-    let ms = config
-        .get("session.timeout.ms")
-        .and_then(|v| v.parse().ok());
-    // librdkafka's default.
-    Duration::from_millis(ms.unwrap_or(45_000))
 }
 
 /// The partitions of the topic to read, sorted (those `plan` names, which it must have),
