@@ -283,6 +283,20 @@ pub struct ChangelogArgs {
     pub changelog: Option<String>,
 }
 
+/// A shuffle through an internal topic, for a topic not keyed by the state key.
+#[derive(Debug, Args)]
+pub struct RepartitionArgs {
+    /// With -G: first send every record through the topic GROUP-COMMAND-repartition
+    /// (created when missing), keyed by its state key, so that each member's state is exact
+    /// on a topic keyed by anything. Costs one more write and read of every record.
+    #[arg(long, requires = "group", help_heading = "Checkpoints")]
+    pub repartition: bool,
+
+    /// The partitions of the repartition topic, when it is created [default: the input's].
+    #[arg(long, value_name = "N", requires = "repartition", value_parser = clap::value_parser!(u16).range(1..), help_heading = "Checkpoints")]
+    pub repartition_partitions: Option<u16>,
+}
+
 /// The run summary.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -534,6 +548,9 @@ pub struct WindowArgs {
     pub changelog: ChangelogArgs,
 
     #[command(flatten)]
+    pub shuffle: RepartitionArgs,
+
+    #[command(flatten)]
     pub report: ReportArgs,
 }
 
@@ -633,6 +650,9 @@ pub struct DedupeArgs {
 
     #[command(flatten)]
     pub changelog: ChangelogArgs,
+
+    #[command(flatten)]
+    pub shuffle: RepartitionArgs,
 
     #[command(flatten)]
     pub report: ReportArgs,

@@ -14,6 +14,7 @@ use crate::core::dedupe_task::{Held, Task, TaskSpec, TaskState};
 use crate::core::partitioned::{PartitionStates, PartitionTask, Tasks};
 use crate::core::record::{Extractor, FieldList, RecordError};
 use crate::core::saved;
+use crate::core::shuffle::Marker;
 use crate::core::time::{Millis, TimeFormat};
 use crate::core::watermark::MAX_PARTITIONS;
 use crate::core::window::KEY_SEPARATOR;
@@ -41,6 +42,8 @@ struct Dedupe {
     time_at: Option<usize>,
     time_format: TimeFormat,
     partition_at: Option<usize>,
+    /// Behind a shuffle: the envelope's input partition and offset.
+    shuffle_at: Option<(usize, usize)>,
     /// With -G: the envelope's key, which must spell the record's id.
     message_key_at: Option<usize>,
     /// The partitions are the source's own (Kafka partitions, Kinesis shards), which it
@@ -52,22 +55,35 @@ struct Dedupe {
 impl Dedupe {
     fn plan(args: &DedupeArgs) -> Result<RunPlan<Dedupe>> {
         let mut input = plan::input_plan(&args.input, false)?;
+        let event_time = args.horizon.is_some() && args.horizon_by == HorizonBy::Event;
+        check_watermark_flags(args, event_time)?;
+        if args.shuffle.repartition {
+            let time = args.time.time.clone().filter(|_| event_time);
+            let at = time.map(|t| (t, args.time.time_format.clone()));
+            let partitions = args.shuffle.repartition_partitions;
+            input.repartition("dedupe", partitions, &args.ids, at)?;
+        }
         // A group member's partitions are tasks of their own, each with its own watermark.
         let parts =
             input.partitioning(args.partition_by.as_ref(), "has its own ids and watermark")?;
-        let event_time = args.horizon.is_some() && args.horizon_by == HorizonBy::Event;
-        check_watermark_flags(args, event_time)?;
         // The id fields, then the time and partition an event-time horizon reads.
         let mut fields = FieldList::default();
         fields.add_all(args.ids.iter().cloned());
         let time_at = fields.add_some(args.time.time.clone().filter(|_| event_time));
-        let partition_at = fields.add_some(parts.field.filter(|_| event_time));
+        let partition_at = fields.add_some(parts.field.clone().filter(|_| event_time));
+        // Behind a shuffle: where each record stood in the input (repeats are dropped).
+        let shuffle_at = parts.shuffled.then(|| {
+            let field = parts.field.clone().expect("a Kafka source");
+            let partition = partition_at.unwrap_or_else(|| fields.add(field));
+            (partition, fields.add("offset".parse().expect("a path")))
+        });
         let s = &args.sink;
         let record_fields = RecordFields::parse(s.key.as_ref(), &s.headers)?;
         let sink = plan::sink_plan(&s.output, record_fields, &args.input.broker.client)?;
         let job = job(args, &input, &fields, time_at, partition_at);
         // With -G, each record must be keyed by its id: its envelope's key is read too.
-        let message_key_at = parts.per_partition.then(|| fields.add_message_key());
+        let message_key_at =
+            (parts.per_partition && !parts.shuffled).then(|| fields.add_message_key());
         let keeping = KeepingArgs {
             command: "dedupe",
             checkpoint: &args.checkpoint,
@@ -87,6 +103,7 @@ impl Dedupe {
             time_at,
             time_format: args.time.time_format.clone(),
             partition_at,
+            shuffle_at,
             message_key_at,
             by_source_partition: parts.by_source && event_time,
             horizon_by: args.horizon_by,
@@ -201,6 +218,7 @@ impl Command for Dedupe {
             time_at: self.time_at,
             time_format: self.time_format,
             partition_at: self.partition_at,
+            shuffle_at: self.shuffle_at,
             message_key_at: self.message_key_at,
             by_source_partition: self.by_source_partition,
             horizon_by: self.horizon_by,
@@ -228,6 +246,8 @@ struct DedupeStep {
     time_at: Option<usize>,
     time_format: TimeFormat,
     partition_at: Option<usize>,
+    /// Behind a shuffle: the envelope's input partition and offset.
+    shuffle_at: Option<(usize, usize)>,
     /// With -G: the envelope's key, which must spell the record's id.
     message_key_at: Option<usize>,
     by_source_partition: bool,
@@ -312,6 +332,11 @@ impl DedupeStep {
         let partition =
             match self.partition_at {
                 None => 0,
+                // Behind a shuffle, the input partition's number is its id in every task.
+                Some(i) if self.shuffle_at.is_some() => {
+                    line.input_position((i, self.shuffle_at.expect("checked").1), x)?
+                        .0
+                }
                 Some(i) => task.partitions.id(line.require(i, x)?).ok_or_else(|| {
                     RecordError::BadValue {
                         path: x.paths()[i].to_string(),
@@ -327,6 +352,13 @@ impl RecordStep for DedupeStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         self.tasks
             .activate(line.offset.map(|(partition, _)| partition));
+        if let Some(at) = self.shuffle_at {
+            let (input, offset) = line.input_position(at, &self.extractor)?;
+            // A record a restarted writer sent again was taken in already.
+            if !(self.tasks.active.watermarks).first_pass(input, offset, self.now) {
+                return Ok(Flow::Continue);
+            }
+        }
         let (t, partition) = self.parse(line)?;
         if let Some(at) = self.message_key_at {
             let parts: SmallVec<[&str; 4]> =
@@ -400,6 +432,13 @@ impl RecordStep for DedupeStep {
             state: state.map(|s| saved::encode(&s)).unwrap_or_default(),
             sinks,
         })
+    }
+
+    fn marker(&mut self, partition: i32, marker: &Marker) -> Result<()> {
+        self.tasks.activate(Some(partition));
+        self.now = self.clock();
+        (self.tasks.active.watermarks).marker(marker, self.now);
+        Ok(())
     }
 
     fn partition_states(&mut self) -> Option<&mut dyn PartitionStates> {

@@ -18,6 +18,7 @@ use crate::core::aggregate::{
 use crate::core::partitioned::{PartitionStates, Tasks};
 use crate::core::record::{Extractor, FieldList, FieldPath, RecordError};
 use crate::core::saved;
+use crate::core::shuffle::Marker;
 use crate::core::time::{human_duration, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::{
@@ -66,6 +67,9 @@ struct Fields {
     message_key_at: Option<usize>,
     /// For each aggregate, the field it reads, if any.
     agg_fields: Vec<Option<usize>>,
+    /// Behind a shuffle (`--repartition`): the envelope's input `offset`; its input
+    /// partition is at `partition_at`.
+    offset_at: Option<usize>,
 }
 
 impl Fields {
@@ -81,8 +85,13 @@ impl Fields {
         let partition_at = list.add_some(parts.field.clone());
         let keys_at = list.add_all(keys.iter().cloned());
         let values_at = list.add_all(values);
-        let message_key_at = parts.per_partition.then(|| list.add_message_key());
+        let message_key_at =
+            (parts.per_partition && !parts.shuffled).then(|| list.add_message_key());
+        let offset_at = parts
+            .shuffled
+            .then(|| list.add("offset".parse().expect("a path")));
         Fields {
+            offset_at,
             extractor: Arc::new(list.extractor()),
             partition_at,
             keys_at,
@@ -99,6 +108,11 @@ impl Windowing {
     fn plan(args: &WindowArgs, matches: &ArgMatches) -> Result<RunPlan<Windowing>> {
         let time = plan::required_time(&args.time, "window")?;
         let mut input = plan::input_plan(&args.input, false)?;
+        if args.shuffle.repartition {
+            let at = Some((time.clone(), args.time.time_format.clone()));
+            let partitions = args.shuffle.repartition_partitions;
+            input.repartition("window", partitions, &args.keys, at)?;
+        }
         // A group member's partitions are tasks of their own, each with its own watermark.
         let parts = input.partitioning(
             args.partition_by.as_ref(),
@@ -528,6 +542,11 @@ impl WindowStep {
         let ts = line.time(0, x, &self.time_format)?;
         let partition = match fields.partition_at {
             None => 0,
+            // Behind a shuffle, the input partition's number is its id in every task.
+            Some(i) if fields.offset_at.is_some() => {
+                let offset_at = fields.offset_at.expect("checked");
+                line.input_position((i, offset_at), x)?.0
+            }
             Some(i) => partitions
                 .id(line.require(i, x)?)
                 .ok_or_else(|| RecordError::BadValue {
@@ -567,6 +586,13 @@ impl RecordStep for WindowStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         self.ops
             .activate(line.offset.map(|(partition, _)| partition));
+        if let (Some(p), Some(o)) = (self.fields.partition_at, self.fields.offset_at) {
+            let (input, offset) = line.input_position((p, o), &self.fields.extractor)?;
+            // A record a restarted writer sent again was taken in already.
+            if !self.ops.active.first_pass(input, offset, self.now) {
+                return Ok(Flow::Continue);
+            }
+        }
         let mut inputs = recycle_inputs(std::mem::take(&mut self.inputs));
         let parsed = self.parse(line, &mut inputs);
         if parsed.is_ok() {
@@ -642,6 +668,13 @@ impl RecordStep for WindowStep {
 
     fn partition_states(&mut self) -> Option<&mut dyn PartitionStates> {
         Some(&mut self.ops)
+    }
+
+    fn marker(&mut self, partition: i32, marker: &Marker) -> Result<()> {
+        self.ops.activate(Some(partition));
+        self.now = self.clock();
+        self.ops.active.marker(marker, self.now, &mut self.rows);
+        self.write_rows()
     }
 
     fn tick(&mut self, _counters: &mut Counters) -> Result<()> {

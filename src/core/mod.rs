@@ -14,6 +14,7 @@ pub mod profile_task;
 pub mod record;
 pub mod saved;
 pub mod scan;
+pub mod shuffle;
 pub mod time;
 pub mod watermark;
 pub mod window;

@@ -9,6 +9,7 @@
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
+use super::shuffle::Marker;
 use super::time::Millis;
 
 /// Most distinct partition values tracked (`--partition-by`); more means the field is not a
@@ -70,6 +71,14 @@ struct Partition {
     max_event_time: Millis,
     last_seen: Millis,
     idle: bool,
+    /// Behind a shuffle (`--repartition`): the highest input offset of this partition taken
+    /// in, so that a record a restarted writer sends again is known as a repeat.
+    #[serde(default = "no_offset")]
+    taken: i64,
+}
+
+fn no_offset() -> i64 {
+    -1
 }
 
 impl Partition {
@@ -209,6 +218,7 @@ impl Watermarks {
                     max_event_time: NO_WATERMARK,
                     last_seen: now,
                     idle: false,
+                    taken: no_offset(),
                 },
             );
         }
@@ -232,6 +242,76 @@ impl Watermarks {
         self.sync_tree();
         self.tree.set(partition, bound);
         self.advance()
+    }
+
+    /// Behind a shuffle: the input has `n` partitions, and each holds the watermark back until
+    /// a writer's marker or a record speaks for it, as every partition a reader of the input
+    /// is assigned does. Returns the new watermark if it advanced.
+    pub fn expect(&mut self, n: usize, now: Millis) -> Option<Millis> {
+        if n <= self.partitions.len() {
+            return None;
+        }
+        self.ensure(n, now);
+        self.rebuild_tree();
+        self.advance()
+    }
+
+    /// Behind a shuffle: a writer's marker says input partition `partition` has reached
+    /// `max_event_time` (every record of it before the marker came before it), or that it is
+    /// read to its end (`finished`), when it stops holding the watermark back, as a partition
+    /// a reader of the input reads to its end does. A marker that says nothing new does not
+    /// count as the partition speaking (it may still go idle). Returns the new watermark if
+    /// it advanced.
+    pub fn heard(
+        &mut self,
+        partition: usize,
+        max_event_time: Option<Millis>,
+        finished: bool,
+        now: Millis,
+    ) -> Option<Millis> {
+        self.ensure(partition + 1, now);
+        let p = &mut self.partitions[partition];
+        let newer = max_event_time.is_some_and(|t| t > p.max_event_time);
+        if newer {
+            p.max_event_time = max_event_time.unwrap_or(NO_WATERMARK);
+            p.last_seen = now;
+            p.idle = false;
+        }
+        if finished {
+            p.idle = true;
+        }
+        if !newer && !finished {
+            return None;
+        }
+        let bound = p.bound();
+        self.sync_tree();
+        self.tree.set(partition, bound);
+        self.advance()
+    }
+
+    /// Behind a shuffle: whether the record at `offset` of input partition `partition` is
+    /// taken in for the first time. A writer forwards a partition's records in offset order,
+    /// so one at or below the highest offset taken is one a restarted writer sent again.
+    pub fn first_pass(&mut self, partition: usize, offset: i64, now: Millis) -> bool {
+        self.ensure(partition + 1, now);
+        let p = &mut self.partitions[partition];
+        if offset <= p.taken {
+            return false;
+        }
+        p.taken = offset;
+        true
+    }
+
+    /// Takes in a writer's marker (`core::shuffle`); returns the new watermark if it advanced.
+    pub fn marker(&mut self, marker: &Marker, now: Millis) -> Option<Millis> {
+        let mut advanced = self.expect(marker.inputs as usize, now);
+        for m in &marker.marks {
+            let p = m.partition as usize;
+            advanced = self
+                .heard(p, m.max_event_time, m.finished, now)
+                .or(advanced);
+        }
+        advanced.map(|_| self.current)
     }
 
     /// Marks partitions idle whose last record is `idle_timeout` old; returns the new watermark

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::aggregate::{AggInput, AggSpec, AggState, Cell, Columns, ToColumns};
 use super::partitioned::PartitionTask;
+use super::shuffle::Marker;
 use super::time::Millis;
 use super::watermark::Watermarks;
 
@@ -408,6 +409,19 @@ impl WindowOperator {
         if self.watermarks.assign(partitions, now).is_some() {
             self.fire(out);
         }
+    }
+
+    /// Behind a shuffle: a writer's marker moves the watermark; fires what that completes.
+    pub fn marker(&mut self, marker: &Marker, now: Millis, out: &mut Vec<Row>) {
+        if self.watermarks.marker(marker, now).is_some() {
+            self.fire(out);
+        }
+    }
+
+    /// Behind a shuffle: whether the record at `offset` of input partition `partition` is
+    /// seen for the first time (a restarted writer sends records again).
+    pub fn first_pass(&mut self, partition: usize, offset: i64, now: Millis) -> bool {
+        self.watermarks.first_pass(partition, offset, now)
     }
 
     /// Lets idle partitions stop holding the watermark back; fires what that completes.

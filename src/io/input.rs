@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::kafka::repartition::{ShufflePlan, ShuffledSource};
 use super::kafka::{ChangelogPlan, ClientOptions, KafkaSource, ReadPlan, ReadRequest};
 use super::kinesis::{self, AwsOptions, KinesisClient, KinesisSource};
 use super::ndjson::NdjsonSource;
@@ -13,7 +14,7 @@ use super::sink::LineSink;
 use super::spec::{self, KafkaSpec, KinesisSpec, SourceSpec};
 use crate::core::envelope::Render;
 use crate::core::record::FieldPath;
-use crate::core::time::now_millis;
+use crate::core::time::{now_millis, TimeFormat};
 use crate::error::{Error, Result};
 use crate::runtime::{progress, CheckpointInputs, ErrorPolicy, PolicyPlan, Restored, Sink, Source};
 
@@ -189,6 +190,9 @@ pub struct Partitioning {
     /// Those are the source's own partitions, which it reports as it reads them
     /// (`RecordStep::assigned`).
     pub by_source: bool,
+    /// `--repartition`: `field` names the input partition of a record that came through a
+    /// shuffle, whose envelope also gives its input offset.
+    pub shuffled: bool,
 }
 
 /// A command's input: the source, how a broker's records are rendered, the error policy and
@@ -199,6 +203,8 @@ pub struct InputPlan {
     pub render: Render,
     pub policy: PolicyPlan,
     pub max_line_bytes: usize,
+    /// `--repartition`: the records come through a shuffle by their state key.
+    pub shuffle: Option<ShufflePlan>,
 }
 
 impl InputPlan {
@@ -209,6 +215,7 @@ impl InputPlan {
             render: Render::Envelope,
             policy,
             max_line_bytes,
+            shuffle: None,
         }
     }
 
@@ -218,6 +225,16 @@ impl InputPlan {
     /// says (and refuses `--partition-by`).
     pub fn partitioning(&self, given: Option<&FieldPath>, apart: &str) -> Result<Partitioning> {
         let per_partition = self.group().is_some();
+        if self.shuffle.is_some() {
+            // Behind a shuffle the partitions that hold a watermark back are the input's,
+            // named in each record's envelope, and spoken for by the writers' markers.
+            return Ok(Partitioning {
+                per_partition,
+                field: self.source_partition_field(),
+                by_source: false,
+                shuffled: true,
+            });
+        }
         if per_partition && given.is_some() {
             return Err(Error::Usage(format!(
                 "with -G each partition {apart}; --partition-by does not apply"
@@ -233,6 +250,7 @@ impl InputPlan {
             per_partition,
             by_source: field.is_some() && field == source_field,
             field,
+            shuffled: false,
         })
     }
 
@@ -267,6 +285,33 @@ impl InputPlan {
             SourcePlan::Kafka { read, .. } => read.group.as_deref(),
             _ => None,
         }
+    }
+
+    /// `--repartition` for `command` (with -G on a Kafka source): the records come through
+    /// the topic `GROUP-COMMAND-repartition`, keyed by `key`, the state key's fields; `time`
+    /// is the event time the writers' markers carry.
+    pub fn repartition(
+        &mut self,
+        command: &str,
+        partitions: Option<u16>,
+        key: &[FieldPath],
+        time: Option<(FieldPath, TimeFormat)>,
+    ) -> Result<()> {
+        let Some(group) = self.group() else {
+            return Err(Error::Usage(
+                "--repartition shuffles a consumer group's input: give -G GROUP and a Kafka source"
+                    .into(),
+            ));
+        };
+        let (time, time_format) = time.unzip();
+        self.shuffle = Some(ShufflePlan {
+            topic: format!("{group}-{command}-repartition"),
+            partitions: partitions.map(usize::from),
+            key: key.to_vec(),
+            time,
+            time_format: time_format.unwrap_or_default(),
+        });
+        Ok(())
     }
 
     /// Names the changelog topic where a group member keeps its partitions' states.
@@ -322,6 +367,11 @@ impl crate::runtime::Input for InputPlan {
                     Some(r) => source.resume_at(r.at),
                     None => source,
                 })
+            }
+            SourcePlan::Kafka { spec, read, client } if self.shuffle.is_some() => {
+                let shuffle = self.shuffle.as_ref().expect("checked");
+                let max = self.max_line_bytes;
+                Box::new(ShuffledSource::open(spec, read, client, shuffle, max)?)
             }
             SourcePlan::Kafka { spec, read, client } => {
                 let resume = restored.map(|r| r.offsets.as_slice()).unwrap_or_default();

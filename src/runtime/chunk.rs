@@ -12,6 +12,7 @@ use crate::core::record::{
     time_of, validate_json_shaped, validate_line, Extractor, Fields, Position, RecordError,
 };
 use crate::core::scan::{Shape, Span};
+use crate::core::shuffle::input_position;
 use crate::core::time::{Millis, TimeFormat};
 use crate::error::{Error, Fault};
 
@@ -359,6 +360,20 @@ impl<'a> Line<'a> {
 
     /// The time in field `i`, if the record has one there.
     #[inline(always)]
+    /// Behind a shuffle (`--repartition`): where the record stood in the input, as its
+    /// envelope's `partition` and `offset` (at these fields) say.
+    pub fn input_position(
+        &self,
+        (partition_at, offset_at): (usize, usize),
+        x: &Extractor,
+    ) -> Result<(usize, i64), RecordError> {
+        let (partition, offset) = (self.require(partition_at, x)?, self.require(offset_at, x)?);
+        input_position(partition, offset).ok_or_else(|| RecordError::BadValue {
+            path: x.paths()[partition_at].to_string(),
+            reason: "not the envelope of a Kafka record".into(),
+        })
+    }
+
     pub fn time_if_any(&self, i: usize, x: &Extractor, format: &TimeFormat) -> Option<Millis> {
         time_of(self.field(i)?, &x.paths()[i], format).ok()
     }

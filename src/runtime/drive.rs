@@ -13,6 +13,7 @@ use super::reader::{Item, Reader, Starts};
 use super::step::{Flow, RecordStep};
 use super::summary::Counters;
 use crate::core::record::{Position, RecordError};
+use crate::core::shuffle::Marker;
 use crate::error::{Error, Fault, Result};
 
 /// How often, while records keep coming, the output is made durable so that a broker source
@@ -180,6 +181,8 @@ impl<S: RecordStep> Driver<'_, S> {
                 }
             }
             Item::ShardEnded(shard) => checkpoints.map_or((), |c| c.shard_ended(&shard)),
+            Item::PartitionEnded(partition) => self.step.partition_ended(partition)?,
+            Item::Marker { at, marker } => self.marker(at, &marker)?,
             Item::Starts(starts) => match (checkpoints, starts) {
                 (Some(c), Starts::Partitions(starts)) => c.partitions_start(&starts),
                 (Some(c), Starts::Shard(shard, arrival)) => c.shard_starts(&shard, arrival),
@@ -192,6 +195,21 @@ impl<S: RecordStep> Driver<'_, S> {
             }
         }
         Ok(())
+    }
+
+    /// A marker is handled as a record of its partition is: skipped where a record there
+    /// would be, and passed, so that a saved state covers it.
+    fn marker(&mut self, at: (i32, i64), marker: &Marker) -> Result<()> {
+        let checkpoints = self.checkpoints.as_deref_mut();
+        if let Some(c) = checkpoints {
+            if c.skipped(&[at]).is_some() {
+                return Ok(());
+            }
+            self.step.marker(at.0, marker)?;
+            c.passed_records(&[at]);
+            return Ok(());
+        }
+        self.step.marker(at.0, marker)
     }
 
     /// Shows each record of `chunk` to the step, a bad one to the error policy, then notes

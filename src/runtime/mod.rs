@@ -29,7 +29,9 @@ pub use chunk::{Chunk, Line, LinePosition, Prepare, ShardPosition, CHUNK_BYTES};
 pub use drive::{drive, drive_with, Drive};
 pub use policy::{ErrorPolicy, OnError, PolicyPlan};
 pub use reader::{Feed, Framing, Reader, Revoker, Source, Starts};
-pub use run::{clock_from, limit_reached, run_command, Command, Input, Keeping, RunPlan};
+pub use run::{
+    clock_from, limit_reached, run_command, run_stage, Command, Input, Keeping, RunPlan,
+};
 pub use sink::{Outgoing, Sink, SinkLength};
 pub use step::{Flow, RecordStep, StepCheckpoint};
 pub use summary::{Counters, ReportPlan, Stats};

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::checkpoint::PartitionState;
 use super::chunk::{Chunk, LinePosition, Prepare, Prepared, Scratch, ShardPosition, CHUNK_BYTES};
 use crate::core::record::RecordError;
+use crate::core::shuffle::Marker;
 use crate::error::{Error, Result};
 
 /// Chunks in flight between the threads; bounds memory and gives backpressure.
@@ -53,6 +54,15 @@ pub(crate) enum Item {
     Assigned(Vec<String>),
     /// A Kinesis shard was read to its end; every record of it was handed over before.
     ShardEnded(Arc<str>),
+    /// A Kafka partition a group member reads was read to its end (`-e`); every record of
+    /// it was handed over before.
+    PartitionEnded(i32),
+    /// A writer's watermark marker, read at (partition, offset) of a shuffle's topic, in
+    /// order with that partition's records (`--repartition`).
+    Marker {
+        at: (i32, i64),
+        marker: Marker,
+    },
     /// Where the source starts reading, before any record there: Kafka partitions at these
     /// offsets, or a Kinesis shard at the records arriving from this time on.
     Starts(Starts),
@@ -372,6 +382,16 @@ impl Feed {
     /// its records: a checkpoint then counts it done, and its children may be read.
     pub fn shard_ended(&self, shard: Arc<str>) -> Result<()> {
         self.send(Item::ShardEnded(shard))
+    }
+
+    /// Reports that Kafka `partition` was read to its end, after all of its records.
+    pub fn partition_ended(&self, partition: i32) -> Result<()> {
+        self.send(Item::PartitionEnded(partition))
+    }
+
+    /// Hands over a watermark marker read at `at`, after every record before it.
+    pub fn marker(&self, at: (i32, i64), marker: Marker) -> Result<()> {
+        self.send(Item::Marker { at, marker })
     }
 
     /// Reports where the source starts reading, before any record there, when a restart

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use super::checkpoint::{CheckpointInputs, CheckpointPlan, Checkpoints, Restored};
 use super::chunk::Prepare;
 use super::drive::{drive_with, Drive};
-use super::policy::ErrorPolicy;
+use super::policy::{ErrorPolicy, OnError};
 use super::reader::{Reader, Source};
 use super::step::RecordStep;
 use super::summary::{finish, Counters, ReportPlan, Stats};
@@ -143,6 +143,36 @@ impl<C: Command> RunPlan<C> {
         }
         Ok((Some(checkpoints), restored))
     }
+}
+
+/// Runs `step` over `source`, opened already, keeping no state and writing no summary: a
+/// stage inside another command's run (the writer of a shuffle, whose every record goes on,
+/// so any bad one stops it). Returns what it counted.
+pub fn run_stage(
+    source: Box<dyn Source>,
+    prepare: Prepare,
+    max_line_bytes: usize,
+    step: &mut impl RecordStep,
+    stop: &AtomicBool,
+) -> Result<Counters> {
+    let mut counters = Counters::default();
+    let mut policy = ErrorPolicy::new(OnError::Fail, None);
+    let reader = Reader::spawn(source, prepare, max_line_bytes);
+    let d = Drive {
+        counters: &mut counters,
+        policy: &mut policy,
+        stop,
+    };
+    let read = drive_with(reader, d, step, None);
+    let ending = Ending {
+        step: &mut *step,
+        policy: &mut policy,
+        checkpoints: None,
+        counters: &mut counters,
+    };
+    let result = ending.end(read);
+    let closed = step.close(&mut counters);
+    result.and(closed).map(|()| counters)
 }
 
 /// Whether a run limited to `limit` records written (`-n`) has written them all: the step

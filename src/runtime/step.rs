@@ -7,6 +7,7 @@ use super::checkpoint::file::SinkLength;
 use super::chunk::Line;
 use super::summary::Counters;
 use crate::core::partitioned::PartitionStates;
+use crate::core::shuffle::Marker;
 use crate::error::{Error, Fault, Result};
 
 /// What a command's per-record step asks of the driver.
@@ -60,6 +61,15 @@ pub trait RecordStep {
     /// comes. Each is named by the JSON text of its envelope field (`3` for a Kafka
     /// partition, `"shardId-000000000003"` for a Kinesis shard).
     fn assigned(&mut self, _partitions: &[String]) {}
+    /// A Kafka partition read to its end (`-e`), after its last record.
+    fn partition_ended(&mut self, _partition: i32) -> Result<()> {
+        Ok(())
+    }
+    /// A writer's watermark marker, read from `partition` of a shuffle's topic in order
+    /// with its records (`--repartition`).
+    fn marker(&mut self, _partition: i32, _marker: &Marker) -> Result<()> {
+        Ok(())
+    }
     /// Shown a record `LOOKAHEAD` records before it comes to `record`, so that the state it
     /// will touch can be fetched into cache while earlier records are worked on. `next`
     /// makes the record's `Line` (or says it is not a record), only for steps that look.

@@ -17,10 +17,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Headers, Message as _};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
@@ -28,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::client::{scrub, unreachable, Reporter};
 use super::config::ClientOptions;
 use super::sink::KafkaSink;
+use super::topic::{self, Cleanup};
 use crate::core::saved;
 use crate::error::{Error, Fault, Result};
 use crate::io::spec::KafkaSpec;
@@ -335,60 +334,7 @@ fn ensure_topic(
     topic: &str,
     partitions: usize,
 ) -> Result<()> {
-    let timeout = client.timeout;
-    let admin: AdminClient<DefaultClientContext> = client
-        .config(spec)
-        .create()
-        .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
-    let have = |admin: &AdminClient<DefaultClientContext>| -> Result<Option<usize>> {
-        let metadata = admin
-            .inner()
-            .fetch_metadata(Some(topic), timeout)
-            .map_err(|e| unreachable("cannot reach Kafka at", spec, e))?;
-        Ok(metadata
-            .topics()
-            .iter()
-            .find(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty())
-            .map(|t| t.partitions().len()))
-    };
-    let count = match have(&admin)? {
-        Some(n) => n,
-        None => {
-            let new = NewTopic::new(topic, partitions as i32, TopicReplication::Fixed(-1))
-                .set("cleanup.policy", "compact");
-            let options = AdminOptions::new().operation_timeout(Some(timeout));
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .map_err(|e| Error::Unreachable(format!("cannot start a runtime: {e}")))?;
-            let results = runtime
-                .block_on(admin.create_topics([&new], &options))
-                .map_err(|e| unreachable("cannot create the changelog topic at", spec, e))?;
-            for result in results {
-                match result {
-                    Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-                    Err((_, code)) => {
-                        return Err(Error::Unreachable(format!(
-                            "cannot create the changelog topic '{topic}': {code}"
-                        )))
-                    }
-                }
-            }
-            // The new topic shows in metadata once its partitions have leaders.
-            let deadline = Instant::now() + timeout;
-            loop {
-                if let Some(n) = have(&admin)? {
-                    break n;
-                }
-                if Instant::now() > deadline {
-                    return Err(Error::Unreachable(format!(
-                        "the changelog topic '{topic}' was created but has no partitions after {timeout:?}"
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-    };
+    let count = topic::ensure(spec, client, topic, partitions, Cleanup::Compact)?;
     if count < partitions {
         return Err(Error::Usage(format!(
             "the changelog topic '{topic}' has {count} partitions, fewer than the input's {partitions}"

@@ -10,8 +10,10 @@ pub mod client;
 pub mod config;
 pub mod group;
 pub mod plan;
+pub mod repartition;
 pub mod sink;
 pub mod source;
+pub mod topic;
 
 pub use admin::{Cluster, GroupDescription, Owner};
 pub use config::ClientOptions;

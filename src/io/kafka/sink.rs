@@ -99,6 +99,15 @@ pub struct KafkaSink {
 
 impl KafkaSink {
     pub fn open(spec: &KafkaSpec, client: &ClientOptions) -> Result<KafkaSink> {
+        KafkaSink::open_with(spec, client, &[])
+    }
+
+    /// A sink with producer properties of its own, set over `-X`/`-F`'s.
+    pub fn open_with(
+        spec: &KafkaSpec,
+        client: &ClientOptions,
+        fixed: &[(&str, &str)],
+    ) -> Result<KafkaSink> {
         let timeout = client.timeout;
         let topic = spec.topic.clone().ok_or_else(|| {
             Error::Usage("a Kafka sink needs a topic: kafka://HOST:PORT/TOPIC".into())
@@ -110,6 +119,9 @@ impl KafkaSink {
         config.set("linger.ms", "20");
         for (k, v) in client.config(spec).config_map() {
             config.set(k, v);
+        }
+        for (k, v) in fixed {
+            config.set(*k, *v);
         }
         let producer: BaseProducer<Deliveries> = config
             .create_with_context(Deliveries::default())

@@ -21,6 +21,7 @@ use super::config::ClientOptions;
 use super::group::{self, GroupEnd, Member};
 use super::plan::ReadPlan;
 use crate::core::envelope::{Message, Render, TimestampType};
+use crate::core::shuffle::{Marker, MARKER_HEADER};
 use crate::core::time::{now_millis, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
@@ -75,6 +76,46 @@ pub struct KafkaSource {
     changelog: Option<Changelog>,
     /// A bounded read as a group member: it ends once every partition is read, by anyone.
     group_end: Option<GroupEnd>,
+    /// How many partitions the topic has.
+    pub partition_count: usize,
+    /// `-e`, and the group, for an end taken later (`watch_upstream`).
+    exit_at_end: bool,
+    group: Option<String>,
+    /// The topic's partitions read (all of them, for a group member).
+    partitions: Vec<i32>,
+    /// The client's configuration, for a `GroupEnd` made later.
+    config: rdkafka::config::ClientConfig,
+    /// The partitions reported read to their end.
+    reported_ended: HashSet<i32>,
+    /// The reader of a shuffle's topic: the writers' stage, whose end (`-e`) fixes this
+    /// read's ends, and whose markers are handed over as such.
+    upstream: Option<Arc<Upstream>>,
+}
+
+/// A stage that writes the topic a source reads (a shuffle's writers): the source fails when
+/// it fails, and a bounded read takes the topic's ends once it has ended.
+#[derive(Default)]
+pub struct Upstream {
+    ended: std::sync::atomic::AtomicBool,
+    failure: std::sync::Mutex<Option<Error>>,
+}
+
+impl Upstream {
+    /// The stage ended, as `result` says.
+    pub fn end(&self, result: Result<()>) {
+        if let Err(e) = result {
+            *self.failure.lock().expect("not poisoned") = Some(e);
+        }
+        self.ended.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    fn ended(&self) -> bool {
+        self.ended.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn failure(&self) -> Option<Error> {
+        self.failure.lock().expect("not poisoned").take()
+    }
 }
 
 /// One step of a read.
@@ -99,7 +140,11 @@ impl KafkaSource {
     ) -> Result<KafkaSource> {
         let mut config = client.config(spec);
         group::configure(&mut config, plan);
-        let eof = if plan.bounded { "true" } else { "false" };
+        let eof = if plan.bounded || plan.exit_at_end {
+            "true"
+        } else {
+            "false"
+        };
         config.set("enable.partition.eof", eof);
         let consumer: BaseConsumer<Member> = config
             .create_with_context(Member::default())
@@ -114,7 +159,7 @@ impl KafkaSource {
             own: None,
             grouped: plan.group.is_some(),
             stores_offsets: plan.group.is_some() && plan.changelog.is_none(),
-            close_at_eof: plan.exit_at_end,
+            close_at_eof: plan.exit_at_end && plan.bounded,
             total: None,
             bounded: plan.bounded,
             ended: Default::default(),
@@ -127,6 +172,13 @@ impl KafkaSource {
             starts: Vec::new(),
             changelog: None,
             group_end: None,
+            partition_count: count,
+            exit_at_end: plan.exit_at_end,
+            group: plan.group.clone(),
+            partitions: partitions.clone(),
+            config: config.clone(),
+            reported_ended: HashSet::new(),
+            upstream: None,
         };
         if let (Some(changelog), Some(_)) = (&plan.changelog, &plan.group) {
             let (topic, job) = (&changelog.topic, &changelog.job);
@@ -376,7 +428,7 @@ impl KafkaSource {
                 Ok(Polled::Idle)
             }
             Some(Err(KafkaError::PartitionEOF(p))) => {
-                if self.close_at_eof {
+                if self.close_at_eof && self.past_end(p) {
                     self.ended.insert(p);
                 } else if self.until.is_some() && !self.ends.contains_key(&p) {
                     // Ended at the next poll once the time has passed.
@@ -414,6 +466,64 @@ impl KafkaSource {
                 Ok(Polled::Record(m))
             }
         }
+    }
+
+    /// Reads what `upstream` writes to this topic: fails when it fails, and, with `-e`, ends
+    /// at the topic's ends as they are once it has ended.
+    pub fn follow(&mut self, upstream: Arc<Upstream>) {
+        self.upstream = Some(upstream);
+    }
+
+    /// Whether a partition at its end for now is past its end offset: always, but behind an
+    /// upstream stage, whose last records may come after an end reached before it ended.
+    fn past_end(&self, p: i32) -> bool {
+        if self.upstream.is_none() {
+            return true;
+        }
+        let Some(&end) = self.ends.get(&p) else {
+            return false;
+        };
+        let position = self.consumer.position().ok().and_then(|list| {
+            list.find_partition(&self.topic, p)
+                .and_then(|e| e.offset().to_raw())
+        });
+        position.is_some_and(|at| at >= end)
+    }
+
+    /// Behind an upstream stage: its failure is this read's; once it has ended, a read with
+    /// `-e` takes the topic's ends, which every member must reach before any may end.
+    fn watch_upstream(&mut self) -> Result<()> {
+        let Some(upstream) = &self.upstream else {
+            return Ok(());
+        };
+        if let Some(e) = upstream.failure() {
+            return Err(e);
+        }
+        if self.bounded || !upstream.ended() || !self.exit_at_end {
+            return Ok(());
+        }
+        let mut ends = Vec::with_capacity(self.partitions.len());
+        for &p in &self.partitions {
+            let (low, high) = (self.consumer)
+                .fetch_watermarks(&self.topic, p, self.timeout)
+                .map_err(|e| {
+                    Error::Unreachable(format!("cannot read offsets of '{}': {e}", self.topic))
+                })?;
+            self.ends.insert(p, high);
+            ends.push((p, low, high));
+        }
+        let group = self.group.as_deref().unwrap_or_default();
+        let end = GroupEnd::new(&self.topic, group, ends, &self.config, self.timeout);
+        self.group_end = Some(end);
+        self.bounded = true;
+        self.close_at_eof = true;
+        let assigned = self.consumer.context().assigned().unwrap_or_default();
+        for p in assigned {
+            if self.past_end(p) {
+                self.ended.insert(p);
+            }
+        }
+        Ok(())
     }
 
     /// Once a --to time ahead has passed, nothing before it can come any more: the partitions
@@ -494,6 +604,7 @@ impl KafkaSource {
                 return Ok(());
             }
             self.acknowledge(feed)?;
+            self.watch_upstream()?;
             self.wait_for_group()?;
             let seen = self.consumer.context().rebalances();
             if rebalances != Some(seen) {
@@ -531,8 +642,15 @@ impl KafkaSource {
                     }
                 }
             }
+            self.report_ended(&mut pending, feed)?;
+            let shuffled = self.upstream.is_some();
             let hand_over = match self.poll()? {
                 Polled::End | Polled::Idle => true,
+                Polled::Record(m) if shuffled && is_marker(&m) => {
+                    pending.hand_over(feed, &topic)?;
+                    hand_over_marker(&m, feed)?;
+                    false
+                }
                 Polled::Record(m) => {
                     let message = message(&m, &topic);
                     render.write(&mut pending.data, &message);
@@ -550,6 +668,25 @@ impl KafkaSource {
                 return Ok(());
             }
         }
+    }
+
+    /// Reports each partition read to its end, after its records.
+    fn report_ended(&mut self, pending: &mut Framing<(i32, i64)>, feed: &mut Feed) -> Result<()> {
+        if self.reported_ended.len() == self.ended.len() {
+            return Ok(());
+        }
+        let mut new: Vec<i32> = self
+            .ended
+            .difference(&self.reported_ended)
+            .copied()
+            .collect();
+        new.sort_unstable();
+        pending.hand_over(feed, &self.topic.clone())?;
+        for p in new {
+            feed.partition_ended(p)?;
+            self.reported_ended.insert(p);
+        }
+        Ok(())
     }
 
     /// Stores the offsets of the records the command has handled, for the group's next
@@ -590,6 +727,27 @@ fn topic_partitions(
         partitions.retain(|p| plan.partitions.contains(p));
     }
     Ok((partitions, count))
+}
+
+/// Whether a record of a shuffle's topic is a writer's watermark marker.
+fn is_marker(m: &BorrowedMessage<'_>) -> bool {
+    m.headers()
+        .is_some_and(|h| h.iter().any(|h| h.key == MARKER_HEADER))
+}
+
+/// Hands a writer's marker over in its place among the partition's records.
+fn hand_over_marker(m: &BorrowedMessage<'_>, feed: &mut Feed) -> Result<()> {
+    let marker =
+        Marker::decode(m.payload().unwrap_or_default()).map_err(|reason| Error::BadInput {
+            position: format!(
+                "topic '{}' partition {} offset {}",
+                m.topic(),
+                m.partition(),
+                m.offset()
+            ),
+            reason,
+        })?;
+    feed.marker((m.partition(), m.offset()), marker)
 }
 
 /// A borrowed record in the form the envelope writer takes.
