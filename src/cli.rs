@@ -413,7 +413,12 @@ missing values are ignored, as in SQL.
 With -G each member keeps the windows of its partitions' keys, which is exact only when every
 record of a key is in one partition: each record's message key must spell its --key value (a
 string's text, other JSON as written, several fields as a JSON array: [\"m-42\",7]). The
-first record that does not stops the run (exit 3) before a wrong row is written.";
+first record that does not stops the run (exit 3) before a wrong row is written. On a topic
+keyed by something else, add --repartition: each member first sends every record through
+GROUP-window-repartition, keyed by its --key value, and carries the input's watermarks
+across, so the rows are those of one reader of the input:
+  weir window kafka://localhost:9092/checkouts -G billing --repartition --time value.ts \\
+    --key value.merchant_id --tumbling 1m --delay 10m --count -o kafka://localhost:9092/rows";
 
 /// Aggregate events per key per event-time window, with watermarks and a late-data policy.
 ///
@@ -581,7 +586,8 @@ also holds one record per remembered id.
 
 With -G each member remembers the ids of its partitions, which is exact only when every
 record of an id is in one partition: each record's message key must spell its --id value (as
-window's --key). The first record that does not stops the run (exit 3).";
+window's --key). The first record that does not stops the run (exit 3); --repartition
+shuffles the records by --id through GROUP-dedupe-repartition first, as window's does.";
 
 /// Drop repeated records: keep the first (or last) of each id within a horizon, with bounded memory.
 ///

@@ -658,7 +658,7 @@ pub fn check_keyed(
         _ => "none".to_string(),
     };
     Err(format!(
-        "with -G each partition keeps the state of its own keys, which holds only when every record is keyed by its {flag} value, but this record's message key is {found} and its {flag} value '{}': the topic is not keyed by {flag}; repartition it by {flag} first (weir consume SOURCE -G GROUP -o kafka://HOST/TOPIC --key FIELD), or read it without -G",
+        "with -G each partition keeps the state of its own keys, which holds only when every record is keyed by its {flag} value, but this record's message key is {found} and its {flag} value '{}': the topic is not keyed by {flag}; add --repartition, which shuffles the records by {flag} through a topic of the group's, or read it without -G",
         state_key_text(parts)
     ))
 }

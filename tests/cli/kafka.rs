@@ -108,7 +108,7 @@ impl Broker {
     }
 
     /// `weir replay FILE -o kafka://.../TOPIC` with `args`, which must succeed.
-    fn produce(&self, topic: &str, file: &std::path::Path, args: &[&str]) {
+    pub(super) fn produce(&self, topic: &str, file: &std::path::Path, args: &[&str]) {
         let out = weir()
             .args(["replay", "-q"])
             .args(args)
@@ -2328,7 +2328,10 @@ fn group_members_refuse_a_topic_not_keyed_by_their_state_key() {
     );
     assert!(err.contains("message key is 'e-"), "{err}");
     assert!(err.contains("its --key value 'm-"), "{err}");
-    assert!(err.contains("repartition it by --key first"), "{err}");
+    assert!(
+        err.contains("add --repartition, which shuffles the records by --key"),
+        "{err}"
+    );
     assert_eq!(
         std::fs::read_to_string(&refused).unwrap(),
         "",

@@ -9,6 +9,7 @@ mod kafka;
 mod kinesis;
 mod layers;
 mod profile;
+mod repartition;
 mod scale;
 mod signals;
 mod usage;

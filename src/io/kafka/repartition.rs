@@ -304,7 +304,10 @@ impl RecordStep for ShuffleStep {
 
     fn finish(&mut self, ended: Result<()>, _: &mut Counters) -> Result<()> {
         ended?;
-        self.mark()?;
+        // Markers that say nothing new would only stand unread behind the readers' ends.
+        if self.marks.changed() {
+            self.mark()?;
+        }
         self.sink.flush()
     }
 

@@ -486,8 +486,20 @@ impl KafkaSource {
         let position = self.consumer.position().ok().and_then(|list| {
             list.find_partition(&self.topic, p)
                 .and_then(|e| e.offset().to_raw())
+                .filter(|&at| at >= 0)
         });
-        position.is_some_and(|at| at >= end)
+        // Nothing read since the group gave it: it starts where the group committed.
+        let at = position.or_else(|| self.committed(p));
+        at.is_some_and(|at| at >= end)
+    }
+
+    /// The group's committed offset of partition `p`, if it has one.
+    fn committed(&self, p: i32) -> Option<i64> {
+        let mut list = TopicPartitionList::new();
+        list.add_partition(&self.topic, p);
+        let found = self.consumer.committed_offsets(list, self.timeout).ok()?;
+        let offset = found.find_partition(&self.topic, p)?.offset();
+        offset.to_raw().filter(|&at| at >= 0)
     }
 
     /// Behind an upstream stage: its failure is this read's; once it has ended, a read with
