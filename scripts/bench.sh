@@ -176,7 +176,8 @@ fi
 
 # Scale-out (WHAT=scale, starts the test broker). weir window -G -e over a 4-partition topic of
 # 1M events keyed by merchant_id: one member against two members started together, in events
-# per second (each run a new group and changelog). Then the takeover after a SIGKILL:
+# per second (each run a new group and changelog), and one member with --repartition (the
+# same topic shuffled through GROUP-window-repartition). Then the takeover after a SIGKILL:
 # scripts/scale_takeover.py has two dedupe members share a topic that records keep coming to,
 # kills one, and times how long the survivor takes to pass a record of the dead member's
 # partitions, with -X session.timeout.ms=6000 (librdkafka's default is 45 s); it also counts
@@ -196,6 +197,9 @@ if [[ " $WHAT " == *" scale "* ]]; then
   run "window -G, 1 member" 1 $WEIR "${win[@]}" -G "one-$T"
   run "window -G, 2 members" 1 sh -c "$WEIR ${win[*]} -G two-$T & $WEIR ${win[*]} -G two-$T & wait"
   echo "  info  2 members vs 1: $(ratio 'window -G, 2 members' 'window -G, 1 member')x (2 cores, the broker on the same machine)"
+  # The shuffle's cost on the same keyed topic: one more write and read of every record.
+  run "window -G --repartition, 1 member" 1 $WEIR "${win[@]}" -G "rp-$T" --repartition
+  echo "  info  --repartition vs -G alone: $(ratio 'window -G --repartition, 1 member' 'window -G, 1 member')x the events/s"
   data 200000
   takeovers=(); rereads=()
   for _ in 1 2 3; do

@@ -632,10 +632,25 @@ pub fn spells_state_key(text: &str, parts: &[&str]) -> bool {
 
 /// The state key of `parts` spelled as a message key (see `spells_state_key`).
 pub fn state_key_text(parts: &[&str]) -> String {
-    match parts {
-        [one] => key_text(one).into_owned(),
-        _ => format!("[{}]", parts.join(",")),
+    let mut text = String::new();
+    write_state_key(&mut text, parts);
+    text
+}
+
+/// Appends the state key of `parts` to `out`, spelled as `state_key_text` spells it.
+pub fn write_state_key(out: &mut String, parts: &[&str]) {
+    if let [one] = parts {
+        out.push_str(&key_text(one));
+        return;
     }
+    out.push('[');
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(part);
+    }
+    out.push(']');
 }
 
 /// Checks that a record read from a topic partition is keyed by its state key, as a

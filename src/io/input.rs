@@ -303,6 +303,14 @@ impl InputPlan {
                     .into(),
             ));
         };
+        if let SourcePlan::Kafka { read, .. } = &self.source {
+            if !read.partitions.is_empty() {
+                return Err(Error::Usage(
+                    "--repartition shuffles what the group shares out: it takes no --partitions"
+                        .into(),
+                ));
+            }
+        }
         let (time, time_format) = time.unzip();
         self.shuffle = Some(ShufflePlan {
             topic: format!("{group}-{command}-repartition"),

@@ -2502,6 +2502,17 @@ fn an_exit_at_end_member_waits_for_a_dead_members_partitions() {
 #[test]
 #[ignore]
 fn exit_at_end_members_killed_and_restarted_ten_times_read_everything() {
+    exit_at_end_drill(&[]);
+}
+
+/// The same drill through a shuffle: the writer's and the reader's ends both hold.
+#[test]
+#[ignore]
+fn exit_at_end_members_through_a_shuffle_killed_ten_times_read_everything() {
+    exit_at_end_drill(&["--repartition"]);
+}
+
+fn exit_at_end_drill(extra: &[&str]) {
     let Some(b) = broker() else { return };
     let _turn = group_turn();
     let input = b.topic("e-drill", 4);
@@ -2552,6 +2563,7 @@ fn exit_at_end_members_killed_and_restarted_ten_times_read_everything() {
                 .arg(b.url(&input))
                 .args(["-G", &group, "--checkpoint-interval", "1s"])
                 .args(["-X", "session.timeout.ms=6000", "--timeout", "60s"])
+                .args(extra)
                 .args(["-o", out.to_str().unwrap()])
                 .stderr(Stdio::piped())
                 .spawn()

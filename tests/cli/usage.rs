@@ -298,6 +298,34 @@ fn window_usage_errors_leave_files_as_they_were() {
             &[NO_BROKER, "--tumbling", "1m", "-G", "g"],
             "give --key FIELD, the field the topic is keyed by",
         ),
+        // A shuffle is a group's: it needs -G, and takes what the group shares out.
+        (
+            &[NO_BROKER, "--tumbling", "1m", "--key", "k", "--repartition"],
+            "--group",
+        ),
+        (
+            &[
+                NO_BROKER,
+                "--tumbling",
+                "1m",
+                "-G",
+                "g",
+                "--partitions",
+                "0",
+                "--repartition",
+            ],
+            "it takes no --partitions",
+        ),
+        (
+            &[
+                NO_BROKER,
+                "--tumbling",
+                "1m",
+                "--repartition-partitions",
+                "3",
+            ],
+            "--repartition",
+        ),
     ];
     for (args, message) in cases {
         let all: Vec<&str> = w.iter().chain(args.iter()).copied().collect();

@@ -20,12 +20,14 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use smallvec::SmallVec;
+
 use super::config::ClientOptions;
 use super::plan::ReadPlan;
 use super::sink::KafkaSink;
 use super::source::{KafkaSource, Upstream};
 use super::topic::{self, Cleanup};
-use crate::core::envelope::{key_text, Render};
+use crate::core::envelope::{write_state_key, Render};
 use crate::core::record::{Extractor, FieldList, FieldPath};
 use crate::core::shuffle::{InputMarks, MARKER_HEADER};
 use crate::core::time::{LogPosition, TimeFormat};
@@ -112,7 +114,8 @@ fn reader_plan(read: &ReadPlan, shuffle: &ShufflePlan) -> ReadPlan {
         balanced: true,
         reset: Some("earliest"),
         bounded: false,
-        exit_at_end: read.exit_at_end,
+        // A bounded input (-e, --to) ends the read once the writers have read it all.
+        exit_at_end: read.bounded,
         changelog: read.changelog.clone(),
     }
 }
@@ -216,29 +219,15 @@ impl ShuffleStep {
         Ok(())
     }
 
-    /// Puts the record's state key in `key`, as the reader's check spells it; false when a
-    /// field of it is missing.
+    /// Puts the record's state key in `key`, spelled as the readers' key check spells it;
+    /// false when a field of it is missing.
     fn state_key(&mut self, line: &Line<'_>) -> bool {
+        let parts: Option<SmallVec<[&str; 4]>> =
+            (0..self.key_fields).map(|i| line.field(i)).collect();
         self.key.clear();
-        let composite = self.key_fields > 1;
-        if composite {
-            self.key.push('[');
-        }
-        for i in 0..self.key_fields {
-            let Some(part) = line.field(i) else {
-                return false;
-            };
-            if composite {
-                if i > 0 {
-                    self.key.push(',');
-                }
-                self.key.push_str(part);
-            } else {
-                self.key.push_str(&key_text(part));
-            }
-        }
-        if composite {
-            self.key.push(']');
+        match parts {
+            Some(parts) => write_state_key(&mut self.key, &parts),
+            None => return false,
         }
         true
     }
