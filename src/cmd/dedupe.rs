@@ -434,6 +434,14 @@ impl RecordStep for DedupeStep {
         })
     }
 
+    fn partition_ended(&mut self, partition: i32, counters: &mut Counters) -> Result<()> {
+        // A group member's task of it has all its input: its held records go out.
+        let released = &mut self.released;
+        self.tasks
+            .end_partition(partition, |task| task.ids.finish(released));
+        self.write_released(counters)
+    }
+
     fn marker(&mut self, partition: i32, marker: &Marker) -> Result<()> {
         self.tasks.activate(Some(partition));
         self.now = self.clock();

@@ -670,6 +670,13 @@ impl RecordStep for WindowStep {
         Some(&mut self.ops)
     }
 
+    fn partition_ended(&mut self, partition: i32, _: &mut Counters) -> Result<()> {
+        // A group member's task of it has all its input: every window it holds is complete.
+        let rows = &mut self.rows;
+        self.ops.end_partition(partition, |op| op.finish(rows));
+        self.write_rows()
+    }
+
     fn marker(&mut self, partition: i32, marker: &Marker) -> Result<()> {
         self.ops.activate(Some(partition));
         self.now = self.clock();

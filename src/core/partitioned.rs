@@ -146,6 +146,9 @@ pub struct Tasks<T> {
     pub active: T,
     /// A group member's other partitions' tasks.
     parked: Option<PerPartition<T>>,
+    /// Partitions read to their end whose last output went out (`end_partition`): what a
+    /// save gives their next owner is their state as it stood before it.
+    ended: BTreeMap<i32, Vec<u8>>,
 }
 
 impl<T> Tasks<T> {
@@ -155,6 +158,7 @@ impl<T> Tasks<T> {
         Tasks {
             active: first,
             parked: per_partition.then(|| PerPartition::new(fresh)),
+            ended: BTreeMap::new(),
         }
     }
 
@@ -163,6 +167,7 @@ impl<T> Tasks<T> {
         Tasks {
             active: task,
             parked: None,
+            ended: BTreeMap::new(),
         }
     }
 
@@ -171,6 +176,7 @@ impl<T> Tasks<T> {
         Tasks {
             active: fresh(),
             parked: Some(PerPartition::new(fresh)),
+            ended: BTreeMap::new(),
         }
     }
 
@@ -200,8 +206,28 @@ impl<T> Tasks<T> {
     }
 }
 
+impl<T: PartitionTask> Tasks<T> {
+    /// A group member's `partition` was read to its end (`-e`): its task has all its input,
+    /// and `last` writes its last output (the windows it holds, the records it holds back)
+    /// now, while the member still owns it, rather than at the run's end. What is saved for
+    /// its next owner stays its state before that, so that a run over more of the topic goes
+    /// on from it (and a next owner that restores it writes the same last output again).
+    pub fn end_partition(&mut self, partition: i32, last: impl FnOnce(&mut T)) {
+        let Some(parked) = &mut self.parked else {
+            return;
+        };
+        parked.activate(&mut self.active, partition);
+        let before = parked.save(&self.active, partition);
+        last(&mut self.active);
+        self.ended.insert(partition, before);
+    }
+}
+
 impl<T: PartitionTask> PartitionStates for Tasks<T> {
     fn save(&self, partition: i32) -> Vec<u8> {
+        if let Some(before) = self.ended.get(&partition) {
+            return before.clone();
+        }
         match &self.parked {
             Some(parked) => parked.save(&self.active, partition),
             None => Vec::new(),
@@ -209,6 +235,7 @@ impl<T: PartitionTask> PartitionStates for Tasks<T> {
     }
 
     fn restore(&mut self, partition: i32, state: &[u8]) -> Result<(), String> {
+        self.ended.remove(&partition);
         match &mut self.parked {
             Some(parked) => parked.restore(&mut self.active, partition, state),
             None => Err("this run keeps no state per partition".into()),
@@ -216,6 +243,7 @@ impl<T: PartitionTask> PartitionStates for Tasks<T> {
     }
 
     fn revoke(&mut self, partition: i32) {
+        self.ended.remove(&partition);
         if let Some(parked) = &mut self.parked {
             parked.take(&mut self.active, partition);
         }
@@ -242,6 +270,39 @@ mod tests {
         parts.for_each(&mut slot, |p, s| seen.push((p, *s)));
         seen.sort();
         assert_eq!(seen, vec![(1, 15), (2, 3), (3, 7)]);
+    }
+
+    impl PartitionTask for Vec<u32> {
+        type Saved = Vec<u32>;
+        fn saved(&self) -> Vec<u32> {
+            self.clone()
+        }
+        fn restored(_: Self, saved: Vec<u32>) -> Result<Self, String> {
+            Ok(saved)
+        }
+    }
+
+    /// A partition read to its end writes its last output at once; its next owner is given
+    /// its state from before, and a restore or a revocation forgets the difference.
+    #[test]
+    fn an_ended_partition_saves_its_state_from_before_its_last_output() {
+        let mut tasks: Tasks<Vec<u32>> = Tasks::per_partition(Vec::new);
+        tasks.activate(Some(2));
+        tasks.active.push(7);
+        let before = tasks.save(2);
+        tasks.end_partition(2, |t| t.clear());
+        assert!(tasks.active.is_empty(), "the last output went out");
+        assert_eq!(tasks.save(2), before);
+        tasks.restore(2, &before).unwrap();
+        tasks.activate(Some(2));
+        assert_eq!(tasks.active, vec![7]);
+        tasks.end_partition(2, |t| t.push(8));
+        tasks.revoke(2);
+        assert_eq!(
+            tasks.save(2),
+            Vec::<u8>::new(),
+            "revoked: nothing of it is left"
+        );
     }
 
     #[test]

@@ -181,7 +181,12 @@ impl<S: RecordStep> Driver<'_, S> {
                 }
             }
             Item::ShardEnded(shard) => checkpoints.map_or((), |c| c.shard_ended(&shard)),
-            Item::PartitionEnded(partition) => self.step.partition_ended(partition)?,
+            Item::PartitionEnded(partition) => {
+                self.step.partition_ended(partition, self.d.counters)?;
+                if let Some(c) = checkpoints {
+                    c.touched(partition);
+                }
+            }
             Item::Marker { at, marker } => self.marker(at, &marker)?,
             Item::Starts(starts) => match (checkpoints, starts) {
                 (Some(c), Starts::Partitions(starts)) => c.partitions_start(&starts),

@@ -61,8 +61,11 @@ pub trait RecordStep {
     /// comes. Each is named by the JSON text of its envelope field (`3` for a Kafka
     /// partition, `"shardId-000000000003"` for a Kinesis shard).
     fn assigned(&mut self, _partitions: &[String]) {}
-    /// A Kafka partition read to its end (`-e`), after its last record.
-    fn partition_ended(&mut self, _partition: i32) -> Result<()> {
+    /// A Kafka partition read to its end (`-e`), after its last record. A group member's
+    /// task of it has all its input: its last output goes out now, while the member owns
+    /// it, rather than at the run's end, after the group may have moved it (and a member
+    /// that saw it committed to its end may have ended).
+    fn partition_ended(&mut self, _partition: i32, _counters: &mut Counters) -> Result<()> {
         Ok(())
     }
     /// A writer's watermark marker, read from `partition` of a shuffle's topic in order

@@ -286,7 +286,7 @@ impl RecordStep for ShuffleStep {
         }
     }
 
-    fn partition_ended(&mut self, partition: i32) -> Result<()> {
+    fn partition_ended(&mut self, partition: i32, _: &mut Counters) -> Result<()> {
         self.marks.finished(partition as u32);
         self.mark()
     }

@@ -484,6 +484,17 @@ impl Checkpoints {
         self.at = Some(at);
     }
 
+    /// A group member's step changed `partition`'s state without a record (its last output
+    /// written as it was read to its end): its next save includes it.
+    pub(crate) fn touched(&mut self, partition: i32) {
+        if let Some(group) = &mut self.group {
+            if group.floors.contains_key(&partition) {
+                group.moved.insert(partition);
+                self.moved = true;
+            }
+        }
+    }
+
     /// The broker records at these (partition, offset) positions have been handled.
     pub(crate) fn passed_records(&mut self, positions: &[(i32, i64)]) {
         for &(partition, offset) in positions {
