@@ -37,6 +37,17 @@ use crate::runtime::{
     run_stage, Counters, Feed, Flow, Line, Outgoing, Prepare, RecordStep, Source,
 };
 
+/// The writer's producer: Java's default partitioner, so that every Kafka client agrees
+/// where a key lives; one request in flight per partition, so that a retry cannot reorder a
+/// partition's records (a reader drops what comes at or below an offset it has taken);
+/// without idempotence, whose sequence bookkeeping kept librdkafka's broker thread busy
+/// polling.
+const SHUFFLE_PRODUCER: &[(&str, &str)] = &[
+    ("partitioner", "murmur2_random"),
+    ("enable.idempotence", "false"),
+    ("max.in.flight.requests.per.connection", "1"),
+];
+
 /// How often a writer sends markers while its input moves.
 const MARK_EVERY: Duration = Duration::from_millis(200);
 
@@ -90,7 +101,7 @@ impl ShuffledSource {
             &[],
         )?;
         // Java's default partitioner, so that every Kafka client agrees where a key lives.
-        let sink = KafkaSink::open_with(&internal, client, &[("partitioner", "murmur2_random")])?;
+        let sink = KafkaSink::open_with(&internal, client, SHUFFLE_PRODUCER)?;
         let step = ShuffleStep::new(sink, shuffle, inputs as u32, count as i32);
         Ok(ShuffledSource {
             reader,
