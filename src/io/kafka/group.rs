@@ -169,8 +169,16 @@ pub fn store(consumer: &BaseConsumer<Member>, topic: &str, partition: i32, offse
 
 /// Commits what a plain member stored, before its consumer is dropped.
 pub fn commit_stored(consumer: &BaseConsumer<Member>) -> Result<()> {
+    use RDKafkaErrorCode::{
+        AssignmentLost, IllegalGeneration, RebalanceInProgress, UnknownMemberId,
+    };
     match consumer.commit_consumer_state(CommitMode::Sync) {
         Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => Ok(()),
+        // The group moved the partitions on meanwhile: their next owner reads on from their
+        // last commit, repeating what this member had not committed (at least once).
+        Err(KafkaError::ConsumerCommit(
+            AssignmentLost | IllegalGeneration | RebalanceInProgress | UnknownMemberId,
+        )) => Ok(()),
         Err(e) => Err(Error::Unreachable(format!("cannot commit offsets: {e}"))),
     }
 }
