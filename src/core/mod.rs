@@ -4,6 +4,7 @@ pub mod aggregate;
 pub mod dedupe;
 pub mod dedupe_task;
 pub mod envelope;
+pub mod filter;
 pub mod id_table;
 pub mod kpl;
 pub mod lag;
