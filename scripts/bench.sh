@@ -228,6 +228,13 @@ run "mlr --ijsonl --ojsonl cat" 1 mlr --ijsonl --ojsonl cat "$FILE"
 MBS=$(awk -v s="${SECS[weir consume]}" -v b="$BYTES" 'BEGIN{ printf "%.0f", b/s/1e6 }')
 check "weir consume MB/s" "$MBS" ">=" 400
 check "weir consume vs jq -c . (x)" "$(ratio 'weir consume' 'jq -c .')" ">=" 30
+# --where keeping about 12% of the records, against jq's select and Miller's filter.
+WHERE='client == "ios" and amount >= 250'
+run "weir consume --where" 3 "$WEIR" consume -q "$FILE" --where "$WHERE"
+run "jq select" 1 jq -c 'select(.client == "ios" and .amount >= 250)' "$FILE"
+run "mlr filter" 1 mlr --ijsonl --ojsonl filter '$client == "ios" && $amount >= 250' "$FILE"
+check "weir consume --where vs jq select (x)" "$(ratio 'weir consume --where' 'jq select')" ">=" 40
+echo "  info  weir consume --where vs mlr filter (x): $(ratio 'weir consume --where' 'mlr filter')"
 echo "  info  weir consume vs mlr (x): $(ratio 'weir consume' 'mlr --ijsonl --ojsonl cat')"
 # Compressed output (-o FILE.gz / .zst) against piping into gzip and zstd at their default levels.
 need zstd zstd
@@ -246,6 +253,9 @@ echo "# weir window: tumbling 1m count + sum(amount) per merchant_id (10k Zipf k
 run "weir window" 3 "$WEIR" window -q "$FILE" --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount
 # weir reads on one thread and computes on another; pinned to one core for the per-core rate.
 run "weir window (one core)" 3 taskset -c 0 "$WEIR" window -q "$FILE" --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount
+# --where that keeps every record: the cost of testing each one.
+run "weir window --where (all kept)" 3 "$WEIR" window -q "$FILE" --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount --where 'exists(amount)'
+check "weir window --where over window (x)" "$(ratio 'weir window' 'weir window --where (all kept)')" "<=" 1.10
 run "duckdb time_bucket GROUP BY" 3 python3 scripts/peers/duckdb_window.py "$FILE"
 run "mlr stats1 -g" 1 mlr --ijsonl --ojsonl put '$w = substr($occurred_at, 0, 15)' then stats1 -a count,sum -f amount -g merchant_id,w "$FILE"
 EPS=$(awk -v s="${SECS[weir window (one core)]}" -v l="$LINES" 'BEGIN{ printf "%.0f", l/s }')

@@ -104,6 +104,16 @@ pub struct InputArgs {
     #[arg(long, value_name = "BYTES", default_value = "16M", value_parser = parse_bytes, help_heading = "Bad input")]
     pub max_line_bytes: usize,
 
+    /// Keep only the records for which EXPR holds; repeated, all must hold. Fields as --time
+    /// takes them (value.status, a\.b); JSON literals; == != < <= > >= (numbers as exact
+    /// decimals, strings by their text; values of different kinds are unequal and
+    /// unordered); PATH in [LIT, ...]; PATH =~ "regex"; exists(PATH), missing(PATH),
+    /// startswith(PATH, "s"), contains(PATH, "s"); time(PATH) >= "2026-11-28T12:00:00Z"
+    /// (read as --time-format reads times); and, or, not, parentheses. A test of a missing
+    /// field is false. Dropped records are counted as filtered.
+    #[arg(long = "where", value_name = "EXPR", help_heading = "Filter")]
+    pub conditions: Vec<String>,
+
     #[command(flatten)]
     pub broker: BrokerArgs,
 }
@@ -318,6 +328,9 @@ Examples:
   # The first 3 valid records; bad lines counted and kept aside:
   weir consume fixtures/bad.ndjson -n 3 --dead-letter bad-lines.ndjson
 
+  # Web checkouts of a topic's last hour, filtered at scan speed:
+  weir consume kafka://localhost:9092/checkouts --from -1h -e --where 'client == \"web\"'
+
   # Validate a compressed file, keep the summary as JSON:
   weir consume events.ndjson.gz --stats stats.json > /dev/null
 
@@ -390,6 +403,10 @@ Examples:
   # Checkouts per merchant per minute, allowing 10 minutes of disorder:
   weir window fixtures/checkouts.ndjson --time occurred_at --key merchant_id \\
     --tumbling 1m --delay 10m --count --sum amount
+
+  # Only checkouts of 100 or more (--where: exact decimals, and, or, not, in, =~, time()):
+  weir window fixtures/checkouts.ndjson --where 'amount >= 100' --time occurred_at \\
+    --key merchant_id --tumbling 1m --delay 10m --count
 
   # Revenue in 10-minute windows every 5 minutes, per Kafka partition watermark, late
   # records kept aside:

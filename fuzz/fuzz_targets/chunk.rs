@@ -78,6 +78,7 @@ fn run(data: &[u8], sizes: Vec<u8>, max_line: usize, extract: bool) -> Outcome {
             counters: &mut counters,
             policy: &mut policy,
             stop: &stop,
+            select: None,
         },
         &mut step,
     );

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::plan::{self, KeepingArgs};
 use crate::cli::ConsumeArgs;
 use crate::core::envelope::{KcatFormat, Render};
-use crate::core::record::Extractor;
+use crate::core::record::{Extractor, FieldList};
 use crate::core::saved;
 use crate::core::time::{now_millis, TimeFormat, TimeRange};
 use crate::error::{Error, Fault, Result};
@@ -47,21 +47,33 @@ impl Consume {
         } else {
             range = ndjson_range(args)?;
         }
-        let time = (!input.is_broker())
+        // The time field (NDJSON input), then --where's fields.
+        let time_path = (!input.is_broker())
             .then(|| args.time.time.clone())
-            .flatten()
-            .map(|t| Arc::new(Extractor::new(vec![t])));
+            .flatten();
+        let has_time = time_path.is_some();
+        let mut fields = FieldList::default();
+        fields.add_some(time_path);
+        let select = plan::selection(&args.input.conditions, &args.time.time_format, &mut fields)?;
+        if select.is_some() && matches!(input.render, Render::Format(_)) {
+            return Err(Error::Usage(
+                "--where tests JSON records: give -J or no -f to filter a topic's records".into(),
+            ));
+        }
+        let extractor = (has_time || select.is_some()).then(|| Arc::new(fields.extractor()));
+        let time = extractor.clone().filter(|_| has_time);
         let broker = &args.input.broker;
         // The range as the flags say it (`-1h` stays `-1h`): a resumed run keeps the bounds
         // its first run resolved, which the checkpoint holds.
         let job = format!(
-            "inputs {:?}, --time {:?} {:?}, --from {:?}, --to {:?}, -n {:?}",
+            "inputs {:?}, --time {:?} {:?}, --from {:?}, --to {:?}, -n {:?}, --where {:?}",
             input.job_source(),
             args.time.time.as_ref().map(|t| t.as_str()),
             args.time.time_format,
             broker.from,
             broker.to,
             args.count,
+            args.input.conditions,
         );
         let keeping = KeepingArgs {
             command: "consume",
@@ -71,10 +83,10 @@ impl Consume {
         }
         .plan(&mut input, &sink.spec, &job)?;
         plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
-        let prepare = match (&time, input.is_broker()) {
+        let prepare = match (&extractor, input.is_broker()) {
+            (Some(x), _) => Prepare::Extract(x.clone()),
             // A broker record was rendered by the source: written as it is.
-            (_, true) => Prepare::AsIs,
-            (Some(x), false) => Prepare::Extract(x.clone()),
+            (None, true) => Prepare::AsIs,
             (None, false) => Prepare::Validate,
         };
         let consume = Consume {
@@ -93,6 +105,7 @@ impl Consume {
             prepare,
             keeping,
             job,
+            select,
         })
     }
 }

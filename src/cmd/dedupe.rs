@@ -77,10 +77,12 @@ impl Dedupe {
             let partition = partition_at.unwrap_or_else(|| fields.add(field));
             (partition, fields.add("offset".parse().expect("a path")))
         });
+        let select = plan::selection(&args.input.conditions, &args.time.time_format, &mut fields)?;
         let s = &args.sink;
         let record_fields = RecordFields::parse(s.key.as_ref(), &s.headers)?;
         let sink = plan::sink_plan(&s.output, record_fields, &args.input.broker.client)?;
         let job = job(args, &input, &fields, time_at, partition_at);
+        let job = format!("{job}, --where {:?}", args.input.conditions);
         // With -G, each record must be keyed by its id: its envelope's key is read too.
         let message_key_at =
             (parts.per_partition && !parts.shuffled).then(|| fields.add_message_key());
@@ -115,6 +117,7 @@ impl Dedupe {
             keeping,
             job,
             limit: None,
+            select,
         })
     }
 }

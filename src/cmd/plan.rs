@@ -9,14 +9,15 @@ use super::files;
 use crate::cli::{
     BrokerArgs, ChangelogArgs, CheckpointArgs, ClientArgs, InputArgs, ReportArgs, TimeArgs,
 };
-use crate::core::record::FieldPath;
-use crate::core::time::{Millis, TimeRange};
+use crate::core::filter::Filter;
+use crate::core::record::{FieldList, FieldPath};
+use crate::core::time::{Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Result};
 use crate::io::input::{ClientRequest, InputPlan, SourcePlan, SourceRequest};
 use crate::io::kafka::ChangelogPlan;
 use crate::io::sink::{RecordFields, SinkPlan};
 use crate::io::spec::SinkSpec;
-use crate::runtime::{CheckpointPlan, Keeping, PolicyPlan, ReportPlan};
+use crate::runtime::{CheckpointPlan, Keeping, PolicyPlan, ReportPlan, Selection};
 
 /// `--stats` and `--quiet`.
 pub fn report_plan(report: &ReportArgs) -> ReportPlan {
@@ -58,6 +59,22 @@ pub fn input_plan(input: &InputArgs, time_range: bool) -> Result<InputPlan> {
         policy,
         input.max_line_bytes,
     ))
+}
+
+/// `--where`: the conditions, parsed (exit 2 naming the flag's column), their fields added
+/// to those the command locates.
+pub fn selection(
+    conditions: &[String],
+    time_format: &TimeFormat,
+    fields: &mut FieldList,
+) -> Result<Option<Selection>> {
+    if conditions.is_empty() {
+        return Ok(None);
+    }
+    let filter = Filter::parse_all(conditions, time_format)
+        .map_err(|(i, e)| Error::Usage(format!("--where '{}': {e}", conditions[i])))?;
+    let at = fields.add_all(filter.paths().iter().cloned());
+    Ok(Some(Selection::new(filter, at)))
 }
 
 /// SINK (`-o`), with the fields a broker sink takes from each record.

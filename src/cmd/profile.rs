@@ -75,19 +75,21 @@ impl Profiling {
         let arrival_at = fields.add_some(arrival);
         let by_at = fields.add_some(args.by.clone());
         let partition_at = fields.add_some(parts.field);
+        let select = plan::selection(&args.input.conditions, &args.time.time_format, &mut fields)?;
         if args.checkpoint.checkpoint.is_some() && arrival_at.is_none() {
             return Err(Error::Usage(
                 "--checkpoint needs --arrival FIELD: without it the arrival time is when weir reads a record, which a restart cannot repeat".into(),
             ));
         }
         let job = format!(
-            "inputs {:?}, fields {:?}, {:?}, --target {:?}, --delay {:?}, --bucket {}",
+            "inputs {:?}, fields {:?}, {:?}, --target {:?}, --delay {:?}, --bucket {}, --where {:?}",
             input.job_source(),
             fields.names(),
             args.time.time_format,
             args.target,
             args.delay,
             args.bucket,
+            args.input.conditions,
         );
         let keeping = KeepingArgs {
             command: "watermark-profile",
@@ -127,6 +129,7 @@ impl Profiling {
             keeping,
             job,
             limit: None,
+            select,
         })
     }
 }

@@ -11,7 +11,7 @@ use super::plan::{self, KeepingArgs};
 use crate::cli::ReplayArgs;
 use crate::core::envelope::read_envelope;
 use crate::core::pace::{Pace, PaceProgress, Pacer};
-use crate::core::record::{as_utf8, Extractor, RecordError};
+use crate::core::record::{as_utf8, Extractor, FieldList, RecordError};
 use crate::core::saved;
 use crate::core::time::{now_millis, Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Fault, Result};
@@ -63,10 +63,14 @@ impl Replay {
         check_envelope_flags(args, envelope)?;
         let range = time_range(args, &input, envelope)?;
         let sink = replay_sink(args, envelope)?;
-        let time = (!envelope)
-            .then(|| args.time.time.clone())
-            .flatten()
-            .map(|t| Arc::new(Extractor::new(vec![t])));
+        // The time field (records that are not envelopes), then --where's fields.
+        let time_path = (!envelope).then(|| args.time.time.clone()).flatten();
+        let has_time = time_path.is_some();
+        let mut fields = FieldList::default();
+        fields.add_some(time_path);
+        let select = plan::selection(&args.input.conditions, &args.time.time_format, &mut fields)?;
+        let extractor = (has_time || select.is_some()).then(|| Arc::new(fields.extractor()));
+        let time = extractor.clone().filter(|_| has_time);
         let pace = match (args.rate, args.speed) {
             (Some(r), _) => Pace::Rate(r),
             (None, Some(s)) => Pace::Speed(s),
@@ -87,7 +91,7 @@ impl Replay {
         }
         .plan(&mut input, &sink.spec, &job)?;
         plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
-        let prepare = match &time {
+        let prepare = match &extractor {
             Some(x) => Prepare::Extract(x.clone()),
             None => Prepare::Validate,
         };
@@ -108,6 +112,7 @@ impl Replay {
             prepare,
             keeping,
             job,
+            select,
         })
     }
 }
@@ -166,7 +171,7 @@ fn replay_sink(args: &ReplayArgs, envelope: bool) -> Result<SinkPlan> {
 fn job(args: &ReplayArgs, input: &InputPlan, envelope: bool, pace: &Pace) -> String {
     let broker = &args.input.broker;
     format!(
-        "inputs {:?}, -J {}, --keep-partition {}, --time {:?} {:?}, --from {:?}, --to {:?}, --key {:?}, --header {:?}, pace {:?}, -n {:?}",
+        "inputs {:?}, -J {}, --keep-partition {}, --time {:?} {:?}, --from {:?}, --to {:?}, --key {:?}, --header {:?}, pace {:?}, -n {:?}, --where {:?}",
         input.job_source(),
         envelope,
         args.keep_partition,
@@ -178,6 +183,7 @@ fn job(args: &ReplayArgs, input: &InputPlan, envelope: bool, pace: &Pace) -> Str
         args.sink.headers,
         pace,
         args.count,
+        args.input.conditions,
     )
 }
 

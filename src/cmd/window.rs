@@ -31,7 +31,7 @@ use crate::io::sink::{LineSink, RecordFields, SinkPlan, TableFormat, TableWriter
 use crate::io::spec::SinkSpec;
 use crate::runtime::{
     clock_from, run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep,
-    Restored, RunPlan, Sink, Stats, StepCheckpoint,
+    Restored, RunPlan, Selection, Sink, Stats, StepCheckpoint,
 };
 
 pub fn run(args: WindowArgs, matches: &ArgMatches, stop: &AtomicBool) -> Result<()> {
@@ -73,13 +73,15 @@ struct Fields {
 }
 
 impl Fields {
+    /// The fields to locate, and `--where`'s after them.
     fn new(
         time: FieldPath,
         parts: &Partitioning,
         keys: &[FieldPath],
         values: Vec<FieldPath>,
         aggs: &[AggSpec],
-    ) -> Fields {
+        select: impl FnOnce(&mut FieldList) -> Result<Option<Selection>>,
+    ) -> Result<(Fields, Option<Selection>)> {
         let mut list = FieldList::default();
         list.add(time);
         let partition_at = list.add_some(parts.field.clone());
@@ -90,7 +92,8 @@ impl Fields {
         let offset_at = parts
             .shuffled
             .then(|| list.add("offset".parse().expect("a path")));
-        Fields {
+        let selection = select(&mut list)?;
+        let fields = Fields {
             offset_at,
             extractor: Arc::new(list.extractor()),
             partition_at,
@@ -100,7 +103,8 @@ impl Fields {
                 .iter()
                 .map(|a| a.field.map(|f| values_at + f))
                 .collect(),
-        }
+        };
+        Ok((fields, selection))
     }
 }
 
@@ -123,7 +127,9 @@ impl Windowing {
         let key_columns: Vec<String> = args.keys.iter().map(FieldPath::column_name).collect();
         check_column_names(&key_columns, &aggs).map_err(Error::Usage)?;
         // One extractor pulls every field the command needs in one pass over the line.
-        let fields = Fields::new(time, &parts, &args.keys, value_paths, &aggs);
+        let format = &args.time.time_format;
+        let select = |list: &mut FieldList| plan::selection(&args.input.conditions, format, list);
+        let (fields, select) = Fields::new(time, &parts, &args.keys, value_paths, &aggs, select)?;
         let sink = row_sink(args)?;
         let config = WindowConfig {
             kind,
@@ -133,6 +139,7 @@ impl Windowing {
             max_open_windows: args.max_open_windows,
         };
         let job = job(args, &input, &fields, &config);
+        let job = format!("{job}, --where {:?}", args.input.conditions);
         let keeping = KeepingArgs {
             command: "window",
             checkpoint: &args.checkpoint,
@@ -166,6 +173,7 @@ impl Windowing {
             keeping,
             job,
             limit: None,
+            select,
         })
     }
 }

@@ -437,6 +437,7 @@ mod tests {
                 counters: &mut counters,
                 policy: &mut policy,
                 stop: &stop,
+                select: None,
             },
             &mut seen,
         )
@@ -523,6 +524,7 @@ mod tests {
             counters: &mut counters,
             policy: &mut policy,
             stop: &stop,
+            select: None,
         };
         drive(reader, d, &mut seen).unwrap();
         let c = counters;
@@ -630,6 +632,7 @@ mod tests {
             counters: &mut counters,
             policy: &mut policy,
             stop: &stop,
+            select: None,
         };
         match drive(reader, d, &mut Collect(Vec::new())) {
             Err(Error::BadInput { position, .. }) => assert_eq!(position, "t:1"),

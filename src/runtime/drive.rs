@@ -10,6 +10,7 @@ use super::checkpoint::{Checkpoints, PartitionState};
 use super::chunk::{Chunk, Status};
 use super::policy::ErrorPolicy;
 use super::reader::{Item, Reader, Starts};
+use super::select::Selection;
 use super::step::{Flow, RecordStep};
 use super::summary::Counters;
 use crate::core::record::{Position, RecordError};
@@ -36,6 +37,8 @@ pub struct Drive<'a> {
     pub counters: &'a mut Counters,
     pub policy: &'a mut ErrorPolicy,
     pub stop: &'a AtomicBool,
+    /// `--where`: the records the step sees; the others are counted as filtered.
+    pub select: Option<&'a Selection>,
 }
 
 /// Runs `step` on every record of `reader`.
@@ -270,6 +273,10 @@ impl<S: RecordStep> Driver<'_, S> {
     #[inline(always)]
     fn record(&mut self, chunk: &Chunk, i: usize, released: &mut usize) -> Result<Flow, Fault> {
         let line = chunk.record_line(i).expect("a record");
+        if self.d.select.is_some_and(|s| !s.keeps(&line)) {
+            self.d.counters.filtered += 1;
+            return Ok(Flow::Continue);
+        }
         loop {
             match self.step.record(&line, self.d.counters) {
                 Ok(Flow::Wait(wait)) => self.wait_before(chunk, i, released, wait)?,
@@ -558,6 +565,7 @@ mod tests {
                 counters: &mut counters,
                 policy: &mut policy,
                 stop: &stop,
+                select: None,
             };
             let result = drive_with(reader, d, &mut step, Some(&mut checkpoints));
             assert!(

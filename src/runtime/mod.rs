@@ -15,6 +15,7 @@ pub mod policy;
 pub mod progress;
 mod reader;
 pub mod run;
+pub mod select;
 pub mod signals;
 pub mod sink;
 pub mod step;
@@ -32,6 +33,7 @@ pub use reader::{Feed, Framing, Reader, Revoker, Source, Starts};
 pub use run::{
     clock_from, limit_reached, run_command, run_stage, Command, Input, Keeping, RunPlan,
 };
+pub use select::Selection;
 pub use sink::{Outgoing, Sink, SinkLength};
 pub use step::{Flow, RecordStep, StepCheckpoint};
 pub use summary::{Counters, ReportPlan, Stats};

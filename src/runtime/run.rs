@@ -23,6 +23,7 @@ use super::chunk::Prepare;
 use super::drive::{drive_with, Drive};
 use super::policy::{ErrorPolicy, OnError};
 use super::reader::{Reader, Source};
+use super::select::Selection;
 use super::step::RecordStep;
 use super::summary::{finish, Counters, ReportPlan, Stats};
 use crate::core::time::Millis;
@@ -72,6 +73,8 @@ pub struct RunPlan<C> {
     pub job: String,
     /// `-n`: the run stops after this many records written (the step says when).
     pub limit: Option<u64>,
+    /// `--where`: the records the step sees (their fields located with the command's).
+    pub select: Option<Selection>,
 }
 
 /// Runs a command: `plan` checks every rule, then the run goes as the module says, then the
@@ -106,6 +109,7 @@ impl<C: Command> RunPlan<C> {
                     counters: &mut *counters,
                     policy: &mut policy,
                     stop,
+                    select: self.select.as_ref(),
                 };
                 drive_with(reader, d, &mut step, checkpoints.as_mut())
             }
@@ -162,6 +166,7 @@ pub fn run_stage(
         counters: &mut counters,
         policy: &mut policy,
         stop,
+        select: None,
     };
     let read = drive_with(reader, d, step, None);
     let ending = Ending {

@@ -11,6 +11,7 @@ mod layers;
 mod profile;
 mod repartition;
 mod scale;
+mod select;
 mod signals;
 mod usage;
 mod window;

@@ -554,3 +554,49 @@ fn an_output_that_is_the_input_is_refused_and_the_input_kept() {
         assert_eq!(std::fs::read(input).unwrap(), content, "{args:?}");
     }
 }
+
+/// A `--where` that does not parse is exit 2, with its column and what was expected there,
+/// before any file is touched, in every command that takes one.
+#[test]
+fn a_malformed_where_names_its_column_and_leaves_files_as_they_were() {
+    let cases: &[(&str, &str)] = &[
+        ("", "column 1: a field"),
+        ("status", "column 7: a comparison"),
+        ("status ==", "column 10: a JSON string, number"),
+        (r#"status == "failed"#, "column 11: a closing"),
+        (r#"status = "x""#, "column 8: an operator"),
+        ("(a == 1", "column 8: ')'"),
+        ("a == 1 b == 2", "column 8: 'and', 'or' or the end"),
+        ("a in [1, 2", "column 11: ',' or ']'"),
+        ("a < true", "column 5: a number or a string"),
+        (r#"a =~ "(""#, "column 6: a regular expression"),
+        (
+            r#"time(occurred_at) > "soon""#,
+            "column 21: an RFC 3339 instant",
+        ),
+        ("startswith(a, 1)", "column 15: a JSON string"),
+    ];
+    for (expr, message) in cases {
+        let args = ["consume", CHECKOUTS, "--where", expr];
+        leaves_files_as_they_were(&args, 2, message);
+    }
+    let commands: [&[&str]; 4] = [
+        &[
+            "window",
+            CHECKOUTS,
+            "--time",
+            "occurred_at",
+            "--tumbling",
+            "1m",
+            "--count",
+        ],
+        &["dedupe", CHECKOUTS, "--id", "event_id"],
+        &["watermark-profile", CHECKOUTS, "--time", "occurred_at"],
+        &["replay", CHECKOUTS],
+    ];
+    for command in commands {
+        let mut args = command.to_vec();
+        args.extend(["--where", "a =="]);
+        leaves_files_as_they_were(&args, 2, "--where 'a ==': column 5");
+    }
+}

@@ -1,0 +1,195 @@
+//! `--where` in every command: the output is the command's on the input filtered beforehand
+//! (by an independent predicate in the test), and `filtered` counts the rest.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::{generated, weir};
+
+/// The condition, and the same by hand on a parsed record.
+const CONDITION: &str =
+    r#"client in ["web", "ios"] and amount >= 100 and not merchant_id == "m-00001""#;
+
+fn kept(v: &Value) -> bool {
+    let client = v["client"].as_str().unwrap();
+    let amount: f64 = v["amount"].as_f64().unwrap();
+    (client == "web" || client == "ios") && amount >= 100.0 && v["merchant_id"] != "m-00001"
+}
+
+/// Runs `args` on `input` (with `--stats`), the output file's text and the stats.
+fn run(args: &[&str], input: &Path, dir: &Path, name: &str) -> (String, Value) {
+    let out = dir.join(format!("{name}.out"));
+    let stats = dir.join(format!("{name}.stats"));
+    let run = weir()
+        .args(args)
+        .arg(input)
+        .args([
+            "-q",
+            "-o",
+            out.to_str().unwrap(),
+            "--stats",
+            stats.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{args:?}: {run:?}");
+    let stats = serde_json::from_str(&std::fs::read_to_string(stats).unwrap()).unwrap();
+    (std::fs::read_to_string(out).unwrap(), stats)
+}
+
+#[test]
+fn every_command_filters_as_the_input_filtered_beforehand() {
+    let (file, _) = generated(20_000, 17);
+    let text = std::fs::read_to_string(file.path()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let pre = dir.path().join("prefiltered.ndjson");
+    let mut f = std::fs::File::create(&pre).unwrap();
+    let mut dropped = 0;
+    for line in text.lines() {
+        if kept(&serde_json::from_str(line).unwrap()) {
+            writeln!(f, "{line}").unwrap();
+        } else {
+            dropped += 1;
+        }
+    }
+    assert!(
+        dropped > 1_000 && dropped < 19_000,
+        "the condition drops some: {dropped}"
+    );
+    let commands: [&[&str]; 5] = [
+        &["consume"],
+        &[
+            "window",
+            "--time",
+            "occurred_at",
+            "--key",
+            "merchant_id",
+            "--tumbling",
+            "1m",
+            "--delay",
+            "5s",
+            "--count",
+            "--sum",
+            "amount",
+        ],
+        &[
+            "dedupe",
+            "--id",
+            "event_id",
+            "--time",
+            "occurred_at",
+            "--horizon",
+            "1h",
+        ],
+        &[
+            "watermark-profile",
+            "--time",
+            "occurred_at",
+            "--arrival",
+            "arrived_at",
+            "--format",
+            "json",
+        ],
+        &["replay"],
+    ];
+    for (n, args) in commands.iter().enumerate() {
+        let mut with: Vec<&str> = args.to_vec();
+        with.extend(["--where", CONDITION]);
+        let (filtered_out, stats) = run(&with, file.path(), dir.path(), &format!("w{n}"));
+        let (want, plain) = run(args, &pre, dir.path(), &format!("p{n}"));
+        assert_eq!(filtered_out, want, "{args:?}");
+        assert_eq!(stats["filtered"], dropped, "{args:?}");
+        assert_eq!(stats["read"], 20_000, "{args:?}");
+        assert_eq!(plain["filtered"], 0, "{args:?}");
+    }
+}
+
+/// Several `--where` all hold; a field missing in a record makes a test false, `not` true.
+#[test]
+fn conditions_add_up_and_missing_fields_are_false() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ndjson");
+    std::fs::write(
+        &input,
+        "{\"a\":1,\"s\":\"x\"}\n{\"a\":2}\n{\"s\":\"x\"}\n{\"a\":null,\"s\":\"y\"}\n",
+    )
+    .unwrap();
+    let lines = |conditions: &[&str]| -> Vec<String> {
+        let mut cmd = weir();
+        cmd.arg("consume").arg(&input).arg("-q");
+        for c in conditions {
+            cmd.args(["--where", c]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(
+        lines(&["a != 2"]),
+        vec![r#"{"a":1,"s":"x"}"#, r#"{"a":null,"s":"y"}"#]
+    );
+    assert_eq!(lines(&["not a == 2"]).len(), 3);
+    assert_eq!(lines(&["a == null"]), vec![r#"{"a":null,"s":"y"}"#]);
+    assert_eq!(
+        lines(&[r#"s == "x""#, "exists(a)"]),
+        vec![r#"{"a":1,"s":"x"}"#]
+    );
+    assert_eq!(lines(&["missing(a) or a < 2"]).len(), 2);
+}
+
+/// On a Kafka source the paths are those of what the command sees: the value for
+/// `consume`, the envelope for the others.
+#[test]
+fn a_topic_is_filtered_by_its_values_and_envelopes() {
+    let Some(b) = crate::kafka::broker() else {
+        return;
+    };
+    let (file, _) = generated(3_000, 5);
+    let text = std::fs::read_to_string(file.path()).unwrap();
+    let want: Vec<&str> = text
+        .lines()
+        .filter(|l| kept(&serde_json::from_str(l).unwrap()))
+        .collect();
+    let topic = b.topic("where", 1);
+    b.produce(&topic, file.path(), &["--key", "event_id"]);
+    let values = weir()
+        .args(["consume", &b.url(&topic), "--from", "beginning", "-e", "-q"])
+        .args(["--where", CONDITION])
+        .output()
+        .unwrap();
+    assert!(values.status.success(), "{values:?}");
+    let got: Vec<String> = String::from_utf8(values.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(got, want);
+    let on_value = CONDITION
+        .replace("client", "value.client")
+        .replace("amount", "value.amount")
+        .replace("merchant_id", "value.merchant_id");
+    let deduped = weir()
+        .args(["dedupe", &b.url(&topic), "--from", "beginning", "-e", "-q"])
+        .args(["--id", "value.event_id", "--where", &on_value])
+        .output()
+        .unwrap();
+    assert!(deduped.status.success(), "{deduped:?}");
+    let ids: Vec<String> = String::from_utf8(deduped.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["value"]["event_id"].to_string())
+        .collect();
+    let mut want_ids: Vec<String> = want
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["event_id"].to_string())
+        .collect();
+    want_ids.dedup();
+    let distinct: std::collections::BTreeSet<&String> = want_ids.iter().collect();
+    assert_eq!(ids.len(), distinct.len(), "each kept id once");
+}
