@@ -84,7 +84,9 @@ impl Consume {
         .plan(&mut input, &sink.spec, &job)?;
         plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
         let prepare = match (&extractor, input.is_broker()) {
-            (Some(x), _) => Prepare::Extract(x.clone()),
+            (Some(x), _) if has_time => Prepare::Extract(x.clone()),
+            // --where alone: a record that is no object has none of its fields.
+            (Some(x), _) => Prepare::Select(x.clone()),
             // A broker record was rendered by the source: written as it is.
             (None, true) => Prepare::AsIs,
             (None, false) => Prepare::Validate,

@@ -92,7 +92,9 @@ impl Replay {
         .plan(&mut input, &sink.spec, &job)?;
         plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
         let prepare = match &extractor {
-            Some(x) => Prepare::Extract(x.clone()),
+            Some(x) if has_time => Prepare::Extract(x.clone()),
+            // --where alone: a record that is no object has none of its fields.
+            Some(x) => Prepare::Select(x.clone()),
             None => Prepare::Validate,
         };
         let replay = Replay {

@@ -114,6 +114,10 @@ pub enum Prepare {
     Validate,
     /// The record must be a UTF-8 JSON object; locate these fields in it.
     Extract(Arc<Extractor>),
+    /// The record must be UTF-8 JSON (any value); locate these fields in it when it is an
+    /// object (`consume --where` on records that need not be objects: a string value has
+    /// none of the fields).
+    Select(Arc<Extractor>),
     /// Nothing to check: the source made the record itself (`consume` of a broker source
     /// writes its rendered records as they are).
     AsIs,
@@ -173,7 +177,7 @@ impl Prepared {
             self.spans.resize(at + self.width, None);
             let known = match prepare {
                 Prepare::Validate => validate_line(rest, &mut scratch.shape),
-                Prepare::Extract(x) => {
+                Prepare::Extract(x) | Prepare::Select(x) => {
                     x.extract_line(rest, &mut self.spans[at..], &mut scratch.shape)
                 }
                 Prepare::AsIs => None,
@@ -271,6 +275,7 @@ impl Prepared {
                     x.extract_into(bytes, &mut self.spans[at..], Some(&mut scratch.shape))
                         .map(|_| ())
                 }
+                Prepare::Select(x) => self.select(x, bytes, at, scratch),
                 Prepare::AsIs => Ok(()),
             }
         };
@@ -285,12 +290,32 @@ impl Prepared {
     }
 }
 
+impl Prepared {
+    /// Locates `x`'s fields in a record that is an object; any other JSON value has none.
+    fn select(
+        &mut self,
+        x: &Extractor,
+        bytes: &[u8],
+        at: usize,
+        scratch: &mut Scratch,
+    ) -> Result<(), RecordError> {
+        self.spans.resize(at + self.width, None);
+        match x.extract_into(bytes, &mut self.spans[at..], Some(&mut scratch.shape)) {
+            Err(RecordError::NotObject) => {
+                self.spans[at..].fill(None);
+                validate_json_shaped(bytes, Some(&mut scratch.shape)).map(|_| ())
+            }
+            other => other.map(|_| ()),
+        }
+    }
+}
+
 impl Prepare {
     /// Field spans per record.
     fn width(&self) -> usize {
         match self {
             Prepare::Validate | Prepare::AsIs => 0,
-            Prepare::Extract(x) => x.paths().len(),
+            Prepare::Extract(x) | Prepare::Select(x) => x.paths().len(),
         }
     }
 }

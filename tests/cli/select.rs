@@ -141,6 +141,10 @@ fn conditions_add_up_and_missing_fields_are_false() {
         vec![r#"{"a":1,"s":"x"}"#]
     );
     assert_eq!(lines(&["missing(a) or a < 2"]).len(), 2);
+    // A record that is no object has none of the fields: tested false, never a bad record.
+    std::fs::write(&input, "\"text\"\n[1]\n{\"a\":1}\n").unwrap();
+    assert_eq!(lines(&["a == 1"]), vec![r#"{"a":1}"#]);
+    assert_eq!(lines(&["missing(a)"]), vec![r#""text""#, "[1]"]);
 }
 
 /// On a Kafka source the paths are those of what the command sees: the value for
