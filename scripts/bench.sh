@@ -256,6 +256,9 @@ run "weir window (one core)" 3 taskset -c 0 "$WEIR" window -q "$FILE" --time occ
 # --where that keeps every record: the cost of testing each one.
 run "weir window --where (all kept)" 3 "$WEIR" window -q "$FILE" --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount --where 'exists(amount)'
 check "weir window --where over window (x)" "$(ratio 'weir window' 'weir window --where (all kept)')" "<=" 1.10
+run "weir window --where" 3 "$WEIR" window -q "$FILE" --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount --where 'client == "ios" and amount >= 250'
+run "jq select | weir window" 1 sh -c "jq -c 'select(.client == \"ios\" and .amount >= 250)' \"\$1\" | \"\$0\" window -q --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount" "$WEIR" "$FILE"
+echo "  info  window --where vs jq | weir window (x): $(ratio 'weir window --where' 'jq select | weir window')"
 run "duckdb time_bucket GROUP BY" 3 python3 scripts/peers/duckdb_window.py "$FILE"
 run "mlr stats1 -g" 1 mlr --ijsonl --ojsonl put '$w = substr($occurred_at, 0, 15)' then stats1 -a count,sum -f amount -g merchant_id,w "$FILE"
 EPS=$(awk -v s="${SECS[weir window (one core)]}" -v l="$LINES" 'BEGIN{ printf "%.0f", l/s }')
