@@ -3,10 +3,10 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use super::plan::{self, KeepingArgs};
+use super::plan::{self, KeepingArgs, PassThrough};
 use crate::cli::ConsumeArgs;
 use crate::core::envelope::{KcatFormat, Render};
-use crate::core::record::{Extractor, FieldList};
+use crate::core::record::Extractor;
 use crate::core::saved;
 use crate::core::time::{now_millis, TimeFormat, TimeRange};
 use crate::error::{Error, Fault, Result};
@@ -51,17 +51,12 @@ impl Consume {
         let time_path = (!input.is_broker())
             .then(|| args.time.time.clone())
             .flatten();
-        let has_time = time_path.is_some();
-        let mut fields = FieldList::default();
-        fields.add_some(time_path);
-        let select = plan::selection(&args.input.conditions, &args.time.time_format, &mut fields)?;
-        if select.is_some() && matches!(input.render, Render::Format(_)) {
+        let read = PassThrough::plan(time_path, &args.input, &args.time.time_format)?;
+        if read.select.is_some() && matches!(input.render, Render::Format(_)) {
             return Err(Error::Usage(
                 "--where tests JSON records: give -J or no -f to filter a topic's records".into(),
             ));
         }
-        let extractor = (has_time || select.is_some()).then(|| Arc::new(fields.extractor()));
-        let time = extractor.clone().filter(|_| has_time);
         let broker = &args.input.broker;
         // The range as the flags say it (`-1h` stays `-1h`): a resumed run keeps the bounds
         // its first run resolved, which the checkpoint holds.
@@ -83,18 +78,15 @@ impl Consume {
         }
         .plan(&mut input, &sink.spec, &job)?;
         plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
-        let prepare = match (&extractor, input.is_broker()) {
-            (Some(x), _) if has_time => Prepare::Extract(x.clone()),
-            // --where alone: a record that is no object has none of its fields.
-            (Some(x), _) => Prepare::Select(x.clone()),
-            // A broker record was rendered by the source: written as it is.
-            (None, true) => Prepare::AsIs,
-            (None, false) => Prepare::Validate,
-        };
+        // A broker record was rendered by the source: written as it is.
+        let prepare = read.prepare(match input.is_broker() {
+            true => Prepare::AsIs,
+            false => Prepare::Validate,
+        });
         let consume = Consume {
             raw: matches!(input.render, Render::Format(_)),
             sink,
-            time,
+            time: read.time,
             time_format: args.time.time_format.clone(),
             range,
             limit: args.count,
@@ -107,7 +99,7 @@ impl Consume {
             prepare,
             keeping,
             job,
-            select,
+            select: read.select,
         })
     }
 }

@@ -305,8 +305,12 @@ impl DedupeStep {
     }
 
     /// Checks the record's id fields (a composite id is joined in `self.id`), and reads its
-    /// time and partition.
-    fn parse(&mut self, line: &Line<'_>) -> Result<(Millis, usize), RecordError> {
+    /// time and partition (`shuffled`: its input partition, behind a shuffle).
+    fn parse(
+        &mut self,
+        line: &Line<'_>,
+        shuffled: Option<usize>,
+    ) -> Result<(Millis, usize), RecordError> {
         let x = &self.extractor;
         self.id.clear();
         for i in 0..self.id_fields {
@@ -333,14 +337,11 @@ impl DedupeStep {
             None => task.seq,
         };
         let partition =
-            match self.partition_at {
-                None => 0,
+            match (self.partition_at, shuffled) {
+                (None, _) => 0,
                 // Behind a shuffle, the input partition's number is its id in every task.
-                Some(i) if self.shuffle_at.is_some() => {
-                    line.input_position((i, self.shuffle_at.expect("checked").1), x)?
-                        .0
-                }
-                Some(i) => task.partitions.id(line.require(i, x)?).ok_or_else(|| {
+                (Some(_), Some(input)) => input,
+                (Some(i), None) => task.partitions.id(line.require(i, x)?).ok_or_else(|| {
                     RecordError::BadValue {
                         path: x.paths()[i].to_string(),
                         reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
@@ -355,14 +356,18 @@ impl RecordStep for DedupeStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         self.tasks
             .activate(line.offset.map(|(partition, _)| partition));
-        if let Some(at) = self.shuffle_at {
-            let (input, offset) = line.input_position(at, &self.extractor)?;
-            // A record a restarted writer sent again was taken in already.
-            if !(self.tasks.active.watermarks).first_pass(input, offset, self.now) {
-                return Ok(Flow::Continue);
+        let shuffled = match self.shuffle_at {
+            Some(at) => {
+                let (input, offset) = line.input_position(at, &self.extractor)?;
+                // A record a restarted writer sent again was taken in already.
+                if !(self.tasks.active.watermarks).first_pass(input, offset, self.now) {
+                    return Ok(Flow::Continue);
+                }
+                Some(input)
             }
-        }
-        let (t, partition) = self.parse(line)?;
+            None => None,
+        };
+        let (t, partition) = self.parse(line, shuffled)?;
         if let Some(at) = self.message_key_at {
             let parts: SmallVec<[&str; 4]> =
                 (0..self.id_fields).filter_map(|i| line.field(i)).collect();

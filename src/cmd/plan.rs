@@ -3,6 +3,7 @@
 //! before anything is opened.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::files;
@@ -10,14 +11,14 @@ use crate::cli::{
     BrokerArgs, ChangelogArgs, CheckpointArgs, ClientArgs, InputArgs, ReportArgs, TimeArgs,
 };
 use crate::core::filter::Filter;
-use crate::core::record::{FieldList, FieldPath};
+use crate::core::record::{Extractor, FieldList, FieldPath};
 use crate::core::time::{Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Result};
 use crate::io::input::{ClientRequest, InputPlan, SourcePlan, SourceRequest};
 use crate::io::kafka::ChangelogPlan;
 use crate::io::sink::{RecordFields, SinkPlan};
 use crate::io::spec::SinkSpec;
-use crate::runtime::{CheckpointPlan, Keeping, PolicyPlan, ReportPlan, Selection};
+use crate::runtime::{CheckpointPlan, Keeping, PolicyPlan, Prepare, ReportPlan, Selection};
 
 /// `--stats` and `--quiet`.
 pub fn report_plan(report: &ReportArgs) -> ReportPlan {
@@ -75,6 +76,40 @@ pub fn selection(
         .map_err(|(i, e)| Error::Usage(format!("--where '{}': {e}", conditions[i])))?;
     let at = fields.add_all(filter.paths().iter().cloned());
     Ok(Some(Selection::new(filter, at)))
+}
+
+/// What a pass-through command (`consume`, `replay`) reads of each record: its event time,
+/// when it filters by one, then `--where`'s fields, located together.
+pub struct PassThrough {
+    /// The extractor whose field 0 is the time, when there is one.
+    pub time: Option<Arc<Extractor>>,
+    pub select: Option<Selection>,
+    extractor: Option<Arc<Extractor>>,
+}
+
+impl PassThrough {
+    pub fn plan(time: Option<FieldPath>, input: &InputArgs, format: &TimeFormat) -> Result<Self> {
+        let has_time = time.is_some();
+        let mut fields = FieldList::default();
+        fields.add_some(time);
+        let select = selection(&input.conditions, format, &mut fields)?;
+        let extractor = (has_time || select.is_some()).then(|| Arc::new(fields.extractor()));
+        Ok(PassThrough {
+            time: extractor.clone().filter(|_| has_time),
+            select,
+            extractor,
+        })
+    }
+
+    /// How the reader thread checks each record: `otherwise` when nothing is located.
+    pub fn prepare(&self, otherwise: Prepare) -> Prepare {
+        match (&self.extractor, &self.time) {
+            (Some(x), Some(_)) => Prepare::Extract(x.clone()),
+            // --where alone: a record that is no object has none of its fields.
+            (Some(x), None) => Prepare::Select(x.clone()),
+            (None, _) => otherwise,
+        }
+    }
 }
 
 /// SINK (`-o`), with the fields a broker sink takes from each record.

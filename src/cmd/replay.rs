@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::plan::{self, KeepingArgs};
+use super::plan::{self, KeepingArgs, PassThrough};
 use crate::cli::ReplayArgs;
 use crate::core::envelope::read_envelope;
 use crate::core::pace::{Pace, PaceProgress, Pacer};
-use crate::core::record::{as_utf8, Extractor, FieldList, RecordError};
+use crate::core::record::{as_utf8, Extractor, RecordError};
 use crate::core::saved;
 use crate::core::time::{now_millis, Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Fault, Result};
@@ -65,12 +65,7 @@ impl Replay {
         let sink = replay_sink(args, envelope)?;
         // The time field (records that are not envelopes), then --where's fields.
         let time_path = (!envelope).then(|| args.time.time.clone()).flatten();
-        let has_time = time_path.is_some();
-        let mut fields = FieldList::default();
-        fields.add_some(time_path);
-        let select = plan::selection(&args.input.conditions, &args.time.time_format, &mut fields)?;
-        let extractor = (has_time || select.is_some()).then(|| Arc::new(fields.extractor()));
-        let time = extractor.clone().filter(|_| has_time);
+        let read = PassThrough::plan(time_path, &args.input, &args.time.time_format)?;
         let pace = match (args.rate, args.speed) {
             (Some(r), _) => Pace::Rate(r),
             (None, Some(s)) => Pace::Speed(s),
@@ -91,17 +86,12 @@ impl Replay {
         }
         .plan(&mut input, &sink.spec, &job)?;
         plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
-        let prepare = match &extractor {
-            Some(x) if has_time => Prepare::Extract(x.clone()),
-            // --where alone: a record that is no object has none of its fields.
-            Some(x) => Prepare::Select(x.clone()),
-            None => Prepare::Validate,
-        };
+        let prepare = read.prepare(Prepare::Validate);
         let replay = Replay {
             sink: (!args.dry_run).then_some(sink),
             envelope,
             keep_partition: args.keep_partition,
-            time,
+            time: read.time,
             time_format: args.time.time_format.clone(),
             range,
             pace,
@@ -114,7 +104,7 @@ impl Replay {
             prepare,
             keeping,
             job,
-            select,
+            select: read.select,
         })
     }
 }

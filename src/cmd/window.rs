@@ -67,9 +67,8 @@ struct Fields {
     message_key_at: Option<usize>,
     /// For each aggregate, the field it reads, if any.
     agg_fields: Vec<Option<usize>>,
-    /// Behind a shuffle (`--repartition`): the envelope's input `offset`; its input
-    /// partition is at `partition_at`.
-    offset_at: Option<usize>,
+    /// Behind a shuffle (`--repartition`): the envelope's input `partition` and `offset`.
+    shuffle_at: Option<(usize, usize)>,
 }
 
 impl Fields {
@@ -94,7 +93,7 @@ impl Fields {
             .then(|| list.add("offset".parse().expect("a path")));
         let selection = select(&mut list)?;
         let fields = Fields {
-            offset_at,
+            shuffle_at: partition_at.zip(offset_at),
             extractor: Arc::new(list.extractor()),
             partition_at,
             keys_at,
@@ -529,12 +528,14 @@ impl WindowStep {
         line.check_keyed(at, &parts, "--key")
     }
 
-    /// Reads the record's fields: its event time, its partition, and its key (the field
-    /// itself when there is one key field, else `None` and the joined key is in `self.key`);
-    /// its aggregate inputs go to `inputs`.
+    /// Reads the record's fields: its event time, its partition (`shuffled`: its input
+    /// partition, behind a shuffle), and its key (the field itself when there is one key
+    /// field, else `None` and the joined key is in `self.key`); its aggregate inputs go to
+    /// `inputs`.
     fn parse<'a>(
         &mut self,
         line: &Line<'a>,
+        shuffled: Option<usize>,
         inputs: &mut Vec<AggInput<'a>>,
     ) -> Result<(Millis, usize, Option<&'a str>), RecordError> {
         let WindowStep {
@@ -548,19 +549,18 @@ impl WindowStep {
         let x = &*fields.extractor;
         let keys_at = fields.keys_at;
         let ts = line.time(0, x, &self.time_format)?;
-        let partition = match fields.partition_at {
-            None => 0,
+        let partition = match (shuffled, fields.partition_at) {
             // Behind a shuffle, the input partition's number is its id in every task.
-            Some(i) if fields.offset_at.is_some() => {
-                let offset_at = fields.offset_at.expect("checked");
-                line.input_position((i, offset_at), x)?.0
+            (Some(input), _) => input,
+            (None, None) => 0,
+            (None, Some(i)) => {
+                partitions
+                    .id(line.require(i, x)?)
+                    .ok_or_else(|| RecordError::BadValue {
+                        path: x.paths()[i].to_string(),
+                        reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
+                    })?
             }
-            Some(i) => partitions
-                .id(line.require(i, x)?)
-                .ok_or_else(|| RecordError::BadValue {
-                    path: x.paths()[i].to_string(),
-                    reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
-                })?,
         };
         // One key field is used in place; several are joined in `key`.
         let single_key = match key_columns.len() {
@@ -594,15 +594,19 @@ impl RecordStep for WindowStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         self.ops
             .activate(line.offset.map(|(partition, _)| partition));
-        if let (Some(p), Some(o)) = (self.fields.partition_at, self.fields.offset_at) {
-            let (input, offset) = line.input_position((p, o), &self.fields.extractor)?;
-            // A record a restarted writer sent again was taken in already.
-            if !self.ops.active.first_pass(input, offset, self.now) {
-                return Ok(Flow::Continue);
+        let shuffled = match self.fields.shuffle_at {
+            Some(at) => {
+                let (input, offset) = line.input_position(at, &self.fields.extractor)?;
+                // A record a restarted writer sent again was taken in already.
+                if !self.ops.active.first_pass(input, offset, self.now) {
+                    return Ok(Flow::Continue);
+                }
+                Some(input)
             }
-        }
+            None => None,
+        };
         let mut inputs = recycle_inputs(std::mem::take(&mut self.inputs));
-        let parsed = self.parse(line, &mut inputs);
+        let parsed = self.parse(line, shuffled, &mut inputs);
         if parsed.is_ok() {
             self.keyed(line)?;
         }

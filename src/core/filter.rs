@@ -355,28 +355,28 @@ impl<'t, 'p> Parser<'t, 'p> {
     }
 
     fn or(&mut self) -> Result<Expr, FilterError> {
-        let mut all = vec![self.and()?];
-        while self.peek()?.0 == Token::Word("or".into()) {
-            self.next()?;
-            all.push(self.and()?);
-        }
-        Ok(if all.len() == 1 {
-            all.pop().expect("one")
-        } else {
-            Expr::Or(all)
-        })
+        self.chain("or", Self::and, Expr::Or)
     }
 
     fn and(&mut self) -> Result<Expr, FilterError> {
-        let mut all = vec![self.unary()?];
-        while self.peek()?.0 == Token::Word("and".into()) {
+        self.chain("and", Self::unary, Expr::And)
+    }
+
+    /// `operand (word operand)*`, joined by `join` when there are several.
+    fn chain(
+        &mut self,
+        word: &str,
+        operand: fn(&mut Self) -> Result<Expr, FilterError>,
+        join: fn(Vec<Expr>) -> Expr,
+    ) -> Result<Expr, FilterError> {
+        let mut all = vec![operand(self)?];
+        while matches!(self.peek()?.0, Token::Word(w) if w == word) {
             self.next()?;
-            all.push(self.unary()?);
+            all.push(operand(self)?);
         }
-        Ok(if all.len() == 1 {
-            all.pop().expect("one")
-        } else {
-            Expr::And(all)
+        Ok(match all.len() {
+            1 => all.pop().expect("one"),
+            _ => join(all),
         })
     }
 

@@ -271,16 +271,16 @@ impl Watermarks {
     ) -> Option<Millis> {
         self.ensure(partition + 1, now);
         let p = &mut self.partitions[partition];
-        let newer = max_event_time.is_some_and(|t| t > p.max_event_time);
-        if newer {
-            p.max_event_time = max_event_time.unwrap_or(NO_WATERMARK);
+        let newer = max_event_time.filter(|&t| t > p.max_event_time);
+        if let Some(t) = newer {
+            p.max_event_time = t;
             p.last_seen = now;
             p.idle = false;
         }
         if finished {
             p.idle = true;
         }
-        if !newer && !finished {
+        if newer.is_none() && !finished {
             return None;
         }
         let bound = p.bound();

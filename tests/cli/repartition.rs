@@ -201,20 +201,25 @@ fn member(b: &Broker, topic: &str, group: &str, dir: &Path, extra: &[&str]) -> B
 fn ended(mut m: Background) -> (Option<i32>, String) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        if let Some(status) = m.0.try_wait().unwrap() {
-            let mut err = String::new();
-            std::io::Read::read_to_string(m.0.stderr.as_mut().unwrap(), &mut err).unwrap();
-            return (status.code(), err);
+        if let Some(end) = exited(&mut m) {
+            return end;
         }
         assert!(Instant::now() < deadline, "a member did not end");
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
+/// A member's exit code and stderr, once it has exited.
+fn exited(m: &mut Background) -> Option<(Option<i32>, String)> {
+    let status = m.0.try_wait().unwrap()?;
+    let mut err = String::new();
+    std::io::Read::read_to_string(m.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    Some((status.code(), err))
+}
+
 /// Three members (`spawn` starts one in a directory), one SIGKILLed and started again, one
-/// joining, running until
-/// `done` holds for the directories they write in (two minutes at most), then stopped. A
-/// member that ends by itself fails the test. (Members run without -e: on the test broker,
+/// joining, running until `done` holds for the directories they write in (two minutes at
+/// most), then stopped. A member that ends by itself fails the test. (Members run without -e: on the test broker,
 /// whose coordinator can lose an assignment, the -e end is a drill of its own.)
 fn three_members(
     spawn: impl Fn(&Path) -> Background,
@@ -232,10 +237,8 @@ fn three_members(
     let deadline = Instant::now() + Duration::from_secs(120);
     while !done(&paths) {
         for m in &mut members {
-            if let Some(status) = m.0.try_wait().unwrap() {
-                let mut err = String::new();
-                std::io::Read::read_to_string(m.0.stderr.as_mut().unwrap(), &mut err).unwrap();
-                panic!("a member ended: {status:?}: {err}");
+            if let Some((code, err)) = exited(m) {
+                panic!("a member ended: exit {code:?}: {err}");
             }
         }
         assert!(Instant::now() < deadline, "not done in two minutes");

@@ -28,7 +28,7 @@ use super::config::ClientOptions;
 use super::sink::KafkaSink;
 use super::topic::{self, Cleanup};
 use crate::core::saved;
-use crate::error::{Error, Fault, Result};
+use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
 use crate::runtime::sink::Outgoing;
 use crate::runtime::PartitionState;
@@ -317,13 +317,7 @@ fn send(
         timestamp: None,
         partition: Some(partition),
     };
-    sink.send(&record).map_err(|f| match f {
-        Fault::Fatal(e) => e,
-        Fault::Record(e) => Error::Unreachable(format!(
-            "the changelog topic '{}' refused a state record: {e}",
-            sink.topic
-        )),
-    })
+    sink.send_own(&record, "changelog topic", "a state record")
 }
 
 /// Creates the changelog topic when the cluster lacks it; refuses one with fewer partitions

@@ -218,13 +218,7 @@ impl ShuffleStep {
                 timestamp: None,
                 partition: Some(partition),
             };
-            self.sink.send(&record).map_err(|f| match f {
-                Fault::Fatal(e) => e,
-                Fault::Record(e) => Error::Unreachable(format!(
-                    "the topic '{}' refused a watermark marker: {e}",
-                    self.sink.topic
-                )),
-            })?;
+            (self.sink).send_own(&record, "topic", "a watermark marker")?;
         }
         self.marked_at = Instant::now();
         Ok(())

@@ -147,6 +147,18 @@ impl KafkaSink {
         })
     }
 
+    /// Sends a record weir makes itself (`record`: "a state record") to its own topic (`kind`:
+    /// "changelog topic"): one the topic refuses is no bad input record but a failure of the
+    /// run.
+    pub fn send_own(&mut self, r: &Outgoing<'_>, kind: &str, record: &str) -> Result<()> {
+        self.send(r).map_err(|f| match f {
+            Fault::Fatal(e) => e,
+            Fault::Record(e) => {
+                Error::Unreachable(format!("the {kind} '{}' refused {record}: {e}", self.topic))
+            }
+        })
+    }
+
     pub fn send(&mut self, r: &Outgoing<'_>) -> Result<(), Fault> {
         if self.producer.context().failing.load(Ordering::Acquire) {
             return Err(Fault::Fatal(self.failure()));

@@ -78,12 +78,13 @@ pub struct KafkaSource {
     group_end: Option<GroupEnd>,
     /// How many partitions the topic has.
     pub partition_count: usize,
-    /// `-e`, and the group, for an end taken later (`watch_upstream`).
+    /// `-e`, and the group: a bounded member's end is taken from them (`end_at_log_ends`), at
+    /// the start or, behind a shuffle, once the writers end.
     exit_at_end: bool,
     group: Option<String>,
     /// The topic's partitions read (all of them, for a group member).
     partitions: Vec<i32>,
-    /// The client's configuration, for a `GroupEnd` made later.
+    /// The client's configuration, for the `GroupEnd` of a bounded member.
     config: rdkafka::config::ClientConfig,
     /// The partitions reported read to their end.
     reported_ended: HashSet<i32>,
@@ -185,7 +186,7 @@ impl KafkaSource {
             source.changelog = Some(Changelog::open(spec, client, topic, job, count)?);
         }
         match plan.balanced {
-            true => source.join(&partitions, plan, &config, spec)?,
+            true => source.join(spec)?,
             false => source.assign(&partitions, plan, spec)?,
         }
         Ok(source)
@@ -193,26 +194,10 @@ impl KafkaSource {
 
     /// Joins the group, which gives the partitions; a bounded read takes the ends of all of
     /// them first, which every member's reading must reach before this one may end.
-    fn join(
-        &mut self,
-        partitions: &[i32],
-        plan: &ReadPlan,
-        config: &rdkafka::config::ClientConfig,
-        spec: &KafkaSpec,
-    ) -> Result<()> {
+    fn join(&mut self, spec: &KafkaSpec) -> Result<()> {
         if self.bounded {
-            let mut ends = Vec::with_capacity(partitions.len());
-            for &p in partitions {
-                let (low, high) = self
-                    .consumer
-                    .fetch_watermarks(&self.topic, p, self.timeout)
-                    .map_err(|e| unreachable("cannot read offsets from", spec, e))?;
-                self.ends.insert(p, high);
-                ends.push((p, low, high));
-            }
-            let group = plan.group.as_deref().unwrap_or_default();
-            let end = GroupEnd::new(&self.topic, group, ends, config, self.timeout);
-            self.group_end = Some(end);
+            self.end_at_log_ends()
+                .map_err(|e| unreachable("cannot read offsets from", spec, e))?;
         }
         self.consumer
             .subscribe(&[&self.topic])
@@ -514,19 +499,9 @@ impl KafkaSource {
         if self.bounded || !upstream.ended() || !self.exit_at_end {
             return Ok(());
         }
-        let mut ends = Vec::with_capacity(self.partitions.len());
-        for &p in &self.partitions {
-            let (low, high) = (self.consumer)
-                .fetch_watermarks(&self.topic, p, self.timeout)
-                .map_err(|e| {
-                    Error::Unreachable(format!("cannot read offsets of '{}': {e}", self.topic))
-                })?;
-            self.ends.insert(p, high);
-            ends.push((p, low, high));
-        }
-        let group = self.group.as_deref().unwrap_or_default();
-        let end = GroupEnd::new(&self.topic, group, ends, &self.config, self.timeout);
-        self.group_end = Some(end);
+        self.end_at_log_ends().map_err(|e| {
+            Error::Unreachable(format!("cannot read offsets of '{}': {e}", self.topic))
+        })?;
         self.bounded = true;
         self.close_at_eof = true;
         let assigned = self.consumer.context().assigned().unwrap_or_default();
@@ -535,6 +510,21 @@ impl KafkaSource {
                 self.ended.insert(p);
             }
         }
+        Ok(())
+    }
+
+    /// A group member's bounded read ends at every partition's log end as it is now, which
+    /// every member's reading must reach before this one may end (`GroupEnd`).
+    fn end_at_log_ends(&mut self) -> std::result::Result<(), KafkaError> {
+        let mut ends = Vec::with_capacity(self.partitions.len());
+        for &p in &self.partitions {
+            let (low, high) = (self.consumer).fetch_watermarks(&self.topic, p, self.timeout)?;
+            self.ends.insert(p, high);
+            ends.push((p, low, high));
+        }
+        let group = self.group.as_deref().unwrap_or_default();
+        let end = GroupEnd::new(&self.topic, group, ends, &self.config, self.timeout);
+        self.group_end = Some(end);
         Ok(())
     }
 
@@ -609,8 +599,6 @@ impl KafkaSource {
         // The partitions the command keeps state for (a member with state per partition).
         let mut owned: Vec<i32> = Vec::new();
         let mut rebalances = None;
-        // Partitions of ours a bounded read finished, as last counted.
-        let mut finished = self.ended.len();
         loop {
             if feed.cancelled() {
                 return Ok(());
@@ -636,25 +624,7 @@ impl KafkaSource {
                     reported = assigned;
                 }
             }
-            // A partition of ours read to its end (-e) is no longer read: reported, after its
-            // last records, so that it stops holding a watermark back, as a Kinesis parent
-            // read to its end does.
-            if self.ended.len() != finished {
-                finished = self.ended.len();
-                if let Some(own) = &self.own {
-                    let reading: Vec<i32> = own
-                        .iter()
-                        .copied()
-                        .filter(|p| !self.ended.contains(p))
-                        .collect();
-                    if !reading.is_empty() {
-                        pending.hand_over(feed, &topic)?;
-                        feed.assigned(reading.iter().map(i32::to_string).collect())?;
-                        reported = Some(reading);
-                    }
-                }
-            }
-            self.report_ended(&mut pending, feed)?;
+            self.report_ended(&mut pending, feed, &mut reported)?;
             let shuffled = self.upstream.is_some();
             let hand_over = match self.poll()? {
                 Polled::End | Polled::Idle => true,
@@ -682,18 +652,33 @@ impl KafkaSource {
         }
     }
 
-    /// Reports each partition read to its end, after its records.
-    fn report_ended(&mut self, pending: &mut Framing<(i32, i64)>, feed: &mut Feed) -> Result<()> {
+    /// Reports each partition read to its end, after its last records. One of ours (not a
+    /// group's) is no longer read: the partitions still read are reported again (`reported`),
+    /// so that it stops holding a watermark back, as a Kinesis parent read to its end does.
+    fn report_ended(
+        &mut self,
+        pending: &mut Framing<(i32, i64)>,
+        feed: &mut Feed,
+        reported: &mut Option<Vec<i32>>,
+    ) -> Result<()> {
         if self.reported_ended.len() == self.ended.len() {
             return Ok(());
         }
-        let mut new: Vec<i32> = self
-            .ended
+        pending.hand_over(feed, &self.topic.clone())?;
+        if let Some(own) = &self.own {
+            let reading: Vec<i32> = (own.iter().copied())
+                .filter(|p| !self.ended.contains(p))
+                .collect();
+            if !reading.is_empty() && reported.as_ref() != Some(&reading) {
+                feed.assigned(reading.iter().map(i32::to_string).collect())?;
+                *reported = Some(reading);
+            }
+        }
+        let mut new: Vec<i32> = (self.ended)
             .difference(&self.reported_ended)
             .copied()
             .collect();
         new.sort_unstable();
-        pending.hand_over(feed, &self.topic.clone())?;
         for p in new {
             feed.partition_ended(p)?;
             self.reported_ended.insert(p);
