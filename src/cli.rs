@@ -400,13 +400,15 @@ pub struct ConsumeArgs {
 
 const WINDOW_AFTER_HELP: &str = "\
 Examples:
-  # Checkouts per merchant per minute, allowing 10 minutes of disorder:
-  weir window fixtures/checkouts.ndjson --time occurred_at --key merchant_id \\
-    --tumbling 1m --delay 10m --count --sum amount
+  # Failed checkouts per merchant per minute of event time, waiting up to 10 minutes for
+  # stragglers; a checkout later than that is counted late and kept aside:
+  weir window fixtures/checkouts.ndjson --where 'status == \"failed\"' --time occurred_at \\
+    --key merchant_id --tumbling 1m --delay 10m --count --sum amount --late-output late.ndjson
 
-  # Only checkouts of 100 or more (--where: exact decimals, and, or, not, in, =~, time()):
-  weir window fixtures/checkouts.ndjson --where 'amount >= 100' --time occurred_at \\
-    --key merchant_id --tumbling 1m --delay 10m --count
+  # --where takes exact decimals, and, or, not, in, =~ and time(); all checkouts of 100 or
+  # more from the web or iOS:
+  weir window fixtures/checkouts.ndjson --time occurred_at --key merchant_id \\
+    --where 'amount >= 100 and client in [\"web\", \"ios\"]' --tumbling 1m --delay 10m --count
 
   # Revenue in 10-minute windows every 5 minutes, per Kafka partition watermark, late
   # records kept aside:

@@ -1,6 +1,7 @@
 //! `--where` in every command: the output is the command's on the input filtered beforehand
 //! (by an independent predicate in the test), and `filtered` counts the rest.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
@@ -196,4 +197,82 @@ fn a_topic_is_filtered_by_its_values_and_envelopes() {
     want_ids.dedup();
     let distinct: std::collections::BTreeSet<&String> = want_ids.iter().collect();
     assert_eq!(ids.len(), distinct.len(), "each kept id once");
+}
+
+/// The README's main job: failed checkouts per merchant per minute of the fixture, against a
+/// batch count of the failed records over which the job's watermark (their highest event
+/// time so far, less 10 minutes) had not passed their window's end when they arrived.
+#[test]
+fn the_main_job_counts_the_failed_checkouts_a_batch_count_finds() {
+    let millis = |v: &Value| {
+        chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap())
+            .unwrap()
+            .timestamp_millis()
+    };
+    let text = std::fs::read_to_string(crate::fixture("checkouts.ndjson")).unwrap();
+    let (mut expected, mut late, mut filtered) = (BTreeMap::new(), Vec::new(), 0);
+    let mut max_seen = i64::MIN;
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["status"] != "failed" {
+            filtered += 1;
+            continue;
+        }
+        let t = millis(&v["occurred_at"]);
+        let start = t - t.rem_euclid(60_000);
+        if start + 60_000 <= max_seen.saturating_sub(600_000) {
+            late.push(line.to_string());
+            continue;
+        }
+        max_seen = max_seen.max(t);
+        let key = (start, v["merchant_id"].as_str().unwrap().to_string());
+        let (count, cents) = expected.entry(key).or_insert((0u64, 0i64));
+        *count += 1;
+        *cents += (v["amount"].as_f64().unwrap() * 100.0).round() as i64;
+    }
+    assert!(
+        expected.len() >= 20 && late.len() == 1,
+        "the fixture shows windows and a late one"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let late_file = dir.path().join("late.ndjson");
+    let args = [
+        "window",
+        "--where",
+        r#"status == "failed""#,
+        "--time",
+        "occurred_at",
+        "--key",
+        "merchant_id",
+        "--tumbling",
+        "1m",
+        "--delay",
+        "10m",
+        "--count",
+        "--sum",
+        "amount",
+        "--late-output",
+        late_file.to_str().unwrap(),
+    ];
+    let (out, stats) = run(
+        &args,
+        &crate::fixture("checkouts.ndjson"),
+        dir.path(),
+        "main",
+    );
+    let mut got = BTreeMap::new();
+    for line in out.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let cents = (v["sum_amount"].as_f64().unwrap() * 100.0).round() as i64;
+        let key = (
+            millis(&v["window_start"]),
+            v["merchant_id"].as_str().unwrap().to_string(),
+        );
+        got.insert(key, (v["count"].as_u64().unwrap(), cents));
+    }
+    assert_eq!(got, expected);
+    let late_text = std::fs::read_to_string(&late_file).unwrap();
+    assert_eq!(late_text.lines().collect::<Vec<_>>(), late);
+    assert_eq!(stats["filtered"], filtered, "{stats}");
+    assert_eq!(stats["late"], 1, "{stats}");
 }
