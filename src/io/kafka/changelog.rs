@@ -280,9 +280,14 @@ impl Changelog {
                 .and_then(|h| h.value.map(<[u8]>::to_vec))
         });
         if job.as_deref() != Some(self.job.as_bytes()) {
+            let other = job.map_or("no job header".into(), |j| {
+                format!("'{}'", String::from_utf8_lossy(&j))
+            });
             return Err(Error::Usage(format!(
-                "the changelog topic '{}' holds the state of another job (other flags, another command or another weir version); give this one its own with --changelog TOPIC or a new -G group",
-                self.topic
+                "the changelog topic '{}' holds the state of another job at partition {p} offset {} ({other}; this job is '{}'); give this one its own with --changelog TOPIC or a new -G group",
+                self.topic,
+                m.offset(),
+                self.job
             )));
         }
         if let Some(key) = m.key().map(|k| String::from_utf8_lossy(k).into_owned()) {
