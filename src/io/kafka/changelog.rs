@@ -204,6 +204,7 @@ impl Changelog {
         let ends = self.assign_all(&consumer, partitions)?;
         let mut out: BTreeMap<i32, Keyed> = BTreeMap::new();
         let mut next: HashMap<i32, i64> = HashMap::new();
+        let mut marked = false;
         let mut last_progress = Instant::now();
         let timeout = self.client.timeout;
         while (ends.iter()).any(|(p, end)| next.get(p).is_none_or(|n| n < end)) {
@@ -224,9 +225,12 @@ impl Changelog {
                 }
                 Some(Ok(m)) => {
                     last_progress = Instant::now();
-                    self.keep(&m, &mut next, &mut out)?;
+                    marked |= self.keep(&m, &mut next, &mut out)?;
                 }
             }
+        }
+        if !out.is_empty() && !marked {
+            return Err(self.foreign("no record names its job"));
         }
         Ok(out)
     }
@@ -260,18 +264,21 @@ impl Changelog {
     }
 
     /// Keeps a changelog record as its key's latest, unless it was read before (`next`: the
-    /// next offset of each partition), refusing one of another job.
+    /// next offset of each partition), refusing one of another job; whether it names ours.
+    /// A record without the job header is kept: every record of a job names it, but a
+    /// broker that stores headers apart from records may lose one (Tansu has); a changelog
+    /// none of whose records names this job is refused by the caller.
     fn keep(
         &self,
         m: &BorrowedMessage<'_>,
         next: &mut HashMap<i32, i64>,
         out: &mut BTreeMap<i32, Keyed>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let p = m.partition();
         let seen = next.entry(p).or_insert(i64::MIN);
         // A record read before (a compacting broker may return one twice).
         if m.offset() < *seen {
-            return Ok(());
+            return Ok(false);
         }
         *seen = m.offset() + 1;
         let job = m.headers().and_then(|h| {
@@ -279,23 +286,30 @@ impl Changelog {
                 .find(|h| h.key == JOB_HEADER)
                 .and_then(|h| h.value.map(<[u8]>::to_vec))
         });
-        if job.as_deref() != Some(self.job.as_bytes()) {
-            let other = job.map_or("no job header".into(), |j| {
-                format!("'{}'", String::from_utf8_lossy(&j))
-            });
-            return Err(Error::Usage(format!(
-                "the changelog topic '{}' holds the state of another job at partition {p} offset {} ({other}; this job is '{}'); give this one its own with --changelog TOPIC or a new -G group",
-                self.topic,
-                m.offset(),
-                self.job
-            )));
+        if let Some(job) = &job {
+            if job != self.job.as_bytes() {
+                let at = format!(
+                    "partition {p} offset {} was written by '{}'",
+                    m.offset(),
+                    String::from_utf8_lossy(job)
+                );
+                return Err(self.foreign(&at));
+            }
         }
         if let Some(key) = m.key().map(|k| String::from_utf8_lossy(k).into_owned()) {
             out.entry(p)
                 .or_default()
                 .insert(key, m.payload().map(<[u8]>::to_vec));
         }
-        Ok(())
+        Ok(job.is_some())
+    }
+
+    /// The refusal of a changelog that holds another job's state.
+    fn foreign(&self, detail: &str) -> Error {
+        Error::Usage(format!(
+            "the changelog topic '{}' holds the state of another job ({detail}; this job is '{}'): give this one its own with --changelog TOPIC or a new -G group",
+            self.topic, self.job
+        ))
     }
 }
 
