@@ -85,7 +85,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__consume)
-            opts="-e -G -X -F -n -J -f -u -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --time --time-format --count --envelope --format --unbuffered --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -r -X -F -n -J -f -u -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --avro-json --kafka-config --timeout --endpoint-url --time --time-format --count --envelope --format --unbuffered --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -133,6 +133,34 @@ _weir() {
                     ;;
                 -G)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema-registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -r)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --value-format)
+                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    return 0
+                    ;;
+                --value-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-format)
+                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    return 0
+                    ;;
+                --key-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --avro-json)
+                    COMPREPLY=($(compgen -W "weir spec" -- "${cur}"))
                     return 0
                     ;;
                 -X)
@@ -215,7 +243,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__dedupe)
-            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --id --time --time-format --horizon --horizon-by --delay --partition-by --idle-timeout --max-keys --exact-ids --duplicates --keep --output --key --header --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
+            opts="-e -G -r -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --avro-json --kafka-config --timeout --endpoint-url --id --time --time-format --horizon --horizon-by --delay --partition-by --idle-timeout --max-keys --exact-ids --duplicates --keep --output --key --header --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -263,6 +291,34 @@ _weir() {
                     ;;
                 -G)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema-registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -r)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --value-format)
+                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    return 0
+                    ;;
+                --value-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-format)
+                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    return 0
+                    ;;
+                --key-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --avro-json)
+                    COMPREPLY=($(compgen -W "weir spec" -- "${cur}"))
                     return 0
                     ;;
                 -X)
@@ -607,7 +663,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__replay)
-            opts="-e -G -X -F -J -n -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --count --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -r -X -F -J -n -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --avro-json --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --count --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -655,6 +711,34 @@ _weir() {
                     ;;
                 -G)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema-registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -r)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --value-format)
+                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    return 0
+                    ;;
+                --value-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-format)
+                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    return 0
+                    ;;
+                --key-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --avro-json)
+                    COMPREPLY=($(compgen -W "weir spec" -- "${cur}"))
                     return 0
                     ;;
                 -X)
@@ -737,7 +821,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__watermark__subcmd__profile)
-            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --changelog --stats --quiet --help --version"
+            opts="-e -G -r -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --avro-json --kafka-config --timeout --endpoint-url --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --changelog --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -785,6 +869,34 @@ _weir() {
                     ;;
                 -G)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema-registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -r)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --value-format)
+                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    return 0
+                    ;;
+                --value-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-format)
+                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    return 0
+                    ;;
+                --key-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --avro-json)
+                    COMPREPLY=($(compgen -W "weir spec" -- "${cur}"))
                     return 0
                     ;;
                 -X)
@@ -879,7 +991,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__window)
-            opts="-e -G -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --kafka-config --timeout --endpoint-url --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
+            opts="-e -G -r -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --avro-json --kafka-config --timeout --endpoint-url --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -927,6 +1039,34 @@ _weir() {
                     ;;
                 -G)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schema-registry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -r)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --value-format)
+                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    return 0
+                    ;;
+                --value-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-format)
+                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    return 0
+                    ;;
+                --key-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --avro-json)
+                    COMPREPLY=($(compgen -W "weir spec" -- "${cur}"))
                     return 0
                     ;;
                 -X)

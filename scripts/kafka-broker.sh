@@ -33,6 +33,11 @@ install_tools() {
     log "installing confluent-kafka $CONFLUENT_KAFKA_VERSION (PyPI) for its librdkafka"
     python3 -m pip install -q "confluent-kafka==$CONFLUENT_KAFKA_VERSION" >&2
   fi
+  # The schema tests take their golden records from confluent-kafka's own serializers.
+  if ! python3 -c "import confluent_kafka.schema_registry.avro, fastavro, jsonschema" 2>/dev/null; then
+    log "installing confluent-kafka[avro,json] $CONFLUENT_KAFKA_VERSION (PyPI) for its serializers"
+    python3 -m pip install -q "confluent-kafka[avro,json]==$CONFLUENT_KAFKA_VERSION" >&2
+  fi
   # The lag tests check the Prometheus output with the official client's parser.
   if ! python3 -c "import prometheus_client" 2>/dev/null; then
     python3 -m pip install -q "prometheus-client==0.21.1" >&2

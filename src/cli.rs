@@ -183,7 +183,87 @@ pub struct BrokerArgs {
     pub group: Option<String>,
 
     #[command(flatten)]
+    pub schemas: SchemaArgs,
+
+    #[command(flatten)]
     pub client: ClientArgs,
+}
+
+/// How a Kafka source's keys and values in a schema's binary become JSON.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Decode each value framed in the schema registry's wire format (magic byte 0, schema
+    /// id) by its id, and each framed key, from this Confluent-compatible registry: Avro and
+    /// JSON Schema. A value not framed is a bad record. Credentials and CA: -X
+    /// schema.registry.basic.auth.user.info=USER:PASSWORD, -X
+    /// schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE.
+    #[arg(short = 'r', long, value_name = "URL", help_heading = "Schemas")]
+    pub schema_registry: Option<String>,
+
+    /// Values are unframed datums of --value-schema, in this format.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        requires = "value_schema",
+        help_heading = "Schemas"
+    )]
+    pub value_format: Option<SchemaFormat>,
+
+    /// The schema file of --value-format: .avsc for Avro, .json for JSON Schema.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "value_format",
+        help_heading = "Schemas"
+    )]
+    pub value_schema: Option<PathBuf>,
+
+    /// Keys are unframed datums of --key-schema, in this format.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        requires = "key_schema",
+        help_heading = "Schemas"
+    )]
+    pub key_format: Option<SchemaFormat>,
+
+    /// The schema file of --key-format.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "key_format",
+        help_heading = "Schemas"
+    )]
+    pub key_schema: Option<PathBuf>,
+
+    /// The JSON an Avro record becomes.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "STYLE",
+        default_value = "weir",
+        help_heading = "Schemas"
+    )]
+    pub avro_json: AvroJsonStyle,
+}
+
+/// A schema format weir decodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaFormat {
+    Avro,
+    JsonSchema,
+}
+
+/// `--avro-json`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum AvroJsonStyle {
+    /// Bare unions, exact decimal strings, RFC 3339 times, dates, base64 bytes.
+    #[default]
+    Weir,
+    /// The Avro specification's JSON encoding (tagged unions, to diff against other tools).
+    Spec,
 }
 
 /// How a Kafka client connects: librdkafka properties and a time limit.

@@ -2,20 +2,23 @@
 //! runs and the report, made from the arguments every command takes alike, each checked
 //! before anything is opened.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::files;
 use crate::cli::{
-    BrokerArgs, ChangelogArgs, CheckpointArgs, ClientArgs, InputArgs, ReportArgs, TimeArgs,
+    AvroJsonStyle, BrokerArgs, ChangelogArgs, CheckpointArgs, ClientArgs, InputArgs, ReportArgs,
+    SchemaArgs, SchemaFormat, TimeArgs,
 };
+use crate::core::avro::AvroJson;
 use crate::core::filter::Filter;
 use crate::core::record::{Extractor, FieldList, FieldPath};
 use crate::core::time::{Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Result};
-use crate::io::input::{ClientRequest, InputPlan, SourcePlan, SourceRequest};
+use crate::io::input::{ClientRequest, InputPlan, SchemaRequest, SourcePlan, SourceRequest};
 use crate::io::kafka::ChangelogPlan;
+use crate::io::schema::Format;
 use crate::io::sink::{RecordFields, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::{CheckpointPlan, Keeping, PolicyPlan, Prepare, ReportPlan, Selection};
@@ -38,6 +41,26 @@ pub fn clients(client: &ClientArgs) -> ClientRequest {
     }
 }
 
+/// `-r`, `--value-format`/`--value-schema`, `--key-format`/`--key-schema`, `--avro-json`.
+fn schema_request(s: &SchemaArgs) -> SchemaRequest {
+    let format = |f: SchemaFormat| match f {
+        SchemaFormat::Avro => Format::Avro,
+        SchemaFormat::JsonSchema => Format::JsonSchema,
+    };
+    let part = |f: Option<SchemaFormat>, path: &Option<PathBuf>| {
+        f.zip(path.clone()).map(|(f, p)| (format(f), p))
+    };
+    SchemaRequest {
+        registry: s.schema_registry.clone(),
+        value: part(s.value_format, &s.value_schema),
+        key: part(s.key_format, &s.key_schema),
+        style: match s.avro_json {
+            AvroJsonStyle::Weir => AvroJson::Weir,
+            AvroJsonStyle::Spec => AvroJson::Spec,
+        },
+    }
+}
+
 /// SOURCE with its flags, the error policy and the line limit, checked. `time_range` says
 /// the command reads `--from`/`--to` on NDJSON input as an event-time range.
 pub fn input_plan(input: &InputArgs, time_range: bool) -> Result<InputPlan> {
@@ -53,6 +76,7 @@ pub fn input_plan(input: &InputArgs, time_range: bool) -> Result<InputPlan> {
         efo: b.efo.clone(),
         clients: clients(&b.client),
         time_range,
+        schemas: schema_request(&b.schemas),
     };
     let policy = PolicyPlan::new(input.on_error, input.dead_letter.as_deref());
     Ok(InputPlan::new(

@@ -47,6 +47,9 @@ impl Render {
     pub fn write(&self, out: &mut Vec<u8>, m: &Message<'_>) {
         match self {
             Render::Envelope => write_envelope(out, m),
+            Render::Value if m.decoded.value.is_some() => {
+                out.extend_from_slice(m.value.unwrap_or(b"null"))
+            }
             Render::Value => write_value_line(out, m.value),
             Render::Format(f) => f.write(out, m),
         }
@@ -78,6 +81,16 @@ pub struct Message<'a> {
     pub key: Option<&'a [u8]>,
     pub value: Option<&'a [u8]>,
     pub headers: Vec<(&'a str, Option<&'a [u8]>)>,
+    /// Which of `key` and `value` are JSON decoded from a schema's binary.
+    pub decoded: Decoded,
+}
+
+/// Which of a record's key and value were decoded from a schema's binary into JSON, each
+/// with the schema id it was framed with (`Some(None)`: a local schema's unframed datum).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Decoded {
+    pub key: Option<Option<u32>>,
+    pub value: Option<Option<u32>>,
 }
 
 /// Appends the envelope of `m` (one line, no newline) to `out`.
@@ -97,6 +110,10 @@ pub fn write_envelope(out: &mut Vec<u8>, m: &Message<'_>) {
     }
     out.extend_from_slice(b",\"key\":");
     match m.key {
+        Some(k) if m.decoded.key.is_some() => {
+            out.extend_from_slice(k);
+            write_schema_id(out, "key", m.decoded.key);
+        }
         None => out.extend_from_slice(b"null"),
         Some(k) => match std::str::from_utf8(k) {
             Ok(text) => write_json_str(out, text),
@@ -110,6 +127,12 @@ pub fn write_envelope(out: &mut Vec<u8>, m: &Message<'_>) {
         write_headers(out, &m.headers);
     }
     out.extend_from_slice(b",\"value\":");
+    if let (Some(v), Some(_)) = (m.value, m.decoded.value) {
+        out.extend_from_slice(v);
+        write_schema_id(out, "value", m.decoded.value);
+        out.push(b'}');
+        return;
+    }
     let encoding = write_value(out, m.value);
     if let Some(encoding) = encoding {
         out.extend_from_slice(b",\"value_encoding\":\"");
@@ -117,6 +140,16 @@ pub fn write_envelope(out: &mut Vec<u8>, m: &Message<'_>) {
         out.push(b'"');
     }
     out.push(b'}');
+}
+
+/// `,"key_schema_id":17` after a decoded part framed with schema id 17.
+fn write_schema_id(out: &mut Vec<u8>, part: &str, decoded: Option<Option<u32>>) {
+    if let Some(Some(id)) = decoded {
+        out.extend_from_slice(b",\"");
+        out.extend_from_slice(part.as_bytes());
+        out.extend_from_slice(b"_schema_id\":");
+        out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+    }
 }
 
 /// One Kinesis record (or one user record of a KPL aggregate), borrowed.
@@ -271,7 +304,7 @@ pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
     serde_json::to_writer(&mut *out, s).expect("write to Vec");
 }
 
-fn write_base64_str(out: &mut Vec<u8>, bytes: &[u8]) {
+pub fn write_base64_str(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'"');
     let start = out.len();
     out.resize(
@@ -721,6 +754,7 @@ mod tests {
             key,
             value,
             headers,
+            decoded: Decoded::default(),
         }
     }
 

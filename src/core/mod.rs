@@ -1,10 +1,12 @@
 //! The pure, synchronous core: no I/O, no clocks except where passed in.
 
 pub mod aggregate;
+pub mod avro;
 pub mod dedupe;
 pub mod dedupe_task;
 pub mod envelope;
 pub mod filter;
+pub mod framing;
 pub mod id_table;
 pub mod kpl;
 pub mod lag;

@@ -433,9 +433,23 @@ pub fn write_millis(ms: Millis, out: &mut Vec<u8>) {
 
 /// `ms` (within `MIN_MILLIS..=MAX_MILLIS`) as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 fn rfc3339_millis(ms: Millis) -> [u8; 24] {
-    // The civil date from days (Howard Hinnant's algorithm).
-    let days = ms.div_euclid(86_400_000);
+    let (year, month, day) = civil(ms.div_euclid(86_400_000));
     let in_day = ms.rem_euclid(86_400_000);
+    // Digits written into a fixed template, right to left: one copy into `out`, no pushes.
+    let mut text = *b"0000-00-00T00:00:00.000Z";
+    put_digits(&mut text[0..4], year);
+    put_digits(&mut text[5..7], month);
+    put_digits(&mut text[8..10], day);
+    put_digits(&mut text[11..13], in_day / 3_600_000);
+    put_digits(&mut text[14..16], in_day / 60_000 % 60);
+    put_digits(&mut text[17..19], in_day / 1000 % 60);
+    put_digits(&mut text[20..23], in_day % 1000);
+    text
+}
+
+/// The civil date (year, month, day) of a day counted from 1970-01-01 (Howard Hinnant's
+/// algorithm).
+fn civil(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -444,23 +458,96 @@ fn rfc3339_millis(ms: Millis) -> [u8; 24] {
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    // Digits written into a fixed template, right to left: one copy into `out`, no pushes.
-    let mut text = *b"0000-00-00T00:00:00.000Z";
-    let mut put = |at: usize, mut v: i64, width: usize| {
-        for c in text[at..at + width].iter_mut().rev() {
-            *c = b'0' + (v % 10) as u8;
-            v /= 10;
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// Writes `v` in the digits of `at`, zero-padded.
+fn put_digits(at: &mut [u8], mut v: i64) {
+    for c in at.iter_mut().rev() {
+        *c = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+}
+
+/// A unit of time after the epoch or after midnight, as Avro's logical types count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Millis,
+    Micros,
+    Nanos,
+}
+
+impl Unit {
+    fn per_second(self) -> i64 {
+        match self {
+            Unit::Millis => 1_000,
+            Unit::Micros => 1_000_000,
+            Unit::Nanos => 1_000_000_000,
         }
-    };
-    put(0, year, 4);
-    put(5, month, 2);
-    put(8, day, 2);
-    put(11, in_day / 3_600_000, 2);
-    put(14, in_day / 60_000 % 60, 2);
-    put(17, in_day / 1000 % 60, 2);
-    put(20, in_day % 1000, 3);
-    text
+    }
+
+    fn digits(self) -> usize {
+        match self {
+            Unit::Millis => 3,
+            Unit::Micros => 6,
+            Unit::Nanos => 9,
+        }
+    }
+}
+
+/// Days since 1970-01-01 as a quoted `YYYY-MM-DD` (years 0 to 9999; others as a number).
+pub fn write_date(out: &mut Vec<u8>, days: i32) {
+    let (year, month, day) = civil(i64::from(days));
+    if !(0..=9999).contains(&year) {
+        out.extend_from_slice(days.to_string().as_bytes());
+        return;
+    }
+    let mut text = *b"\"0000-00-00\"";
+    put_digits(&mut text[1..5], year);
+    put_digits(&mut text[6..8], month);
+    put_digits(&mut text[9..11], day);
+    out.extend_from_slice(&text);
+}
+
+/// A time of day in `unit`s after midnight as a quoted `HH:MM:SS.fff` (as many fraction
+/// digits as the unit has).
+pub fn write_time_of_day(out: &mut Vec<u8>, t: i64, unit: Unit) -> Result<(), String> {
+    let per_day = 86_400 * unit.per_second();
+    if !(0..per_day).contains(&t) {
+        return Err(format!("a time of day of {t} is not within a day"));
+    }
+    let (seconds, fraction) = (t / unit.per_second(), t % unit.per_second());
+    let mut text = *b"\"00:00:00.000000000\"";
+    put_digits(&mut text[1..3], seconds / 3600);
+    put_digits(&mut text[4..6], seconds / 60 % 60);
+    put_digits(&mut text[7..9], seconds % 60);
+    put_digits(&mut text[10..10 + unit.digits()], fraction);
+    out.extend_from_slice(&text[..10 + unit.digits()]);
+    out.push(b'"');
+    Ok(())
+}
+
+/// An instant of `t` `unit`s since the epoch as a quoted RFC 3339 date and time with the
+/// unit's fraction digits, ending in `Z` when `utc`.
+pub fn write_instant(out: &mut Vec<u8>, t: i64, unit: Unit, utc: bool) -> Result<(), String> {
+    let seconds = t.div_euclid(unit.per_second());
+    let fraction = t.rem_euclid(unit.per_second());
+    let (year, month, day) = civil(seconds.div_euclid(86_400));
+    if !(0..=9999).contains(&year) {
+        return Err(format!("an instant of {t} outside years 0 to 9999"));
+    }
+    let in_day = seconds.rem_euclid(86_400);
+    let mut text = *b"\"0000-00-00T00:00:00.000000000";
+    put_digits(&mut text[1..5], year);
+    put_digits(&mut text[6..8], month);
+    put_digits(&mut text[9..11], day);
+    put_digits(&mut text[12..14], in_day / 3600);
+    put_digits(&mut text[15..17], in_day / 60 % 60);
+    put_digits(&mut text[18..20], in_day % 60);
+    put_digits(&mut text[21..21 + unit.digits()], fraction);
+    out.extend_from_slice(&text[..21 + unit.digits()]);
+    out.extend_from_slice(if utc { b"Z\"" } else { b"\"" });
+    Ok(())
 }
 
 pub fn now_millis() -> Millis {

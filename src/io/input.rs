@@ -10,8 +10,11 @@ use super::kafka::repartition::{ShufflePlan, ShuffledSource};
 use super::kafka::{ChangelogPlan, ClientOptions, KafkaSource, ReadPlan, ReadRequest};
 use super::kinesis::{self, AwsOptions, KinesisClient, KinesisSource};
 use super::ndjson::NdjsonSource;
+use super::schema::registry::RegistryOptions;
+use super::schema::{Decoders, Format, LocalSchema, SchemaPlan};
 use super::sink::LineSink;
 use super::spec::{self, KafkaSpec, KinesisSpec, SourceSpec};
+use crate::core::avro::AvroJson;
 use crate::core::envelope::Render;
 use crate::core::record::FieldPath;
 use crate::core::time::{now_millis, TimeFormat};
@@ -58,6 +61,49 @@ pub struct SourceRequest {
     pub clients: ClientRequest,
     /// The command reads `--from`/`--to` on NDJSON input as an event-time range of its own.
     pub time_range: bool,
+    pub schemas: SchemaRequest,
+}
+
+/// How keys and values in a schema's binary are decoded, as the command line asks.
+#[derive(Clone, Debug, Default)]
+pub struct SchemaRequest {
+    pub registry: Option<String>,
+    pub value: Option<(Format, PathBuf)>,
+    pub key: Option<(Format, PathBuf)>,
+    pub style: AvroJson,
+}
+
+impl SchemaRequest {
+    fn asked(&self) -> bool {
+        self.registry.is_some() || self.value.is_some() || self.key.is_some()
+    }
+
+    /// Checks the request: the registry's URL and properties, the local schemas read.
+    fn plan(&self, client: &ClientOptions) -> Result<SchemaPlan> {
+        let registry = match &self.registry {
+            Some(url) => Some(RegistryOptions::new(url, &client.registry, client.timeout)?),
+            None if !client.registry.is_empty() => {
+                return Err(Error::Usage(
+                    "-X schema.registry.*: there is no --schema-registry".into(),
+                ))
+            }
+            None => None,
+        };
+        if registry.is_some() && self.value.is_some() {
+            return Err(Error::Usage("--value-schema decodes unframed values; with --schema-registry each framed value's own schema decodes it: give one of them".into()));
+        }
+        let local = |part: &Option<(Format, PathBuf)>, flag: &str| {
+            (part.as_ref())
+                .map(|(format, path)| LocalSchema::read(*format, path, self.style, flag))
+                .transpose()
+        };
+        Ok(SchemaPlan {
+            registry,
+            value: local(&self.value, "--value-schema")?,
+            key: local(&self.key, "--key-schema")?,
+            style: self.style,
+        })
+    }
 }
 
 /// Where a command's records come from, checked, with nothing opened yet.
@@ -67,6 +113,7 @@ pub enum SourcePlan {
         spec: KafkaSpec,
         read: ReadPlan,
         client: ClientOptions,
+        schemas: Box<SchemaPlan>,
     },
     Kinesis {
         spec: KinesisSpec,
@@ -104,7 +151,13 @@ impl SourcePlan {
                 };
                 let read = ReadPlan::new(&spec, &asked, now_millis())?;
                 let client = request.clients.kafka()?;
-                Ok(SourcePlan::Kafka { spec, read, client })
+                let schemas = Box::new(request.schemas.plan(&client)?);
+                Ok(SourcePlan::Kafka {
+                    spec,
+                    read,
+                    client,
+                    schemas,
+                })
             }
             SourceSpec::Kinesis(spec) => kinesis_plan(spec, request),
         }
@@ -112,6 +165,11 @@ impl SourcePlan {
 }
 
 fn kinesis_plan(spec: KinesisSpec, request: &SourceRequest) -> Result<SourcePlan> {
+    if request.schemas.asked() {
+        return Err(Error::Usage(
+            "--schema-registry, --value-schema and --key-schema decode a Kafka source's records; Kinesis records are read as they are".into(),
+        ));
+    }
     if request.group.is_some() {
         return Err(Error::Usage(
             "a Kinesis read has no consumer group: --checkpoint PATH keeps its position (and weir lag reads it)".into(),
@@ -155,6 +213,11 @@ fn reject_kinesis_flags(request: &SourceRequest, what: &str) -> Result<()> {
 /// A command that reads --from/--to as an event-time range takes them there.
 fn reject_broker_flags(request: &SourceRequest) -> Result<()> {
     let r = request;
+    if r.schemas.asked() {
+        return Err(Error::Usage(
+            "--schema-registry, --value-schema and --key-schema decode a Kafka source's records, not NDJSON input".into(),
+        ));
+    }
     let flag = if !r.partitions.is_empty() {
         Some("--partitions")
     } else if r.group.is_some() {
@@ -376,14 +439,24 @@ impl crate::runtime::Input for InputPlan {
                     None => source,
                 })
             }
-            SourcePlan::Kafka { spec, read, client } if self.shuffle.is_some() => {
+            SourcePlan::Kafka {
+                spec, read, client, ..
+            } if self.shuffle.is_some() => {
                 let shuffle = self.shuffle.as_ref().expect("checked");
                 let max = self.max_line_bytes;
                 Box::new(ShuffledSource::open(spec, read, client, shuffle, max)?)
             }
-            SourcePlan::Kafka { spec, read, client } => {
+            SourcePlan::Kafka {
+                spec,
+                read,
+                client,
+                schemas,
+            } => {
                 let resume = restored.map(|r| r.offsets.as_slice()).unwrap_or_default();
                 let mut source = KafkaSource::open(spec, read, client, render, resume)?;
+                if schemas.decodes() {
+                    source.decode_with(Decoders::open(schemas)?);
+                }
                 source.show_progress(source.total.and_then(progress::records));
                 Box::new(source)
             }

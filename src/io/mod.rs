@@ -6,5 +6,6 @@ pub mod input;
 pub mod kafka;
 pub mod kinesis;
 pub mod ndjson;
+pub mod schema;
 pub mod sink;
 pub mod spec;

@@ -158,7 +158,12 @@ impl<S: RecordStep> Driver<'_, S> {
         let checkpoints = self.checkpoints.as_deref_mut();
         match item {
             Item::Records(_) => unreachable!("records are read apart"),
-            Item::Failed(e) => return Err(e),
+            Item::Failed(e) => {
+                if let Some(c) = checkpoints {
+                    c.source_failed();
+                }
+                return Err(e);
+            }
             Item::Assigned(partitions) => self.step.assigned(&partitions),
             Item::Draining => self.release()?,
             Item::Revoked { partitions, reply } => self.answer_revoke(&partitions, reply)?,

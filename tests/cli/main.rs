@@ -11,6 +11,7 @@ mod layers;
 mod profile;
 mod repartition;
 mod scale;
+mod schema;
 mod select;
 mod signals;
 mod usage;
@@ -18,6 +19,8 @@ mod window;
 
 #[path = "../support/gen.rs"]
 pub mod gen;
+#[path = "../support/registry.rs"]
+pub mod registry;
 
 use std::path::PathBuf;
 

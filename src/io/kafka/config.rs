@@ -24,6 +24,8 @@ pub struct ClientOptions {
     /// librdkafka properties in order: the config file's (`-F`, else `$WEIR_KAFKA_CONFIG`),
     /// then `-X` pairs, which win.
     pub properties: Vec<(String, String)>,
+    /// The `schema.registry.*` properties, which are the schema registry's, not librdkafka's.
+    pub registry: Vec<(String, String)>,
     /// How long to wait for a broker before giving up.
     pub timeout: Duration,
 }
@@ -32,6 +34,7 @@ impl Default for ClientOptions {
     fn default() -> ClientOptions {
         ClientOptions {
             properties: Vec::new(),
+            registry: Vec::new(),
             timeout: Duration::from_secs(10),
         }
     }
@@ -67,8 +70,12 @@ impl ClientOptions {
             let (k, v) = split_property(p).map_err(|e| Error::Usage(format!("-X {e}")))?;
             out.push((k.to_string(), v.to_string()));
         }
+        let (registry, out) = out
+            .into_iter()
+            .partition(|(k, _)| k.starts_with("schema.registry."));
         Ok(ClientOptions {
             properties: out,
+            registry,
             timeout,
         })
     }

@@ -24,6 +24,7 @@ use crate::core::envelope::{Message, Render, TimestampType};
 use crate::core::shuffle::{Marker, MARKER_HEADER};
 use crate::core::time::{now_millis, LogPosition, Millis};
 use crate::error::{Error, Result};
+use crate::io::schema::{Decoders, Decoding};
 use crate::io::spec::KafkaSpec;
 use crate::runtime::{Feed, Framing, Source, Starts};
 
@@ -33,6 +34,8 @@ const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// A topic being read: its partitions, each with an optional end offset.
 pub struct KafkaSource {
     consumer: BaseConsumer<Member>,
+    /// Keys and values in a schema's binary are decoded into JSON before they are rendered.
+    decoding: Option<Decoding>,
     pub topic: Arc<str>,
     /// Exclusive end offset per partition (bounded reads only).
     ends: HashMap<i32, i64>,
@@ -180,6 +183,7 @@ impl KafkaSource {
             config: config.clone(),
             reported_ended: HashSet::new(),
             upstream: None,
+            decoding: None,
         };
         if let (Some(changelog), Some(_)) = (&plan.changelog, &plan.group) {
             let (topic, job) = (&changelog.topic, &changelog.job);
@@ -379,6 +383,11 @@ impl KafkaSource {
     }
 
     /// Counts records on this bar (a bounded read on a terminal), cleared at the end.
+    /// Decodes keys and values with these before rendering them.
+    pub fn decode_with(&mut self, decoders: Decoders) {
+        self.decoding = Some(Decoding::new(decoders));
+    }
+
     pub fn show_progress(&mut self, bar: Option<ProgressBar>) {
         self.progress = bar;
     }
@@ -594,6 +603,7 @@ impl KafkaSource {
     fn read_records(&mut self, feed: &mut Feed) -> Result<()> {
         let topic = self.topic.clone();
         let render = std::mem::take(&mut self.render);
+        let mut decoding = self.decoding.take();
         let mut pending = Framing::new(feed);
         let mut reported: Option<Vec<i32>> = None;
         // The partitions the command keeps state for (a member with state per partition).
@@ -635,8 +645,19 @@ impl KafkaSource {
                 }
                 Polled::Record(m) => {
                     let message = message(&m, &topic);
-                    render.write(&mut pending.data, &message);
-                    pending.push((message.partition, message.offset));
+                    match decoding.as_mut() {
+                        Some(d) => {
+                            if let Err(e) = d.render(&render, message, &mut pending) {
+                                // The records before the one that stopped the run go on.
+                                pending.hand_over(feed, &topic)?;
+                                return Err(e);
+                            }
+                        }
+                        None => {
+                            render.write(&mut pending.data, &message);
+                            pending.push((message.partition, message.offset));
+                        }
+                    }
                     pending.input_bytes += (m.payload_len() + m.key_len()) as u64;
                     pending.is_full()
                 }
@@ -766,5 +787,6 @@ pub fn message<'a>(m: &'a BorrowedMessage<'a>, topic: &'a str) -> Message<'a> {
         key: m.key(),
         value: m.payload(),
         headers,
+        decoded: Default::default(),
     }
 }

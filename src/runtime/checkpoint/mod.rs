@@ -242,6 +242,9 @@ pub struct Checkpoints {
     shards: BTreeMap<String, ShardResume>,
     /// Whether the source has moved on since the last checkpoint.
     moved: bool,
+    /// The source failed (a broker or registry out of reach): every record it handed over
+    /// before was handled, so the run's end is a place to go on from, as a stop is.
+    source_failed: bool,
 }
 
 impl Checkpoints {
@@ -269,6 +272,7 @@ impl Checkpoints {
             offsets: BTreeMap::new(),
             shards: BTreeMap::new(),
             moved: false,
+            source_failed: false,
         })
     }
 
@@ -293,6 +297,7 @@ impl Checkpoints {
             offsets: BTreeMap::new(),
             shards: BTreeMap::new(),
             moved: false,
+            source_failed: false,
         }
     }
 
@@ -601,7 +606,7 @@ impl Checkpoints {
         counters: &Counters,
         result: &Result<()>,
     ) -> Result<()> {
-        let stopped = matches!(result, Err(Error::Interrupted));
+        let stopped = matches!(result, Err(Error::Interrupted)) || self.source_failed;
         // A group member saved its partitions' states through the source as its read ended.
         if self.is_group() {
             return Ok(());
@@ -610,6 +615,11 @@ impl Checkpoints {
             self.write(step, policy, counters, true)?;
         }
         Ok(())
+    }
+
+    /// Says the source failed after handing over what was handled so far.
+    pub fn source_failed(&mut self) {
+        self.source_failed = true;
     }
 
     /// The checkpoint after the last output of a run that ended with `result`: for a job

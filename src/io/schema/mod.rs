@@ -1,0 +1,321 @@
+//! Keys and values in a schema's binary, decoded into the JSON the commands read: framed
+//! records by their schema ids through a registry (`registry`), unframed ones by a local
+//! schema file. Avro and JSON Schema; a Protobuf schema is refused by name.
+//!
+//! Two kinds of failure: a record that does not decode (not framed, an unknown id, a
+//! payload that does not fit its schema) is a bad record under the error policy; a
+//! registry that cannot answer stops the run (exit 4).
+
+pub mod registry;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use apache_avro::Schema;
+
+use self::registry::{Fetched, Registry, RegistryOptions};
+use crate::core::avro::{AvroDecoder, AvroJson};
+use crate::core::envelope::{Decoded, Message, Render};
+use crate::core::framing::{looks_framed, unframe};
+use crate::core::record::RecordError;
+use crate::error::{Error, Result};
+use crate::runtime::Framing;
+
+/// The schema formats weir decodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Avro,
+    JsonSchema,
+}
+
+/// How a source's keys and values are decoded, checked (local schemas read and compiled)
+/// before anything is opened.
+#[derive(Clone, Debug, Default)]
+pub struct SchemaPlan {
+    pub registry: Option<RegistryOptions>,
+    pub value: Option<LocalSchema>,
+    pub key: Option<LocalSchema>,
+    pub style: AvroJson,
+}
+
+impl SchemaPlan {
+    /// Whether anything is decoded at all.
+    pub fn decodes(&self) -> bool {
+        self.registry.is_some() || self.value.is_some() || self.key.is_some()
+    }
+}
+
+/// A schema file for unframed keys or values.
+#[derive(Clone, Debug)]
+pub struct LocalSchema {
+    pub path: PathBuf,
+    codec: Codec,
+}
+
+impl LocalSchema {
+    /// Reads and compiles the schema file of `format` (`flag` names it in errors).
+    pub fn read(format: Format, path: &Path, style: AvroJson, flag: &str) -> Result<LocalSchema> {
+        let usage = |m: String| Error::Usage(format!("{flag} {}: {m}", path.display()));
+        let text = std::fs::read_to_string(path).map_err(|e| usage(e.to_string()))?;
+        let codec = match format {
+            Format::Avro => Codec::avro(&text, &[], style).map_err(usage)?,
+            Format::JsonSchema => {
+                serde_json::from_str::<serde_json::Value>(&text)
+                    .map_err(|e| usage(format!("not JSON: {e}")))?;
+                Codec::Json
+            }
+        };
+        Ok(LocalSchema {
+            path: path.to_path_buf(),
+            codec,
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Codec {
+    Avro(Box<AvroDecoder>),
+    /// A JSON Schema's records are their JSON.
+    Json,
+}
+
+impl Codec {
+    fn avro(schema: &str, named: &[String], style: AvroJson) -> std::result::Result<Codec, String> {
+        let (schema, named) = Schema::parse_str_with_list(schema, named)
+            .map_err(|e| format!("not an Avro schema: {e}"))?;
+        let decoder = AvroDecoder::new(&schema, &named, style)?;
+        Ok(Codec::Avro(Box::new(decoder)))
+    }
+
+    fn decode(&self, payload: &[u8], out: &mut Vec<u8>) -> std::result::Result<(), String> {
+        match self {
+            Codec::Avro(d) => d.decode(payload, out).map_err(|e| e.to_string()),
+            Codec::Json => {
+                let text = std::str::from_utf8(payload)
+                    .map_err(|_| "JSON that is not UTF-8".to_string())?;
+                let value: &serde_json::value::RawValue =
+                    serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+                // One line: the commands read records a line each.
+                match memchr::memchr2(b'\n', b'\r', text.as_bytes()) {
+                    None => out.extend_from_slice(value.get().trim().as_bytes()),
+                    Some(_) => serde_json::to_writer(&mut *out, value).expect("write to Vec"),
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Why a key or value did not decode.
+#[derive(Debug)]
+pub enum Failure {
+    /// The record is bad: this is why.
+    Record(String),
+    /// The run cannot go on (the registry is out of reach).
+    Fatal(Error),
+}
+
+/// The decoders of one source: a registry's schemas, fetched once per id, and local ones.
+pub struct Decoders {
+    registry: Option<Registry>,
+    /// Each id asked for; `None`: the registry has no such id.
+    by_id: HashMap<u32, Option<Arc<Codec>>>,
+    value: Option<Codec>,
+    key: Option<Codec>,
+    style: AvroJson,
+}
+
+impl Decoders {
+    pub fn open(plan: &SchemaPlan) -> Result<Decoders> {
+        Ok(Decoders {
+            registry: plan.registry.clone().map(Registry::open).transpose()?,
+            by_id: HashMap::new(),
+            value: plan.value.as_ref().map(|l| l.codec.clone()),
+            key: plan.key.as_ref().map(|l| l.codec.clone()),
+            style: plan.style,
+        })
+    }
+
+    /// Appends the JSON of a value to `out`: `Some(id)` when it was framed, `None` when a
+    /// local schema decoded it.
+    pub fn value(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<u8>,
+    ) -> std::result::Result<Option<u32>, Failure> {
+        if let Some(codec) = &self.value {
+            return codec
+                .decode(bytes, out)
+                .map(|()| None)
+                .map_err(Failure::Record);
+        }
+        let (id, payload) = unframe(bytes).map_err(Failure::Record)?;
+        self.by_id(id)?
+            .decode(payload, out)
+            .map_err(|e| Failure::Record(format!("schema id {id}: {e}")))?;
+        Ok(Some(id))
+    }
+
+    /// Appends the JSON of a key to `out`, as `value` does; `Ok(false)` leaves a key that is
+    /// not framed, where only a registry decodes keys, as it is (keys are often text).
+    pub fn key(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<u8>,
+    ) -> std::result::Result<Option<Option<u32>>, Failure> {
+        if let Some(codec) = &self.key {
+            return codec
+                .decode(bytes, out)
+                .map(|()| Some(None))
+                .map_err(Failure::Record);
+        }
+        if self.registry.is_none() || !looks_framed(bytes) {
+            return Ok(None);
+        }
+        let (id, payload) = unframe(bytes).map_err(Failure::Record)?;
+        self.by_id(id)?
+            .decode(payload, out)
+            .map_err(|e| Failure::Record(format!("schema id {id}: {e}")))?;
+        Ok(Some(Some(id)))
+    }
+
+    /// Whether values are decoded.
+    pub fn decodes_values(&self) -> bool {
+        self.value.is_some() || self.registry.is_some()
+    }
+
+    fn by_id(&mut self, id: u32) -> std::result::Result<Arc<Codec>, Failure> {
+        if let Some(known) = self.by_id.get(&id) {
+            return known.clone().ok_or_else(|| not_found(id));
+        }
+        let registry = self.registry.as_ref().ok_or_else(|| {
+            Failure::Record(format!(
+                "framed with schema id {id}, and no --schema-registry to look it up"
+            ))
+        })?;
+        let fetched = registry.by_id(id).map_err(Failure::Fatal)?;
+        let codec = match fetched {
+            None => None,
+            Some(f) => Some(Arc::new(
+                compile(registry, id, &f, self.style).map_err(Failure::Fatal)?,
+            )),
+        };
+        self.by_id.insert(id, codec.clone());
+        codec.ok_or_else(|| not_found(id))
+    }
+}
+
+fn not_found(id: u32) -> Failure {
+    Failure::Record(format!("schema id {id} not found in the registry"))
+}
+
+/// The codec of a registry's schema, its references fetched (depth first, each once).
+fn compile(registry: &Registry, id: u32, f: &Fetched, style: AvroJson) -> Result<Codec> {
+    let refused = |m: String| Error::Usage(format!("schema id {id} at {}: {m}", registry.url()));
+    match f.kind.as_str() {
+        "AVRO" => {
+            let mut named = Vec::new();
+            references(registry, f, &mut named, 0)?;
+            Codec::avro(&f.schema, &named, style).map_err(refused)
+        }
+        "JSON" => Ok(Codec::Json),
+        "PROTOBUF" => Err(refused(
+            "a Protobuf schema, which weir does not decode yet".into(),
+        )),
+        other => Err(refused(format!("a schema of type '{other}'"))),
+    }
+}
+
+/// Appends the texts of the schemas `f` refers to, those they refer to first.
+fn references(registry: &Registry, f: &Fetched, out: &mut Vec<String>, depth: usize) -> Result<()> {
+    if depth > 32 {
+        return Err(Error::Usage(
+            "schema references nested more than 32 deep".into(),
+        ));
+    }
+    for r in &f.references {
+        let target = registry.by_subject(&r.subject, r.version)?.ok_or_else(|| {
+            Error::Usage(format!("the schema reference '{}' names subject '{}' version {}, which the registry at {} does not have", r.name, r.subject, r.version, registry.url()))
+        })?;
+        references(registry, &target, out, depth + 1)?;
+        if !out.contains(&target.schema) {
+            out.push(target.schema);
+        }
+    }
+    Ok(())
+}
+
+/// A source's decoders, with the buffers a record's decoded key and value are written into.
+pub struct Decoding {
+    decoders: Decoders,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl Decoding {
+    pub fn new(decoders: Decoders) -> Decoding {
+        Decoding {
+            decoders,
+            key: Vec::new(),
+            value: Vec::new(),
+        }
+    }
+
+    /// Renders `m` with its key and value decoded. One that does not decode is rendered as
+    /// it came and handed over as a bad record, with the part and the reason.
+    pub fn render(
+        &mut self,
+        render: &Render,
+        m: Message<'_>,
+        pending: &mut Framing<(i32, i64)>,
+    ) -> Result<()> {
+        let at = (m.partition, m.offset);
+        self.key.clear();
+        self.value.clear();
+        let decoded = match self.decode(&m)? {
+            Ok(decoded) => decoded,
+            Err((part, reason)) => {
+                render.write(&mut pending.data, &m);
+                let path = part.to_string();
+                pending.push_bad(at, RecordError::BadValue { path, reason });
+                return Ok(());
+            }
+        };
+        let mut m = m;
+        if decoded.key.is_some() {
+            m.key = Some(&self.key);
+        }
+        if decoded.value.is_some() {
+            m.value = Some(&self.value);
+        }
+        m.decoded = decoded;
+        render.write(&mut pending.data, &m);
+        pending.push(at);
+        Ok(())
+    }
+
+    /// Decodes the key and value of `m` into the buffers: which were, or the part that did
+    /// not decode and why.
+    fn decode(
+        &mut self,
+        m: &Message<'_>,
+    ) -> Result<std::result::Result<Decoded, (&'static str, String)>> {
+        let mut decoded = Decoded::default();
+        if let Some(key) = m.key {
+            match self.decoders.key(key, &mut self.key) {
+                Ok(d) => decoded.key = d,
+                Err(Failure::Record(why)) => return Ok(Err(("key", why))),
+                Err(Failure::Fatal(e)) => return Err(e),
+            }
+        }
+        if let (Some(value), true) = (m.value, self.decoders.decodes_values()) {
+            match self.decoders.value(value, &mut self.value) {
+                Ok(id) => decoded.value = Some(id),
+                Err(Failure::Record(why)) => return Ok(Err(("value", why))),
+                Err(Failure::Fatal(e)) => return Err(e),
+            }
+        }
+        Ok(Ok(decoded))
+    }
+}

@@ -1,0 +1,683 @@
+//! Schema-framed topics: records written by confluent-kafka's own serializers (Avro with two
+//! versions and a reference across subjects, JSON Schema, Avro keys), read through the tests'
+//! registry (`tests/support/registry.rs`), which that client also reads back; every command
+//! on a framed topic against the same events as JSON; each bad record and registry failure.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use super::kafka::{broker, Broker};
+use super::registry::{Mode, Registry};
+use super::weir;
+
+/// A record to produce: its key, value and partition.
+type Raw = (Option<Vec<u8>>, Vec<u8>, i32);
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+/// golden.py's document, made now by confluent-kafka's serializers; `None` (skipped) where
+/// the library is missing, which fails under CI=true.
+fn golden() -> Option<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema/golden.py");
+    let out = Command::new("python3").arg(&script).output();
+    match out {
+        Ok(o) if o.status.success() => Some(serde_json::from_slice(&o.stdout).unwrap()),
+        other => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true but golden.py failed (scripts/kafka-broker.sh installs confluent-kafka[avro,json]): {other:?}"
+            );
+            eprintln!("skipped: golden.py failed: {other:?}");
+            None
+        }
+    }
+}
+
+/// A topic of these (key, value, partition) records, written as they are.
+fn topic_of(b: &Broker, name: &str, records: &[Raw]) -> String {
+    let topic = b.topic(name, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("envelopes.ndjson");
+    let mut f = std::fs::File::create(&file).unwrap();
+    for (key, value, partition) in records {
+        let key = match key {
+            Some(k) => json!({"key": B64.encode(k), "key_encoding": "base64"}),
+            None => json!({"key": null}),
+        };
+        let mut e =
+            json!({"partition": partition, "value": B64.encode(value), "value_encoding": "base64"});
+        e.as_object_mut()
+            .unwrap()
+            .extend(key.as_object().unwrap().clone());
+        writeln!(f, "{e}").unwrap();
+    }
+    b.produce(&topic, &file, &["-J", "--keep-partition"]);
+    topic
+}
+
+fn golden_records(g: &Value) -> Vec<Raw> {
+    let records = g["records"].as_array().unwrap();
+    (records.iter().enumerate())
+        .map(|(i, r)| {
+            let key = r["key"].as_str().map(|k| B64.decode(k).unwrap());
+            (
+                key,
+                B64.decode(r["value"].as_str().unwrap()).unwrap(),
+                (i % 2) as i32,
+            )
+        })
+        .collect()
+}
+
+fn run(b: &Broker, topic: &str, args: &[&str]) -> Output {
+    weir()
+        .args(args)
+        .arg(b.url(topic))
+        .args(["-e", "--timeout", "5s"])
+        .timeout(Duration::from_secs(90))
+        .output()
+        .unwrap()
+}
+
+fn lines(out: &Output) -> Vec<Value> {
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Envelopes in the order of the records produced (partition, then offset).
+fn by_offset(mut envelopes: Vec<Value>) -> Vec<Value> {
+    envelopes.sort_by_key(|e| (e["offset"].as_i64(), e["partition"].as_i64()));
+    envelopes
+}
+
+#[test]
+fn golden_records_decode_as_confluent_deserializers_read_them() {
+    let Some(b) = broker() else { return };
+    let Some(g) = golden() else { return };
+    let registry = Registry::start(&g["registry"]);
+    // The reference client reads every schema and record back from the tests' registry.
+    let mut check = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema/golden.py"))
+        .args(["check", &registry.url])
+        .stdin(std::process::Stdio::piped())
+        .output_with(&g.to_string());
+    assert_eq!(
+        String::from_utf8_lossy(&check.stdout).trim(),
+        "ok",
+        "{check:?}"
+    );
+    check.stdout.clear();
+    let asked_before = registry.asked().len();
+    let records = golden_records(&g);
+    let topic = topic_of(&b, "golden", &records);
+    let got = by_offset(lines(&run(
+        &b,
+        &topic,
+        &["consume", "-J", "-q", "-r", &registry.url],
+    )));
+    let expected = g["records"].as_array().unwrap();
+    assert_eq!(got.len(), expected.len());
+    // Records went to partitions 0, 1, 0, 1, ...: offset order interleaves them back.
+    for (i, e) in expected.iter().enumerate() {
+        let envelope = got
+            .iter()
+            .find(|v| v["partition"] == (i % 2) as i64 && v["offset"] == (i / 2) as i64)
+            .unwrap();
+        assert_eq!(envelope["value"], e["expected_value"], "record {i}");
+        let value = B64.decode(e["value"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            envelope["value_schema_id"],
+            u32::from_be_bytes(value[1..5].try_into().unwrap())
+        );
+        match e["key"].as_str().map(|k| B64.decode(k).unwrap()) {
+            Some(k) if k[0] == 0 => {
+                assert_eq!(envelope["key"], e["expected_key"], "record {i}");
+                assert_eq!(
+                    envelope["key_schema_id"],
+                    u32::from_be_bytes(k[1..5].try_into().unwrap())
+                );
+            }
+            _ => {
+                assert_eq!(
+                    envelope["key"], e["expected_key"],
+                    "record {i}: a text key stays text"
+                );
+                assert!(envelope.get("key_schema_id").is_none());
+            }
+        }
+    }
+    // One request per schema id, and per subject version a reference names.
+    let asked = &registry.asked()[asked_before..];
+    let mut distinct = asked.to_vec();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(asked.len(), distinct.len(), "{asked:?}");
+    // Without -J, consume writes the values alone.
+    let values = lines(&run(
+        &b,
+        &topic,
+        &["consume", "-q", "-r", &registry.url, "--partitions", "1"],
+    ));
+    let odd: Vec<&Value> = expected
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(|e| &e["expected_value"])
+        .collect();
+    assert_eq!(values.iter().collect::<Vec<_>>(), odd);
+}
+
+/// Writes `input` to the child's stdin and waits for it.
+trait OutputWith {
+    fn output_with(&mut self, input: &str) -> Output;
+}
+
+impl OutputWith for Command {
+    fn output_with(&mut self, input: &str) -> Output {
+        let mut child = self.stdout(std::process::Stdio::piped()).spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+}
+
+/// An Avro schema of the generator's checkout events.
+const EVENT_SCHEMA: &str = r#"{"type":"record","name":"Event","fields":[
+ {"name":"event_id","type":"string"},
+ {"name":"occurred_at","type":{"type":"long","logicalType":"timestamp-millis"}},
+ {"name":"arrived_at","type":{"type":"long","logicalType":"timestamp-millis"}},
+ {"name":"merchant_id","type":"string"},
+ {"name":"amount","type":"double"},
+ {"name":"status","type":{"type":"enum","name":"Status","symbols":["paid","failed"]}}]}"#;
+
+/// Generated events as JSON lines and as framed Avro (schema id 7), with their partitions.
+fn events_both_ways(n: u64) -> (Vec<Raw>, Vec<Raw>) {
+    use apache_avro::types::Value as Avro;
+    let schema = apache_avro::Schema::parse_str(EVENT_SCHEMA).unwrap();
+    let (file, events) = super::generated(n, 23);
+    let text = std::fs::read_to_string(file.path()).unwrap();
+    let (mut as_json, mut as_avro) = (Vec::new(), Vec::new());
+    for (line, e) in text.lines().zip(&events) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let json_value = json!({"event_id": v["event_id"], "occurred_at": v["occurred_at"], "arrived_at": v["arrived_at"],
+            "merchant_id": v["merchant_id"], "amount": v["amount"], "status": v["status"]});
+        let status = u32::from(e.failed);
+        let record = Avro::Record(vec![
+            (
+                "event_id".into(),
+                Avro::String(v["event_id"].as_str().unwrap().into()),
+            ),
+            ("occurred_at".into(), Avro::TimestampMillis(e.occurred_at)),
+            ("arrived_at".into(), Avro::TimestampMillis(e.arrived_at)),
+            (
+                "merchant_id".into(),
+                Avro::String(v["merchant_id"].as_str().unwrap().into()),
+            ),
+            ("amount".into(), Avro::Double(v["amount"].as_f64().unwrap())),
+            (
+                "status".into(),
+                Avro::Enum(status, ["paid", "failed"][status as usize].into()),
+            ),
+        ]);
+        #[allow(deprecated)]
+        let datum = apache_avro::to_avro_datum(&schema, record).unwrap();
+        let mut framed = vec![0, 0, 0, 0, 7];
+        framed.extend(datum);
+        // One partition: with several, which records are late depends on how their reads
+        // interleave, in any one run.
+        let partition = 0;
+        as_json.push((None, json_value.to_string().into_bytes(), partition));
+        as_avro.push((None, framed, partition));
+    }
+    (as_json, as_avro)
+}
+
+fn registry_with_events() -> Registry {
+    Registry::start(
+        &json!({"ids": {"7": {"schema": EVENT_SCHEMA, "schemaType": "AVRO", "references": []}}, "subjects": []}),
+    )
+}
+
+#[test]
+fn commands_on_a_framed_topic_give_what_they_give_on_the_same_events_as_json() {
+    let Some(b) = broker() else { return };
+    let registry = registry_with_events();
+    let (as_json, as_avro) = events_both_ways(3_000);
+    let json_topic = topic_of(&b, "events-json", &as_json);
+    let avro_topic = topic_of(&b, "events-avro", &as_avro);
+    let r = ["-r", registry.url.as_str()];
+    let window = [
+        "window",
+        "-q",
+        "--time",
+        "value.occurred_at",
+        "--key",
+        "value.merchant_id",
+        "--tumbling",
+        "1m",
+        "--delay",
+        "2m",
+        "--count",
+        "--sum",
+        "value.amount",
+        "--where",
+        "value.status == \"failed\"",
+    ];
+    let dedupe = [
+        "dedupe",
+        "-q",
+        "--id",
+        "value.event_id",
+        "--time",
+        "value.occurred_at",
+        "--horizon",
+        "10m",
+    ];
+    let profile = [
+        "watermark-profile",
+        "-q",
+        "--time",
+        "value.occurred_at",
+        "--arrival",
+        "value.arrived_at",
+        "--format",
+        "json",
+    ];
+    let rows = lines(&run(&b, &json_topic, &window));
+    assert!(rows.len() > 20, "{rows:?}");
+    assert_eq!(
+        lines(&run(&b, &avro_topic, &[&window[..], &r[..]].concat())),
+        rows
+    );
+    // What passed, by position (partitions interleave in any order).
+    let ids = |out: Vec<Value>| -> Vec<String> {
+        let mut ids: Vec<String> = out
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {} {}",
+                    e["partition"], e["offset"], e["value"]["event_id"]
+                )
+            })
+            .collect();
+        ids.sort();
+        ids
+    };
+    let passed = ids(lines(&run(&b, &json_topic, &dedupe)));
+    assert!(
+        passed.len() < as_json.len(),
+        "the generator repeats some ids"
+    );
+    let passed_avro = ids(lines(&run(
+        &b,
+        &avro_topic,
+        &[&dedupe[..], &r[..]].concat(),
+    )));
+    assert!(
+        passed_avro == passed,
+        "{} and {} passed",
+        passed_avro.len(),
+        passed.len()
+    );
+    let report = |out: Output| -> Value {
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let from_json = report(run(&b, &json_topic, &profile));
+    assert_eq!(from_json["records"], 3_000);
+    assert_eq!(
+        report(run(&b, &avro_topic, &[&profile[..], &r[..]].concat())),
+        from_json
+    );
+}
+
+#[test]
+fn bad_framed_records_are_bad_records_with_position_and_reason() {
+    let Some(b) = broker() else { return };
+    let registry = registry_with_events();
+    let (_, as_avro) = events_both_ways(2);
+    let good = as_avro[0].1.clone();
+    let mut unknown = good.clone();
+    unknown[4] = 99;
+    let records = vec![
+        (None, good.clone(), 0),
+        (None, br#"{"event_id":"plain json"}"#.to_vec(), 0),
+        (None, unknown, 0),
+        (None, good[..good.len() - 3].to_vec(), 0),
+        (None, vec![0, 0, 7], 0),
+        (None, good, 0),
+    ];
+    let topic = topic_of(&b, "bad-frames", &records);
+    let out = run(&b, &topic, &["consume", "-q", "-r", &registry.url]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("partition 0 offset 1") && stderr.contains("magic byte 0x7b"),
+        "{stderr}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let dead = dir.path().join("dead.ndjson");
+    let args = [
+        "consume",
+        "-q",
+        "-r",
+        &registry.url,
+        "--on-error",
+        "skip",
+        "--dead-letter",
+        dead.to_str().unwrap(),
+    ];
+    let written = lines(&run(&b, &topic, &args));
+    assert_eq!(written.len(), 2, "the two good records");
+    let dead: Vec<Value> = std::fs::read_to_string(&dead)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let reasons: Vec<String> = dead
+        .iter()
+        .map(|d| d["reason"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(reasons.len(), 4, "{reasons:?}");
+    for (reason, expected) in reasons.iter().zip([
+        "magic byte 0x7b",
+        "schema id 99 not found",
+        "truncated",
+        "3 bytes: too short",
+    ]) {
+        assert!(
+            reason.contains(expected) && reason.contains("value"),
+            "{reason} lacks {expected}"
+        );
+    }
+}
+
+#[test]
+fn a_registry_that_cannot_answer_stops_the_run_with_exit_4() {
+    let Some(b) = broker() else { return };
+    let registry = registry_with_events();
+    let (_, as_avro) = events_both_ways(20);
+    let topic = topic_of(&b, "outage", &as_avro);
+    let consume = |extra: &[&str]| {
+        run(
+            &b,
+            &topic,
+            &[&["consume", "-q", "-r", &registry.url][..], extra].concat(),
+        )
+    };
+    for (mode, says) in [
+        (Mode::Fail, "HTTP 500"),
+        (Mode::Malformed, "not a schema"),
+        (
+            Mode::RequireAuth("Basic dTpw".into()),
+            "refused weir (HTTP 401)",
+        ),
+        (Mode::Slow(Duration::from_secs(8)), "tried"),
+    ] {
+        registry.set(mode.clone());
+        let out = consume(&[]);
+        assert_eq!(out.status.code(), Some(4), "{mode:?}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(says),
+            "{mode:?}: {out:?}"
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "{mode:?}: nothing decoded, nothing written"
+        );
+    }
+    // Credentials open it; failures that pass are retried.
+    registry.set(Mode::RequireAuth("Basic dTpw".into()));
+    assert_eq!(
+        lines(&consume(&[
+            "-X",
+            "schema.registry.basic.auth.user.info=u:p"
+        ]))
+        .len(),
+        20
+    );
+    registry.set(Mode::FailTimes(2));
+    assert_eq!(lines(&consume(&[])).len(), 20);
+    let closed = run(&b, &topic, &["consume", "-q", "-r", "http://127.0.0.1:9"]);
+    assert_eq!(closed.status.code(), Some(4), "{closed:?}");
+}
+
+#[test]
+fn an_outage_mid_run_loses_nothing_and_the_checkpoint_goes_on() {
+    let Some(b) = broker() else { return };
+    let schema = json!({"schema": EVENT_SCHEMA, "schemaType": "AVRO", "references": []});
+    let registry = Registry::start(&json!({"ids": {"7": schema, "8": schema}, "subjects": []}));
+    // One partition; the second half framed with id 8 (the same schema), first asked for
+    // mid-run, when the registry fails it.
+    let (as_json, mut as_avro) = events_both_ways(400);
+    for (i, (_, v, p)) in as_avro.iter_mut().enumerate() {
+        *p = 0;
+        if i >= 200 {
+            v[4] = 8;
+        }
+    }
+    let topic = topic_of(&b, "outage-mid-run", &as_avro);
+    let dir = tempfile::tempdir().unwrap();
+    let (checkpoint, out, stats) = (
+        dir.path().join("ck"),
+        dir.path().join("out.ndjson"),
+        dir.path().join("stats.json"),
+    );
+    let consume = || {
+        let (c, o, s) = (
+            checkpoint.to_str().unwrap(),
+            out.to_str().unwrap(),
+            stats.to_str().unwrap(),
+        );
+        run(
+            &b,
+            &topic,
+            &[
+                "consume",
+                "-q",
+                "-r",
+                &registry.url,
+                "--checkpoint",
+                c,
+                "-o",
+                o,
+                "--stats",
+                s,
+            ],
+        )
+    };
+    registry.set(Mode::FailPath("/ids/8".into()));
+    let first = consume();
+    assert_eq!(first.status.code(), Some(4), "{first:?}");
+    assert!(
+        String::from_utf8_lossy(&first.stderr).contains("/schemas/ids/8"),
+        "{first:?}"
+    );
+    let before = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        before.lines().count(),
+        200,
+        "the records before the outage are out"
+    );
+    registry.set(Mode::Serve);
+    let asked = registry.asked().len();
+    let second = consume();
+    assert!(second.status.success(), "{second:?}");
+    // A restart from the beginning would ask for id 7 again.
+    assert_eq!(
+        registry.asked()[asked..],
+        ["/schemas/ids/8"],
+        "the restart goes on from the checkpoint"
+    );
+    let stats: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(stats["read"], 400, "{stats}");
+    // The output file, cut back to what the checkpoint committed, holds every record once.
+    let text = std::fs::read_to_string(&out).unwrap();
+    let written: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids: Vec<&str> = written
+        .iter()
+        .map(|v| v["event_id"].as_str().unwrap())
+        .collect();
+    let expected: Vec<Value> = as_json
+        .iter()
+        .map(|(_, v, _)| serde_json::from_slice(v).unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        expected
+            .iter()
+            .map(|v| v["event_id"].as_str().unwrap())
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn local_schema_files_decode_unframed_keys_and_values() {
+    let Some(b) = broker() else { return };
+    let Some(g) = golden() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ids = &g["registry"]["ids"];
+    let (value_avsc, key_avsc) = (
+        dir.path().join("checkout.avsc"),
+        dir.path().join("key.avsc"),
+    );
+    std::fs::write(&value_avsc, ids["2"]["schema"].as_str().unwrap()).unwrap();
+    std::fs::write(&key_avsc, ids["1"]["schema"].as_str().unwrap()).unwrap();
+    // The first four golden records are version 1 (id 2) with Avro keys (id 1): unframed.
+    let golden = &g["records"].as_array().unwrap()[..4];
+    let records: Vec<_> = golden
+        .iter()
+        .map(|r| {
+            let unframed = |k: &str| B64.decode(r[k].as_str().unwrap()).unwrap()[5..].to_vec();
+            (Some(unframed("key")), unframed("value"), 0)
+        })
+        .collect();
+    let topic = topic_of(&b, "unframed", &records);
+    let (v, k) = (value_avsc.to_str().unwrap(), key_avsc.to_str().unwrap());
+    let got = lines(&run(
+        &b,
+        &topic,
+        &[
+            "consume",
+            "-J",
+            "-q",
+            "--value-format",
+            "avro",
+            "--value-schema",
+            v,
+            "--key-format",
+            "avro",
+            "--key-schema",
+            k,
+        ],
+    ));
+    for (envelope, r) in got.iter().zip(golden) {
+        assert_eq!(envelope["value"], r["expected_value"]);
+        assert_eq!(envelope["key"], r["expected_key"]);
+        assert!(
+            envelope.get("value_schema_id").is_none(),
+            "no id without a frame"
+        );
+    }
+}
+
+#[test]
+fn schema_flags_are_checked_before_anything_is_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.avsc");
+    std::fs::write(
+        &bad,
+        r#"{"type":"record","name":"x","fields":[{"name":"a","type":"nope"}]}"#,
+    )
+    .unwrap();
+    let kafka = "kafka://127.0.0.1:9/t";
+    for (args, says) in [
+        (
+            vec!["consume", "-", "-r", "http://localhost:8081"],
+            "not NDJSON input",
+        ),
+        (
+            vec!["consume", kafka, "-r", "localhost:8081"],
+            "not an http:// or https:// URL",
+        ),
+        (
+            vec![
+                "consume",
+                kafka,
+                "--value-format",
+                "avro",
+                "--value-schema",
+                "/no/such.avsc",
+            ],
+            "/no/such.avsc",
+        ),
+        (
+            vec![
+                "consume",
+                kafka,
+                "--value-format",
+                "avro",
+                "--value-schema",
+                bad.to_str().unwrap(),
+            ],
+            "not an Avro schema",
+        ),
+        (
+            vec![
+                "consume",
+                kafka,
+                "-r",
+                "http://r",
+                "--value-format",
+                "avro",
+                "--value-schema",
+                bad.to_str().unwrap(),
+            ],
+            "give one of them",
+        ),
+        (
+            vec![
+                "consume",
+                kafka,
+                "-X",
+                "schema.registry.basic.auth.user.info=u:p",
+            ],
+            "there is no --schema-registry",
+        ),
+        (
+            vec![
+                "consume",
+                kafka,
+                "-r",
+                "http://r",
+                "-X",
+                "schema.registry.nope=1",
+            ],
+            "not a property weir knows",
+        ),
+        (
+            vec!["consume", kafka, "--value-schema", "x.avsc"],
+            "--value-format",
+        ),
+    ] {
+        let out = weir().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}

@@ -1,0 +1,240 @@
+//! The smallest faithful Confluent schema registry, for tests: the read calls a consumer
+//! makes, in the REST shapes of Confluent's API, over HTTP/1.1 on 127.0.0.1.
+//!
+//! - `GET /schemas/ids/N`: `{"schema":..,"schemaType":..,"references":[..]}`, with
+//!   `schemaType` left out for Avro and `references` when there are none, as Confluent's
+//!   registry answers; `404 {"error_code":40403,..}` for an unknown id;
+//! - `GET /subjects/S/versions/V` (a number or `latest`): `{"subject","version","id",
+//!   "schema",..}`; `40401` for an unknown subject, `40402` for an unknown version.
+//!
+//! It serves what confluent-kafka's own mock registry held (`tests/schema/golden.py`), and
+//! that client reads it back (the golden test), so the shapes are checked by the reference
+//! client itself. It can also misbehave on demand: answer 500, answer late, refuse with
+//! 401 without credentials, or send malformed JSON.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// How the registry answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Serve,
+    /// HTTP 500 to every call.
+    Fail,
+    /// HTTP 500 to the next N calls, then serve.
+    FailTimes(u32),
+    /// Serve after this delay.
+    Slow(Duration),
+    /// 401 unless the call carries this `Authorization` header.
+    RequireAuth(String),
+    /// A 200 whose body is not JSON.
+    Malformed,
+    /// HTTP 500 to calls whose path ends so; the others are served.
+    FailPath(String),
+}
+
+#[derive(Default)]
+struct State {
+    /// Each id's answer to `/schemas/ids/N`.
+    ids: BTreeMap<u32, Value>,
+    /// Each subject's versions in order, as `/subjects/S/versions/V` answers them.
+    subjects: BTreeMap<String, Vec<Value>>,
+    mode: Option<Mode>,
+    /// The paths asked, in order.
+    asked: Vec<String>,
+}
+
+pub struct Registry {
+    pub url: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl Registry {
+    /// Serves golden.py's `registry` document: `ids` by id, `subjects` as a list of
+    /// `{subject, version, id, schema, schemaType, references}`.
+    pub fn start(document: &Value) -> Registry {
+        let mut state = State::default();
+        for (id, entry) in document["ids"].as_object().unwrap() {
+            state.ids.insert(id.parse().unwrap(), shape(entry, None));
+        }
+        let mut listed: Vec<&Value> = document["subjects"].as_array().unwrap().iter().collect();
+        listed.sort_by_key(|s| s["version"].as_i64());
+        for s in listed {
+            let subject = s["subject"].as_str().unwrap().to_string();
+            state
+                .subjects
+                .entry(subject)
+                .or_default()
+                .push(shape(s, Some(s)));
+        }
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(state));
+        let shared = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let state = shared.clone();
+                std::thread::spawn(move || serve(stream, &state));
+            }
+        });
+        Registry { url, state }
+    }
+
+    pub fn set(&self, mode: Mode) {
+        self.state.lock().unwrap().mode = Some(mode);
+    }
+
+    /// The paths asked so far.
+    pub fn asked(&self) -> Vec<String> {
+        self.state.lock().unwrap().asked.clone()
+    }
+}
+
+/// An entry in the shape the registry answers: `schemaType` only when not Avro,
+/// `references` only when there are some; with `subject`, `version` and `id` for a
+/// subject's version.
+fn shape(entry: &Value, version_of: Option<&Value>) -> Value {
+    let mut out = serde_json::Map::new();
+    if let Some(v) = version_of {
+        out.insert("subject".into(), v["subject"].clone());
+        out.insert("version".into(), v["version"].clone());
+        out.insert("id".into(), v["id"].clone());
+    }
+    out.insert("schema".into(), entry["schema"].clone());
+    if entry["schemaType"] != "AVRO" {
+        out.insert("schemaType".into(), entry["schemaType"].clone());
+    }
+    if entry["references"]
+        .as_array()
+        .is_some_and(|r| !r.is_empty())
+    {
+        out.insert("references".into(), entry["references"].clone());
+    }
+    Value::Object(out)
+}
+
+fn serve(stream: TcpStream, state: &Mutex<State>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut stream = stream;
+    // One request per connection is enough for a client; keep-alive is declined.
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    let mut authorization = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("authorization") {
+                authorization = Some(value.trim().to_string());
+            }
+        }
+    }
+    let path = request_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("/")
+        .to_string();
+    let (status, body) = answer(state, &path, authorization.as_deref());
+    let reason = match status {
+        200 => "OK",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        _ => "Internal Server Error",
+    };
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/vnd.schemaregistry.v1+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+fn answer(state: &Mutex<State>, path: &str, authorization: Option<&str>) -> (u16, String) {
+    let mode = {
+        let mut s = state.lock().unwrap();
+        s.asked.push(path.to_string());
+        let mode = s.mode.clone().unwrap_or(Mode::Serve);
+        if let Mode::FailTimes(n) = mode {
+            s.mode = Some(if n > 1 {
+                Mode::FailTimes(n - 1)
+            } else {
+                Mode::Serve
+            });
+        }
+        mode
+    };
+    match mode {
+        Mode::Fail | Mode::FailTimes(_) => {
+            return (500, error(50001, "Error in the backend data store"))
+        }
+        Mode::Slow(delay) => std::thread::sleep(delay),
+        Mode::RequireAuth(expected) if authorization != Some(expected.as_str()) => {
+            return (401, error(401, "Unauthorized"))
+        }
+        Mode::Malformed => return (200, "{\"schema\": ".into()),
+        Mode::FailPath(end) if path.ends_with(&end) => {
+            return (500, error(50001, "Error in the backend data store"))
+        }
+        _ => {}
+    }
+    let s = state.lock().unwrap();
+    // Query parameters (`?deleted=false`) change nothing here.
+    let path = path.split('?').next().unwrap_or_default();
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match parts.as_slice() {
+        ["schemas", "ids", id] => match id.parse().ok().and_then(|id: u32| s.ids.get(&id)) {
+            Some(entry) => (200, entry.to_string()),
+            None => (404, error(40403, &format!("Schema {id} not found"))),
+        },
+        ["subjects", subject, "versions", version] => {
+            let subject = percent_decoded(subject);
+            let Some(versions) = s.subjects.get(&subject) else {
+                return (
+                    404,
+                    error(40401, &format!("Subject '{subject}' not found.")),
+                );
+            };
+            let found = match *version {
+                "latest" => versions.last(),
+                v => versions
+                    .iter()
+                    .find(|e| e["version"].as_i64().map(|n| n.to_string()).as_deref() == Some(v)),
+            };
+            match found {
+                Some(entry) => (200, entry.to_string()),
+                None => (404, error(40402, &format!("Version {version} not found."))),
+            }
+        }
+        _ => (404, error(404, "HTTP 404 Not Found")),
+    }
+}
+
+fn error(code: u32, message: &str) -> String {
+    json!({"error_code": code, "message": message}).to_string()
+}
+
+fn percent_decoded(s: &str) -> String {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
