@@ -313,6 +313,14 @@ check "weir watermark-profile events/s on one core" "$EPS" ">=" 3000000
 check "weir watermark-profile vs duckdb (x)" "$(ratio 'weir watermark-profile' 'duckdb quantile_cont')" ">=" 1.2
 fi
 
+# Avro decoding (WHAT=avro, not in the default set): 1M 10-field records to JSON lines, weir's
+# streaming decoder against apache-avro's datum reader and serde_json (target: 2M records/s).
+if [[ " $WHAT " == *" avro "* ]]; then
+echo
+echo "# avro decode"
+cargo bench --locked --bench avro 2>/dev/null
+fi
+
 # Checkpoints (WHAT=checkpoint, not in the default set). Writing and restoring a checkpoint of
 # 1M open windows and of 10M remembered ids (benches/checkpoint.rs; target 2 s each, 32 B per
 # id), then the throughput cost of --checkpoint on the 5M-event window and dedupe runs, each

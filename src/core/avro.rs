@@ -952,4 +952,60 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    #[allow(deprecated)]
+    fn a_recursive_schema_in_both_json_shapes() {
+        let schema = Schema::parse(&json!({"type": "record", "name": "R", "fields": [
+            {"name": "a", "type": ["null", "string", {"type": "record", "name": "Inner", "fields": [{"name": "x", "type": "int"}]}]},
+            {"name": "b", "type": "bytes"},
+            {"name": "d", "type": {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}},
+            {"name": "t", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+            {"name": "next", "type": ["null", "R"]}]}))
+        .unwrap();
+        let r = |a: Avro, b: Vec<u8>, d: Vec<u8>, t: i64, next: Avro| {
+            Avro::Record(vec![
+                ("a".into(), a),
+                ("b".into(), Avro::Bytes(b)),
+                ("d".into(), Avro::Decimal(apache_avro::Decimal::from(d))),
+                ("t".into(), Avro::TimestampMillis(t)),
+                ("next".into(), next),
+            ])
+        };
+        let inner = r(
+            Avro::Union(0, Box::new(Avro::Null)),
+            vec![],
+            vec![0xfb],
+            1000,
+            Avro::Union(0, Box::new(Avro::Null)),
+        );
+        let outer = r(
+            Avro::Union(1, Box::new(Avro::String("hi".into()))),
+            vec![0xff, 0x41],
+            vec![0x04, 0xe2],
+            0,
+            Avro::Union(1, Box::new(inner)),
+        );
+        let bytes = apache_avro::to_avro_datum(&schema, outer).unwrap();
+        let decode = |style| {
+            let mut out = Vec::new();
+            AvroDecoder::new(&schema, &[], style)
+                .unwrap()
+                .decode(&bytes, &mut out)
+                .unwrap();
+            serde_json::from_slice::<Value>(&out).unwrap()
+        };
+        // By hand: 0x04e2 is 1250, so 12.50; 0xfb is -5, so -0.05; 0xff 0x41 is "/0E=".
+        assert_eq!(
+            decode(AvroJson::Weir),
+            json!({"a": "hi", "b": "/0E=", "d": "12.50", "t": "1970-01-01T00:00:00.000Z",
+            "next": {"a": null, "b": "", "d": "-0.05", "t": "1970-01-01T00:00:01.000Z", "next": null}})
+        );
+        // The spec's encoding: tagged unions, bytes as code points, logical types underneath.
+        assert_eq!(
+            decode(AvroJson::Spec),
+            json!({"a": {"string": "hi"}, "b": "\u{ff}A", "d": "\u{4}\u{e2}", "t": 0,
+            "next": {"R": {"a": null, "b": "", "d": "\u{fb}", "t": 1000, "next": null}}})
+        );
+    }
 }

@@ -145,8 +145,8 @@ fn readme_is_for_users() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     assert!(
-        readme.lines().count() < 400,
-        "README.md has grown past 400 lines"
+        readme.lines().count() < 430,
+        "README.md has grown past 430 lines"
     );
     let lower = readme.to_lowercase();
     for word in [
