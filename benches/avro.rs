@@ -1,7 +1,7 @@
 //! Avro to a JSON line: weir's streaming decoder against `apache-avro` (its datum reader into
 //! a `Value`, then serde_json), on the same 10-field records in one run.
 //!
-//! Run: `cargo bench --bench avro` (or `WHAT=avro scripts/bench.sh`).
+//! Run: `cargo bench --bench avro` (or `WHAT=schemas scripts/bench.sh`).
 //! Target: 2M records/s per core or more for weir.
 
 use std::time::Instant;

@@ -85,7 +85,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__consume)
-            opts="-e -G -r -X -F -n -J -f -u -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --avro-json --kafka-config --timeout --endpoint-url --time --time-format --count --envelope --format --unbuffered --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -n -J -f -u -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --value-proto-type --key-proto-type --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --count --envelope --format --unbuffered --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -144,7 +144,7 @@ _weir() {
                     return 0
                     ;;
                 --value-format)
-                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "avro protobuf json-schema" -- "${cur}"))
                     return 0
                     ;;
                 --value-schema)
@@ -152,10 +152,26 @@ _weir() {
                     return 0
                     ;;
                 --key-format)
-                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "avro protobuf json-schema" -- "${cur}"))
                     return 0
                     ;;
                 --key-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --value-proto-type)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-proto-type)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --proto-import-path)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -I)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -243,7 +259,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__dedupe)
-            opts="-e -G -r -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --avro-json --kafka-config --timeout --endpoint-url --id --time --time-format --horizon --horizon-by --delay --partition-by --idle-timeout --max-keys --exact-ids --duplicates --keep --output --key --header --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --value-proto-type --key-proto-type --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --id --time --time-format --horizon --horizon-by --delay --partition-by --idle-timeout --max-keys --exact-ids --duplicates --keep --output --key --header --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -302,7 +318,7 @@ _weir() {
                     return 0
                     ;;
                 --value-format)
-                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "avro protobuf json-schema" -- "${cur}"))
                     return 0
                     ;;
                 --value-schema)
@@ -310,10 +326,26 @@ _weir() {
                     return 0
                     ;;
                 --key-format)
-                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "avro protobuf json-schema" -- "${cur}"))
                     return 0
                     ;;
                 --key-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --value-proto-type)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-proto-type)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --proto-import-path)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -I)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -663,7 +695,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__replay)
-            opts="-e -G -r -X -F -J -n -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --avro-json --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --count --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -J -n -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --value-proto-type --key-proto-type --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --count --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -722,7 +754,7 @@ _weir() {
                     return 0
                     ;;
                 --value-format)
-                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "avro protobuf json-schema" -- "${cur}"))
                     return 0
                     ;;
                 --value-schema)
@@ -730,10 +762,26 @@ _weir() {
                     return 0
                     ;;
                 --key-format)
-                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "avro protobuf json-schema" -- "${cur}"))
                     return 0
                     ;;
                 --key-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --value-proto-type)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-proto-type)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --proto-import-path)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -I)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -821,7 +869,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__watermark__subcmd__profile)
-            opts="-e -G -r -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --avro-json --kafka-config --timeout --endpoint-url --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --changelog --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --value-proto-type --key-proto-type --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --changelog --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -880,7 +928,7 @@ _weir() {
                     return 0
                     ;;
                 --value-format)
-                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "avro protobuf json-schema" -- "${cur}"))
                     return 0
                     ;;
                 --value-schema)
@@ -888,10 +936,26 @@ _weir() {
                     return 0
                     ;;
                 --key-format)
-                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "avro protobuf json-schema" -- "${cur}"))
                     return 0
                     ;;
                 --key-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --value-proto-type)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-proto-type)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --proto-import-path)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -I)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -991,7 +1055,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__window)
-            opts="-e -G -r -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --avro-json --kafka-config --timeout --endpoint-url --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --value-proto-type --key-proto-type --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1050,7 +1114,7 @@ _weir() {
                     return 0
                     ;;
                 --value-format)
-                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "avro protobuf json-schema" -- "${cur}"))
                     return 0
                     ;;
                 --value-schema)
@@ -1058,10 +1122,26 @@ _weir() {
                     return 0
                     ;;
                 --key-format)
-                    COMPREPLY=($(compgen -W "avro json-schema" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "avro protobuf json-schema" -- "${cur}"))
                     return 0
                     ;;
                 --key-schema)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --value-proto-type)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-proto-type)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --proto-import-path)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -I)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -45,13 +45,18 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l partitions -d 'Rea
 complete -c weir -n "__fish_weir_using_subcommand consume" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard. The consumer stays registered for the next run; the service bills it by the shard-hour until `aws kinesis deregister-stream-consumer`' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -s r -l schema-registry -d 'Decode each value framed in the schema registry\'s wire format (magic byte 0, schema id) by its id, and each framed key, from this Confluent-compatible registry: Avro and JSON Schema. A value not framed is a bad record. Credentials and CA: -X schema.registry.basic.auth.user.info=USER:PASSWORD, -X schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s r -l schema-registry -d 'Decode each value framed in the schema registry\'s wire format (magic byte 0, schema id) by its id, and each framed key, from this Confluent-compatible registry: Avro, Protobuf and JSON Schema. A value not framed is a bad record. Credentials and CA: -X schema.registry.basic.auth.user.info=USER:PASSWORD, -X schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l value-format -d 'Values are unframed datums of --value-schema, in this format' -r -f -a "avro\t''
+protobuf\t''
 json-schema\t''"
-complete -c weir -n "__fish_weir_using_subcommand consume" -l value-schema -d 'The schema file of --value-format: .avsc for Avro, .json for JSON Schema' -r -F
+complete -c weir -n "__fish_weir_using_subcommand consume" -l value-schema -d 'The schema file of --value-format: .avsc for Avro, .proto for Protobuf (with --value-proto-type), .json for JSON Schema' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l key-format -d 'Keys are unframed datums of --key-schema, in this format' -r -f -a "avro\t''
+protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand consume" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand consume" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l avro-json -d 'The JSON an Avro record becomes' -r -f -a "weir\t'Bare unions, exact decimal strings, RFC 3339 times, dates, base64 bytes'
 spec\t'The Avro specification\'s JSON encoding (tagged unions, to diff against other tools)'"
 complete -c weir -n "__fish_weir_using_subcommand consume" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
@@ -86,13 +91,18 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l partitions -d 'Read
 complete -c weir -n "__fish_weir_using_subcommand window" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard. The consumer stays registered for the next run; the service bills it by the shard-hour until `aws kinesis deregister-stream-consumer`' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -s r -l schema-registry -d 'Decode each value framed in the schema registry\'s wire format (magic byte 0, schema id) by its id, and each framed key, from this Confluent-compatible registry: Avro and JSON Schema. A value not framed is a bad record. Credentials and CA: -X schema.registry.basic.auth.user.info=USER:PASSWORD, -X schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -s r -l schema-registry -d 'Decode each value framed in the schema registry\'s wire format (magic byte 0, schema id) by its id, and each framed key, from this Confluent-compatible registry: Avro, Protobuf and JSON Schema. A value not framed is a bad record. Credentials and CA: -X schema.registry.basic.auth.user.info=USER:PASSWORD, -X schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l value-format -d 'Values are unframed datums of --value-schema, in this format' -r -f -a "avro\t''
+protobuf\t''
 json-schema\t''"
-complete -c weir -n "__fish_weir_using_subcommand window" -l value-schema -d 'The schema file of --value-format: .avsc for Avro, .json for JSON Schema' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l value-schema -d 'The schema file of --value-format: .avsc for Avro, .proto for Protobuf (with --value-proto-type), .json for JSON Schema' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l key-format -d 'Keys are unframed datums of --key-schema, in this format' -r -f -a "avro\t''
+protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand window" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l avro-json -d 'The JSON an Avro record becomes' -r -f -a "weir\t'Bare unions, exact decimal strings, RFC 3339 times, dates, base64 bytes'
 spec\t'The Avro specification\'s JSON encoding (tagged unions, to diff against other tools)'"
 complete -c weir -n "__fish_weir_using_subcommand window" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
@@ -150,13 +160,18 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partitio
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard. The consumer stays registered for the next run; the service bills it by the shard-hour until `aws kinesis deregister-stream-consumer`' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s r -l schema-registry -d 'Decode each value framed in the schema registry\'s wire format (magic byte 0, schema id) by its id, and each framed key, from this Confluent-compatible registry: Avro and JSON Schema. A value not framed is a bad record. Credentials and CA: -X schema.registry.basic.auth.user.info=USER:PASSWORD, -X schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s r -l schema-registry -d 'Decode each value framed in the schema registry\'s wire format (magic byte 0, schema id) by its id, and each framed key, from this Confluent-compatible registry: Avro, Protobuf and JSON Schema. A value not framed is a bad record. Credentials and CA: -X schema.registry.basic.auth.user.info=USER:PASSWORD, -X schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l value-format -d 'Values are unframed datums of --value-schema, in this format' -r -f -a "avro\t''
+protobuf\t''
 json-schema\t''"
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l value-schema -d 'The schema file of --value-format: .avsc for Avro, .json for JSON Schema' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l value-schema -d 'The schema file of --value-format: .avsc for Avro, .proto for Protobuf (with --value-proto-type), .json for JSON Schema' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l key-format -d 'Keys are unframed datums of --key-schema, in this format' -r -f -a "avro\t''
+protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l avro-json -d 'The JSON an Avro record becomes' -r -f -a "weir\t'Bare unions, exact decimal strings, RFC 3339 times, dates, base64 bytes'
 spec\t'The Avro specification\'s JSON encoding (tagged unions, to diff against other tools)'"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
@@ -195,13 +210,18 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partitions -d 'Read
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard. The consumer stays registered for the next run; the service bills it by the shard-hour until `aws kinesis deregister-stream-consumer`' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -s r -l schema-registry -d 'Decode each value framed in the schema registry\'s wire format (magic byte 0, schema id) by its id, and each framed key, from this Confluent-compatible registry: Avro and JSON Schema. A value not framed is a bad record. Credentials and CA: -X schema.registry.basic.auth.user.info=USER:PASSWORD, -X schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s r -l schema-registry -d 'Decode each value framed in the schema registry\'s wire format (magic byte 0, schema id) by its id, and each framed key, from this Confluent-compatible registry: Avro, Protobuf and JSON Schema. A value not framed is a bad record. Credentials and CA: -X schema.registry.basic.auth.user.info=USER:PASSWORD, -X schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l value-format -d 'Values are unframed datums of --value-schema, in this format' -r -f -a "avro\t''
+protobuf\t''
 json-schema\t''"
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l value-schema -d 'The schema file of --value-format: .avsc for Avro, .json for JSON Schema' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l value-schema -d 'The schema file of --value-format: .avsc for Avro, .proto for Protobuf (with --value-proto-type), .json for JSON Schema' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key-format -d 'Keys are unframed datums of --key-schema, in this format' -r -f -a "avro\t''
+protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l avro-json -d 'The JSON an Avro record becomes' -r -f -a "weir\t'Bare unions, exact decimal strings, RFC 3339 times, dates, base64 bytes'
 spec\t'The Avro specification\'s JSON encoding (tagged unions, to diff against other tools)'"
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
@@ -247,13 +267,18 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l partitions -d 'Read
 complete -c weir -n "__fish_weir_using_subcommand replay" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l efo -d 'Kinesis: read with enhanced fan-out as this stream consumer (registered when it does not exist), through SubscribeToShard. The consumer stays registered for the next run; the service bills it by the shard-hour until `aws kinesis deregister-stream-consumer`' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s G -l group -d 'Consumer group: weir joins it as a member and shares the partitions with the other members (as kcat -G). Each partition starts at the group\'s offset, or where --from beginning|end says when it has none; offsets are committed as records are handed on. With --partitions: those partitions, from any --from, committed under the group' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -s r -l schema-registry -d 'Decode each value framed in the schema registry\'s wire format (magic byte 0, schema id) by its id, and each framed key, from this Confluent-compatible registry: Avro and JSON Schema. A value not framed is a bad record. Credentials and CA: -X schema.registry.basic.auth.user.info=USER:PASSWORD, -X schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -s r -l schema-registry -d 'Decode each value framed in the schema registry\'s wire format (magic byte 0, schema id) by its id, and each framed key, from this Confluent-compatible registry: Avro, Protobuf and JSON Schema. A value not framed is a bad record. Credentials and CA: -X schema.registry.basic.auth.user.info=USER:PASSWORD, -X schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l value-format -d 'Values are unframed datums of --value-schema, in this format' -r -f -a "avro\t''
+protobuf\t''
 json-schema\t''"
-complete -c weir -n "__fish_weir_using_subcommand replay" -l value-schema -d 'The schema file of --value-format: .avsc for Avro, .json for JSON Schema' -r -F
+complete -c weir -n "__fish_weir_using_subcommand replay" -l value-schema -d 'The schema file of --value-format: .avsc for Avro, .proto for Protobuf (with --value-proto-type), .json for JSON Schema' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l key-format -d 'Keys are unframed datums of --key-schema, in this format' -r -f -a "avro\t''
+protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand replay" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand replay" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l avro-json -d 'The JSON an Avro record becomes' -r -f -a "weir\t'Bare unions, exact decimal strings, RFC 3339 times, dates, base64 bytes'
 spec\t'The Avro specification\'s JSON encoding (tagged unions, to diff against other tools)'"
 complete -c weir -n "__fish_weir_using_subcommand replay" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r

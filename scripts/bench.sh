@@ -313,12 +313,15 @@ check "weir watermark-profile events/s on one core" "$EPS" ">=" 3000000
 check "weir watermark-profile vs duckdb (x)" "$(ratio 'weir watermark-profile' 'duckdb quantile_cont')" ">=" 1.2
 fi
 
-# Avro decoding (WHAT=avro, not in the default set): 1M 10-field records to JSON lines, weir's
-# streaming decoder against apache-avro's datum reader and serde_json (target: 2M records/s).
-if [[ " $WHAT " == *" avro "* ]]; then
+# Schema decoding (WHAT=schemas, not in the default set): 1M 10-field records to JSON lines,
+# weir's decoders against apache-avro (target: 2M records/s) and prost-reflect (target: 1M).
+if [[ " $WHAT " == *" schemas "* ]]; then
 echo
 echo "# avro decode"
 cargo bench --locked --bench avro 2>/dev/null
+echo
+echo "# protobuf decode"
+cargo bench --locked --bench protobuf 2>/dev/null
 fi
 
 # Checkpoints (WHAT=checkpoint, not in the default set). Writing and restoring a checkpoint of

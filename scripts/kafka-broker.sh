@@ -34,9 +34,10 @@ install_tools() {
     python3 -m pip install -q "confluent-kafka==$CONFLUENT_KAFKA_VERSION" >&2
   fi
   # The schema tests take their golden records from confluent-kafka's own serializers.
-  if ! python3 -c "import confluent_kafka.schema_registry.avro, fastavro, jsonschema" 2>/dev/null; then
-    log "installing confluent-kafka[avro,json] $CONFLUENT_KAFKA_VERSION (PyPI) for its serializers"
-    python3 -m pip install -q "confluent-kafka[avro,json]==$CONFLUENT_KAFKA_VERSION" >&2
+  # grpcio-tools compiles their .proto files to Python classes (protoc, from PyPI).
+  if ! python3 -c "import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf, fastavro, jsonschema, grpc_tools" 2>/dev/null; then
+    log "installing confluent-kafka[avro,json,protobuf] $CONFLUENT_KAFKA_VERSION and grpcio-tools (PyPI)"
+    python3 -m pip install -q "confluent-kafka[avro,json,protobuf]==$CONFLUENT_KAFKA_VERSION" "grpcio-tools==1.85.1" >&2
   fi
   # The lag tests check the Prometheus output with the official client's parser.
   if ! python3 -c "import prometheus_client" 2>/dev/null; then

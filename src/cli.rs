@@ -193,8 +193,8 @@ pub struct BrokerArgs {
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
     /// Decode each value framed in the schema registry's wire format (magic byte 0, schema
-    /// id) by its id, and each framed key, from this Confluent-compatible registry: Avro and
-    /// JSON Schema. A value not framed is a bad record. Credentials and CA: -X
+    /// id) by its id, and each framed key, from this Confluent-compatible registry: Avro,
+    /// Protobuf and JSON Schema. A value not framed is a bad record. Credentials and CA: -X
     /// schema.registry.basic.auth.user.info=USER:PASSWORD, -X
     /// schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE.
     #[arg(short = 'r', long, value_name = "URL", help_heading = "Schemas")]
@@ -210,7 +210,8 @@ pub struct SchemaArgs {
     )]
     pub value_format: Option<SchemaFormat>,
 
-    /// The schema file of --value-format: .avsc for Avro, .json for JSON Schema.
+    /// The schema file of --value-format: .avsc for Avro, .proto for Protobuf (with
+    /// --value-proto-type), .json for JSON Schema.
     #[arg(
         long,
         value_name = "FILE",
@@ -238,6 +239,19 @@ pub struct SchemaArgs {
     )]
     pub key_schema: Option<PathBuf>,
 
+    /// The message a --value-format protobuf value is (its full name, package.Message).
+    #[arg(long, value_name = "NAME", help_heading = "Schemas")]
+    pub value_proto_type: Option<String>,
+
+    /// The message a --key-format protobuf key is.
+    #[arg(long, value_name = "NAME", help_heading = "Schemas")]
+    pub key_proto_type: Option<String>,
+
+    /// A directory a local .proto file's imports are found in (repeatable; the file's own
+    /// directory is searched too, and google/protobuf/*.proto are bundled).
+    #[arg(short = 'I', long, value_name = "DIR", help_heading = "Schemas")]
+    pub proto_import_path: Vec<PathBuf>,
+
     /// The JSON an Avro record becomes.
     #[arg(
         long,
@@ -253,6 +267,7 @@ pub struct SchemaArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum SchemaFormat {
     Avro,
+    Protobuf,
     JsonSchema,
 }
 

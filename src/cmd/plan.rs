@@ -18,7 +18,7 @@ use crate::core::time::{Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Result};
 use crate::io::input::{ClientRequest, InputPlan, SchemaRequest, SourcePlan, SourceRequest};
 use crate::io::kafka::ChangelogPlan;
-use crate::io::schema::Format;
+use crate::io::schema::{Format, ProtoRequest};
 use crate::io::sink::{RecordFields, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::{CheckpointPlan, Keeping, PolicyPlan, Prepare, ReportPlan, Selection};
@@ -45,10 +45,15 @@ pub fn clients(client: &ClientArgs) -> ClientRequest {
 fn schema_request(s: &SchemaArgs) -> SchemaRequest {
     let format = |f: SchemaFormat| match f {
         SchemaFormat::Avro => Format::Avro,
+        SchemaFormat::Protobuf => Format::Protobuf,
         SchemaFormat::JsonSchema => Format::JsonSchema,
     };
     let part = |f: Option<SchemaFormat>, path: &Option<PathBuf>| {
         f.zip(path.clone()).map(|(f, p)| (format(f), p))
+    };
+    let proto = |message: &Option<String>| ProtoRequest {
+        message: message.clone(),
+        includes: s.proto_import_path.clone(),
     };
     SchemaRequest {
         registry: s.schema_registry.clone(),
@@ -58,6 +63,8 @@ fn schema_request(s: &SchemaArgs) -> SchemaRequest {
             AvroJsonStyle::Weir => AvroJson::Weir,
             AvroJsonStyle::Spec => AvroJson::Spec,
         },
+        value_proto: proto(&s.value_proto_type),
+        key_proto: proto(&s.key_proto_type),
     }
 }
 

@@ -21,6 +21,39 @@ pub fn looks_framed(bytes: &[u8]) -> bool {
     bytes.len() >= 5 && bytes[0] == 0
 }
 
+/// A Protobuf payload's message indexes (after the schema id): a count, then that many
+/// indexes, all zig-zag varints; a count of 0 stands for `[0]`, the file's first message.
+pub fn message_indexes(payload: &[u8]) -> Result<(Vec<i32>, &[u8]), String> {
+    let mut at = 0;
+    let mut next = || -> Result<i64, String> {
+        let mut value: u64 = 0;
+        for shift in (0..70).step_by(7) {
+            let byte = *payload
+                .get(at)
+                .ok_or("the message indexes end early (truncated)")?;
+            at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok((value >> 1) as i64 ^ -((value & 1) as i64));
+            }
+        }
+        Err("a message index longer than 10 bytes".into())
+    };
+    let count = next()?;
+    if !(0..=100).contains(&count) {
+        return Err(format!("a count of {count} message indexes"));
+    }
+    let mut indexes = Vec::with_capacity(count.max(1) as usize);
+    for _ in 0..count {
+        let i = next()?;
+        indexes.push(i32::try_from(i).map_err(|_| format!("message index {i} out of range"))?);
+    }
+    if indexes.is_empty() {
+        indexes.push(0);
+    }
+    Ok((indexes, &payload[at..]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -35,5 +68,14 @@ mod tests {
         assert!(unframe(&[0, 1]).unwrap_err().contains("2 bytes"));
         assert!(unframe(&[]).is_err());
         assert!(looks_framed(&[0, 0, 0, 0, 1]) && !looks_framed(b"m-42"));
+    }
+
+    #[test]
+    fn message_indexes_are_zigzag_varints_and_zero_means_the_first() {
+        assert_eq!(message_indexes(&[0, 9]), Ok((vec![0], &[9u8][..])));
+        // [1, 2]: count 2, then 1 and 2, each zig-zag (doubled).
+        assert_eq!(message_indexes(&[4, 2, 4, 7]), Ok((vec![1, 2], &[7u8][..])));
+        assert!(message_indexes(&[4, 2]).unwrap_err().contains("truncated"));
+        assert!(message_indexes(&[3]).unwrap_err().contains("count of -2"));
     }
 }

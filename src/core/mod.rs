@@ -14,6 +14,7 @@ pub mod lateness;
 pub mod pace;
 pub mod partitioned;
 pub mod profile_task;
+pub mod protobuf;
 pub mod record;
 pub mod saved;
 pub mod scan;

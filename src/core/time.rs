@@ -532,9 +532,26 @@ pub fn write_time_of_day(out: &mut Vec<u8>, t: i64, unit: Unit) -> Result<(), St
 pub fn write_instant(out: &mut Vec<u8>, t: i64, unit: Unit, utc: bool) -> Result<(), String> {
     let seconds = t.div_euclid(unit.per_second());
     let fraction = t.rem_euclid(unit.per_second());
+    let nanos = fraction * (1_000_000_000 / unit.per_second());
+    match write_seconds_nanos(out, seconds, nanos as u32, unit.digits(), utc) {
+        true => Ok(()),
+        false => Err(format!("an instant of {t} outside years 0 to 9999")),
+    }
+}
+
+/// `seconds` since the epoch and `nanos` (below 1e9) as a quoted RFC 3339 date and time with
+/// `digits` fraction digits (0: none), ending in `Z` when `utc`; false, and nothing written,
+/// outside years 0 to 9999.
+pub fn write_seconds_nanos(
+    out: &mut Vec<u8>,
+    seconds: i64,
+    nanos: u32,
+    digits: usize,
+    utc: bool,
+) -> bool {
     let (year, month, day) = civil(seconds.div_euclid(86_400));
-    if !(0..=9999).contains(&year) {
-        return Err(format!("an instant of {t} outside years 0 to 9999"));
+    if !(0..=9999).contains(&year) || nanos >= 1_000_000_000 {
+        return false;
     }
     let in_day = seconds.rem_euclid(86_400);
     let mut text = *b"\"0000-00-00T00:00:00.000000000";
@@ -544,10 +561,21 @@ pub fn write_instant(out: &mut Vec<u8>, t: i64, unit: Unit, utc: bool) -> Result
     put_digits(&mut text[12..14], in_day / 3600);
     put_digits(&mut text[15..17], in_day / 60 % 60);
     put_digits(&mut text[18..20], in_day % 60);
-    put_digits(&mut text[21..21 + unit.digits()], fraction);
-    out.extend_from_slice(&text[..21 + unit.digits()]);
+    put_digits(&mut text[21..30], i64::from(nanos));
+    let end = if digits == 0 { 20 } else { 21 + digits };
+    out.extend_from_slice(&text[..end]);
     out.extend_from_slice(if utc { b"Z\"" } else { b"\"" });
-    Ok(())
+    true
+}
+
+/// The fraction digits protobuf's JSON gives `nanos`: 0, 3, 6 or 9.
+pub fn nanos_digits(nanos: u32) -> usize {
+    match nanos {
+        0 => 0,
+        n if n % 1_000_000 == 0 => 3,
+        n if n % 1_000 == 0 => 6,
+        _ => 9,
+    }
 }
 
 pub fn now_millis() -> Millis {

@@ -11,7 +11,7 @@ use super::kafka::{ChangelogPlan, ClientOptions, KafkaSource, ReadPlan, ReadRequ
 use super::kinesis::{self, AwsOptions, KinesisClient, KinesisSource};
 use super::ndjson::NdjsonSource;
 use super::schema::registry::RegistryOptions;
-use super::schema::{Decoders, Format, LocalSchema, SchemaPlan};
+use super::schema::{Decoders, Format, LocalSchema, ProtoRequest, SchemaPlan};
 use super::sink::LineSink;
 use super::spec::{self, KafkaSpec, KinesisSpec, SourceSpec};
 use crate::core::avro::AvroJson;
@@ -71,6 +71,10 @@ pub struct SchemaRequest {
     pub value: Option<(Format, PathBuf)>,
     pub key: Option<(Format, PathBuf)>,
     pub style: AvroJson,
+    /// `--value-proto-type` and `--proto-import-path`, for a `.proto` value schema.
+    pub value_proto: ProtoRequest,
+    /// `--key-proto-type` and `--proto-import-path`, for a `.proto` key schema.
+    pub key_proto: ProtoRequest,
 }
 
 impl SchemaRequest {
@@ -92,15 +96,15 @@ impl SchemaRequest {
         if registry.is_some() && self.value.is_some() {
             return Err(Error::Usage("--value-schema decodes unframed values; with --schema-registry each framed value's own schema decodes it: give one of them".into()));
         }
-        let local = |part: &Option<(Format, PathBuf)>, flag: &str| {
+        let local = |part: &Option<(Format, PathBuf)>, flag: &str, proto: &ProtoRequest| {
             (part.as_ref())
-                .map(|(format, path)| LocalSchema::read(*format, path, self.style, flag))
+                .map(|(format, path)| LocalSchema::read(*format, path, self.style, flag, proto))
                 .transpose()
         };
         Ok(SchemaPlan {
             registry,
-            value: local(&self.value, "--value-schema")?,
-            key: local(&self.key, "--key-schema")?,
+            value: local(&self.value, "--value-schema", &self.value_proto)?,
+            key: local(&self.key, "--key-schema", &self.key_proto)?,
             style: self.style,
         })
     }

@@ -160,6 +160,49 @@ fn golden_records_decode_as_confluent_deserializers_read_them() {
     distinct.sort();
     distinct.dedup();
     assert_eq!(asked.len(), distinct.len(), "{asked:?}");
+    // A registry answers Protobuf schemas as .proto text (the mock kept the serialized
+    // descriptors the client sent): the same records decode from the text.
+    let mut as_text = g["registry"].clone();
+    let proto = |name: &str| {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/schema")
+                .join(name),
+        )
+        .unwrap()
+    };
+    for (_, entry) in as_text["ids"].as_object_mut().unwrap() {
+        if entry["schemaType"] == "PROTOBUF" {
+            let refs = entry["references"].as_array().unwrap().len();
+            entry["schema"] = json!(proto(if refs == 0 {
+                "money.proto"
+            } else {
+                "checkout.proto"
+            }));
+        }
+    }
+    let text_registry = Registry::start(&as_text);
+    let from_text = by_offset(lines(&run(
+        &b,
+        &topic,
+        &["consume", "-J", "-q", "-r", &text_registry.url],
+    )));
+    let protobuf = |envelopes: &[Value]| -> Vec<Value> {
+        let ids: Vec<u64> = as_text["ids"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, e)| e["schemaType"] == "PROTOBUF")
+            .map(|(id, _)| id.parse().unwrap())
+            .collect();
+        envelopes
+            .iter()
+            .filter(|e| ids.contains(&e["value_schema_id"].as_u64().unwrap()))
+            .map(|e| e["value"].clone())
+            .collect()
+    };
+    assert_eq!(protobuf(&from_text).len(), 5);
+    assert_eq!(protobuf(&from_text), protobuf(&got));
     // Without -J, consume writes the values alone.
     let values = lines(&run(
         &b,
@@ -680,4 +723,69 @@ fn schema_flags_are_checked_before_anything_is_opened() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn protobuf_from_local_files_and_a_message_index_out_of_range() {
+    let Some(b) = broker() else { return };
+    let Some(g) = golden() else { return };
+    let ids = &g["registry"]["ids"];
+    let records = g["records"].as_array().unwrap();
+    let framed = |r: &Value| B64.decode(r["value"].as_str().unwrap()).unwrap();
+    let id_of = |bytes: &[u8]| u32::from_be_bytes(bytes[1..5].try_into().unwrap()).to_string();
+    // The Checkout records: framed, then message index [0] as the single byte 0.
+    let checkouts: Vec<&Value> = records
+        .iter()
+        .filter(|r| {
+            let v = framed(r);
+            ids[id_of(&v)]["schemaType"] == "PROTOBUF" && v[5] == 0
+        })
+        .collect();
+    assert_eq!(checkouts.len(), 3);
+    let unframed: Vec<Raw> = checkouts
+        .iter()
+        .map(|r| (None, framed(r)[6..].to_vec(), 0))
+        .collect();
+    let topic = topic_of(&b, "proto-local", &unframed);
+    let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema/checkout.proto");
+    let args = [
+        "consume",
+        "-q",
+        "--value-format",
+        "protobuf",
+        "--value-schema",
+        proto.to_str().unwrap(),
+        "--value-proto-type",
+        "acme.Checkout",
+    ];
+    let got = lines(&run(&b, &topic, &args));
+    let expected: Vec<&Value> = checkouts.iter().map(|r| &r["expected_value"]).collect();
+    assert_eq!(got.iter().collect::<Vec<_>>(), expected);
+    // Message index [5] where the file has two top-level messages.
+    let registry = Registry::start(&g["registry"]);
+    let mut bad = framed(checkouts[0]);
+    bad.splice(5..6, [2, 10]);
+    let topic = topic_of(
+        &b,
+        "proto-index",
+        &[(None, bad, 0), (None, framed(checkouts[1]), 0)],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let dead = dir.path().join("dead.ndjson");
+    let args = [
+        "consume",
+        "-q",
+        "-r",
+        &registry.url,
+        "--on-error",
+        "skip",
+        "--dead-letter",
+        dead.to_str().unwrap(),
+    ];
+    assert_eq!(
+        lines(&run(&b, &topic, &args)),
+        vec![checkouts[1]["expected_value"].clone()]
+    );
+    let dead = std::fs::read_to_string(&dead).unwrap();
+    assert!(dead.contains("message index [5] out of range"), "{dead}");
 }

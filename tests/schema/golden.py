@@ -9,6 +9,10 @@ Writes one JSON document to stdout:
             unions, decimals as strings keeping their scale, instants in RFC 3339 UTC, dates,
             base64 bytes).
 
+Protobuf records come from checkout.proto and money.proto beside this script, compiled with
+grpcio-tools; their expected JSON is MessageToDict's with the .proto's field names and fields
+without presence printed.
+
 Usage: golden.py > golden.json
        golden.py check URL < golden.json   confluent-kafka's client reads every schema and
                                            record back from the registry at URL (the tests'
@@ -167,7 +171,67 @@ def main():
         value_bytes = json_ser(refund, value_ctx)
         records.append({"key": b64(f"r-{i}".encode()), "value": b64(value_bytes),
                         "expected_key": f"r-{i}", "expected_value": json_de(value_bytes, value_ctx)})
+    records += protobuf_records()
     print(json.dumps({"registry": dump_registry(), "records": records, "money_id": money_id}, indent=1))
+
+
+def protobuf_records():
+    """Checkout and Refund messages through confluent-kafka's ProtobufSerializer."""
+    import importlib
+    import os
+    import tempfile
+    from google.protobuf import json_format
+    from grpc_tools import protoc
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = tempfile.mkdtemp()
+    include = os.path.join(os.path.dirname(protoc.__file__), "_proto")
+    for name in ["money.proto", "checkout.proto"]:
+        assert protoc.main(["protoc", f"-I{here}", f"-I{include}", f"--python_out={out}", name]) == 0
+    sys.path.insert(0, out)
+    pb = importlib.import_module("checkout_pb2")
+    conf = {"use.deprecated.format": False}
+    ctx = SerializationContext("proto", MessageField.VALUE)
+    records = []
+    to_dict = lambda m: json_format.MessageToDict(
+        m, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    ser, de = ProtobufSerializer(pb.Checkout, CLIENT, conf), ProtobufDeserializer(pb.Checkout, conf)
+    for i in range(3):
+        c = pb.Checkout(event_id=f"evt-{i}", amount_cents=[1250, -5, 2**62][i], status=i % 2,
+                        ratio=[0.1, -2.5e-8, 0.0][i], weight=[0.5, 0.0, -1.25][i], ok=i == 0,
+                        big=[0, 2**64 - 1, 7][i], delta=[-3, 0, 2**31 - 1][i],
+                        f64=[0, 2**63, 1][i], sf32=[-1, 0, 5][i])
+        if i != 1:
+            # Zero fields stay zero on the wire (nothing written): record 1 has them all.
+            c.occurred_at.FromJsonString(["2026-11-28T12:00:01.234Z", "", "2026-11-28T12:00:00Z"][i])
+            c.tags.extend([f"t{j}" for j in range(i + 1)])
+            c.counts.update({f"k{j}": j for j in range(i + 1)})
+            c.raw = bytes([0, 255, i])
+            c.note = f"note \"{i}\" é😀"
+            c.card = "4111"
+            c.took.FromJsonString(["1.500s", "", "-0.000001s"][i])
+            c.retries.value = i
+            c.attrs.update({"a": 1, "b": [True, None, "x"], "c": {"d": 2.5}})
+            c.line.sku, c.line.qty = f"sku-{i}", i
+            c.lines.add(sku="l1", qty=1)
+            c.lines.add(sku="l2", qty=2)
+            c.total.units, c.total.currency = 1234, "EUR"
+            c.packed.extend([1, -1, 300])
+            c.by_id[-7].sku = "neg"
+        if i == 2:
+            c.iban = "DE89"
+        value_bytes = ser(c, ctx)
+        records.append({"key": None, "value": b64(value_bytes), "expected_key": None,
+                        "expected_value": to_dict(de(value_bytes, ctx))})
+    ser, de = ProtobufSerializer(pb.Refund, CLIENT, conf), ProtobufDeserializer(pb.Refund, conf)
+    for i in range(2):
+        r = pb.Refund(refund_id=f"r-{i}")
+        if i:
+            r.line.sku = "x"
+        value_bytes = ser(r, SerializationContext("refunds", MessageField.VALUE))
+        records.append({"key": None, "value": b64(value_bytes), "expected_key": None,
+                        "expected_value": to_dict(de(value_bytes, ctx))})
+    return records
 
 
 def dump_registry():
@@ -201,6 +265,8 @@ def check(url):
     for r in golden["records"]:
         value = base64.b64decode(r["value"])
         schema_type = golden["registry"]["ids"][str(int.from_bytes(value[1:5], "big"))]["schemaType"]
+        if schema_type == "PROTOBUF":
+            continue  # its classes live in protobuf_records(); the ids are checked above
         if schema_type == "JSON":
             got = json_de(value, value_ctx)
         else:

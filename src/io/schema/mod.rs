@@ -1,11 +1,12 @@
 //! Keys and values in a schema's binary, decoded into the JSON the commands read: framed
 //! records by their schema ids through a registry (`registry`), unframed ones by a local
-//! schema file. Avro and JSON Schema; a Protobuf schema is refused by name.
+//! schema file: Avro, Protobuf and JSON Schema.
 //!
 //! Two kinds of failure: a record that does not decode (not framed, an unknown id, a
 //! payload that does not fit its schema) is a bad record under the error policy; a
 //! registry that cannot answer stops the run (exit 4).
 
+pub mod proto;
 pub mod registry;
 
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 
 use apache_avro::Schema;
 
+use self::proto::ProtoSchema;
 use self::registry::{Fetched, Registry, RegistryOptions};
 use crate::core::avro::{AvroDecoder, AvroJson};
 use crate::core::envelope::{Decoded, Message, Render};
@@ -26,6 +28,7 @@ use crate::runtime::Framing;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Avro,
+    Protobuf,
     JsonSchema,
 }
 
@@ -55,11 +58,26 @@ pub struct LocalSchema {
 
 impl LocalSchema {
     /// Reads and compiles the schema file of `format` (`flag` names it in errors).
-    pub fn read(format: Format, path: &Path, style: AvroJson, flag: &str) -> Result<LocalSchema> {
+    /// A `.proto` file's `proto.message` is the one read, its imports found under
+    /// `proto.includes`.
+    pub fn read(
+        format: Format,
+        path: &Path,
+        style: AvroJson,
+        flag: &str,
+        proto: &ProtoRequest,
+    ) -> Result<LocalSchema> {
         let usage = |m: String| Error::Usage(format!("{flag} {}: {m}", path.display()));
         let text = std::fs::read_to_string(path).map_err(|e| usage(e.to_string()))?;
         let codec = match format {
             Format::Avro => Codec::avro(&text, &[], style).map_err(usage)?,
+            Format::Protobuf => {
+                let message = proto.message.as_deref().ok_or_else(|| {
+                    usage("a .proto file needs the message to read: --value-proto-type or --key-proto-type NAME".into())
+                })?;
+                let schema = ProtoSchema::from_file(path, &proto.includes, message);
+                Codec::Protobuf(schema.map_err(usage)?)
+            }
             Format::JsonSchema => {
                 serde_json::from_str::<serde_json::Value>(&text)
                     .map_err(|e| usage(format!("not JSON: {e}")))?;
@@ -73,9 +91,19 @@ impl LocalSchema {
     }
 }
 
+/// What a local `.proto` file needs besides itself.
+#[derive(Clone, Debug, Default)]
+pub struct ProtoRequest {
+    /// The full name of the message the records are.
+    pub message: Option<String>,
+    /// `--proto-import-path` directories.
+    pub includes: Vec<PathBuf>,
+}
+
 #[derive(Clone, Debug)]
 enum Codec {
     Avro(Box<AvroDecoder>),
+    Protobuf(ProtoSchema),
     /// A JSON Schema's records are their JSON.
     Json,
 }
@@ -91,6 +119,7 @@ impl Codec {
     fn decode(&self, payload: &[u8], out: &mut Vec<u8>) -> std::result::Result<(), String> {
         match self {
             Codec::Avro(d) => d.decode(payload, out).map_err(|e| e.to_string()),
+            Codec::Protobuf(p) => p.decode(payload, out),
             Codec::Json => {
                 let text = std::str::from_utf8(payload)
                     .map_err(|_| "JSON that is not UTF-8".to_string())?;
@@ -220,11 +249,43 @@ fn compile(registry: &Registry, id: u32, f: &Fetched, style: AvroJson) -> Result
             Codec::avro(&f.schema, &named, style).map_err(refused)
         }
         "JSON" => Ok(Codec::Json),
-        "PROTOBUF" => Err(refused(
-            "a Protobuf schema, which weir does not decode yet".into(),
-        )),
+        "PROTOBUF" => {
+            let mut imports = HashMap::new();
+            proto_imports(registry, f, &mut imports, 0)?;
+            let schema = ProtoSchema::from_registry(&f.schema, &imports);
+            Ok(Codec::Protobuf(schema.map_err(refused)?))
+        }
         other => Err(refused(format!("a schema of type '{other}'"))),
     }
+}
+
+/// The `.proto` texts `f` imports, by import name, with theirs.
+fn proto_imports(
+    registry: &Registry,
+    f: &Fetched,
+    out: &mut HashMap<String, String>,
+    depth: usize,
+) -> Result<()> {
+    if depth > 32 {
+        return Err(Error::Usage(
+            "schema references nested more than 32 deep".into(),
+        ));
+    }
+    for r in &f.references {
+        if out.contains_key(&r.name) {
+            continue;
+        }
+        let target = fetch_reference(registry, r)?;
+        proto_imports(registry, &target, out, depth + 1)?;
+        out.insert(r.name.clone(), target.schema);
+    }
+    Ok(())
+}
+
+fn fetch_reference(registry: &Registry, r: &registry::Reference) -> Result<Fetched> {
+    registry.by_subject(&r.subject, r.version)?.ok_or_else(|| {
+        Error::Usage(format!("the schema reference '{}' names subject '{}' version {}, which the registry at {} does not have", r.name, r.subject, r.version, registry.url()))
+    })
 }
 
 /// Appends the texts of the schemas `f` refers to, those they refer to first.
@@ -235,9 +296,7 @@ fn references(registry: &Registry, f: &Fetched, out: &mut Vec<String>, depth: us
         ));
     }
     for r in &f.references {
-        let target = registry.by_subject(&r.subject, r.version)?.ok_or_else(|| {
-            Error::Usage(format!("the schema reference '{}' names subject '{}' version {}, which the registry at {} does not have", r.name, r.subject, r.version, registry.url()))
-        })?;
+        let target = fetch_reference(registry, r)?;
         references(registry, &target, out, depth + 1)?;
         if !out.contains(&target.schema) {
             out.push(target.schema);

@@ -5,6 +5,7 @@
 //! and then, like a 401 or 403 or a body that is not the registry's JSON, an outage: the
 //! run stops with exit 4 rather than call a whole topic's records bad.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -91,6 +92,8 @@ pub struct Reference {
 pub struct Registry {
     options: RegistryOptions,
     agent: ureq::Agent,
+    /// Subject versions asked for (references shared by several schemas are asked once).
+    subjects: std::sync::Mutex<HashMap<(String, i64), Option<Fetched>>>,
 }
 
 /// Tries of a call that fails with a 5xx or no answer, the first included.
@@ -107,6 +110,7 @@ impl Registry {
         Ok(Registry {
             agent: config.build().into(),
             options,
+            subjects: Default::default(),
         })
     }
 
@@ -121,15 +125,19 @@ impl Registry {
 
     /// A subject's version (a reference's target).
     pub fn by_subject(&self, subject: &str, version: i64) -> Result<Option<Fetched>> {
-        let version = if version < 0 {
-            "latest".to_string()
-        } else {
-            version.to_string()
+        let key = (subject.to_string(), version);
+        if let Some(known) = self.subjects.lock().expect("not poisoned").get(&key) {
+            return Ok(known.clone());
+        }
+        let shown = match version {
+            v if v < 0 => "latest".to_string(),
+            v => v.to_string(),
         };
-        self.get(&format!(
-            "/subjects/{}/versions/{version}",
-            encode_path(subject)
-        ))
+        let path = format!("/subjects/{}/versions/{shown}", encode_path(subject));
+        let fetched: Option<Fetched> = self.get(&path)?;
+        let mut known = self.subjects.lock().expect("not poisoned");
+        known.insert(key, fetched.clone());
+        Ok(fetched)
     }
 
     fn get<T: for<'de> Deserialize<'de>>(&self, path: &str) -> Result<Option<T>> {

@@ -1,0 +1,174 @@
+//! `.proto` sources compiled in process (protox: no `protoc`), from a registry's schema and
+//! its references or from files under import paths; `google/protobuf/*.proto` are bundled.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use prost_reflect::{DescriptorPool, MessageDescriptor};
+use protox::file::{
+    ChainFileResolver, File, FileResolver, GoogleFileResolver, IncludeFileResolver,
+};
+
+use crate::core::framing::message_indexes;
+use crate::core::protobuf::ProtoDecoder;
+
+/// The name a registry's schema is compiled under; its references keep their own.
+const ROOT: &str = "schema.proto";
+
+/// A compiled `.proto` file: the decoder of its pool, and its messages in the order the
+/// registry's message indexes count them (top-level, then each one's nested types).
+#[derive(Clone, Debug)]
+pub struct ProtoSchema {
+    decoder: Arc<ProtoDecoder>,
+    tree: Vec<MessageTree>,
+    /// A local schema's message (`--value-proto-type`), read without indexes.
+    fixed: Option<usize>,
+}
+
+#[derive(Clone, Debug)]
+struct MessageTree {
+    node: usize,
+    nested: Vec<MessageTree>,
+}
+
+impl ProtoSchema {
+    /// The registry's schema text with its references' texts by import name.
+    pub fn from_registry(
+        source: &str,
+        imports: &HashMap<String, String>,
+    ) -> Result<ProtoSchema, String> {
+        let mut resolver = ChainFileResolver::new();
+        let mut sources = imports.clone();
+        sources.insert(ROOT.into(), source.into());
+        resolver.add(Sources(sources));
+        resolver.add(GoogleFileResolver::new());
+        let pool = compile(resolver, ROOT)?;
+        Ok(Self::of(&pool, ROOT))
+    }
+
+    /// A file under `--proto-import-path` directories (and its own), reading `message`.
+    pub fn from_file(
+        path: &std::path::Path,
+        includes: &[PathBuf],
+        message: &str,
+    ) -> Result<ProtoSchema, String> {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let mut resolver = ChainFileResolver::new();
+        for include in includes.iter().map(PathBuf::as_path).chain([dir]) {
+            resolver.add(IncludeFileResolver::new(include.to_path_buf()));
+        }
+        resolver.add(GoogleFileResolver::new());
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or("not a file name")?;
+        let pool = compile(resolver, name)?;
+        let mut schema = Self::of(&pool, name);
+        let fixed = schema.decoder.message(message).ok_or_else(|| {
+            let file = pool.get_file_by_name(name);
+            let known: Vec<String> = file
+                .iter()
+                .flat_map(|f| f.messages())
+                .map(|m| m.full_name().to_string())
+                .collect();
+            format!("no message '{message}' (the file has {})", known.join(", "))
+        })?;
+        schema.fixed = Some(fixed);
+        Ok(schema)
+    }
+
+    fn of(pool: &DescriptorPool, file: &str) -> ProtoSchema {
+        let decoder = ProtoDecoder::new(pool);
+        let tree = match pool.get_file_by_name(file) {
+            Some(f) => f.messages().map(|m| tree(&decoder, &m)).collect(),
+            None => Vec::new(),
+        };
+        ProtoSchema {
+            decoder: Arc::new(decoder),
+            tree,
+            fixed: None,
+        }
+    }
+
+    /// Appends the JSON of `payload`: a local schema's message, or the message its indexes
+    /// name.
+    pub fn decode(&self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        if let Some(m) = self.fixed {
+            return self
+                .decoder
+                .decode(m, payload, out)
+                .map_err(|e| e.to_string());
+        }
+        let (indexes, message) = message_indexes(payload)?;
+        let mut level = &self.tree;
+        let mut node = None;
+        for &i in &indexes {
+            let found = usize::try_from(i).ok().and_then(|i| level.get(i));
+            let found = found.ok_or_else(|| {
+                format!(
+                    "message index {indexes:?} out of range (the schema has {} there)",
+                    level.len()
+                )
+            })?;
+            node = Some(found.node);
+            level = &found.nested;
+        }
+        let m = node.expect("at least one index");
+        self.decoder
+            .decode(m, message, out)
+            .map_err(|e| e.to_string())
+    }
+}
+
+fn tree(decoder: &ProtoDecoder, m: &MessageDescriptor) -> MessageTree {
+    MessageTree {
+        node: decoder
+            .message(m.full_name())
+            .expect("compiled from the same pool"),
+        nested: m.child_messages().map(|c| tree(decoder, &c)).collect(),
+    }
+}
+
+fn compile(resolver: impl FileResolver + 'static, name: &str) -> Result<DescriptorPool, String> {
+    let mut compiler = protox::Compiler::with_file_resolver(resolver);
+    compiler.include_imports(true);
+    compiler
+        .open_file(name)
+        .map_err(|e| format!("not a .proto weir can compile: {e}"))?;
+    Ok(compiler.descriptor_pool())
+}
+
+/// `.proto` sources held in memory, by import name.
+struct Sources(HashMap<String, String>);
+
+impl FileResolver for Sources {
+    fn open_file(&self, name: &str) -> Result<File, protox::Error> {
+        let Some(source) = self.0.get(name) else {
+            return Err(protox::Error::file_not_found(name));
+        };
+        // Registries answer `.proto` text; a schema registered as a serialized descriptor
+        // (base64, as some clients send it) may come back as it went.
+        match serialized_descriptor(source) {
+            Some(mut descriptor) => {
+                descriptor.name = Some(name.to_string());
+                Ok(File::from_file_descriptor_proto(descriptor))
+            }
+            None => File::from_source(name, source),
+        }
+    }
+}
+
+/// A base64 `FileDescriptorProto`, if `source` is one (`.proto` text never decodes as one:
+/// its spaces and semicolons are not base64).
+fn serialized_descriptor(source: &str) -> Option<prost_types::FileDescriptorProto> {
+    use base64::Engine as _;
+    use prost::Message as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(source.trim())
+        .ok()?;
+    prost_types::FileDescriptorProto::decode(bytes.as_slice()).ok()
+}
