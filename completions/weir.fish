@@ -54,6 +54,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l key-format -d 'Key
 protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand consume" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand consume" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
@@ -100,6 +101,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l key-format -d 'Keys
 protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand window" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
@@ -169,6 +171,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l key-form
 protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
@@ -219,6 +222,7 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key-format -d 'Keys
 protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
@@ -276,6 +280,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l key-format -d 'Keys
 protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand replay" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand replay" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F

@@ -239,6 +239,12 @@ pub struct SchemaArgs {
     )]
     pub key_schema: Option<PathBuf>,
 
+    /// Read every Avro value into this reader schema (.avsc), whatever schema it was written
+    /// with, by the Avro specification's resolution: fields matched by name, defaults for the
+    /// missing, numbers widened. One shape across a subject's versions.
+    #[arg(long, value_name = "FILE", help_heading = "Schemas")]
+    pub reader_schema: Option<PathBuf>,
+
     /// The message a --value-format protobuf value is (its full name, package.Message).
     #[arg(long, value_name = "NAME", help_heading = "Schemas")]
     pub value_proto_type: Option<String>,

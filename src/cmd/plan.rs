@@ -65,6 +65,7 @@ fn schema_request(s: &SchemaArgs) -> SchemaRequest {
         },
         value_proto: proto(&s.value_proto_type),
         key_proto: proto(&s.key_proto_type),
+        reader: s.reader_schema.clone(),
     }
 }
 

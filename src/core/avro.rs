@@ -16,6 +16,8 @@
 
 use std::collections::HashMap;
 
+use smallvec::SmallVec;
+
 use apache_avro::schema::{InnerDecimalSchema, Name, Schema, UuidSchema};
 
 use super::envelope::{write_base64_str, write_json_str};
@@ -36,13 +38,13 @@ const MAX_DEPTH: usize = 256;
 /// A schema compiled for decoding.
 #[derive(Clone, Debug)]
 pub struct AvroDecoder {
-    nodes: Vec<Node>,
-    root: usize,
-    style: AvroJson,
+    pub(super) nodes: Vec<Node>,
+    pub(super) root: usize,
+    pub(super) style: AvroJson,
 }
 
 #[derive(Clone, Debug)]
-enum Node {
+pub(super) enum Node {
     Null,
     Boolean,
     Int,
@@ -70,6 +72,42 @@ enum Node {
     /// An instant since the epoch in this unit; local (no `Z`) or UTC.
     Timestamp(Unit, bool),
     Duration,
+    /// A writer's record read into a reader's (`--reader-schema`).
+    Resolved(Box<ResolvedRecord>),
+    /// A writer's number or text read as the reader's wider type.
+    Promote(Prim, Prim),
+    /// A writer's branch, field or symbol the reader schema has no place for: this error.
+    Fail(Box<str>),
+    /// A writer's value read into a reader's union: in `Spec`, tagged with the branch.
+    Tagged(usize, Box<[u8]>),
+    /// A writer's union read into a reader's type that is no union: untagged.
+    Branches(Vec<usize>),
+}
+
+/// A record resolved against a reader's: the writer's fields in their order, each kept in a
+/// reader slot or skipped, and the reader's fields in theirs, from a slot or a default.
+#[derive(Clone, Debug)]
+pub(super) struct ResolvedRecord {
+    pub writer: Vec<(Option<usize>, usize)>,
+    pub reader: Vec<(Box<[u8]>, Source)>,
+}
+
+#[derive(Clone, Debug)]
+pub(super) enum Source {
+    Slot(usize),
+    /// The default's JSON.
+    Default(Box<[u8]>),
+}
+
+/// The types a promotion reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Prim {
+    Int,
+    Long,
+    Float,
+    Double,
+    String,
+    Bytes,
 }
 
 impl AvroDecoder {
@@ -149,12 +187,109 @@ impl AvroDecoder {
                 let symbol = symbol.ok_or_else(|| {
                     DecodeError::new(format!("enum symbol {i} of {}", symbols.len()))
                 })?;
+                if symbol.is_empty() {
+                    let why = format!("enum symbol {i} has no match in the reader schema");
+                    return Err(DecodeError::new(why));
+                }
                 out.extend_from_slice(symbol);
             }
             Node::Array(item) => self.write_blocks(*item, false, r, out, depth)?,
             Node::Map(value) => self.write_blocks(*value, true, r, out, depth)?,
             Node::Union(branches) => self.write_union(branches, r, out, depth)?,
+            Node::Resolved(record) => self.write_resolved(record, r, out, depth)?,
+            Node::Promote(from, to) => self.write_promoted(*from, *to, r, out)?,
+            Node::Fail(why) => return Err(DecodeError::new(why.to_string())),
+            Node::Tagged(node, tag) => {
+                let tagged = self.style == AvroJson::Spec;
+                if tagged {
+                    out.extend_from_slice(tag);
+                }
+                self.write(*node, r, out, depth + 1)?;
+                if tagged {
+                    out.push(b'}');
+                }
+            }
+            Node::Branches(nodes) => {
+                let i = r.long()?;
+                let node = usize::try_from(i)
+                    .ok()
+                    .and_then(|i| nodes.get(i))
+                    .ok_or_else(|| {
+                        DecodeError::new(format!("union branch {i} of {}", nodes.len()))
+                    })?;
+                self.write(*node, r, out, depth + 1)?;
+            }
             logical => self.write_logical(logical, r, out)?,
+        }
+        Ok(())
+    }
+
+    /// The writer's fields into slots (or skipped), then the reader's in its order.
+    fn write_resolved(
+        &self,
+        record: &ResolvedRecord,
+        r: &mut Reader,
+        out: &mut Vec<u8>,
+        depth: usize,
+    ) -> Result<(), DecodeError> {
+        let mut held = Vec::new();
+        let mut slots: SmallVec<[(usize, usize); 16]> = SmallVec::new();
+        slots.resize(record.reader.len(), (0, 0));
+        for (slot, node) in &record.writer {
+            let start = held.len();
+            self.write(*node, r, &mut held, depth + 1)?;
+            match slot {
+                Some(s) => slots[*s] = (start, held.len()),
+                None => held.truncate(start),
+            }
+        }
+        out.push(b'{');
+        for (i, (key, source)) in record.reader.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(key);
+            match source {
+                Source::Slot(s) => out.extend_from_slice(&held[slots[*s].0..slots[*s].1]),
+                Source::Default(json) => out.extend_from_slice(json),
+            }
+        }
+        out.push(b'}');
+        Ok(())
+    }
+
+    /// A writer's `from` value as the reader's `to`.
+    fn write_promoted(
+        &self,
+        from: Prim,
+        to: Prim,
+        r: &mut Reader,
+        out: &mut Vec<u8>,
+    ) -> Result<(), DecodeError> {
+        let number = match from {
+            Prim::Int | Prim::Long => r.long()? as f64,
+            Prim::Float => f64::from(f32::from_le_bytes(r.fixed(4)?.try_into().expect("4 bytes"))),
+            Prim::Double => f64::from_le_bytes(r.fixed(8)?.try_into().expect("8 bytes")),
+            Prim::String | Prim::Bytes => {
+                let b = r.bytes()?;
+                match to {
+                    Prim::Bytes => self.write_bytes(out, b),
+                    _ => write_json_str(
+                        out,
+                        std::str::from_utf8(b).map_err(|_| {
+                            DecodeError::new(
+                                "bytes that are not UTF-8, read as a string".to_string(),
+                            )
+                        })?,
+                    ),
+                }
+                return Ok(());
+            }
+        };
+        match to {
+            Prim::Long => write_int(out, number as i64),
+            Prim::Float => write_float(out, number as f32),
+            _ => write_double(out, number),
         }
         Ok(())
     }
@@ -429,7 +564,7 @@ fn write_float(out: &mut Vec<u8>, v: f32) {
     }
 }
 
-fn write_double(out: &mut Vec<u8>, v: f64) {
+pub(super) fn write_double(out: &mut Vec<u8>, v: f64) {
     match v.is_finite() {
         true => out.extend_from_slice(ryu::Buffer::new().format_finite(v).as_bytes()),
         false => write_non_finite(out, v.is_nan(), v > 0.0),
@@ -445,7 +580,7 @@ fn write_non_finite(out: &mut Vec<u8>, nan: bool, positive: bool) {
 }
 
 /// A big-endian two's complement unscaled value as a decimal string with `scale` places.
-fn write_decimal(out: &mut Vec<u8>, b: &[u8], scale: u32) {
+pub(super) fn write_decimal(out: &mut Vec<u8>, b: &[u8], scale: u32) {
     let digits = match b.len() {
         0 => "0".to_string(),
         1..=16 => {
@@ -503,20 +638,20 @@ fn write_duration(out: &mut Vec<u8>, b: &[u8]) {
 }
 
 /// Builds the nodes of a schema, named types once each.
-struct Compiler {
-    nodes: Vec<Node>,
-    names: HashMap<String, usize>,
-    style: AvroJson,
+pub(super) struct Compiler {
+    pub nodes: Vec<Node>,
+    pub names: HashMap<String, usize>,
+    pub style: AvroJson,
 }
 
 impl Compiler {
-    fn add(&mut self, node: Node) -> usize {
+    pub(super) fn add(&mut self, node: Node) -> usize {
         self.nodes.push(node);
         self.nodes.len() - 1
     }
 
     /// The node of `s`, whose enclosing namespace is `ns`.
-    fn compile(&mut self, s: &Schema, ns: Option<&str>) -> Result<usize, String> {
+    pub(super) fn compile(&mut self, s: &Schema, ns: Option<&str>) -> Result<usize, String> {
         let node = match s {
             Schema::Null => Node::Null,
             Schema::Boolean => Node::Boolean,
@@ -634,7 +769,7 @@ impl Compiler {
 }
 
 /// The name the spec's JSON encoding tags a union branch with.
-fn type_name(s: &Schema, ns: Option<&str>) -> String {
+pub(super) fn type_name(s: &Schema, ns: Option<&str>) -> String {
     let named = |n: &Name| n.fullname(ns);
     match s {
         Schema::Record(r) => named(&r.name),
@@ -660,7 +795,7 @@ fn type_name(s: &Schema, ns: Option<&str>) -> String {
     }
 }
 
-fn json_string(s: &str) -> Vec<u8> {
+pub(super) fn json_string(s: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len() + 2);
     write_json_str(&mut out, s);
     out

@@ -75,11 +75,16 @@ pub struct SchemaRequest {
     pub value_proto: ProtoRequest,
     /// `--key-proto-type` and `--proto-import-path`, for a `.proto` key schema.
     pub key_proto: ProtoRequest,
+    /// `--reader-schema`.
+    pub reader: Option<PathBuf>,
 }
 
 impl SchemaRequest {
     fn asked(&self) -> bool {
-        self.registry.is_some() || self.value.is_some() || self.key.is_some()
+        self.registry.is_some()
+            || self.value.is_some()
+            || self.key.is_some()
+            || self.reader.is_some()
     }
 
     /// Checks the request: the registry's URL and properties, the local schemas read.
@@ -96,18 +101,36 @@ impl SchemaRequest {
         if registry.is_some() && self.value.is_some() {
             return Err(Error::Usage("--value-schema decodes unframed values; with --schema-registry each framed value's own schema decodes it: give one of them".into()));
         }
-        let local = |part: &Option<(Format, PathBuf)>, flag: &str, proto: &ProtoRequest| {
+        let reader = self.reader.as_deref().map(read_reader_schema).transpose()?;
+        let local = |part: &Option<(Format, PathBuf)>, flag: &str, proto: &ProtoRequest, reader| {
             (part.as_ref())
-                .map(|(format, path)| LocalSchema::read(*format, path, self.style, flag, proto))
+                .map(|(format, path)| {
+                    LocalSchema::read(*format, path, self.style, flag, proto, reader)
+                })
                 .transpose()
         };
         Ok(SchemaPlan {
             registry,
-            value: local(&self.value, "--value-schema", &self.value_proto)?,
-            key: local(&self.key, "--key-schema", &self.key_proto)?,
+            value: local(
+                &self.value,
+                "--value-schema",
+                &self.value_proto,
+                reader.as_ref(),
+            )?,
+            key: local(&self.key, "--key-schema", &self.key_proto, None)?,
+            reader,
             style: self.style,
         })
     }
+}
+
+/// `--reader-schema FILE.avsc`, parsed.
+fn read_reader_schema(path: &std::path::Path) -> Result<std::sync::Arc<apache_avro::Schema>> {
+    let usage = |m: String| Error::Usage(format!("--reader-schema {}: {m}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| usage(e.to_string()))?;
+    let schema = apache_avro::Schema::parse_str(&text)
+        .map_err(|e| usage(format!("not an Avro schema: {e}")))?;
+    Ok(std::sync::Arc::new(schema))
 }
 
 /// Where a command's records come from, checked, with nothing opened yet.

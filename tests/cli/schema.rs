@@ -789,3 +789,90 @@ fn protobuf_from_local_files_and_a_message_index_out_of_range() {
     let dead = std::fs::read_to_string(&dead).unwrap();
     assert!(dead.contains("message index [5] out of range"), "{dead}");
 }
+
+#[test]
+fn a_reader_schema_gives_two_schema_versions_one_shape() {
+    let Some(b) = broker() else { return };
+    let Some(g) = golden() else { return };
+    let registry = Registry::start(&g["registry"]);
+    // The eight Checkout records: four of version 1 (no channel), four of version 2.
+    let records: Vec<Raw> = golden_records(&g).into_iter().take(8).collect();
+    let topic = topic_of(&b, "reader-schema", &records);
+    let dir = tempfile::tempdir().unwrap();
+    let mut reader: Value =
+        serde_json::from_str(g["registry"]["ids"]["3"]["schema"].as_str().unwrap()).unwrap();
+    // The reader drops the fx field, reads ratio as a double it already is and n as a long,
+    // and adds a field with a default.
+    let fields = reader["fields"].as_array_mut().unwrap();
+    fields.retain(|f| f["name"] != "fx");
+    for f in fields.iter_mut() {
+        if f["name"] == "n" {
+            f["type"] = json!("long");
+        }
+    }
+    fields.push(json!({"name": "region", "type": "string", "default": "eu"}));
+    let avsc = dir.path().join("reader.avsc");
+    std::fs::write(&avsc, reader.to_string()).unwrap();
+    let got = lines(&run(
+        &b,
+        &topic,
+        &[
+            "consume",
+            "-q",
+            "-r",
+            &registry.url,
+            "--reader-schema",
+            avsc.to_str().unwrap(),
+            "--partitions",
+            "0",
+        ],
+    ));
+    let expected: Vec<&Value> = g["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(8)
+        .step_by(2)
+        .map(|r| &r["expected_value"])
+        .collect();
+    assert_eq!(got.len(), 4);
+    for (value, written) in got.iter().zip(expected) {
+        let mut want = written.as_object().unwrap().clone();
+        want.remove("fx");
+        want.entry("channel").or_insert(json!("web"));
+        want.insert("region".into(), json!("eu"));
+        assert_eq!(value, &Value::Object(want));
+        let names: Vec<&String> = value.as_object().unwrap().keys().collect();
+        let reader_names: Vec<&str> = fields_of(&reader);
+        assert_eq!(names, reader_names, "the reader's field order");
+    }
+    // A writer schema the reader cannot read: exit 2 naming the schema id.
+    std::fs::write(&avsc, r#"{"type":"record","name":"Checkout","namespace":"com.acme","fields":[{"name":"missing","type":"int"}]}"#).unwrap();
+    let out = run(
+        &b,
+        &topic,
+        &[
+            "consume",
+            "-q",
+            "-r",
+            &registry.url,
+            "--reader-schema",
+            avsc.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("schema id") && stderr.contains("missing") && stderr.contains("no default"),
+        "{stderr}"
+    );
+}
+
+fn fields_of(schema: &Value) -> Vec<&str> {
+    schema["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect()
+}

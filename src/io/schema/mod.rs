@@ -40,6 +40,8 @@ pub struct SchemaPlan {
     pub value: Option<LocalSchema>,
     pub key: Option<LocalSchema>,
     pub style: AvroJson,
+    /// `--reader-schema`: every Avro value's writer schema is read into this one.
+    pub reader: Option<Arc<Schema>>,
 }
 
 impl SchemaPlan {
@@ -66,11 +68,14 @@ impl LocalSchema {
         style: AvroJson,
         flag: &str,
         proto: &ProtoRequest,
+        reader: Option<&Arc<Schema>>,
     ) -> Result<LocalSchema> {
         let usage = |m: String| Error::Usage(format!("{flag} {}: {m}", path.display()));
         let text = std::fs::read_to_string(path).map_err(|e| usage(e.to_string()))?;
         let codec = match format {
-            Format::Avro => Codec::avro(&text, &[], style).map_err(usage)?,
+            Format::Avro => {
+                Codec::avro(&text, &[], &AvroTarget::new(style, reader)).map_err(usage)?
+            }
             Format::Protobuf => {
                 let message = proto.message.as_deref().ok_or_else(|| {
                     usage("a .proto file needs the message to read: --value-proto-type or --key-proto-type NAME".into())
@@ -108,11 +113,35 @@ enum Codec {
     Json,
 }
 
+/// What an Avro record becomes: the JSON style, and the reader schema it is read into.
+#[derive(Clone, Debug)]
+struct AvroTarget {
+    style: AvroJson,
+    reader: Option<Arc<Schema>>,
+}
+
+impl AvroTarget {
+    fn new(style: AvroJson, reader: Option<&Arc<Schema>>) -> AvroTarget {
+        AvroTarget {
+            style,
+            reader: reader.cloned(),
+        }
+    }
+}
+
 impl Codec {
-    fn avro(schema: &str, named: &[String], style: AvroJson) -> std::result::Result<Codec, String> {
+    fn avro(
+        schema: &str,
+        named: &[String],
+        target: &AvroTarget,
+    ) -> std::result::Result<Codec, String> {
         let (schema, named) = Schema::parse_str_with_list(schema, named)
             .map_err(|e| format!("not an Avro schema: {e}"))?;
-        let decoder = AvroDecoder::new(&schema, &named, style)?;
+        let decoder = match &target.reader {
+            None => AvroDecoder::new(&schema, &named, target.style)?,
+            Some(reader) => AvroDecoder::resolving((&schema, &named), (reader, &[]), target.style)
+                .map_err(|e| format!("cannot be read as --reader-schema: {e}"))?,
+        };
         Ok(Codec::Avro(Box::new(decoder)))
     }
 
@@ -148,11 +177,13 @@ pub enum Failure {
 /// The decoders of one source: a registry's schemas, fetched once per id, and local ones.
 pub struct Decoders {
     registry: Option<Registry>,
-    /// Each id asked for; `None`: the registry has no such id.
-    by_id: HashMap<u32, Option<Arc<Codec>>>,
+    /// Each id asked for, for values (true) or keys; `None`: the registry has no such id.
+    by_id: HashMap<(u32, bool), Option<Arc<Codec>>>,
     value: Option<Codec>,
     key: Option<Codec>,
-    style: AvroJson,
+    /// Values are read into the reader schema; keys as they were written.
+    values: AvroTarget,
+    keys: AvroTarget,
 }
 
 impl Decoders {
@@ -162,7 +193,8 @@ impl Decoders {
             by_id: HashMap::new(),
             value: plan.value.as_ref().map(|l| l.codec.clone()),
             key: plan.key.as_ref().map(|l| l.codec.clone()),
-            style: plan.style,
+            values: AvroTarget::new(plan.style, plan.reader.as_ref()),
+            keys: AvroTarget::new(plan.style, None),
         })
     }
 
@@ -180,7 +212,7 @@ impl Decoders {
                 .map_err(Failure::Record);
         }
         let (id, payload) = unframe(bytes).map_err(Failure::Record)?;
-        self.by_id(id)?
+        self.by_id(id, true)?
             .decode(payload, out)
             .map_err(|e| Failure::Record(format!("schema id {id}: {e}")))?;
         Ok(Some(id))
@@ -203,7 +235,7 @@ impl Decoders {
             return Ok(None);
         }
         let (id, payload) = unframe(bytes).map_err(Failure::Record)?;
-        self.by_id(id)?
+        self.by_id(id, false)?
             .decode(payload, out)
             .map_err(|e| Failure::Record(format!("schema id {id}: {e}")))?;
         Ok(Some(Some(id)))
@@ -214,8 +246,8 @@ impl Decoders {
         self.value.is_some() || self.registry.is_some()
     }
 
-    fn by_id(&mut self, id: u32) -> std::result::Result<Arc<Codec>, Failure> {
-        if let Some(known) = self.by_id.get(&id) {
+    fn by_id(&mut self, id: u32, value: bool) -> std::result::Result<Arc<Codec>, Failure> {
+        if let Some(known) = self.by_id.get(&(id, value)) {
             return known.clone().ok_or_else(|| not_found(id));
         }
         let registry = self.registry.as_ref().ok_or_else(|| {
@@ -224,13 +256,14 @@ impl Decoders {
             ))
         })?;
         let fetched = registry.by_id(id).map_err(Failure::Fatal)?;
+        let target = if value { &self.values } else { &self.keys };
         let codec = match fetched {
             None => None,
             Some(f) => Some(Arc::new(
-                compile(registry, id, &f, self.style).map_err(Failure::Fatal)?,
+                compile(registry, id, &f, target).map_err(Failure::Fatal)?,
             )),
         };
-        self.by_id.insert(id, codec.clone());
+        self.by_id.insert((id, value), codec.clone());
         codec.ok_or_else(|| not_found(id))
     }
 }
@@ -240,13 +273,13 @@ fn not_found(id: u32) -> Failure {
 }
 
 /// The codec of a registry's schema, its references fetched (depth first, each once).
-fn compile(registry: &Registry, id: u32, f: &Fetched, style: AvroJson) -> Result<Codec> {
+fn compile(registry: &Registry, id: u32, f: &Fetched, target: &AvroTarget) -> Result<Codec> {
     let refused = |m: String| Error::Usage(format!("schema id {id} at {}: {m}", registry.url()));
     match f.kind.as_str() {
         "AVRO" => {
             let mut named = Vec::new();
             references(registry, f, &mut named, 0)?;
-            Codec::avro(&f.schema, &named, style).map_err(refused)
+            Codec::avro(&f.schema, &named, target).map_err(refused)
         }
         "JSON" => Ok(Codec::Json),
         "PROTOBUF" => {
