@@ -165,6 +165,9 @@ pub struct ShardRecord<'a> {
     /// The partition key (always text in Kinesis).
     pub key: &'a str,
     pub value: &'a [u8],
+    /// The value is JSON decoded from a schema's binary, framed with this schema id (`None`:
+    /// a local schema's unframed datum).
+    pub decoded: Option<Option<u32>>,
 }
 
 /// Appends the envelope of a Kinesis record (one line, no newline) to `out`:
@@ -195,6 +198,12 @@ pub fn write_shard_envelope(out: &mut Vec<u8>, r: &ShardRecord<'_>) {
     out.extend_from_slice(b",\"key\":");
     write_json_str(out, r.key);
     out.extend_from_slice(b",\"value\":");
+    if r.decoded.is_some() {
+        out.extend_from_slice(r.value);
+        write_schema_id(out, "value", r.decoded);
+        out.push(b'}');
+        return;
+    }
     if let Some(encoding) = write_value(out, Some(r.value)) {
         out.extend_from_slice(b",\"value_encoding\":\"");
         out.extend_from_slice(encoding.as_bytes());
@@ -863,6 +872,7 @@ mod tests {
             arrival: Some(1_795_867_201_234),
             key: "m-42",
             value: b"v1",
+            decoded: None,
         };
         let mut out = Vec::new();
         KcatFormat::parse("%t %p %o %k %K %s %S %T [%h]")

@@ -146,6 +146,7 @@ pub enum SourcePlan {
         spec: KinesisSpec,
         read: kinesis::ReadPlan,
         options: AwsOptions,
+        schemas: Box<SchemaPlan>,
     },
 }
 
@@ -192,11 +193,14 @@ impl SourcePlan {
 }
 
 fn kinesis_plan(spec: KinesisSpec, request: &SourceRequest) -> Result<SourcePlan> {
-    if request.schemas.asked() {
+    if request.schemas.key.is_some() {
         return Err(Error::Usage(
-            "--schema-registry, --value-schema and --key-schema decode a Kafka source's records; Kinesis records are read as they are".into(),
+            "--key-schema: a Kinesis record's partition key is text; only values are decoded"
+                .into(),
         ));
     }
+    // -X schema.registry.* and -F go with -r whatever the source.
+    let schemas = Box::new(request.schemas.plan(&request.clients.kafka()?)?);
     if request.group.is_some() {
         return Err(Error::Usage(
             "a Kinesis read has no consumer group: --checkpoint PATH keeps its position (and weir lag reads it)".into(),
@@ -219,6 +223,7 @@ fn kinesis_plan(spec: KinesisSpec, request: &SourceRequest) -> Result<SourcePlan
         spec,
         read,
         options: request.clients.aws(),
+        schemas,
     })
 }
 
@@ -491,12 +496,17 @@ impl crate::runtime::Input for InputPlan {
                 spec,
                 read,
                 options,
+                schemas,
             } => {
                 let runtime = kinesis::client::runtime()?;
                 let client = KinesisClient::connect(&runtime, spec, options)?;
                 let empty = Default::default();
                 let resume = restored.map(|r| &r.shards).unwrap_or(&empty);
-                Box::new(KinesisSource::open(runtime, client, read, render, resume)?)
+                let mut source = KinesisSource::open(runtime, client, read, render, resume)?;
+                if schemas.decodes() {
+                    source.decode_with(Decoders::open(schemas)?);
+                }
+                Box::new(source)
             }
         })
     }

@@ -876,3 +876,65 @@ fn fields_of(schema: &Value) -> Vec<&str> {
         .map(|f| f["name"].as_str().unwrap())
         .collect()
 }
+
+#[test]
+fn a_kinesis_stream_of_framed_values_decodes_as_a_topic_does() {
+    let Some(s) = super::kinesis::kinesis_local() else {
+        return;
+    };
+    let Some(g) = golden() else { return };
+    let registry = Registry::start(&g["registry"]);
+    let stream = s.stream("framed", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("envelopes.ndjson");
+    let records = g["records"].as_array().unwrap();
+    let mut f = std::fs::File::create(&file).unwrap();
+    for (i, r) in records.iter().enumerate() {
+        writeln!(
+            f,
+            "{}",
+            json!({"key": format!("k{i}"), "value": r["value"], "value_encoding": "base64"})
+        )
+        .unwrap();
+    }
+    drop(f);
+    let put = s.weir(&[
+        "replay",
+        "-q",
+        "-J",
+        file.to_str().unwrap(),
+        "-o",
+        &s.url(&stream),
+    ]);
+    assert!(put.status.success(), "{put:?}");
+    let out = s.weir(&[
+        "consume",
+        "-J",
+        "-e",
+        "-q",
+        &s.url(&stream),
+        "-r",
+        &registry.url,
+    ]);
+    let got = lines(&out);
+    assert_eq!(got.len(), records.len());
+    for (envelope, r) in got.iter().zip(records) {
+        assert_eq!(envelope["value"], r["expected_value"]);
+        let value = B64.decode(r["value"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            envelope["value_schema_id"],
+            u32::from_be_bytes(value[1..5].try_into().unwrap())
+        );
+    }
+    // Keys are partition keys, text: no key schema on Kinesis.
+    let refused = s.weir(&[
+        "consume",
+        "-e",
+        &s.url(&stream),
+        "--key-format",
+        "avro",
+        "--key-schema",
+        "k.avsc",
+    ]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+}

@@ -36,6 +36,7 @@ use crate::core::kpl;
 use crate::core::record::RecordError;
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
+use crate::io::schema::{Decoders, Decoding};
 
 use crate::runtime::{Feed, Framing, ShardPosition, ShardResume, Source, Starts};
 
@@ -56,6 +57,8 @@ pub struct KinesisSource {
     resume: BTreeMap<String, ShardResume>,
     /// When the read started (local time): -e reads what had arrived by then.
     started: Millis,
+    /// Values in a schema's binary are decoded into JSON before they are rendered.
+    decoding: Option<Decoding>,
 }
 
 impl KinesisSource {
@@ -92,7 +95,13 @@ impl KinesisSource {
             listed,
             resume: resume.clone(),
             started,
+            decoding: None,
         })
+    }
+
+    /// Decodes values with these before rendering them.
+    pub fn decode_with(&mut self, decoders: Decoders) {
+        self.decoding = Some(Decoding::new(decoders));
     }
 
     /// The lineage at the start: every shard listed, those a checkpoint finished marked so,
@@ -194,7 +203,7 @@ enum Start {
 }
 
 impl Source for KinesisSource {
-    fn read(self: Box<Self>, feed: &mut Feed) -> Result<()> {
+    fn read(mut self: Box<Self>, feed: &mut Feed) -> Result<()> {
         let (tx, mut rx) = mpsc::channel(RESPONSES_IN_FLIGHT);
         let cancel = Arc::new(AtomicBool::new(false));
         let skips: HashMap<String, (String, u64)> = self
@@ -222,6 +231,7 @@ impl Source for KinesisSource {
         let mut renderer = Renderer {
             stream: Arc::from(self.plan.stream.as_str()),
             render: self.render,
+            decoding: self.decoding.take(),
             skips,
             pending: Framing::new(feed),
         };
@@ -244,6 +254,8 @@ impl Source for KinesisSource {
 struct Renderer {
     stream: Arc<str>,
     render: Render,
+    /// Values in a schema's binary are decoded into JSON before they are rendered.
+    decoding: Option<Decoding>,
     /// Per shard, a KPL aggregate a checkpoint stopped inside: its sequence number and the
     /// last subsequence handled, whose user records are skipped when it comes again.
     skips: HashMap<String, (String, u64)>,
@@ -282,7 +294,11 @@ impl Renderer {
             match event {
                 Event::Records { shard, records, .. } => {
                     for record in records {
-                        self.add(&shard, record);
+                        if let Err(e) = self.add(&shard, record) {
+                            // The records before the one that stopped the run go on.
+                            self.pending.hand_over(feed, &self.stream)?;
+                            return Err(e);
+                        }
                         if self.pending.is_full() {
                             self.pending.hand_over(feed, &self.stream)?;
                         }
@@ -315,7 +331,7 @@ impl Renderer {
 
     /// Renders one Kinesis record (or each user record of a KPL aggregate) into the chunk
     /// in the making.
-    fn add(&mut self, shard: &Arc<str>, record: Record) {
+    fn add(&mut self, shard: &Arc<str>, record: Record) -> Result<()> {
         let sequence: Arc<str> = Arc::from(record.sequence_number);
         let arrival = record
             .approximate_arrival_timestamp
@@ -337,11 +353,11 @@ impl Renderer {
             arrival,
             key: &key,
             value: &data,
+            decoded: None,
         };
+        let decoding = &mut self.decoding;
         if !kpl::is_aggregated(&data) {
-            write(&self.render, &mut p.data, &message);
-            p.push(at(None));
-            return;
+            return emit(&self.render, decoding.as_mut(), p, &message, at(None));
         }
         let unpacked = kpl::deaggregate(&data);
         let (aggregate, index) = match &unpacked {
@@ -354,7 +370,7 @@ impl Renderer {
                     reason: reason.clone(),
                 };
                 p.push_bad(at(None), error);
-                return;
+                return Ok(());
             }
         };
         // Resuming inside this aggregate: its user records up to the checkpoint's are done.
@@ -374,16 +390,50 @@ impl Renderer {
             message.subsequence = Some(sub);
             message.key = user.key;
             message.value = user.data;
-            write(&self.render, &mut p.data, &message);
-            p.push(at(Some(sub)));
+            emit(&self.render, decoding.as_mut(), p, &message, at(Some(sub)))?;
+        }
+        Ok(())
+    }
+}
+
+/// Renders one record into the chunk in the making, its value decoded first when there are
+/// decoders; one that does not decode goes as it came, as a bad record.
+fn emit(
+    render: &Render,
+    decoding: Option<&mut Decoding>,
+    p: &mut Framing<ShardPosition>,
+    message: &ShardRecord<'_>,
+    at: ShardPosition,
+) -> Result<()> {
+    let Some(d) = decoding else {
+        write(render, &mut p.data, message);
+        p.push(at);
+        return Ok(());
+    };
+    match d.value(message.value)? {
+        Ok((json, id)) => {
+            let decoded = ShardRecord {
+                value: json,
+                decoded: Some(id),
+                ..message.clone()
+            };
+            write(render, &mut p.data, &decoded);
+            p.push(at);
+        }
+        Err(reason) => {
+            write(render, &mut p.data, message);
+            let path = "value".to_string();
+            p.push_bad(at, RecordError::BadValue { path, reason });
         }
     }
+    Ok(())
 }
 
 /// Writes a record as the command wants it: its envelope, or its value or a kcat format
 /// (`consume`).
 fn write(render: &Render, out: &mut Vec<u8>, record: &ShardRecord<'_>) {
     match render {
+        Render::Value if record.decoded.is_some() => out.extend_from_slice(record.value),
         Render::Value => write_value_line(out, Some(record.value)),
         Render::Envelope => write_shard_envelope(out, record),
         Render::Format(format) => format.write(out, record),

@@ -338,6 +338,9 @@ fn references(registry: &Registry, f: &Fetched, out: &mut Vec<String>, depth: us
     Ok(())
 }
 
+/// A value's JSON and the schema id it was framed with, or why it did not decode.
+pub type DecodedValue<'a> = std::result::Result<(&'a [u8], Option<u32>), String>;
+
 /// A source's decoders, with the buffers a record's decoded key and value are written into.
 pub struct Decoding {
     decoders: Decoders,
@@ -385,6 +388,17 @@ impl Decoding {
         render.write(&mut pending.data, &m);
         pending.push(at);
         Ok(())
+    }
+
+    /// Decodes a value alone (a Kinesis record's): its JSON and schema id, or why it did not
+    /// decode.
+    pub fn value(&mut self, bytes: &[u8]) -> Result<DecodedValue<'_>> {
+        self.value.clear();
+        match self.decoders.value(bytes, &mut self.value) {
+            Ok(id) => Ok(Ok((&self.value, id))),
+            Err(Failure::Record(why)) => Ok(Err(why)),
+            Err(Failure::Fatal(e)) => Err(e),
+        }
     }
 
     /// Decodes the key and value of `m` into the buffers: which were, or the part that did
