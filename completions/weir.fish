@@ -54,6 +54,8 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l key-format -d 'Key
 protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand consume" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand consume" -l value-schema-id -d 'Kafka sink: encode each value (JSON, as a decode writes it) in Avro with the registry\'s schema of this id, framed with it. Needs -r' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l value-subject -d 'Kafka sink: as --value-schema-id, with a subject\'s schema: SUBJECT (the latest version, resolved once at the start) or SUBJECT@VERSION' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
@@ -101,6 +103,8 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l key-format -d 'Keys
 protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand window" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l value-schema-id -d 'Kafka sink: encode each value (JSON, as a decode writes it) in Avro with the registry\'s schema of this id, framed with it. Needs -r' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l value-subject -d 'Kafka sink: as --value-schema-id, with a subject\'s schema: SUBJECT (the latest version, resolved once at the start) or SUBJECT@VERSION' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
@@ -171,6 +175,8 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l key-form
 protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l value-schema-id -d 'Kafka sink: encode each value (JSON, as a decode writes it) in Avro with the registry\'s schema of this id, framed with it. Needs -r' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l value-subject -d 'Kafka sink: as --value-schema-id, with a subject\'s schema: SUBJECT (the latest version, resolved once at the start) or SUBJECT@VERSION' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
@@ -222,6 +228,8 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key-format -d 'Keys
 protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l value-schema-id -d 'Kafka sink: encode each value (JSON, as a decode writes it) in Avro with the registry\'s schema of this id, framed with it. Needs -r' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l value-subject -d 'Kafka sink: as --value-schema-id, with a subject\'s schema: SUBJECT (the latest version, resolved once at the start) or SUBJECT@VERSION' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
@@ -280,6 +288,8 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l key-format -d 'Keys
 protobuf\t''
 json-schema\t''"
 complete -c weir -n "__fish_weir_using_subcommand replay" -l key-schema -d 'The schema file of --key-format' -r -F
+complete -c weir -n "__fish_weir_using_subcommand replay" -l value-schema-id -d 'Kafka sink: encode each value (JSON, as a decode writes it) in Avro with the registry\'s schema of this id, framed with it. Needs -r' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l value-subject -d 'Kafka sink: as --value-schema-id, with a subject\'s schema: SUBJECT (the latest version, resolved once at the start) or SUBJECT@VERSION' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l key-proto-type -d 'The message a --key-format protobuf key is' -r

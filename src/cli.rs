@@ -239,6 +239,21 @@ pub struct SchemaArgs {
     )]
     pub key_schema: Option<PathBuf>,
 
+    /// Kafka sink: encode each value (JSON, as a decode writes it) in Avro with the registry's
+    /// schema of this id, framed with it. Needs -r.
+    #[arg(
+        long,
+        value_name = "N",
+        help_heading = "Schemas",
+        conflicts_with = "value_subject"
+    )]
+    pub value_schema_id: Option<u32>,
+
+    /// Kafka sink: as --value-schema-id, with a subject's schema: SUBJECT (the latest version,
+    /// resolved once at the start) or SUBJECT@VERSION.
+    #[arg(long, value_name = "SUBJECT[@V]", help_heading = "Schemas")]
+    pub value_subject: Option<String>,
+
     /// Read every Avro value into this reader schema (.avsc), whatever schema it was written
     /// with, by the Avro specification's resolution: fields matched by name, defaults for the
     /// missing, numbers widened. One shape across a subject's versions.

@@ -18,7 +18,8 @@ use crate::core::time::{Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Result};
 use crate::io::input::{ClientRequest, InputPlan, SchemaRequest, SourcePlan, SourceRequest};
 use crate::io::kafka::ChangelogPlan;
-use crate::io::schema::{Format, ProtoRequest};
+use crate::io::schema::registry::RegistryOptions;
+use crate::io::schema::{EncodePlan, EncodeSchema, Format, ProtoRequest};
 use crate::io::sink::{RecordFields, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::{CheckpointPlan, Keeping, PolicyPlan, Prepare, ReportPlan, Selection};
@@ -66,6 +67,7 @@ fn schema_request(s: &SchemaArgs) -> SchemaRequest {
         value_proto: proto(&s.value_proto_type),
         key_proto: proto(&s.key_proto_type),
         reader: s.reader_schema.clone(),
+        encodes: s.value_schema_id.is_some() || s.value_subject.is_some(),
     }
 }
 
@@ -144,15 +146,43 @@ impl PassThrough {
     }
 }
 
-/// SINK (`-o`), with the fields a broker sink takes from each record.
-pub fn sink_plan(output: &str, fields: RecordFields, client: &ClientArgs) -> Result<SinkPlan> {
-    let clients = clients(client);
+/// SINK (`-o`), with the fields a broker sink takes from each record, and the schema a Kafka
+/// sink encodes values with.
+pub fn sink_plan(output: &str, mut fields: RecordFields, broker: &BrokerArgs) -> Result<SinkPlan> {
+    let clients = clients(&broker.client);
+    fields.encode = encode_plan(&broker.schemas, &clients)?;
     SinkPlan::new(
         SinkSpec::parse(output).map_err(Error::Usage)?,
         fields,
         clients.kafka()?,
         clients.aws(),
     )
+}
+
+/// `--value-schema-id N` or `--value-subject S[@V]`, with `-r`.
+fn encode_plan(s: &SchemaArgs, clients: &ClientRequest) -> Result<Option<EncodePlan>> {
+    let schema = match (s.value_schema_id, &s.value_subject) {
+        (Some(id), _) => EncodeSchema::Id(id),
+        (None, Some(subject)) => match subject.rsplit_once('@') {
+            Some((name, v)) => {
+                let v = v.parse().map_err(|_| {
+                    Error::Usage(format!("--value-subject {subject}: a number after @"))
+                })?;
+                EncodeSchema::Subject(name.to_string(), v)
+            }
+            None => EncodeSchema::Subject(subject.clone(), -1),
+        },
+        (None, None) => return Ok(None),
+    };
+    let url = s.schema_registry.as_deref().ok_or_else(|| {
+        Error::Usage(
+            "--value-schema-id and --value-subject take the schema from a registry: give -r URL"
+                .into(),
+        )
+    })?;
+    let client = clients.kafka()?;
+    let registry = RegistryOptions::new(url, &client.registry, client.timeout)?;
+    Ok(Some(EncodePlan { registry, schema }))
 }
 
 /// Where `command` writes its report: stdout or a file.

@@ -1074,6 +1074,16 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{schema_json}: {e}"));
                 let got: Value = serde_json::from_slice(&out)
                     .unwrap_or_else(|e| panic!("{}: {e}", String::from_utf8_lossy(&out)));
+                // What a decode writes encodes back to a datum that decodes the same.
+                let encoder =
+                    crate::core::avro_encode::AvroEncoder::new(schema.clone(), Vec::new());
+                let mut again = Vec::new();
+                encoder
+                    .encode(&out, &mut again)
+                    .unwrap_or_else(|e| panic!("{schema_json}: {e}"));
+                let mut twice = Vec::new();
+                decoder.decode(&again, &mut twice).unwrap();
+                assert_eq!(twice, out, "seed {seed}, schema {schema_json}");
                 assert_eq!(
                     got,
                     expected(&read, &schema_json),

@@ -2,6 +2,7 @@
 
 pub mod aggregate;
 pub mod avro;
+pub mod avro_encode;
 pub mod avro_resolve;
 pub mod dedupe;
 pub mod dedupe_task;

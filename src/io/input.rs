@@ -77,11 +77,13 @@ pub struct SchemaRequest {
     pub key_proto: ProtoRequest,
     /// `--reader-schema`.
     pub reader: Option<PathBuf>,
+    /// The registry is (also) the sink's, to encode with.
+    pub encodes: bool,
 }
 
 impl SchemaRequest {
     fn asked(&self) -> bool {
-        self.registry.is_some()
+        (self.registry.is_some() && !self.encodes)
             || self.value.is_some()
             || self.key.is_some()
             || self.reader.is_some()
@@ -90,8 +92,10 @@ impl SchemaRequest {
     /// Checks the request: the registry's URL and properties, the local schemas read.
     fn plan(&self, client: &ClientOptions) -> Result<SchemaPlan> {
         let registry = match &self.registry {
+            // With --value-schema-id or --value-subject, -r is the sink's registry.
+            Some(_) if self.encodes => None,
             Some(url) => Some(RegistryOptions::new(url, &client.registry, client.timeout)?),
-            None if !client.registry.is_empty() => {
+            None if !client.registry.is_empty() && !self.encodes => {
                 return Err(Error::Usage(
                     "-X schema.registry.*: there is no --schema-registry".into(),
                 ))

@@ -717,6 +717,27 @@ fn schema_flags_are_checked_before_anything_is_opened() {
             vec!["consume", kafka, "--value-schema", "x.avsc"],
             "--value-format",
         ),
+        (
+            vec!["replay", "-", "--value-schema-id", "3", "-o", kafka],
+            "give -r URL",
+        ),
+        (
+            vec!["replay", "-", "-r", "http://r", "--value-schema-id", "3"],
+            "need -o kafka://",
+        ),
+        (
+            vec![
+                "replay",
+                "-",
+                "-r",
+                "http://r",
+                "--value-subject",
+                "s@x",
+                "-o",
+                kafka,
+            ],
+            "a number after @",
+        ),
     ] {
         let out = weir().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
@@ -937,4 +958,87 @@ fn a_kinesis_stream_of_framed_values_decodes_as_a_topic_does() {
         "k.avsc",
     ]);
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+}
+
+#[test]
+fn decoded_values_encode_back_to_the_same_bytes() {
+    let Some(b) = broker() else { return };
+    let Some(g) = golden() else { return };
+    let registry = Registry::start(&g["registry"]);
+    let records = golden_records(&g);
+    let topic = topic_of(&b, "round-trip", &records);
+    // The version-1 Checkouts (schema id 2), decoded, keys left out (keys are not encoded).
+    let decoded = lines(&run(
+        &b,
+        &topic,
+        &["consume", "-J", "-q", "-r", &registry.url],
+    ));
+    let originals: Vec<&Vec<u8>> = records
+        .iter()
+        .map(|r| &r.1)
+        .filter(|v| v[1..5] == [0, 0, 0, 2])
+        .collect();
+    assert_eq!(originals.len(), 4);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("decoded.ndjson");
+    let mut f = std::fs::File::create(&file).unwrap();
+    for e in by_offset(decoded)
+        .iter()
+        .filter(|e| e["value_schema_id"] == 2)
+    {
+        writeln!(
+            f,
+            "{}",
+            json!({"partition": e["partition"], "value": e["value"]})
+        )
+        .unwrap();
+    }
+    writeln!(
+        f,
+        "{}",
+        json!({"partition": 0, "value": {"event_id": "no other field"}})
+    )
+    .unwrap();
+    drop(f);
+    for flag in [
+        ["--value-schema-id", "2"],
+        ["--value-subject", "golden-value@1"],
+    ] {
+        let target = b.topic("round-trip-back", 2);
+        let dead = dir.path().join("dead.ndjson");
+        let out = weir()
+            .args([
+                "replay",
+                "-q",
+                "-J",
+                "--keep-partition",
+                file.to_str().unwrap(),
+                "-r",
+                &registry.url,
+            ])
+            .args(flag)
+            .args([
+                "-o",
+                &b.url(&target),
+                "--on-error",
+                "skip",
+                "--dead-letter",
+                dead.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let dead = std::fs::read_to_string(&dead).unwrap();
+        assert!(dead.contains("field occurred_at: missing"), "{dead}");
+        let back = by_offset(lines(&run(&b, &target, &["consume", "-J", "-q"])));
+        let bytes: Vec<Vec<u8>> = back
+            .iter()
+            .map(|e| B64.decode(e["value"].as_str().unwrap()).unwrap())
+            .collect();
+        let mut want: Vec<&Vec<u8>> = originals.clone();
+        let mut got: Vec<&Vec<u8>> = bytes.iter().collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{flag:?}: byte for byte");
+    }
 }

@@ -18,11 +18,54 @@ use apache_avro::Schema;
 use self::proto::ProtoSchema;
 use self::registry::{Fetched, Registry, RegistryOptions};
 use crate::core::avro::{AvroDecoder, AvroJson};
+use crate::core::avro_encode::AvroEncoder;
 use crate::core::envelope::{Decoded, Message, Render};
 use crate::core::framing::{looks_framed, unframe};
 use crate::core::record::RecordError;
 use crate::error::{Error, Result};
 use crate::runtime::Framing;
+
+/// The schema a Kafka sink encodes values with (`--value-schema-id`, `--value-subject`).
+#[derive(Clone, Debug)]
+pub struct EncodePlan {
+    pub registry: RegistryOptions,
+    pub schema: EncodeSchema,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EncodeSchema {
+    Id(u32),
+    /// A subject and version (`-1`: the latest), resolved once at the start.
+    Subject(String, i64),
+}
+
+impl EncodePlan {
+    /// Fetches the schema: its encoder and the id values are framed with. Avro only.
+    pub fn open(&self) -> Result<(AvroEncoder, u32)> {
+        let registry = Registry::open(self.registry.clone())?;
+        let (fetched, id) = match &self.schema {
+            EncodeSchema::Id(id) => (registry.by_id(*id)?, Some(*id)),
+            EncodeSchema::Subject(subject, version) => {
+                let f = registry.by_subject(subject, *version)?;
+                let id = f.as_ref().and_then(|f| f.id);
+                (f, id)
+            }
+        };
+        let usage =
+            |m: String| Error::Usage(format!("{:?} at {}: {m}", self.schema, registry.url()));
+        let (Some(f), Some(id)) = (fetched, id) else {
+            return Err(usage("the registry has no such schema".into()));
+        };
+        if f.kind != "AVRO" {
+            return Err(usage(format!("a {} schema: weir encodes Avro", f.kind)));
+        }
+        let mut named = Vec::new();
+        references(&registry, &f, &mut named, 0)?;
+        let (schema, named) = Schema::parse_str_with_list(&f.schema, &named)
+            .map_err(|e| usage(format!("not an Avro schema: {e}")))?;
+        Ok((AvroEncoder::new(schema, named), id))
+    }
+}
 
 /// The schema formats weir decodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

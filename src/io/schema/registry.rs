@@ -73,6 +73,9 @@ pub struct Fetched {
     pub kind: String,
     #[serde(default)]
     pub references: Vec<Reference>,
+    /// The id, in a subject version's answer.
+    #[serde(default)]
+    pub id: Option<u32>,
 }
 
 fn avro() -> String {

@@ -7,6 +7,7 @@ use crate::core::envelope::key_text;
 use crate::core::record::{raw, Extractor, FieldPath, Fields};
 use crate::error::{Fault, Result};
 use crate::io::kafka::{ClientOptions, KafkaSink};
+use crate::io::schema::EncodePlan;
 use crate::io::spec::KafkaSpec;
 use crate::runtime::sink::{Outgoing, Sink};
 
@@ -26,7 +27,11 @@ impl KafkaLines {
         client: &ClientOptions,
         fields: &RecordFields,
     ) -> Result<KafkaLines> {
-        let sink = KafkaSink::open(spec, client)?;
+        let mut sink = KafkaSink::open(spec, client)?;
+        if let Some(encode) = &fields.encode {
+            let (encoder, id) = encode.open()?;
+            sink.encode_with(encoder, id);
+        }
         let paths: Vec<FieldPath> = fields
             .key
             .iter()
@@ -55,6 +60,8 @@ pub struct RecordFields {
     pub headers: Vec<(String, FieldPath)>,
     /// The records are envelopes with keys of their own (`replay -J`).
     pub envelope_keys: bool,
+    /// A Kafka sink encodes values with a registry's schema.
+    pub encode: Option<EncodePlan>,
 }
 
 impl RecordFields {
@@ -64,6 +71,7 @@ impl RecordFields {
             key: key.cloned(),
             headers: Vec::new(),
             envelope_keys: false,
+            encode: None,
         };
         for h in headers {
             let (name, field) = h.split_once('=').ok_or_else(|| {

@@ -24,6 +24,11 @@ impl SinkPlan {
         client: ClientOptions,
         aws: AwsOptions,
     ) -> Result<SinkPlan> {
+        if fields.encode.is_some() && !matches!(spec, SinkSpec::Kafka(_)) {
+            return Err(Error::Usage(
+                "--value-schema-id and --value-subject encode values for a Kafka sink: they need -o kafka://...".into(),
+            ));
+        }
         match spec {
             SinkSpec::Kafka(_) => {}
             SinkSpec::Kinesis(_) if !fields.headers.is_empty() => {
