@@ -38,64 +38,13 @@ impl AvroEncoder {
         let mismatch = || format!("{} where the schema has {}", kind(v), short(s));
         match s {
             Schema::Ref { name } => {
-                let (def, def_ns) = self
-                    .names
-                    .get(&name.fullname(ns))
+                let (def, def_ns) = (self.names.get(&name.fullname(ns)))
                     .ok_or_else(|| format!("an undefined type {}", name.fullname(ns)))?;
                 self.write(def, def_ns.as_deref(), v, out)
             }
-            Schema::Null => v.is_null().then_some(()).ok_or_else(mismatch),
-            Schema::Boolean => {
-                out.push(u8::from(v.as_bool().ok_or_else(mismatch)?));
-                Ok(())
-            }
-            Schema::Int => {
-                let i = v
-                    .as_i64()
-                    .and_then(|i| i32::try_from(i).ok())
-                    .ok_or_else(mismatch)?;
-                write_long(out, i64::from(i));
-                Ok(())
-            }
-            Schema::Long => {
-                write_long(out, v.as_i64().ok_or_else(mismatch)?);
-                Ok(())
-            }
-            Schema::Float => {
-                out.extend_from_slice(&(float(v).ok_or_else(mismatch)? as f32).to_le_bytes());
-                Ok(())
-            }
-            Schema::Double => {
-                out.extend_from_slice(&float(v).ok_or_else(mismatch)?.to_le_bytes());
-                Ok(())
-            }
-            Schema::String | Schema::Uuid(UuidSchema::String) => {
-                write_bytes(out, v.as_str().ok_or_else(mismatch)?.as_bytes());
-                Ok(())
-            }
-            Schema::Bytes | Schema::BigDecimal | Schema::Uuid(UuidSchema::Bytes) => {
-                write_bytes(out, &base64(v).ok_or_else(mismatch)?);
-                Ok(())
-            }
-            Schema::Fixed(f) | Schema::Duration(f) => {
-                let b = base64(v).ok_or_else(mismatch)?;
-                if b.len() != f.size {
-                    return Err(format!(
-                        "{} bytes where the fixed {} has {}",
-                        b.len(),
-                        f.name.name(),
-                        f.size
-                    ));
-                }
-                out.extend_from_slice(&b);
-                Ok(())
-            }
             Schema::Enum(e) => {
                 let symbol = v.as_str().ok_or_else(mismatch)?;
-                let i = e
-                    .symbols
-                    .iter()
-                    .position(|s| s == symbol)
+                let i = (e.symbols.iter().position(|s| s == symbol))
                     .ok_or_else(|| format!("'{symbol}' is no symbol of {}", e.name.name()))?;
                 write_long(out, i as i64);
                 Ok(())
@@ -133,13 +82,51 @@ impl AvroEncoder {
                     let value = fields.get(&f.name).or(f.default.as_ref()).ok_or_else(|| {
                         format!("field {}: missing, and the schema gives no default", f.name)
                     })?;
-                    self.write(&f.schema, inner, value, out)
-                        .map_err(|e| format!("field {}: {e}", f.name))?;
+                    let written = self.write(&f.schema, inner, value, out);
+                    written.map_err(|e| format!("field {}: {e}", f.name))?;
                 }
                 Ok(())
             }
-            logical => self.write_logical(logical, v, out),
+            scalar => self.write_scalar(scalar, v, out),
         }
+    }
+
+    /// A type that holds no others.
+    fn write_scalar(&self, s: &Schema, v: &Value, out: &mut Vec<u8>) -> Result<()> {
+        let mismatch = || format!("{} where the schema has {}", kind(v), short(s));
+        match s {
+            Schema::Null => return v.is_null().then_some(()).ok_or_else(mismatch),
+            Schema::Boolean => out.push(u8::from(v.as_bool().ok_or_else(mismatch)?)),
+            Schema::Int => {
+                let i = v.as_i64().and_then(|i| i32::try_from(i).ok());
+                write_long(out, i64::from(i.ok_or_else(mismatch)?));
+            }
+            Schema::Long => write_long(out, v.as_i64().ok_or_else(mismatch)?),
+            Schema::Float => {
+                out.extend_from_slice(&(float(v).ok_or_else(mismatch)? as f32).to_le_bytes())
+            }
+            Schema::Double => out.extend_from_slice(&float(v).ok_or_else(mismatch)?.to_le_bytes()),
+            Schema::String | Schema::Uuid(UuidSchema::String) => {
+                write_bytes(out, v.as_str().ok_or_else(mismatch)?.as_bytes())
+            }
+            Schema::Bytes | Schema::BigDecimal | Schema::Uuid(UuidSchema::Bytes) => {
+                write_bytes(out, &base64(v).ok_or_else(mismatch)?)
+            }
+            Schema::Fixed(f) | Schema::Duration(f) => {
+                let b = base64(v).ok_or_else(mismatch)?;
+                if b.len() != f.size {
+                    let name = f.name.name();
+                    return Err(format!(
+                        "{} bytes where the fixed {name} has {}",
+                        b.len(),
+                        f.size
+                    ));
+                }
+                out.extend_from_slice(&b);
+            }
+            logical => return self.write_logical(logical, v, out),
+        }
+        Ok(())
     }
 
     /// The first branch the value fits, as a decode writes unions bare.
