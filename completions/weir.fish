@@ -77,6 +77,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint -d 'Kee
 complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand consume" -l validate -d 'Check each JSON Schema value against its schema (the registry\'s or --value-schema\'s); one that fails is a bad record naming where and why. Off by default'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s J -l envelope -d 'Kafka or Kinesis source: write each record\'s envelope instead of its value (Kafka: topic, partition, offset, timestamp, key, headers, value; Kinesis: stream, shard, sequence, subsequence, arrival timestamp, partition key, value)'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s u -l unbuffered -d 'Flush after every record (also the default on a terminal)'
 complete -c weir -n "__fish_weir_using_subcommand consume" -l reset -d 'Forget the checkpoint and start afresh'
@@ -149,6 +150,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l changelog -d 'With 
 complete -c weir -n "__fish_weir_using_subcommand window" -l repartition-partitions -d 'The partitions of the repartition topic, when it is created [default: the input\'s]' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand window" -l validate -d 'Check each JSON Schema value against its schema (the registry\'s or --value-schema\'s); one that fails is a bad record naming where and why. Off by default'
 complete -c weir -n "__fish_weir_using_subcommand window" -l count -d 'Number of records'
 complete -c weir -n "__fish_weir_using_subcommand window" -l reset -d 'Forget the checkpoint and start afresh'
 complete -c weir -n "__fish_weir_using_subcommand window" -l repartition -d 'With -G: first send every record through the topic GROUP-COMMAND-repartition (created when missing), keyed by its state key, so that each member\'s state is exact on a topic keyed by anything. Costs one more write and read of every record'
@@ -204,6 +206,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoi
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l validate -d 'Check each JSON Schema value against its schema (the registry\'s or --value-schema\'s); one that fails is a bad record naming where and why. Off by default'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l reset -d 'Forget the checkpoint and start afresh'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -262,6 +265,7 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l changelog -d 'With 
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l repartition-partitions -d 'The partitions of the repartition topic, when it is created [default: the input\'s]' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l validate -d 'Check each JSON Schema value against its schema (the registry\'s or --value-schema\'s); one that fails is a bad record naming where and why. Off by default'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l exact-ids -d 'Remember ids as text instead of 128-bit hashes (more memory, no hash collisions)'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l reset -d 'Forget the checkpoint and start afresh'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l repartition -d 'With -G: first send every record through the topic GROUP-COMMAND-repartition (created when missing), keyed by its state key, so that each member\'s state is exact on a topic keyed by anything. Costs one more write and read of every record'
@@ -312,6 +316,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint -d 'Keep
 complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
+complete -c weir -n "__fish_weir_using_subcommand replay" -l validate -d 'Check each JSON Schema value against its schema (the registry\'s or --value-schema\'s); one that fails is a bad record naming where and why. Off by default'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s J -l envelope -d 'The input lines are envelopes, as `weir consume -J` writes them'
 complete -c weir -n "__fish_weir_using_subcommand replay" -l keep-partition -d 'Produce each envelope to the partition it came from (a Kafka sink)'
 complete -c weir -n "__fish_weir_using_subcommand replay" -l dry-run -d 'Count what would be written, write nothing'

@@ -254,6 +254,11 @@ pub struct SchemaArgs {
     #[arg(long, value_name = "SUBJECT[@V]", help_heading = "Schemas")]
     pub value_subject: Option<String>,
 
+    /// Check each JSON Schema value against its schema (the registry's or --value-schema's);
+    /// one that fails is a bad record naming where and why. Off by default.
+    #[arg(long, help_heading = "Schemas")]
+    pub validate: bool,
+
     /// Read every Avro value into this reader schema (.avsc), whatever schema it was written
     /// with, by the Avro specification's resolution: fields matched by name, defaults for the
     /// missing, numbers widened. One shape across a subject's versions.

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::io::input::{ClientRequest, InputPlan, SchemaRequest, SourcePlan, SourceRequest};
 use crate::io::kafka::ChangelogPlan;
 use crate::io::schema::registry::RegistryOptions;
-use crate::io::schema::{EncodePlan, EncodeSchema, Format, ProtoRequest};
+use crate::io::schema::{EncodePlan, EncodeSchema, Format, SchemaFileRequest};
 use crate::io::sink::{RecordFields, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::{CheckpointPlan, Keeping, PolicyPlan, Prepare, ReportPlan, Selection};
@@ -52,9 +52,10 @@ fn schema_request(s: &SchemaArgs) -> SchemaRequest {
     let part = |f: Option<SchemaFormat>, path: &Option<PathBuf>| {
         f.zip(path.clone()).map(|(f, p)| (format(f), p))
     };
-    let proto = |message: &Option<String>| ProtoRequest {
+    let proto = |message: &Option<String>| SchemaFileRequest {
         message: message.clone(),
         includes: s.proto_import_path.clone(),
+        validate: s.validate,
     };
     SchemaRequest {
         registry: s.schema_registry.clone(),
@@ -68,6 +69,7 @@ fn schema_request(s: &SchemaArgs) -> SchemaRequest {
         key_proto: proto(&s.key_proto_type),
         reader: s.reader_schema.clone(),
         encodes: s.value_schema_id.is_some() || s.value_subject.is_some(),
+        validate: s.validate,
     }
 }
 

@@ -11,7 +11,7 @@ use super::kafka::{ChangelogPlan, ClientOptions, KafkaSource, ReadPlan, ReadRequ
 use super::kinesis::{self, AwsOptions, KinesisClient, KinesisSource};
 use super::ndjson::NdjsonSource;
 use super::schema::registry::RegistryOptions;
-use super::schema::{Decoders, Format, LocalSchema, ProtoRequest, SchemaPlan};
+use super::schema::{Decoders, Format, LocalSchema, SchemaFileRequest, SchemaPlan};
 use super::sink::LineSink;
 use super::spec::{self, KafkaSpec, KinesisSpec, SourceSpec};
 use crate::core::avro::AvroJson;
@@ -72,13 +72,15 @@ pub struct SchemaRequest {
     pub key: Option<(Format, PathBuf)>,
     pub style: AvroJson,
     /// `--value-proto-type` and `--proto-import-path`, for a `.proto` value schema.
-    pub value_proto: ProtoRequest,
+    pub value_proto: SchemaFileRequest,
     /// `--key-proto-type` and `--proto-import-path`, for a `.proto` key schema.
-    pub key_proto: ProtoRequest,
+    pub key_proto: SchemaFileRequest,
     /// `--reader-schema`.
     pub reader: Option<PathBuf>,
     /// The registry is (also) the sink's, to encode with.
     pub encodes: bool,
+    /// `--validate`.
+    pub validate: bool,
 }
 
 impl SchemaRequest {
@@ -106,13 +108,14 @@ impl SchemaRequest {
             return Err(Error::Usage("--value-schema decodes unframed values; with --schema-registry each framed value's own schema decodes it: give one of them".into()));
         }
         let reader = self.reader.as_deref().map(read_reader_schema).transpose()?;
-        let local = |part: &Option<(Format, PathBuf)>, flag: &str, proto: &ProtoRequest, reader| {
-            (part.as_ref())
-                .map(|(format, path)| {
-                    LocalSchema::read(*format, path, self.style, flag, proto, reader)
-                })
-                .transpose()
-        };
+        let local =
+            |part: &Option<(Format, PathBuf)>, flag: &str, proto: &SchemaFileRequest, reader| {
+                (part.as_ref())
+                    .map(|(format, path)| {
+                        LocalSchema::read(*format, path, self.style, flag, proto, reader)
+                    })
+                    .transpose()
+            };
         Ok(SchemaPlan {
             registry,
             value: local(
@@ -123,6 +126,7 @@ impl SchemaRequest {
             )?,
             key: local(&self.key, "--key-schema", &self.key_proto, None)?,
             reader,
+            validate: self.validate,
             style: self.style,
         })
     }

@@ -1042,3 +1042,41 @@ fn decoded_values_encode_back_to_the_same_bytes() {
         assert_eq!(got, want, "{flag:?}: byte for byte");
     }
 }
+
+#[test]
+fn json_schema_values_are_checked_with_validate() {
+    let Some(b) = broker() else { return };
+    let Some(g) = golden() else { return };
+    let registry = Registry::start(&g["registry"]);
+    // The JSON Schema records (id 6) and one that breaks the schema: amount is no number.
+    let json_id = (g["registry"]["ids"].as_object().unwrap().iter())
+        .find(|(_, e)| e["schemaType"] == "JSON")
+        .map(|(id, _)| id.parse::<u32>().unwrap())
+        .unwrap();
+    let mut breaking = vec![0];
+    breaking.extend(json_id.to_be_bytes());
+    breaking.extend(br#"{"refund_id":"r-9","amount":"lots"}"#);
+    let mut records: Vec<Raw> = golden_records(&g)
+        .into_iter()
+        .filter(|r| r.1[1..5] == json_id.to_be_bytes())
+        .map(|(k, v, _)| (k, v, 0))
+        .collect();
+    assert_eq!(records.len(), 2);
+    records.push((None, breaking, 0));
+    let topic = topic_of(&b, "json-schema", &records);
+    assert_eq!(
+        lines(&run(&b, &topic, &["consume", "-q", "-r", &registry.url])).len(),
+        3
+    );
+    let out = run(
+        &b,
+        &topic,
+        &["consume", "-q", "-r", &registry.url, "--validate"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("offset 2") && stderr.contains("/amount"),
+        "{stderr}"
+    );
+}

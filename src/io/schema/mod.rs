@@ -85,6 +85,8 @@ pub struct SchemaPlan {
     pub style: AvroJson,
     /// `--reader-schema`: every Avro value's writer schema is read into this one.
     pub reader: Option<Arc<Schema>>,
+    /// `--validate`: JSON Schema values are checked against their schema.
+    pub validate: bool,
 }
 
 impl SchemaPlan {
@@ -110,14 +112,15 @@ impl LocalSchema {
         path: &Path,
         style: AvroJson,
         flag: &str,
-        proto: &ProtoRequest,
+        proto: &SchemaFileRequest,
         reader: Option<&Arc<Schema>>,
     ) -> Result<LocalSchema> {
         let usage = |m: String| Error::Usage(format!("{flag} {}: {m}", path.display()));
         let text = std::fs::read_to_string(path).map_err(|e| usage(e.to_string()))?;
         let codec = match format {
             Format::Avro => {
-                Codec::avro(&text, &[], &AvroTarget::new(style, reader)).map_err(usage)?
+                let target = AvroTarget::new(style, reader, proto.validate);
+                Codec::avro(&text, &[], &target).map_err(usage)?
             }
             Format::Protobuf => {
                 let message = proto.message.as_deref().ok_or_else(|| {
@@ -126,11 +129,7 @@ impl LocalSchema {
                 let schema = ProtoSchema::from_file(path, &proto.includes, message);
                 Codec::Protobuf(schema.map_err(usage)?)
             }
-            Format::JsonSchema => {
-                serde_json::from_str::<serde_json::Value>(&text)
-                    .map_err(|e| usage(format!("not JSON: {e}")))?;
-                Codec::Json
-            }
+            Format::JsonSchema => Codec::json(&text, proto.validate).map_err(usage)?,
         };
         Ok(LocalSchema {
             path: path.to_path_buf(),
@@ -139,21 +138,24 @@ impl LocalSchema {
     }
 }
 
-/// What a local `.proto` file needs besides itself.
+/// What a local schema file needs besides itself: for a `.proto`, the message and the import
+/// paths; for a JSON Schema, whether records are checked against it.
 #[derive(Clone, Debug, Default)]
-pub struct ProtoRequest {
+pub struct SchemaFileRequest {
     /// The full name of the message the records are.
     pub message: Option<String>,
     /// `--proto-import-path` directories.
     pub includes: Vec<PathBuf>,
+    /// `--validate` (for a JSON Schema file).
+    pub validate: bool,
 }
 
 #[derive(Clone, Debug)]
 enum Codec {
     Avro(Box<AvroDecoder>),
     Protobuf(ProtoSchema),
-    /// A JSON Schema's records are their JSON.
-    Json,
+    /// A JSON Schema's records are their JSON, checked against it with `--validate`.
+    Json(Option<Arc<jsonschema::Validator>>),
 }
 
 /// What an Avro record becomes: the JSON style, and the reader schema it is read into.
@@ -161,18 +163,33 @@ enum Codec {
 struct AvroTarget {
     style: AvroJson,
     reader: Option<Arc<Schema>>,
+    /// JSON Schema values are checked (`--validate`).
+    validate: bool,
 }
 
 impl AvroTarget {
-    fn new(style: AvroJson, reader: Option<&Arc<Schema>>) -> AvroTarget {
+    fn new(style: AvroJson, reader: Option<&Arc<Schema>>, validate: bool) -> AvroTarget {
         AvroTarget {
             style,
             reader: reader.cloned(),
+            validate,
         }
     }
 }
 
 impl Codec {
+    /// A JSON Schema's codec: its records pass as they are, or checked against it.
+    fn json(schema: &str, validate: bool) -> std::result::Result<Codec, String> {
+        let schema: serde_json::Value =
+            serde_json::from_str(schema).map_err(|e| format!("not JSON: {e}"))?;
+        if !validate {
+            return Ok(Codec::Json(None));
+        }
+        let validator = jsonschema::validator_for(&schema)
+            .map_err(|e| format!("not a JSON Schema weir can check with: {e}"))?;
+        Ok(Codec::Json(Some(Arc::new(validator))))
+    }
+
     fn avro(
         schema: &str,
         named: &[String],
@@ -192,7 +209,15 @@ impl Codec {
         match self {
             Codec::Avro(d) => d.decode(payload, out).map_err(|e| e.to_string()),
             Codec::Protobuf(p) => p.decode(payload, out),
-            Codec::Json => {
+            Codec::Json(Some(validator)) => {
+                let value: serde_json::Value =
+                    serde_json::from_slice(payload).map_err(|e| format!("not JSON: {e}"))?;
+                if let Err(e) = validator.validate(&value) {
+                    return Err(format!("at '{}': {e}", e.instance_path()));
+                }
+                Codec::Json(None).decode(payload, out)
+            }
+            Codec::Json(None) => {
                 let text = std::str::from_utf8(payload)
                     .map_err(|_| "JSON that is not UTF-8".to_string())?;
                 let value: &serde_json::value::RawValue =
@@ -236,8 +261,8 @@ impl Decoders {
             by_id: HashMap::new(),
             value: plan.value.as_ref().map(|l| l.codec.clone()),
             key: plan.key.as_ref().map(|l| l.codec.clone()),
-            values: AvroTarget::new(plan.style, plan.reader.as_ref()),
-            keys: AvroTarget::new(plan.style, None),
+            values: AvroTarget::new(plan.style, plan.reader.as_ref(), plan.validate),
+            keys: AvroTarget::new(plan.style, None, plan.validate),
         })
     }
 
@@ -324,7 +349,7 @@ fn compile(registry: &Registry, id: u32, f: &Fetched, target: &AvroTarget) -> Re
             references(registry, f, &mut named, 0)?;
             Codec::avro(&f.schema, &named, target).map_err(refused)
         }
-        "JSON" => Ok(Codec::Json),
+        "JSON" => Codec::json(&f.schema, target.validate).map_err(refused),
         "PROTOBUF" => {
             let mut imports = HashMap::new();
             proto_imports(registry, f, &mut imports, 0)?;
@@ -466,5 +491,35 @@ impl Decoding {
             }
         }
         Ok(Ok(decoded))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_schema_values_are_checked_only_with_validate() {
+        let schema =
+            r#"{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}"#;
+        let good = br#"{"amount":12.5}"#;
+        let bad = br#"{"amount":"lots"}"#;
+        let mut out = Vec::new();
+        let plain = Codec::json(schema, false).unwrap();
+        assert!(
+            plain.decode(bad, &mut out).is_ok(),
+            "no check without --validate"
+        );
+        let checked = Codec::json(schema, true).unwrap();
+        out.clear();
+        checked.decode(good, &mut out).unwrap();
+        assert_eq!(out, good);
+        let why = checked.decode(bad, &mut Vec::new()).unwrap_err();
+        assert!(why.contains("/amount") && why.contains("number"), "{why}");
+        assert!(checked
+            .decode(b"{}", &mut Vec::new())
+            .unwrap_err()
+            .contains("amount"));
+        assert!(Codec::json("not json", true).is_err());
     }
 }
