@@ -17,7 +17,7 @@ use crate::core::record::{Extractor, FieldList, FieldPath};
 use crate::core::time::{Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Result};
 use crate::io::input::{ClientRequest, InputPlan, SchemaRequest, SourcePlan, SourceRequest};
-use crate::io::kafka::ChangelogPlan;
+use crate::io::kafka::{ChangelogPlan, ClientOptions};
 use crate::io::schema::registry::RegistryOptions;
 use crate::io::schema::{EncodePlan, EncodeSchema, Format, SchemaFileRequest};
 use crate::io::sink::{RecordFields, SinkPlan};
@@ -152,17 +152,18 @@ impl PassThrough {
 /// sink encodes values with.
 pub fn sink_plan(output: &str, mut fields: RecordFields, broker: &BrokerArgs) -> Result<SinkPlan> {
     let clients = clients(&broker.client);
-    fields.encode = encode_plan(&broker.schemas, &clients)?;
+    let kafka = clients.kafka()?;
+    fields.encode = encode_plan(&broker.schemas, &kafka)?;
     SinkPlan::new(
         SinkSpec::parse(output).map_err(Error::Usage)?,
         fields,
-        clients.kafka()?,
+        kafka,
         clients.aws(),
     )
 }
 
 /// `--value-schema-id N` or `--value-subject S[@V]`, with `-r`.
-fn encode_plan(s: &SchemaArgs, clients: &ClientRequest) -> Result<Option<EncodePlan>> {
+fn encode_plan(s: &SchemaArgs, client: &ClientOptions) -> Result<Option<EncodePlan>> {
     let schema = match (s.value_schema_id, &s.value_subject) {
         (Some(id), _) => EncodeSchema::Id(id),
         (None, Some(subject)) => match subject.rsplit_once('@') {
@@ -182,7 +183,6 @@ fn encode_plan(s: &SchemaArgs, clients: &ClientRequest) -> Result<Option<EncodeP
                 .into(),
         )
     })?;
-    let client = clients.kafka()?;
     let registry = RegistryOptions::new(url, &client.registry, client.timeout)?;
     Ok(Some(EncodePlan { registry, schema }))
 }

@@ -20,7 +20,10 @@ use smallvec::SmallVec;
 
 use apache_avro::schema::{InnerDecimalSchema, Name, Schema, UuidSchema};
 
-use super::envelope::{write_base64_str, write_json_str};
+use super::envelope::{
+    json_string, write_base64_str, write_json_f32, write_json_f64, write_json_int, write_json_str,
+};
+pub use super::framing::DecodeError;
 use super::time::{write_date, write_instant, write_time_of_day, Unit};
 
 /// The JSON a decoded record becomes: see the module's documentation.
@@ -159,14 +162,14 @@ impl AvroDecoder {
         match &self.nodes[n] {
             Node::Null => out.extend_from_slice(b"null"),
             Node::Boolean => out.extend_from_slice(if r.boolean()? { b"true" } else { b"false" }),
-            Node::Int => write_int(out, r.int()?),
-            Node::Long => write_int(out, r.long()?),
-            Node::Float => write_float(
+            Node::Int => write_json_int(out, r.int()?),
+            Node::Long => write_json_int(out, r.long()?),
+            Node::Float => write_json_f32(
                 out,
                 r.fixed(4)
                     .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))?,
             ),
-            Node::Double => write_double(
+            Node::Double => write_json_f64(
                 out,
                 r.fixed(8)
                     .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))?,
@@ -277,9 +280,7 @@ impl AvroDecoder {
                     _ => write_json_str(
                         out,
                         std::str::from_utf8(b).map_err(|_| {
-                            DecodeError::new(
-                                "bytes that are not UTF-8, read as a string".to_string(),
-                            )
+                            DecodeError::new("bytes that are not UTF-8, read as a string")
                         })?,
                     ),
                 }
@@ -287,9 +288,9 @@ impl AvroDecoder {
             }
         };
         match to {
-            Prim::Long => write_int(out, number as i64),
-            Prim::Float => write_float(out, number as f32),
-            _ => write_double(out, number),
+            Prim::Long => write_json_int(out, number as i64),
+            Prim::Float => write_json_f32(out, number as f32),
+            _ => write_json_f64(out, number),
         }
         Ok(())
     }
@@ -334,7 +335,7 @@ impl AvroDecoder {
             if count < 0 {
                 count = count
                     .checked_neg()
-                    .ok_or_else(|| DecodeError::new("a block count out of range".into()))?;
+                    .ok_or_else(|| DecodeError::new("a block count out of range"))?;
                 r.long()?;
             }
             // Items of no bytes (nulls) could make a small payload write without end.
@@ -424,7 +425,7 @@ impl AvroDecoder {
             Node::Date => {
                 let days = r.int()?;
                 match spec {
-                    true => write_int(out, days),
+                    true => write_json_int(out, days),
                     false => write_date(out, days),
                 }
             }
@@ -435,14 +436,14 @@ impl AvroDecoder {
                     r.long()?
                 };
                 match spec {
-                    true => write_int(out, t),
+                    true => write_json_int(out, t),
                     false => write_time_of_day(out, t, unit).map_err(DecodeError::new)?,
                 }
             }
             Node::Timestamp(unit, local) => {
                 let t = r.long()?;
                 match spec {
-                    true => write_int(out, t),
+                    true => write_json_int(out, t),
                     false => write_instant(out, t, unit, !local).map_err(DecodeError::new)?,
                 }
             }
@@ -459,38 +460,6 @@ impl AvroDecoder {
     }
 }
 
-/// Why a datum did not decode, and the field it was in (outermost first).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DecodeError {
-    pub path: Vec<String>,
-    pub reason: String,
-}
-
-impl DecodeError {
-    fn new(reason: String) -> Self {
-        DecodeError {
-            path: Vec::new(),
-            reason,
-        }
-    }
-
-    /// Puts the error inside the field whose `"name":` this is.
-    fn in_field(mut self, name_json: &[u8]) -> Self {
-        let name = serde_json::from_slice::<String>(&name_json[..name_json.len() - 1]);
-        self.path.insert(0, name.unwrap_or_default());
-        self
-    }
-}
-
-impl std::fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.path.is_empty() {
-            true => write!(f, "{}", self.reason),
-            false => write!(f, "field {}: {}", self.path.join("."), self.reason),
-        }
-    }
-}
-
 /// The Avro binary encoding's primitives over a payload.
 struct Reader<'a> {
     b: &'a [u8],
@@ -503,7 +472,7 @@ impl<'a> Reader<'a> {
     }
 
     fn truncated() -> DecodeError {
-        DecodeError::new("the payload ends early (truncated)".into())
+        DecodeError::new("the payload ends early (truncated)")
     }
 
     /// A zig-zag varint of at most 10 bytes.
@@ -517,7 +486,7 @@ impl<'a> Reader<'a> {
                 return Ok((value >> 1) as i64 ^ -((value & 1) as i64));
             }
         }
-        Err(DecodeError::new("a varint longer than 10 bytes".into()))
+        Err(DecodeError::new("a varint longer than 10 bytes"))
     }
 
     fn int(&mut self) -> Result<i32, DecodeError> {
@@ -549,34 +518,8 @@ impl<'a> Reader<'a> {
 
     fn string(&mut self) -> Result<&'a str, DecodeError> {
         let b = self.bytes()?;
-        std::str::from_utf8(b).map_err(|_| DecodeError::new("a string that is not UTF-8".into()))
+        std::str::from_utf8(b).map_err(|_| DecodeError::new("a string that is not UTF-8"))
     }
-}
-
-fn write_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-}
-
-fn write_float(out: &mut Vec<u8>, v: f32) {
-    match v.is_finite() {
-        true => out.extend_from_slice(ryu::Buffer::new().format_finite(v).as_bytes()),
-        false => write_non_finite(out, v.is_nan(), v > 0.0),
-    }
-}
-
-pub(super) fn write_double(out: &mut Vec<u8>, v: f64) {
-    match v.is_finite() {
-        true => out.extend_from_slice(ryu::Buffer::new().format_finite(v).as_bytes()),
-        false => write_non_finite(out, v.is_nan(), v > 0.0),
-    }
-}
-
-fn write_non_finite(out: &mut Vec<u8>, nan: bool, positive: bool) {
-    out.extend_from_slice(match (nan, positive) {
-        (true, _) => b"\"NaN\"",
-        (false, true) => b"\"Infinity\"",
-        (false, false) => b"\"-Infinity\"",
-    });
 }
 
 /// A big-endian two's complement unscaled value as a decimal string with `scale` places.
@@ -629,11 +572,11 @@ fn write_uuid(out: &mut Vec<u8>, b: &[u8]) {
 fn write_duration(out: &mut Vec<u8>, b: &[u8]) {
     let part = |i: usize| u32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().expect("4 bytes"));
     out.extend_from_slice(b"{\"months\":");
-    write_int(out, part(0));
+    write_json_int(out, part(0));
     out.extend_from_slice(b",\"days\":");
-    write_int(out, part(1));
+    write_json_int(out, part(1));
     out.extend_from_slice(b",\"millis\":");
-    write_int(out, part(2));
+    write_json_int(out, part(2));
     out.push(b'}');
 }
 
@@ -793,12 +736,6 @@ pub(super) fn type_name(s: &Schema, ns: Option<&str>) -> String {
         Schema::String | Schema::Uuid(UuidSchema::String) => "string".into(),
         _ => "long".into(),
     }
-}
-
-pub(super) fn json_string(s: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len() + 2);
-    write_json_str(&mut out, s);
-    out
 }
 
 #[cfg(test)]

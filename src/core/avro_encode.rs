@@ -2,27 +2,27 @@
 //! back to the same bytes (bare unions take the first branch that fits, decimals their exact
 //! string at the schema's scale, instants their RFC 3339 text, bytes their base64).
 
-use std::collections::HashMap;
-
-use apache_avro::schema::{InnerDecimalSchema, Name, Schema, UuidSchema};
+use apache_avro::schema::{InnerDecimalSchema, Schema, UuidSchema};
 use base64::Engine as _;
 use serde_json::Value;
+
+use super::avro_resolve::{named_types, Types};
 
 /// A schema to encode JSON records with.
 #[derive(Clone, Debug)]
 pub struct AvroEncoder {
     schema: Schema,
     /// Named types by full name, for references.
-    names: HashMap<String, (Schema, Option<String>)>,
+    names: Types,
 }
 
 type Result<T> = std::result::Result<T, String>;
 
 impl AvroEncoder {
     pub fn new(schema: Schema, named: Vec<Schema>) -> AvroEncoder {
-        let mut names = HashMap::new();
+        let mut names = Types::new();
         for s in named.iter().chain([&schema]) {
-            collect(s, None, &mut names);
+            named_types(s, None, &mut names);
         }
         AvroEncoder { schema, names }
     }
@@ -221,26 +221,6 @@ impl AvroEncoder {
                 Ok(())
             }
         }
-    }
-}
-
-fn collect(s: &Schema, ns: Option<&str>, out: &mut HashMap<String, (Schema, Option<String>)>) {
-    let mut keep = |name: &Name| {
-        out.insert(name.fullname(ns), (s.clone(), ns.map(str::to_string)));
-    };
-    match s {
-        Schema::Record(r) => {
-            keep(&r.name);
-            r.fields
-                .iter()
-                .for_each(|f| collect(&f.schema, r.name.namespace().or(ns), out));
-        }
-        Schema::Enum(e) => keep(&e.name),
-        Schema::Fixed(f) => keep(&f.name),
-        Schema::Array(a) => collect(&a.items, ns, out),
-        Schema::Map(m) => collect(&m.types, ns, out),
-        Schema::Union(u) => u.variants().iter().for_each(|v| collect(v, ns, out)),
-        _ => {}
     }
 }
 

@@ -15,10 +15,9 @@ use apache_avro::schema::{Name, RecordField, Schema};
 use serde_json::Value;
 
 use super::avro::{
-    json_string, type_name, write_decimal, write_double, AvroDecoder, AvroJson, Compiler, Node,
-    Prim, ResolvedRecord, Source,
+    type_name, write_decimal, AvroDecoder, AvroJson, Compiler, Node, Prim, ResolvedRecord, Source,
 };
-use super::envelope::write_base64_str;
+use super::envelope::{json_string, write_base64_str, write_json_f64};
 use super::time::{write_date, write_instant, Unit};
 
 impl AvroDecoder {
@@ -64,7 +63,7 @@ impl AvroDecoder {
 }
 
 /// Named types by full name, with the namespace each sits in.
-type Types = HashMap<String, (Schema, Option<String>)>;
+pub(super) type Types = HashMap<String, (Schema, Option<String>)>;
 
 /// A schema and the namespace it sits in.
 type At<'a> = (&'a Schema, Option<&'a str>);
@@ -288,7 +287,7 @@ fn deref<'a>(
 }
 
 /// Every named type of `s` by full name, with the namespace it sits in.
-fn named_types(s: &Schema, ns: Option<&str>, out: &mut Types) {
+pub(super) fn named_types(s: &Schema, ns: Option<&str>, out: &mut Types) {
     let mut keep = |name: &Name| {
         out.insert(name.fullname(ns), (s.clone(), ns.map(str::to_string)));
     };
@@ -447,7 +446,7 @@ impl Resolver {
             Schema::Bytes | Schema::Fixed(_) => write_base64_str(out, &bytes()?),
             Schema::Decimal(dec) if !spec => write_decimal(out, &bytes()?, dec.scale as u32),
             Schema::Float | Schema::Double => {
-                write_double(out, d.as_f64().ok_or("a number default that is no number")?)
+                write_json_f64(out, d.as_f64().ok_or("a number default that is no number")?)
             }
             Schema::Date if !spec => write_date(out, long()? as i32),
             Schema::TimestampMillis if !spec => write_instant(out, long()?, Unit::Millis, true)?,

@@ -313,6 +313,42 @@ pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
     serde_json::to_writer(&mut *out, s).expect("write to Vec");
 }
 
+/// `s` as a JSON string, on its own (a field's `"name"`, a symbol), for writing many times.
+pub fn json_string(s: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len() + 2);
+    write_json_str(&mut out, s);
+    out
+}
+
+pub fn write_json_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// A float in its shortest form; NaN and the infinities, which JSON lacks, as the strings
+/// `"NaN"`, `"Infinity"` and `"-Infinity"`.
+pub fn write_json_f64(out: &mut Vec<u8>, v: f64) {
+    match v.is_finite() {
+        true => out.extend_from_slice(ryu::Buffer::new().format_finite(v).as_bytes()),
+        false => write_non_finite(out, v.is_nan(), v > 0.0),
+    }
+}
+
+/// `write_json_f64` for a single-precision float: its own shortest form.
+pub fn write_json_f32(out: &mut Vec<u8>, v: f32) {
+    match v.is_finite() {
+        true => out.extend_from_slice(ryu::Buffer::new().format_finite(v).as_bytes()),
+        false => write_non_finite(out, v.is_nan(), v > 0.0),
+    }
+}
+
+fn write_non_finite(out: &mut Vec<u8>, nan: bool, positive: bool) {
+    out.extend_from_slice(match (nan, positive) {
+        (true, _) => b"\"NaN\"",
+        (false, true) => b"\"Infinity\"",
+        (false, false) => b"\"-Infinity\"",
+    });
+}
+
 pub fn write_base64_str(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'"');
     let start = out.len();

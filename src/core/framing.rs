@@ -1,5 +1,38 @@
 //! Confluent's wire format for schema-registry records: a magic byte 0, the schema id as a
-//! 4-byte big-endian integer, then the payload (for Protobuf, message indexes first).
+//! 4-byte big-endian integer, then the payload (for Protobuf, message indexes first); and the
+//! error a payload that does not decode gives, whatever its format.
+
+/// Why a payload did not decode, and the field it was in (outermost first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    pub path: Vec<String>,
+    pub reason: String,
+}
+
+impl DecodeError {
+    pub(crate) fn new(reason: impl Into<String>) -> DecodeError {
+        DecodeError {
+            path: Vec::new(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Puts the error inside the field whose `"name":` (JSON key and colon) this is.
+    pub(crate) fn in_field(mut self, name_json: &[u8]) -> DecodeError {
+        let name = serde_json::from_slice::<String>(&name_json[..name_json.len() - 1]);
+        self.path.insert(0, name.unwrap_or_default());
+        self
+    }
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.path.is_empty() {
+            true => write!(f, "{}", self.reason),
+            false => write!(f, "field {}: {}", self.path.join("."), self.reason),
+        }
+    }
+}
 
 /// The schema id and payload of a framed key or value.
 pub fn unframe(bytes: &[u8]) -> Result<(u32, &[u8]), String> {

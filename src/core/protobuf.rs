@@ -16,7 +16,10 @@ use std::collections::HashMap;
 use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
 use smallvec::SmallVec;
 
-use super::envelope::{write_base64_str, write_json_str};
+use super::envelope::{
+    json_string, write_base64_str, write_json_f32, write_json_f64, write_json_int, write_json_str,
+};
+pub use super::framing::DecodeError;
 use super::time::{nanos_digits, write_seconds_nanos};
 
 /// Nesting deeper than this is refused (a recursive message must not overflow the stack).
@@ -90,37 +93,6 @@ enum Wkt {
     Empty,
     FieldMask,
     Any,
-}
-
-/// Why a message did not decode, and the field it was in (outermost first).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DecodeError {
-    pub path: Vec<String>,
-    pub reason: String,
-}
-
-impl DecodeError {
-    fn new(reason: impl Into<String>) -> DecodeError {
-        DecodeError {
-            path: Vec::new(),
-            reason: reason.into(),
-        }
-    }
-
-    fn in_field(mut self, key: &[u8]) -> DecodeError {
-        let name = serde_json::from_slice::<String>(&key[..key.len() - 1]).unwrap_or_default();
-        self.path.insert(0, name);
-        self
-    }
-}
-
-impl std::fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.path.is_empty() {
-            true => write!(f, "{}", self.reason),
-            false => write!(f, "field {}: {}", self.path.join("."), self.reason),
-        }
-    }
 }
 
 type Result<T> = std::result::Result<T, DecodeError>;
@@ -219,19 +191,15 @@ impl Compiler<'_> {
                     .entry(e.full_name().to_string())
                     .or_insert(next);
                 if at == next {
-                    let values = e.values().map(|v| (v.number(), json_string(v.name())));
+                    let values = e
+                        .values()
+                        .map(|v| (v.number(), json_string(v.name()).into()));
                     self.enums.push(values.collect());
                 }
                 FieldKind::Enum(at)
             }
         }
     }
-}
-
-fn json_string(s: &str) -> Box<[u8]> {
-    let mut out = Vec::with_capacity(s.len() + 2);
-    write_json_str(&mut out, s);
-    out.into()
 }
 
 fn well_known(full_name: &str) -> Option<Wkt> {
@@ -491,7 +459,7 @@ impl ProtoDecoder {
                 let n = varint_of(data)? as i32;
                 match self.enums[e].iter().find(|(v, _)| *v == n) {
                     Some((_, name)) => out.extend_from_slice(name),
-                    None => write_number(out, n),
+                    None => write_json_int(out, n),
                 }
             }
             scalar => write_scalar(scalar, data, out)?,
@@ -550,13 +518,9 @@ impl ProtoDecoder {
     }
 }
 
-fn write_number(out: &mut Vec<u8>, v: impl itoa::Integer) {
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-}
-
 fn write_quoted(out: &mut Vec<u8>, v: impl itoa::Integer) {
     out.push(b'"');
-    write_number(out, v);
+    write_json_int(out, v);
     out.push(b'"');
 }
 
@@ -566,42 +530,26 @@ fn write_scalar(kind: FieldKind, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
     let fixed4 = || u32::from_le_bytes(data.try_into().expect("4 bytes"));
     let fixed8 = || u64::from_le_bytes(data.try_into().expect("8 bytes"));
     match kind {
-        Int32 => write_number(out, varint_of(data)? as i32),
+        Int32 => write_json_int(out, varint_of(data)? as i32),
         Int64 => write_quoted(out, varint_of(data)? as i64),
-        Uint32 => write_number(out, varint_of(data)? as u32),
+        Uint32 => write_json_int(out, varint_of(data)? as u32),
         Uint64 => write_quoted(out, varint_of(data)?),
-        Sint32 => write_number(out, zigzag(varint_of(data)?) as i32),
+        Sint32 => write_json_int(out, zigzag(varint_of(data)?) as i32),
         Sint64 => write_quoted(out, zigzag(varint_of(data)?)),
         Bool => out.extend_from_slice(if varint_of(data)? != 0 {
             b"true"
         } else {
             b"false"
         }),
-        Fixed32 => write_number(out, fixed4()),
-        Sfixed32 => write_number(out, fixed4() as i32),
+        Fixed32 => write_json_int(out, fixed4()),
+        Sfixed32 => write_json_int(out, fixed4() as i32),
         Fixed64 => write_quoted(out, fixed8()),
         Sfixed64 => write_quoted(out, fixed8() as i64),
-        Float => write_float(out, f64::from(f32::from_bits(fixed4())), true),
-        Double => write_float(out, f64::from_bits(fixed8()), false),
+        Float => write_json_f32(out, f32::from_bits(fixed4())),
+        Double => write_json_f64(out, f64::from_bits(fixed8())),
         _ => unreachable!("write_scalar takes numbers and bools"),
     }
     Ok(())
-}
-
-fn write_float(out: &mut Vec<u8>, v: f64, single: bool) {
-    if v.is_nan() {
-        out.extend_from_slice(b"\"NaN\"");
-    } else if v.is_infinite() {
-        out.extend_from_slice(if v > 0.0 {
-            b"\"Infinity\""
-        } else {
-            b"\"-Infinity\""
-        });
-    } else if single {
-        out.extend_from_slice(ryu::Buffer::new().format_finite(v as f32).as_bytes());
-    } else {
-        out.extend_from_slice(ryu::Buffer::new().format_finite(v).as_bytes());
-    }
 }
 
 impl ProtoDecoder {
@@ -715,7 +663,7 @@ fn write_duration(out: &mut Vec<u8>, seconds: i64, nanos: i32) {
     if seconds < 0 || nanos < 0 {
         out.push(b'-');
     }
-    write_number(out, seconds.unsigned_abs());
+    write_json_int(out, seconds.unsigned_abs());
     let nanos = nanos.unsigned_abs();
     let digits = nanos_digits(nanos);
     if digits > 0 {

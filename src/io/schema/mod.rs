@@ -279,11 +279,7 @@ impl Decoders {
                 .map(|()| None)
                 .map_err(Failure::Record);
         }
-        let (id, payload) = unframe(bytes).map_err(Failure::Record)?;
-        self.by_id(id, true)?
-            .decode(payload, out)
-            .map_err(|e| Failure::Record(format!("schema id {id}: {e}")))?;
-        Ok(Some(id))
+        self.framed(bytes, out, true).map(Some)
     }
 
     /// Appends the JSON of a key to `out`, as `value` does; `Ok(false)` leaves a key that is
@@ -302,11 +298,21 @@ impl Decoders {
         if self.registry.is_none() || !looks_framed(bytes) {
             return Ok(None);
         }
+        self.framed(bytes, out, false).map(|id| Some(Some(id)))
+    }
+
+    /// Appends the JSON of a framed value (or key) by its schema id; the id.
+    fn framed(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<u8>,
+        value: bool,
+    ) -> std::result::Result<u32, Failure> {
         let (id, payload) = unframe(bytes).map_err(Failure::Record)?;
-        self.by_id(id, false)?
+        self.by_id(id, value)?
             .decode(payload, out)
             .map_err(|e| Failure::Record(format!("schema id {id}: {e}")))?;
-        Ok(Some(Some(id)))
+        Ok(id)
     }
 
     /// Whether values are decoded.
