@@ -200,18 +200,16 @@ pub struct SchemaArgs {
     #[arg(short = 'r', long, value_name = "URL", help_heading = "Schemas")]
     pub schema_registry: Option<String>,
 
-    /// Values are unframed datums of --value-schema, in this format.
-    #[arg(
-        long,
-        value_enum,
-        value_name = "FORMAT",
-        requires = "value_schema",
-        help_heading = "Schemas"
-    )]
+    /// A Kafka or Kinesis source: values are unframed datums of --value-schema, in this
+    /// format. A sink (when the input is not a broker, or with --register): values are encoded
+    /// in it, with --value-schema, --value-schema-id, --value-subject or, with -r alone, the
+    /// latest schema of the subject TOPIC-value.
+    #[arg(long, value_enum, value_name = "FORMAT", help_heading = "Schemas")]
     pub value_format: Option<SchemaFormat>,
 
     /// The schema file of --value-format: .avsc for Avro, .proto for Protobuf (with
-    /// --value-proto-type), .json for JSON Schema.
+    /// --value-proto-type), .json for JSON Schema. On a sink with -r, the schema must be
+    /// registered under the subject (TOPIC-value, or --value-subject), or given --register.
     #[arg(
         long,
         value_name = "FILE",
@@ -239,8 +237,8 @@ pub struct SchemaArgs {
     )]
     pub key_schema: Option<PathBuf>,
 
-    /// Kafka sink: encode each value (JSON, as a decode writes it) in Avro with the registry's
-    /// schema of this id, framed with it. Needs -r.
+    /// Kafka or Kinesis sink: encode each value (JSON, as a decode writes it) with the
+    /// registry's schema of this id (Avro, Protobuf or JSON Schema), framed with it. Needs -r.
     #[arg(
         long,
         value_name = "N",
@@ -249,10 +247,17 @@ pub struct SchemaArgs {
     )]
     pub value_schema_id: Option<u32>,
 
-    /// Kafka sink: as --value-schema-id, with a subject's schema: SUBJECT (the latest version,
-    /// resolved once at the start) or SUBJECT@VERSION.
+    /// Kafka or Kinesis sink: as --value-schema-id, with a subject's schema: SUBJECT (the
+    /// latest version, resolved once at the start) or SUBJECT@VERSION. With --value-schema,
+    /// the subject it is found or registered under.
     #[arg(long, value_name = "SUBJECT[@V]", help_heading = "Schemas")]
     pub value_subject: Option<String>,
+
+    /// Sink: register --value-schema under its subject (TOPIC-value, or --value-subject) in
+    /// the registry of -r, and frame values with the id it gives (a schema the subject has
+    /// keeps its id).
+    #[arg(long, requires = "value_schema", help_heading = "Schemas")]
+    pub register: bool,
 
     /// Check each JSON Schema value against its schema (the registry's or --value-schema's);
     /// one that fails is a bad record naming where and why. Off by default.

@@ -40,7 +40,7 @@ impl Consume {
         let mut input = plan::input_plan(&args.input, true)?;
         let s = &args.sink;
         let fields = RecordFields::parse(s.key.as_ref(), &s.headers)?;
-        let sink = plan::sink_plan(&s.output, fields, &args.input.broker)?;
+        let sink = plan::sink_plan(&s.output, fields, &args.input)?;
         let mut range = TimeRange::default();
         if input.is_broker() {
             input.render = broker_render(args, &sink)?;
@@ -191,6 +191,10 @@ impl RecordStep for ConsumeStep {
         } else {
             Flow::Continue
         })
+    }
+
+    fn encoding(&self) -> Option<String> {
+        self.sink.encoding()
     }
 
     fn idle(&mut self) -> Result<()> {

@@ -80,7 +80,7 @@ impl Dedupe {
         let select = plan::selection(&args.input.conditions, &args.time.time_format, &mut fields)?;
         let s = &args.sink;
         let record_fields = RecordFields::parse(s.key.as_ref(), &s.headers)?;
-        let sink = plan::sink_plan(&s.output, record_fields, &args.input.broker)?;
+        let sink = plan::sink_plan(&s.output, record_fields, &args.input)?;
         let job = job(args, &input, &fields, time_at, partition_at);
         let job = format!("{job}, --where {:?}", args.input.conditions);
         // With -G, each record must be keyed by its id: its envelope's key is read too.
@@ -493,6 +493,10 @@ impl RecordStep for DedupeStep {
         }
         self.write_released(counters)?;
         self.idle()
+    }
+
+    fn encoding(&self) -> Option<String> {
+        self.sink.encoding()
     }
 
     fn idle(&mut self) -> Result<()> {

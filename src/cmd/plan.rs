@@ -21,7 +21,7 @@ use crate::io::kafka::{ChangelogPlan, ClientOptions};
 use crate::io::schema::registry::RegistryOptions;
 use crate::io::schema::{EncodePlan, EncodeSchema, Format, SchemaFileRequest};
 use crate::io::sink::{RecordFields, SinkPlan};
-use crate::io::spec::SinkSpec;
+use crate::io::spec::{self, SinkSpec};
 use crate::runtime::{CheckpointPlan, Keeping, PolicyPlan, Prepare, ReportPlan, Selection};
 
 /// `--stats` and `--quiet`.
@@ -42,15 +42,29 @@ pub fn clients(client: &ClientArgs) -> ClientRequest {
     }
 }
 
-/// `-r`, `--value-format`/`--value-schema`, `--key-format`/`--key-schema`, `--avro-json`.
-fn schema_request(s: &SchemaArgs) -> SchemaRequest {
-    let format = |f: SchemaFormat| match f {
-        SchemaFormat::Avro => Format::Avro,
-        SchemaFormat::Protobuf => Format::Protobuf,
-        SchemaFormat::JsonSchema => Format::JsonSchema,
-    };
+/// Whether `--value-format`/`--value-schema` describe the sink's values rather than the
+/// source's: when the input is no broker (NDJSON), or with `--register`.
+fn sink_owns_value_schema(input: &InputArgs) -> bool {
+    let broker_input = input.sources.first().is_some_and(|s| spec::is_brokered(s));
+    input.broker.schemas.register || !broker_input
+}
+
+/// Whether the sink encodes values: with a schema id, a subject, a file to register, or a
+/// format of its own.
+fn sink_encodes(s: &SchemaArgs, sink_owns: bool) -> bool {
+    s.value_schema_id.is_some()
+        || s.value_subject.is_some()
+        || s.register
+        || (sink_owns && s.value_format.is_some())
+}
+
+/// `-r`, `--value-format`/`--value-schema`, `--key-format`/`--key-schema`, `--avro-json`, as
+/// the source decodes with them.
+fn schema_request(input: &InputArgs) -> SchemaRequest {
+    let s = &input.broker.schemas;
+    let sink_owns = sink_owns_value_schema(input);
     let part = |f: Option<SchemaFormat>, path: &Option<PathBuf>| {
-        f.zip(path.clone()).map(|(f, p)| (format(f), p))
+        f.zip(path.clone()).map(|(f, p)| (format_of(f), p))
     };
     let proto = |message: &Option<String>| SchemaFileRequest {
         message: message.clone(),
@@ -59,7 +73,10 @@ fn schema_request(s: &SchemaArgs) -> SchemaRequest {
     };
     SchemaRequest {
         registry: s.schema_registry.clone(),
-        value: part(s.value_format, &s.value_schema),
+        value: match sink_owns {
+            true => None,
+            false => part(s.value_format, &s.value_schema),
+        },
         key: part(s.key_format, &s.key_schema),
         style: match s.avro_json {
             AvroJsonStyle::Weir => AvroJson::Weir,
@@ -68,7 +85,7 @@ fn schema_request(s: &SchemaArgs) -> SchemaRequest {
         value_proto: proto(&s.value_proto_type),
         key_proto: proto(&s.key_proto_type),
         reader: s.reader_schema.clone(),
-        encodes: s.value_schema_id.is_some() || s.value_subject.is_some(),
+        encodes: sink_encodes(s, sink_owns),
         validate: s.validate,
     }
 }
@@ -77,6 +94,10 @@ fn schema_request(s: &SchemaArgs) -> SchemaRequest {
 /// the command reads `--from`/`--to` on NDJSON input as an event-time range.
 pub fn input_plan(input: &InputArgs, time_range: bool) -> Result<InputPlan> {
     let b = &input.broker;
+    let s = &b.schemas;
+    if s.value_format.is_some() && s.value_schema.is_none() && !sink_owns_value_schema(input) {
+        return Err(Error::Usage("--value-format on a Kafka or Kinesis source reads unframed values of --value-schema FILE: give it".into()));
+    }
     let request = SourceRequest {
         sources: input.sources.clone(),
         partitions: b.partitions.clone(),
@@ -88,7 +109,7 @@ pub fn input_plan(input: &InputArgs, time_range: bool) -> Result<InputPlan> {
         efo: b.efo.clone(),
         clients: clients(&b.client),
         time_range,
-        schemas: schema_request(&b.schemas),
+        schemas: schema_request(input),
     };
     let policy = PolicyPlan::new(input.on_error, input.dead_letter.as_deref());
     Ok(InputPlan::new(
@@ -148,12 +169,12 @@ impl PassThrough {
     }
 }
 
-/// SINK (`-o`), with the fields a broker sink takes from each record, and the schema a Kafka
-/// sink encodes values with.
-pub fn sink_plan(output: &str, mut fields: RecordFields, broker: &BrokerArgs) -> Result<SinkPlan> {
-    let clients = clients(&broker.client);
+/// SINK (`-o`), with the fields a broker sink takes from each record, and the schema it
+/// encodes values with.
+pub fn sink_plan(output: &str, mut fields: RecordFields, input: &InputArgs) -> Result<SinkPlan> {
+    let clients = clients(&input.broker.client);
     let kafka = clients.kafka()?;
-    fields.encode = encode_plan(&broker.schemas, &kafka)?;
+    fields.encode = encode_plan(input, &kafka)?;
     SinkPlan::new(
         SinkSpec::parse(output).map_err(Error::Usage)?,
         fields,
@@ -162,29 +183,67 @@ pub fn sink_plan(output: &str, mut fields: RecordFields, broker: &BrokerArgs) ->
     )
 }
 
-/// `--value-schema-id N` or `--value-subject S[@V]`, with `-r`.
-fn encode_plan(s: &SchemaArgs, client: &ClientOptions) -> Result<Option<EncodePlan>> {
-    let schema = match (s.value_schema_id, &s.value_subject) {
-        (Some(id), _) => EncodeSchema::Id(id),
-        (None, Some(subject)) => match subject.rsplit_once('@') {
-            Some((name, v)) => {
-                let v = v.parse().map_err(|_| {
-                    Error::Usage(format!("--value-subject {subject}: a number after @"))
-                })?;
-                EncodeSchema::Subject(name.to_string(), v)
-            }
-            None => EncodeSchema::Subject(subject.clone(), -1),
+/// The sink's schema: `--value-schema-id N`, `--value-subject S[@V]`, `--value-schema FILE`
+/// (with `--register`), or `--value-format` alone (the latest of TOPIC-value).
+fn encode_plan(input: &InputArgs, client: &ClientOptions) -> Result<Option<EncodePlan>> {
+    let s = &input.broker.schemas;
+    let sink_owns = sink_owns_value_schema(input);
+    if !sink_encodes(s, sink_owns) {
+        return Ok(None);
+    }
+    let usage = |m: &str| Err(Error::Usage(m.to_string()));
+    let file = s.value_schema.clone().filter(|_| sink_owns);
+    let schema = match (s.value_schema_id, &s.value_subject, file) {
+        (Some(_), _, Some(_)) => return usage("--value-schema-id and --value-schema: give one"),
+        (Some(id), _, None) => EncodeSchema::Id(id),
+        (None, subject, Some(path)) => EncodeSchema::File {
+            path,
+            subject: subject.clone(),
+            register: s.register,
         },
-        (None, None) => return Ok(None),
+        (None, Some(subject), None) => {
+            let (name, version) = subject_version(subject)?;
+            EncodeSchema::Subject(Some(name), version)
+        }
+        (None, None, None) => EncodeSchema::Subject(None, -1),
     };
-    let url = s.schema_registry.as_deref().ok_or_else(|| {
-        Error::Usage(
-            "--value-schema-id and --value-subject take the schema from a registry: give -r URL"
-                .into(),
-        )
-    })?;
-    let registry = RegistryOptions::new(url, &client.registry, client.timeout)?;
-    Ok(Some(EncodePlan { registry, schema }))
+    let registry = (s.schema_registry.as_deref())
+        .map(|url| RegistryOptions::new(url, &client.registry, client.timeout))
+        .transpose()?;
+    if registry.is_none() && !matches!(schema, EncodeSchema::File { .. }) {
+        return usage("--value-schema-id, --value-subject and --value-format without --value-schema take the sink's schema from a registry: give -r URL");
+    }
+    Ok(Some(EncodePlan {
+        registry,
+        format: s.value_format.map(format_of),
+        schema,
+        proto: SchemaFileRequest {
+            message: s.value_proto_type.clone(),
+            includes: s.proto_import_path.clone(),
+            validate: true,
+        },
+    }))
+}
+
+/// `SUBJECT` (the latest version, -1) or `SUBJECT@VERSION`.
+fn subject_version(subject: &str) -> Result<(String, i64)> {
+    match subject.rsplit_once('@') {
+        Some((name, v)) => {
+            let v = v.parse().map_err(|_| {
+                Error::Usage(format!("--value-subject {subject}: a number after @"))
+            })?;
+            Ok((name.to_string(), v))
+        }
+        None => Ok((subject.to_string(), -1)),
+    }
+}
+
+fn format_of(f: SchemaFormat) -> Format {
+    match f {
+        SchemaFormat::Avro => Format::Avro,
+        SchemaFormat::Protobuf => Format::Protobuf,
+        SchemaFormat::JsonSchema => Format::JsonSchema,
+    }
 }
 
 /// Where `command` writes its report: stdout or a file.

@@ -148,7 +148,7 @@ fn time_range(args: &ReplayArgs, input: &InputPlan, envelope: bool) -> Result<Ti
 fn replay_sink(args: &ReplayArgs, envelope: bool) -> Result<SinkPlan> {
     let mut fields = RecordFields::parse(args.sink.key.as_ref(), &args.sink.headers)?;
     fields.envelope_keys = envelope;
-    let sink = plan::sink_plan(&args.sink.output, fields, &args.input.broker)?;
+    let sink = plan::sink_plan(&args.sink.output, fields, &args.input)?;
     if args.keep_partition && !matches!(sink.spec, SinkSpec::Kafka(_)) {
         return Err(Error::Usage(
             "--keep-partition is for a Kafka sink (-o kafka://...): a file has no partitions, and a Kinesis stream places each record by its key"
@@ -316,6 +316,10 @@ impl RecordStep for ReplayStep {
             state: saved::encode(&state),
             sinks: self.sink.durable()?.into_iter().collect(),
         })
+    }
+
+    fn encoding(&self) -> Option<String> {
+        self.sink.encoding()
     }
 
     fn idle(&mut self) -> Result<()> {

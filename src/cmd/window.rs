@@ -200,8 +200,7 @@ fn row_sink(args: &WindowArgs) -> Result<SinkPlan> {
             .map_err(Error::Usage)?,
         ..RecordFields::default()
     };
-    let clients = plan::clients(&args.input.broker.client);
-    SinkPlan::new(sink_spec, fields, clients.kafka()?, clients.aws())
+    plan::sink_plan(&args.output, fields, &args.input)
 }
 
 /// What makes a checkpoint this job's: the inputs and every flag that shapes the result.
@@ -639,6 +638,10 @@ impl RecordStep for WindowStep {
             self.write_rows()?;
         }
         Ok(Flow::Continue)
+    }
+
+    fn encoding(&self) -> Option<String> {
+        self.table.encoding()
     }
 
     fn idle(&mut self) -> Result<()> {

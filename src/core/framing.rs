@@ -87,6 +87,33 @@ pub fn message_indexes(payload: &[u8]) -> Result<(Vec<i32>, &[u8]), String> {
     Ok((indexes, &payload[at..]))
 }
 
+/// The framing a value written with schema `id` starts with; for Protobuf, its message
+/// indexes (`[0]`, the file's first message, as the single byte 0, as Confluent writes it).
+pub fn frame_prefix(id: u32, message_indexes: Option<&[i32]>) -> Vec<u8> {
+    let mut out = vec![0];
+    out.extend_from_slice(&id.to_be_bytes());
+    match message_indexes {
+        None => {}
+        Some([0]) => out.push(0),
+        Some(indexes) => {
+            write_zigzag(&mut out, indexes.len() as i64);
+            for &i in indexes {
+                write_zigzag(&mut out, i64::from(i));
+            }
+        }
+    }
+    out
+}
+
+fn write_zigzag(out: &mut Vec<u8>, n: i64) {
+    let mut v = ((n << 1) ^ (n >> 63)) as u64;
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +137,18 @@ mod tests {
         assert_eq!(message_indexes(&[4, 2, 4, 7]), Ok((vec![1, 2], &[7u8][..])));
         assert!(message_indexes(&[4, 2]).unwrap_err().contains("truncated"));
         assert!(message_indexes(&[3]).unwrap_err().contains("count of -2"));
+    }
+
+    #[test]
+    fn a_prefix_reads_back_as_its_id_and_indexes() {
+        assert_eq!(frame_prefix(258, None), [0, 0, 0, 1, 2]);
+        assert_eq!(frame_prefix(7, Some(&[0])), [0, 0, 0, 0, 7, 0]);
+        for indexes in [vec![1], vec![0, 2], vec![3, 70, 0]] {
+            let mut framed = frame_prefix(9, Some(&indexes));
+            framed.push(42);
+            let (id, payload) = unframe(&framed).unwrap();
+            assert_eq!(id, 9);
+            assert_eq!(message_indexes(payload), Ok((indexes, &[42u8][..])));
+        }
     }
 }

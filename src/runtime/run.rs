@@ -99,6 +99,7 @@ impl<C: Command> RunPlan<C> {
         let source = self.input.open_source(restored)?;
         let mut policy = self.input.open_policy(restored)?;
         let mut step = self.command.open(restored)?;
+        stats.encoding = step.encoding();
         let counters = &mut stats.counters;
         let read = match limit_reached(self.limit, counters) {
             // A restored run that had written all it was to write reads nothing.

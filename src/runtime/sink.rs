@@ -44,6 +44,10 @@ pub trait Sink {
     }
     /// What the sink writes to, for messages.
     fn name(&self) -> String;
+    /// The schema values are encoded with, as the summary names it, if the sink encodes.
+    fn encoding(&self) -> Option<String> {
+        None
+    }
     /// Writes a line the run itself made (a result row, a dead letter): a refusal ends the
     /// run.
     fn write_line(&mut self, line: &[u8]) -> Result<()> {

@@ -36,6 +36,10 @@ pub trait RecordStep {
     /// Called whenever no input is ready, before waiting for more: flush output here so
     /// records flow promptly through a live pipeline.
     fn idle(&mut self) -> Result<()>;
+    /// The schema the output's values are encoded with, for the summary.
+    fn encoding(&self) -> Option<String> {
+        None
+    }
     /// Called about every 100 ms, whether input comes or not (idle partitions, timers).
     fn tick(&mut self, _counters: &mut Counters) -> Result<()> {
         Ok(())

@@ -59,6 +59,9 @@ pub struct Report<'a> {
     pub exit_code: u8,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The schema the output's values were encoded with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_schema: Option<&'a str>,
 }
 
 pub struct Stats {
@@ -66,6 +69,8 @@ pub struct Stats {
     pub counters: Counters,
     /// Nothing is written (`replay --dry-run`): the summary says "would write".
     pub dry_run: bool,
+    /// The schema the output's values are encoded with, resolved at the start.
+    pub encoding: Option<String>,
     started: Instant,
 }
 
@@ -75,6 +80,7 @@ impl Stats {
             command,
             counters: Counters::default(),
             dry_run: false,
+            encoding: None,
             started: Instant::now(),
         }
     }
@@ -116,8 +122,12 @@ impl Stats {
         } else {
             0.0
         };
+        let encoding = match &self.encoding {
+            Some(schema) => format!("; values encoded with {schema}"),
+            None => String::new(),
+        };
         format!(
-            "weir {}: {} in {:.3} s ({} records/s)",
+            "weir {}: {} in {:.3} s ({} records/s){encoding}",
             self.command,
             parts.join(", "),
             secs,
@@ -138,6 +148,7 @@ impl Stats {
             },
             exit_code,
             error,
+            value_schema: self.encoding.as_deref(),
         };
         let mut text = serde_json::to_string_pretty(&report).expect("stats serialise");
         text.push('\n');

@@ -260,6 +260,15 @@ def check(url):
     for s in golden["registry"]["subjects"]:
         reg = client.get_version(s["subject"], s["version"])
         assert reg.schema_id == s["id"], f"{s['subject']} v{s['version']}: id {reg.schema_id}"
+    # A writer's calls: registering a schema the registry has gives its id, under a new
+    # subject too, and a lookup (by a client with nothing cached) finds it.
+    ids_of = {(e["schemaType"], e["schema"]): int(i) for i, e in golden["registry"]["ids"].items()}
+    for kind, text, subject in [("AVRO", json.dumps(MONEY), "check-value"),
+                                ("JSON", json.dumps(JSON_SCHEMA), "check-refund")]:
+        registered = client.register_schema(subject, Schema(text, kind))
+        assert registered == ids_of[(kind, text)], f"{subject}: id {registered}"
+        found = SchemaRegistryClient({"url": url}).lookup_schema(subject, Schema(text, kind))
+        assert (found.schema_id, found.version) == (registered, 1), f"{subject}: {found}"
     value_ctx = SerializationContext(TOPIC, MessageField.VALUE)
     avro_de, json_de = AvroDeserializer(client), JSONDeserializer(None, schema_registry_client=client)
     for r in golden["records"]:

@@ -5,7 +5,11 @@
 //!   `schemaType` left out for Avro and `references` when there are none, as Confluent's
 //!   registry answers; `404 {"error_code":40403,..}` for an unknown id;
 //! - `GET /subjects/S/versions/V` (a number or `latest`): `{"subject","version","id",
-//!   "schema",..}`; `40401` for an unknown subject, `40402` for an unknown version.
+//!   "schema",..}`; `40401` for an unknown subject, `40402` for an unknown version;
+//! - `POST /subjects/S/versions` registers `{"schema","schemaType"}`: `{"id":N}`, the id the
+//!   same schema has anywhere, else a new one, and a new version unless the subject has it;
+//! - `POST /subjects/S` looks a schema up: the subject version that has it, `40401` or
+//!   `40403`. Schemas are the same when their JSON is (Avro, JSON Schema) or their text.
 //!
 //! It serves what confluent-kafka's own mock registry held (`tests/schema/golden.py`), and
 //! that client reads it back (the golden test), so the shapes are checked by the reference
@@ -127,6 +131,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
         return;
     }
     let mut authorization = None;
+    let mut length = 0;
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
@@ -136,18 +141,29 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
             if name.eq_ignore_ascii_case("authorization") {
                 authorization = Some(value.trim().to_string());
             }
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
         }
     }
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("/")
-        .to_string();
-    let (status, body) = answer(state, &path, authorization.as_deref());
+    let mut sent = vec![0; length];
+    if std::io::Read::read_exact(&mut reader, &mut sent).is_err() {
+        return;
+    }
+    let mut words = request_line.split_whitespace();
+    let method = words.next().unwrap_or("GET").to_string();
+    let path = words.next().unwrap_or("/").to_string();
+    let call = Call {
+        method: &method,
+        path: &path,
+        body: &sent,
+    };
+    let (status, body) = answer(state, &call, authorization.as_deref());
     let reason = match status {
         200 => "OK",
         401 => "Unauthorized",
         404 => "Not Found",
+        422 => "Unprocessable Entity",
         _ => "Internal Server Error",
     };
     let _ = write!(
@@ -157,7 +173,15 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
     );
 }
 
-fn answer(state: &Mutex<State>, path: &str, authorization: Option<&str>) -> (u16, String) {
+/// One request: its method, path and body.
+struct Call<'a> {
+    method: &'a str,
+    path: &'a str,
+    body: &'a [u8],
+}
+
+fn answer(state: &Mutex<State>, call: &Call, authorization: Option<&str>) -> (u16, String) {
+    let path = call.path;
     let mode = {
         let mut s = state.lock().unwrap();
         s.asked.push(path.to_string());
@@ -185,10 +209,20 @@ fn answer(state: &Mutex<State>, path: &str, authorization: Option<&str>) -> (u16
         }
         _ => {}
     }
-    let s = state.lock().unwrap();
+    let mut s = state.lock().unwrap();
     // Query parameters (`?deleted=false`) change nothing here.
     let path = path.split('?').next().unwrap_or_default();
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    if call.method == "POST" {
+        let Ok(sent) = serde_json::from_slice::<Value>(call.body) else {
+            return (422, error(42201, "Invalid schema"));
+        };
+        return match parts.as_slice() {
+            ["subjects", subject, "versions"] => s.register(&percent_decoded(subject), &sent),
+            ["subjects", subject] => s.lookup(&percent_decoded(subject), &sent),
+            _ => (404, error(404, "HTTP 404 Not Found")),
+        };
+    }
     match parts.as_slice() {
         ["schemas", "ids", id] => match id.parse().ok().and_then(|id: u32| s.ids.get(&id)) {
             Some(entry) => (200, entry.to_string()),
@@ -215,6 +249,57 @@ fn answer(state: &Mutex<State>, path: &str, authorization: Option<&str>) -> (u16
         }
         _ => (404, error(404, "HTTP 404 Not Found")),
     }
+}
+
+impl State {
+    /// `POST /subjects/S/versions`: the id of `sent` (reused where the registry has the same
+    /// schema), a new version of the subject unless it has that schema already.
+    fn register(&mut self, subject: &str, sent: &Value) -> (u16, String) {
+        if let (200, found) = self.lookup(subject, sent) {
+            let found: Value = serde_json::from_str(&found).unwrap();
+            return (200, json!({"id": found["id"]}).to_string());
+        }
+        let kind = sent["schemaType"].as_str().unwrap_or("AVRO");
+        let schema = sent["schema"].as_str().unwrap_or_default();
+        let same = |e: &Value| same_schema(e, schema, kind);
+        let id = match self.ids.iter().find(|(_, e)| same(e)) {
+            Some((id, _)) => *id,
+            None => self.ids.keys().max().map_or(1, |m| m + 1),
+        };
+        let entry = json!({"schema": schema, "schemaType": kind, "references": sent["references"]});
+        self.ids.insert(id, shape(&entry, None));
+        let versions = self.subjects.entry(subject.to_string()).or_default();
+        let version = versions.last().map_or(1, |v| v["version"].as_i64().unwrap() + 1);
+        let listed = json!({"subject": subject, "version": version, "id": id});
+        versions.push(shape(&entry, Some(&listed)));
+        (200, json!({"id": id}).to_string())
+    }
+
+    /// `POST /subjects/S`: the version of the subject that has `sent`.
+    fn lookup(&self, subject: &str, sent: &Value) -> (u16, String) {
+        let Some(versions) = self.subjects.get(subject) else {
+            return (404, error(40401, &format!("Subject '{subject}' not found.")));
+        };
+        let kind = sent["schemaType"].as_str().unwrap_or("AVRO");
+        let schema = sent["schema"].as_str().unwrap_or_default();
+        match versions.iter().find(|e| same_schema(e, schema, kind)) {
+            Some(e) => (200, e.to_string()),
+            None => (404, error(40403, "Schema not found")),
+        }
+    }
+}
+
+/// Whether a served entry holds `schema` of `kind`: the same JSON, or for Protobuf the same
+/// text.
+fn same_schema(entry: &Value, schema: &str, kind: &str) -> bool {
+    let entry_kind = entry["schemaType"].as_str().unwrap_or("AVRO");
+    let held = entry["schema"].as_str().unwrap_or_default();
+    let json = |t: &str| serde_json::from_str::<Value>(t).ok();
+    entry_kind == kind
+        && match kind {
+            "PROTOBUF" => held.trim() == schema.trim(),
+            _ => json(held).is_some() && json(held) == json(schema),
+        }
 }
 
 fn error(code: u32, message: &str) -> String {

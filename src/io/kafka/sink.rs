@@ -13,9 +13,9 @@ use rdkafka::ClientContext;
 
 use super::client::{reach, scrub, topic_error, Reporter};
 use super::config::ClientOptions;
-use crate::core::avro_encode::AvroEncoder;
 use crate::core::record::RecordError;
 use crate::error::{Error, Fault, Result};
+use crate::io::schema::ValueEncoder;
 use crate::io::spec::KafkaSpec;
 use crate::runtime::sink::Outgoing;
 
@@ -96,10 +96,8 @@ pub struct KafkaSink {
     pub topic: String,
     timeout: Duration,
     sent: usize,
-    /// Values are encoded with this schema and framed with its id before they are sent.
-    encoder: Option<(AvroEncoder, u32)>,
-    /// The framed value in the making.
-    framed: Vec<u8>,
+    /// Values are encoded with this schema (and framed with its id) before they are sent.
+    encoder: Option<ValueEncoder>,
 }
 
 impl KafkaSink {
@@ -150,7 +148,6 @@ impl KafkaSink {
             timeout,
             sent: 0,
             encoder: None,
-            framed: Vec::new(),
         })
     }
 
@@ -166,35 +163,31 @@ impl KafkaSink {
         })
     }
 
-    /// Encodes every value with `encoder` and frames it with schema id `id` from now on.
-    pub fn encode_with(&mut self, encoder: AvroEncoder, id: u32) {
-        self.encoder = Some((encoder, id));
+    /// Encodes every value with `encoder` from now on.
+    pub fn encode_with(&mut self, encoder: ValueEncoder) {
+        self.encoder = Some(encoder);
+    }
+
+    /// The schema values are encoded with, as the summary names it.
+    pub fn encoding(&self) -> Option<&str> {
+        self.encoder.as_ref().map(|e| e.described.as_str())
     }
 
     /// Sends a record, its value encoded first when the sink encodes: a value that does not
     /// fit the schema is a bad record, with the field and the reason.
     pub fn send(&mut self, r: &Outgoing<'_>) -> Result<(), Fault> {
-        let (Some((encoder, id)), Some(value)) = (&self.encoder, r.value) else {
-            return self.send_as_is(r);
+        let mut encoder = self.encoder.take();
+        let sent = match (&mut encoder, r.value) {
+            (Some(encoder), Some(value)) => match encoder.encode(value) {
+                Ok(value) => self.send_as_is(&Outgoing {
+                    value: Some(value),
+                    ..*r
+                }),
+                Err(bad) => Err(Fault::Record(bad)),
+            },
+            _ => self.send_as_is(r),
         };
-        let mut framed = std::mem::take(&mut self.framed);
-        framed.clear();
-        framed.push(0);
-        framed.extend_from_slice(&id.to_be_bytes());
-        if let Err(reason) = encoder.encode(value, &mut framed) {
-            self.framed = framed;
-            let reason = format!("schema id {id}: {reason}");
-            return Err(Fault::Record(RecordError::BadValue {
-                path: "value".into(),
-                reason,
-            }));
-        }
-        let encoded = Outgoing {
-            value: Some(&framed),
-            ..*r
-        };
-        let sent = self.send_as_is(&encoded);
-        self.framed = framed;
+        self.encoder = encoder;
         sent
     }
 

@@ -6,8 +6,11 @@
 //! payload that does not fit its schema) is a bad record under the error policy; a
 //! registry that cannot answer stops the run (exit 4).
 
+pub mod encode;
 pub mod proto;
 pub mod registry;
+
+pub use encode::{EncodePlan, EncodeSchema, ValueEncoder};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,56 +21,13 @@ use apache_avro::Schema;
 use self::proto::ProtoSchema;
 use self::registry::{Fetched, Registry, RegistryOptions};
 use crate::core::avro::{AvroDecoder, AvroJson};
-use crate::core::avro_encode::AvroEncoder;
 use crate::core::envelope::{Decoded, Message, Render};
 use crate::core::framing::{looks_framed, unframe};
 use crate::core::record::RecordError;
 use crate::error::{Error, Result};
 use crate::runtime::Framing;
 
-/// The schema a Kafka sink encodes values with (`--value-schema-id`, `--value-subject`).
-#[derive(Clone, Debug)]
-pub struct EncodePlan {
-    pub registry: RegistryOptions,
-    pub schema: EncodeSchema,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EncodeSchema {
-    Id(u32),
-    /// A subject and version (`-1`: the latest), resolved once at the start.
-    Subject(String, i64),
-}
-
-impl EncodePlan {
-    /// Fetches the schema: its encoder and the id values are framed with. Avro only.
-    pub fn open(&self) -> Result<(AvroEncoder, u32)> {
-        let registry = Registry::open(self.registry.clone())?;
-        let (fetched, id) = match &self.schema {
-            EncodeSchema::Id(id) => (registry.by_id(*id)?, Some(*id)),
-            EncodeSchema::Subject(subject, version) => {
-                let f = registry.by_subject(subject, *version)?;
-                let id = f.as_ref().and_then(|f| f.id);
-                (f, id)
-            }
-        };
-        let usage =
-            |m: String| Error::Usage(format!("{:?} at {}: {m}", self.schema, registry.url()));
-        let (Some(f), Some(id)) = (fetched, id) else {
-            return Err(usage("the registry has no such schema".into()));
-        };
-        if f.kind != "AVRO" {
-            return Err(usage(format!("a {} schema: weir encodes Avro", f.kind)));
-        }
-        let mut named = Vec::new();
-        references(&registry, &f, &mut named, 0)?;
-        let (schema, named) = Schema::parse_str_with_list(&f.schema, &named)
-            .map_err(|e| usage(format!("not an Avro schema: {e}")))?;
-        Ok((AvroEncoder::new(schema, named), id))
-    }
-}
-
-/// The schema formats weir decodes.
+/// The schema formats weir decodes and encodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Avro,
@@ -126,7 +86,7 @@ impl LocalSchema {
                 let message = proto.message.as_deref().ok_or_else(|| {
                     usage("a .proto file needs the message to read: --value-proto-type or --key-proto-type NAME".into())
                 })?;
-                let schema = ProtoSchema::from_file(path, &proto.includes, message);
+                let schema = ProtoSchema::from_file(path, &proto.includes, Some(message));
                 Codec::Protobuf(schema.map_err(usage)?)
             }
             Format::JsonSchema => Codec::json(&text, proto.validate).map_err(usage)?,
@@ -367,7 +327,7 @@ fn compile(registry: &Registry, id: u32, f: &Fetched, target: &AvroTarget) -> Re
 }
 
 /// The `.proto` texts `f` imports, by import name, with theirs.
-fn proto_imports(
+pub(crate) fn proto_imports(
     registry: &Registry,
     f: &Fetched,
     out: &mut HashMap<String, String>,
@@ -396,7 +356,7 @@ fn fetch_reference(registry: &Registry, r: &registry::Reference) -> Result<Fetch
 }
 
 /// Appends the texts of the schemas `f` refers to, those they refer to first.
-fn references(registry: &Registry, f: &Fetched, out: &mut Vec<String>, depth: usize) -> Result<()> {
+pub(crate) fn references(registry: &Registry, f: &Fetched, out: &mut Vec<String>, depth: usize) -> Result<()> {
     if depth > 32 {
         return Err(Error::Usage(
             "schema references nested more than 32 deep".into(),

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use prost_reflect::{DescriptorPool, MessageDescriptor};
+use prost::Message as _;
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 use protox::file::{
     ChainFileResolver, File, FileResolver, GoogleFileResolver, IncludeFileResolver,
 };
@@ -24,6 +25,11 @@ pub struct ProtoSchema {
     tree: Vec<MessageTree>,
     /// A local schema's message (`--value-proto-type`), read without indexes.
     fixed: Option<usize>,
+    /// Its full name.
+    message: Option<String>,
+    pool: DescriptorPool,
+    /// The file compiled; its messages are the ones message indexes count.
+    file: String,
 }
 
 #[derive(Clone, Debug)]
@@ -47,11 +53,12 @@ impl ProtoSchema {
         Ok(Self::of(&pool, ROOT))
     }
 
-    /// A file under `--proto-import-path` directories (and its own), reading `message`.
+    /// A file under `--proto-import-path` directories (and its own), reading `message` (by
+    /// default, an encoder's choice: the first).
     pub fn from_file(
         path: &std::path::Path,
         includes: &[PathBuf],
-        message: &str,
+        message: Option<&str>,
     ) -> Result<ProtoSchema, String> {
         let dir = path
             .parent()
@@ -68,6 +75,9 @@ impl ProtoSchema {
             .ok_or("not a file name")?;
         let pool = compile(resolver, name)?;
         let mut schema = Self::of(&pool, name);
+        let Some(message) = message else {
+            return Ok(schema);
+        };
         let fixed = schema.decoder.message(message).ok_or_else(|| {
             let file = pool.get_file_by_name(name);
             let known: Vec<String> = file
@@ -78,6 +88,7 @@ impl ProtoSchema {
             format!("no message '{message}' (the file has {})", known.join(", "))
         })?;
         schema.fixed = Some(fixed);
+        schema.message = Some(message.to_string());
         Ok(schema)
     }
 
@@ -91,7 +102,35 @@ impl ProtoSchema {
             decoder: Arc::new(decoder),
             tree,
             fixed: None,
+            message: None,
+            pool: pool.clone(),
+            file: file.to_string(),
         }
+    }
+
+    /// The encoder of `message` (a full name; else a local schema's message, else the file's
+    /// first) and the message indexes that name it in the file.
+    pub fn encoder(&self, message: Option<&str>) -> Result<(ProtoEncoder, Vec<i32>), String> {
+        let file = (self.pool.get_file_by_name(&self.file)).ok_or("no file compiled")?;
+        let name = message.or(self.message.as_deref());
+        let descriptor = match name {
+            Some(name) => self.pool.get_message_by_name(name),
+            None => file.messages().next(),
+        };
+        let descriptor = descriptor.ok_or_else(|| match name {
+            Some(name) => format!("no message '{name}' in the schema"),
+            None => "no message in the schema".into(),
+        })?;
+        if descriptor.parent_file().name() != self.file {
+            return Err(format!(
+                "'{}' is defined in {}, not in the schema itself",
+                descriptor.full_name(),
+                descriptor.parent_file().name()
+            ));
+        }
+        // The path in the file descriptor: 4 (message_type), i, then 3 (nested_type), j, ...
+        let indexes = descriptor.path().iter().skip(1).step_by(2).copied().collect();
+        Ok((ProtoEncoder { descriptor }, indexes))
     }
 
     /// Appends the JSON of `payload`: a local schema's message, or the message its indexes
@@ -121,6 +160,24 @@ impl ProtoSchema {
         self.decoder
             .decode(m, message, out)
             .map_err(|e| e.to_string())
+    }
+}
+
+/// JSON, as a decode writes it, to a message's binary, by prost-reflect's proto3 JSON reader:
+/// it takes the `.proto`'s field names, int64 strings and enum names, and refuses a field the
+/// message does not have.
+#[derive(Clone, Debug)]
+pub struct ProtoEncoder {
+    descriptor: MessageDescriptor,
+}
+
+impl ProtoEncoder {
+    pub fn encode(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        let mut reader = serde_json::Deserializer::from_slice(json);
+        let message = DynamicMessage::deserialize(self.descriptor.clone(), &mut reader)
+            .and_then(|m| reader.end().map(|()| m))
+            .map_err(|e| e.to_string())?;
+        message.encode(out).map_err(|e| e.to_string())
     }
 }
 

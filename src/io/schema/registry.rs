@@ -1,5 +1,6 @@
-//! A client of a Confluent-compatible schema registry: the few GET calls a reader makes,
-//! with retries, credentials and a CA of its own.
+//! A client of a Confluent-compatible schema registry: the few calls a reader and a writer
+//! make (a schema by id or subject version; a schema looked up or registered under a
+//! subject), with retries, credentials and a CA of its own.
 //!
 //! A 404 is an answer (the schema is not there); a 5xx or a failed connection is retried
 //! and then, like a 401 or 403 or a body that is not the registry's JSON, an outage: the
@@ -76,10 +77,27 @@ pub struct Fetched {
     /// The id, in a subject version's answer.
     #[serde(default)]
     pub id: Option<u32>,
+    /// The version, in a subject version's answer.
+    #[serde(default)]
+    pub version: Option<i64>,
 }
 
 fn avro() -> String {
     "AVRO".into()
+}
+
+/// A schema to look up or register under a subject, as the registry takes it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct NewSchema {
+    pub schema: String,
+    #[serde(rename = "schemaType")]
+    pub kind: String,
+}
+
+/// The registry's answer to a registration: the schema's id.
+#[derive(Deserialize)]
+struct Registered {
+    id: u32,
 }
 
 /// A schema another names: by its name in the referring schema, found under a subject's
@@ -143,12 +161,41 @@ impl Registry {
         Ok(fetched)
     }
 
+    /// The id and version `schema` has under `subject`; `None` when it is not registered there.
+    pub fn lookup(&self, subject: &str, schema: &NewSchema) -> Result<Option<Fetched>> {
+        let body = serde_json::to_string(schema).expect("serialises");
+        self.request(&format!("/subjects/{}", encode_path(subject)), Some(&body))
+    }
+
+    /// Registers `schema` under `subject` (a schema the subject has already keeps its id):
+    /// its id.
+    pub fn register(&self, subject: &str, schema: &NewSchema) -> Result<u32> {
+        let body = serde_json::to_string(schema).expect("serialises");
+        let path = format!("/subjects/{}/versions", encode_path(subject));
+        let registered: Option<Registered> = self.request(&path, Some(&body))?;
+        registered.map(|r| r.id).ok_or_else(|| {
+            Error::Unreachable(format!(
+                "the schema registry at {} answered 404 to registering under '{subject}'",
+                self.options.url
+            ))
+        })
+    }
+
     fn get<T: for<'de> Deserialize<'de>>(&self, path: &str) -> Result<Option<T>> {
+        self.request(path, None)
+    }
+
+    /// A GET, or a POST of `body`: its answer, `None` for a 404.
+    fn request<T: for<'de> Deserialize<'de>>(
+        &self,
+        path: &str,
+        body: Option<&str>,
+    ) -> Result<Option<T>> {
         let url = format!("{}{path}", self.options.url);
         let started = Instant::now();
         let mut wait = Duration::from_millis(200);
         for attempt in 1..=TRIES {
-            match self.call(&url)? {
+            match self.call(&url, body)? {
                 Answer::Body(body) => return parse(&url, &body).map(Some),
                 Answer::NotFound => return Ok(None),
                 Answer::Retry(why)
@@ -167,15 +214,27 @@ impl Registry {
         unreachable!("the last try returns")
     }
 
-    fn call(&self, url: &str) -> Result<Answer> {
-        let mut request = self.agent.get(url).header(
-            "Accept",
-            "application/vnd.schemaregistry.v1+json, application/json",
-        );
-        if let Some(auth) = &self.options.authorization {
-            request = request.header("Authorization", auth);
-        }
-        let mut response = match request.call() {
+    fn call(&self, url: &str, body: Option<&str>) -> Result<Answer> {
+        const ACCEPT: &str = "application/vnd.schemaregistry.v1+json, application/json";
+        let auth = self.options.authorization.as_deref();
+        let sent = match body {
+            None => {
+                let request = self.agent.get(url).header("Accept", ACCEPT);
+                match auth {
+                    Some(auth) => request.header("Authorization", auth).call(),
+                    None => request.call(),
+                }
+            }
+            Some(body) => {
+                let request = (self.agent.post(url).header("Accept", ACCEPT))
+                    .header("Content-Type", "application/vnd.schemaregistry.v1+json");
+                match auth {
+                    Some(auth) => request.header("Authorization", auth).send(body),
+                    None => request.send(body),
+                }
+            }
+        };
+        let mut response = match sent {
             Ok(r) => r,
             Err(e) => return Ok(Answer::Retry(e.to_string())),
         };
@@ -184,6 +243,11 @@ impl Registry {
         match status {
             200..=299 => Ok(Answer::Body(body)),
             404 => Ok(Answer::NotFound),
+            // A schema the subject refuses (incompatible, or invalid): the command line's to mend.
+            409 | 422 => Err(Error::Usage(format!(
+                "the schema registry at {url} refused the schema (HTTP {status}): {}",
+                body.trim()
+            ))),
             401 | 403 => Err(Error::Unreachable(format!(
                 "the schema registry at {url} refused weir (HTTP {status}); give credentials with -X schema.registry.basic.auth.user.info=USER:PASSWORD or -X schema.registry.bearer.auth.token=TOKEN"
             ))),

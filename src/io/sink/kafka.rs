@@ -29,8 +29,7 @@ impl KafkaLines {
     ) -> Result<KafkaLines> {
         let mut sink = KafkaSink::open(spec, client)?;
         if let Some(encode) = &fields.encode {
-            let (encoder, id) = encode.open()?;
-            sink.encode_with(encoder, id);
+            sink.encode_with(encode.open(&sink.topic)?);
         }
         let paths: Vec<FieldPath> = fields
             .key
@@ -60,7 +59,7 @@ pub struct RecordFields {
     pub headers: Vec<(String, FieldPath)>,
     /// The records are envelopes with keys of their own (`replay -J`).
     pub envelope_keys: bool,
-    /// A Kafka sink encodes values with a registry's schema.
+    /// A broker sink encodes values with a schema.
     pub encode: Option<EncodePlan>,
 }
 
@@ -116,6 +115,10 @@ impl Sink for KafkaLines {
 
     fn name(&self) -> String {
         format!("kafka topic '{}'", self.topic())
+    }
+
+    fn encoding(&self) -> Option<String> {
+        self.sink.encoding().map(str::to_string)
     }
 }
 

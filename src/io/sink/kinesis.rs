@@ -17,6 +17,7 @@ use crate::error::{Error, Fault, Result};
 use crate::io::kinesis::client::{classify, jitter, retrying, runtime, Failure};
 use crate::io::kinesis::plan::{backoff, entries_to_resend};
 use crate::io::kinesis::{AwsOptions, KinesisClient};
+use crate::io::schema::ValueEncoder;
 use crate::io::spec::KinesisSpec;
 use crate::runtime::sink::{Outgoing, Sink};
 
@@ -41,6 +42,8 @@ pub struct KinesisLines {
     in_flight: Option<InFlight>,
     /// Entries sent again after they had gone in, to keep their key's order.
     pub resent: u64,
+    /// Each record's data is encoded with this schema first.
+    encoder: Option<ValueEncoder>,
 }
 
 impl KinesisLines {
@@ -69,6 +72,7 @@ impl KinesisLines {
             batch_bytes: 0,
             in_flight: None,
             resent: 0,
+            encoder: fields.encode.as_ref().map(|e| e.open(&spec.stream)).transpose()?,
         })
     }
 
@@ -78,6 +82,19 @@ impl KinesisLines {
 
     /// Adds one record to the batch, sending the batch when it is full.
     fn add(&mut self, key: &[u8], data: &[u8]) -> Result<(), Fault> {
+        let mut encoder = self.encoder.take();
+        let added = match &mut encoder {
+            Some(e) => e
+                .encode(data)
+                .map_err(Fault::Record)
+                .and_then(|data| self.add_encoded(key, data)),
+            None => self.add_encoded(key, data),
+        };
+        self.encoder = encoder;
+        added
+    }
+
+    fn add_encoded(&mut self, key: &[u8], data: &[u8]) -> Result<(), Fault> {
         let key = match std::str::from_utf8(key) {
             Ok(k) if !k.is_empty() && k.chars().count() <= 256 => k,
             _ => {
@@ -257,6 +274,10 @@ impl Sink for KinesisLines {
 
     fn name(&self) -> String {
         format!("kinesis stream '{}'", self.stream())
+    }
+
+    fn encoding(&self) -> Option<String> {
+        self.encoder.as_ref().map(|e| e.described.clone())
     }
 }
 

@@ -169,4 +169,8 @@ impl Sink for LineSink {
     fn name(&self) -> String {
         each_kind!(&self.out, s => s.name())
     }
+
+    fn encoding(&self) -> Option<String> {
+        each_kind!(&self.out, s => s.encoding())
+    }
 }

@@ -24,9 +24,9 @@ impl SinkPlan {
         client: ClientOptions,
         aws: AwsOptions,
     ) -> Result<SinkPlan> {
-        if fields.encode.is_some() && !matches!(spec, SinkSpec::Kafka(_)) {
+        if fields.encode.is_some() && !matches!(spec, SinkSpec::Kafka(_) | SinkSpec::Kinesis(_)) {
             return Err(Error::Usage(
-                "--value-schema-id and --value-subject encode values for a Kafka sink: they need -o kafka://...".into(),
+                "--value-schema-id, --value-subject, --register and a sink's --value-format encode values for a broker: they need -o kafka://... or -o kinesis://...".into(),
             ));
         }
         match spec {

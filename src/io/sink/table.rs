@@ -62,6 +62,14 @@ impl TableWriter {
         }
     }
 
+    /// The schema rows are encoded with, if the sink encodes.
+    pub fn encoding(&self) -> Option<String> {
+        match self {
+            TableWriter::Ndjson { sink, .. } => sink.encoding(),
+            TableWriter::Csv { .. } => None,
+        }
+    }
+
     /// Writes one row, its columns put by `row`. `marks` says rows can be updates or
     /// retractions: CSV columns come from the first row, so every CSV row then carries both.
     pub fn write_row(&mut self, row: &impl ToColumns, marks: bool) -> Result<()> {
