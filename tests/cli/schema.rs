@@ -723,7 +723,7 @@ fn schema_flags_are_checked_before_anything_is_opened() {
         ),
         (
             vec!["replay", "-", "-r", "http://r", "--value-schema-id", "3"],
-            "need -o kafka://",
+            "need -o kafka://... or -o kinesis://",
         ),
         (
             vec![
@@ -737,6 +737,39 @@ fn schema_flags_are_checked_before_anything_is_opened() {
                 kafka,
             ],
             "a number after @",
+        ),
+        (vec!["consume", kafka, "--value-format", "avro"], "give it"),
+        (
+            vec![
+                "replay",
+                "-",
+                "--value-format",
+                "avro",
+                "--value-schema",
+                "x.avsc",
+            ],
+            "need -o kafka://... or -o kinesis://",
+        ),
+        (
+            vec!["replay", "-", "--value-format", "avro", "-o", kafka],
+            "give -r URL",
+        ),
+        (
+            vec![
+                "replay",
+                "-",
+                "-r",
+                "http://r",
+                "--value-schema-id",
+                "3",
+                "--value-format",
+                "avro",
+                "--value-schema",
+                "x.avsc",
+                "-o",
+                kafka,
+            ],
+            "give one",
         ),
     ] {
         let out = weir().args(&args).output().unwrap();
@@ -958,6 +991,85 @@ fn a_kinesis_stream_of_framed_values_decodes_as_a_topic_does() {
         "k.avsc",
     ]);
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    // A Kinesis sink encodes as a Kafka sink does: the Checkout version 1 values (id 2) go
+    // back to their bytes.
+    let checkouts: Vec<&Value> = (got.iter())
+        .filter(|e| e["value_schema_id"] == 2)
+        .map(|e| &e["value"])
+        .collect();
+    assert_eq!(checkouts.len(), 4);
+    let values = values_file(dir.path(), "checkouts.ndjson", &checkouts);
+    let encoded = s.stream("encoded", 1);
+    let put = s.weir(&[
+        "replay",
+        "-q",
+        values.to_str().unwrap(),
+        "--key",
+        "event_id",
+        "-r",
+        &registry.url,
+        "--value-schema-id",
+        "2",
+        "-o",
+        &s.url(&encoded),
+    ]);
+    assert!(put.status.success(), "{put:?}");
+    let back = lines(&s.weir(&["consume", "-J", "-e", "-q", &s.url(&encoded)]));
+    let originals: Vec<String> = (records.iter().take(4))
+        .map(|r| r["value"].as_str().unwrap().to_string())
+        .collect();
+    let bytes: Vec<String> = (back.iter())
+        .map(|e| match e["value_encoding"] == "base64" {
+            true => e["value"].as_str().unwrap().to_string(),
+            false => B64.encode(e["value"].as_str().unwrap()),
+        })
+        .collect();
+    assert_eq!(bytes, originals, "byte for byte, in order");
+}
+
+/// Writes `values` as envelopes (`{"partition":P,"value":V}`) to a file in `dir`.
+fn envelope_file(dir: &Path, name: &str, values: &[(i64, Value)]) -> std::path::PathBuf {
+    let file = dir.join(name);
+    let mut f = std::fs::File::create(&file).unwrap();
+    for (partition, value) in values {
+        writeln!(f, "{}", json!({"partition": partition, "value": value})).unwrap();
+    }
+    file
+}
+
+/// `replay -J --keep-partition FILE -o TOPIC` with `flags` (the schema's), dead letters to
+/// `dead`.
+fn replay_encoded(b: &Broker, file: &Path, topic: &str, flags: &[&str], dead: &Path) -> Output {
+    weir()
+        .args(["replay", "-J", "--keep-partition", file.to_str().unwrap()])
+        .args(flags)
+        .args(["-o", &b.url(topic), "--on-error", "skip"])
+        .args(["--dead-letter", dead.to_str().unwrap()])
+        .timeout(Duration::from_secs(90))
+        .output()
+        .unwrap()
+}
+
+/// The values of a topic as they are, sorted.
+fn raw_values(b: &Broker, topic: &str) -> Vec<Vec<u8>> {
+    let back = lines(&run(b, topic, &["consume", "-J", "-q"]));
+    // Bytes that are UTF-8 (a framed JSON Schema value) come as text.
+    let mut bytes: Vec<Vec<u8>> = (back.iter())
+        .map(|e| match (&e["value"], &e["value_encoding"]) {
+            (Value::String(v), e) if e == "base64" => B64.decode(v).unwrap(),
+            (Value::String(v), _) => v.as_bytes().to_vec(),
+            (other, _) => other.to_string().into_bytes(),
+        })
+        .collect();
+    bytes.sort();
+    bytes
+}
+
+/// Whether a decoded Protobuf value holds a map of more than one entry: its entries go on
+/// the wire in no fixed order, so only their decoding is compared.
+fn has_unordered_map(value: &Value) -> bool {
+    value["counts"].as_object().is_some_and(|m| m.len() > 1)
+        || value["attrs"].as_object().is_some_and(|m| !m.is_empty())
 }
 
 #[test]
@@ -967,79 +1079,102 @@ fn decoded_values_encode_back_to_the_same_bytes() {
     let registry = Registry::start(&g["registry"]);
     let records = golden_records(&g);
     let topic = topic_of(&b, "round-trip", &records);
-    // The version-1 Checkouts (schema id 2), decoded, keys left out (keys are not encoded).
-    let decoded = lines(&run(
+    let decoded = by_offset(lines(&run(
         &b,
         &topic,
         &["consume", "-J", "-q", "-r", &registry.url],
-    ));
-    let originals: Vec<&Vec<u8>> = records
-        .iter()
-        .map(|r| &r.1)
-        .filter(|v| v[1..5] == [0, 0, 0, 2])
-        .collect();
-    assert_eq!(originals.len(), 4);
+    )));
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("decoded.ndjson");
-    let mut f = std::fs::File::create(&file).unwrap();
-    for e in by_offset(decoded)
-        .iter()
-        .filter(|e| e["value_schema_id"] == 2)
-    {
-        writeln!(
-            f,
-            "{}",
-            json!({"partition": e["partition"], "value": e["value"]})
-        )
-        .unwrap();
-    }
-    writeln!(
-        f,
-        "{}",
-        json!({"partition": 0, "value": {"event_id": "no other field"}})
-    )
-    .unwrap();
-    drop(f);
-    for flag in [
-        ["--value-schema-id", "2"],
-        ["--value-subject", "golden-value@1"],
-    ] {
-        let target = b.topic("round-trip-back", 2);
-        let dead = dir.path().join("dead.ndjson");
-        let out = weir()
-            .args([
-                "replay",
-                "-q",
-                "-J",
-                "--keep-partition",
-                file.to_str().unwrap(),
-                "-r",
-                &registry.url,
-            ])
-            .args(flag)
-            .args([
-                "-o",
-                &b.url(&target),
-                "--on-error",
-                "skip",
-                "--dead-letter",
-                dead.to_str().unwrap(),
-            ])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let dead = std::fs::read_to_string(&dead).unwrap();
-        assert!(dead.contains("field occurred_at: missing"), "{dead}");
-        let back = by_offset(lines(&run(&b, &target, &["consume", "-J", "-q"])));
-        let bytes: Vec<Vec<u8>> = back
-            .iter()
-            .map(|e| B64.decode(e["value"].as_str().unwrap()).unwrap())
+    let ids = g["registry"]["ids"].as_object().unwrap();
+    let mut formats = std::collections::BTreeSet::new();
+    // Each schema's values (Avro, two versions and a reference; JSON Schema; Protobuf with a
+    // message index other than [0]) back through --value-schema-id: the same bytes.
+    for id in ids.keys().map(|id| id.parse::<u32>().unwrap()) {
+        let originals: Vec<&Vec<u8>> = (records.iter().map(|r| &r.1))
+            .filter(|v| v[1..5] == id.to_be_bytes())
             .collect();
-        let mut want: Vec<&Vec<u8>> = originals.clone();
-        let mut got: Vec<&Vec<u8>> = bytes.iter().collect();
+        let mine: Vec<&Value> = (decoded.iter())
+            .filter(|e| e["value_schema_id"] == id)
+            .collect();
+        if originals.is_empty() {
+            continue; // a key's schema, or one only referred to
+        }
+        let kind = ids[&id.to_string()]["schemaType"].as_str().unwrap();
+        formats.insert(kind.to_string());
+        let values: Vec<(i64, Value)> = (mine.iter())
+            .map(|e| (e["partition"].as_i64().unwrap(), e["value"].clone()))
+            .collect();
+        let file = envelope_file(dir.path(), &format!("{id}.ndjson"), &values);
+        let target = b.topic(&format!("round-trip-{id}"), 2);
+        let dead = dir.path().join(format!("dead-{id}.ndjson"));
+        let id_text = id.to_string();
+        let mut flags = vec!["-r", &registry.url, "--value-schema-id", &id_text];
+        // The schema's messages are Checkout, then Refund: which one is the flag's to say.
+        if values[0].1.get("refund_id").is_some() && kind == "PROTOBUF" {
+            flags.extend(["--value-proto-type", "acme.Refund"]);
+        }
+        let out = replay_encoded(&b, &file, &target, &flags, &dead);
+        assert!(out.status.success(), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("values encoded with {kind} schema id {id}")),
+            "{stderr}"
+        );
+        let back = lines(&run(&b, &target, &["consume", "-q", "-r", &registry.url]));
+        let mut want: Vec<&Value> = values.iter().map(|(_, v)| v).collect();
+        let mut got: Vec<&Value> = back.iter().collect();
+        want.sort_by_key(|v| v.to_string());
+        got.sort_by_key(|v| v.to_string());
+        assert_eq!(got, want, "schema id {id}: decodes as it was");
+        let ordered = |v: &Vec<u8>| {
+            let i = originals.iter().position(|o| o == &v).unwrap();
+            kind != "PROTOBUF" || !has_unordered_map(&mine[i]["value"])
+        };
+        let mut want: Vec<Vec<u8>> = originals.iter().map(|v| v.to_vec()).collect();
+        want.retain(ordered);
         want.sort();
-        got.sort();
-        assert_eq!(got, want, "{flag:?}: byte for byte");
+        let got = raw_values(&b, &target);
+        assert!(!want.is_empty());
+        assert!(
+            want.iter().all(|w| got.contains(w)),
+            "schema id {id} ({kind}): byte for byte"
+        );
+    }
+    assert_eq!(formats.len(), 3, "{formats:?}");
+    check_newer_schema_and_misfits(&b, &registry, &decoded, dir.path());
+}
+
+/// Version 1's values with the subject's latest schema (version 2, a new field with a
+/// default): they get the default. A value missing a field without one is a bad record.
+fn check_newer_schema_and_misfits(b: &Broker, registry: &Registry, decoded: &[Value], dir: &Path) {
+    let v1: Vec<(i64, Value)> = (decoded.iter())
+        .filter(|e| e["value_schema_id"] == 2)
+        .map(|e| (e["partition"].as_i64().unwrap(), e["value"].clone()))
+        .chain([(0, json!({"event_id": "no other field"}))])
+        .collect();
+    assert_eq!(v1.len(), 5);
+    let file = envelope_file(dir, "v1.ndjson", &v1);
+    let target = b.topic("round-trip-newer", 2);
+    let dead = dir.join("dead-newer.ndjson");
+    let flags = ["-r", &registry.url, "--value-subject", "golden-value@2"];
+    let out = replay_encoded(b, &file, &target, &flags, &dead);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("values encoded with AVRO subject 'golden-value' version 2 (schema id 3)"),
+        "{stderr}"
+    );
+    let dead = std::fs::read_to_string(&dead).unwrap();
+    assert!(dead.contains("field occurred_at: missing"), "{dead}");
+    let back = lines(&run(b, &target, &["consume", "-q", "-r", &registry.url]));
+    assert_eq!(back.len(), 4);
+    for value in &back {
+        let mut original = value.clone();
+        assert_eq!(
+            original.as_object_mut().unwrap().remove("channel"),
+            Some(json!("web"))
+        );
+        assert!(v1.iter().any(|(_, v)| v == &original), "{value}");
     }
 }
 
@@ -1079,4 +1214,187 @@ fn json_schema_values_are_checked_with_validate() {
         stderr.contains("offset 2") && stderr.contains("/amount"),
         "{stderr}"
     );
+}
+
+/// `replay FILE -o TOPIC` with `flags`: each line of FILE a value.
+fn replay_lines(b: &Broker, file: &Path, topic: &str, flags: &[&str]) -> Output {
+    weir()
+        .args(["replay", file.to_str().unwrap(), "-o", &b.url(topic)])
+        .args(flags)
+        .timeout(Duration::from_secs(90))
+        .output()
+        .unwrap()
+}
+
+fn values_file(dir: &Path, name: &str, values: &[&Value]) -> std::path::PathBuf {
+    let file = dir.join(name);
+    let text: String = values.iter().map(|v| format!("{v}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[test]
+fn a_local_avro_schema_is_written_unframed_or_found_or_registered() {
+    let Some(b) = broker() else { return };
+    let Some(g) = golden() else { return };
+    let registry = Registry::start(&g["registry"]);
+    let dir = tempfile::tempdir().unwrap();
+    // Checkout version 1, as the registry holds it under id 2, and its first four records.
+    let avsc = dir.path().join("checkout.avsc");
+    std::fs::write(&avsc, g["registry"]["ids"]["2"]["schema"].as_str().unwrap()).unwrap();
+    let avsc = avsc.to_str().unwrap();
+    let expected: Vec<&Value> = (g["records"].as_array().unwrap()[..4].iter())
+        .map(|r| &r["expected_value"])
+        .collect();
+    let file = values_file(dir.path(), "checkouts.ndjson", &expected);
+    let local = ["--value-format", "avro", "--value-schema", avsc];
+    // No registry: unframed datums, which the same file decodes.
+    let topic = b.topic("local-unframed", 1);
+    let out = replay_lines(&b, &file, &topic, &local);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("values encoded with AVRO ") && stderr.contains("(unframed)"),
+        "{stderr}"
+    );
+    let mut consume = vec!["consume", "-q"];
+    consume.extend(local);
+    assert_eq!(
+        lines(&run(&b, &topic, &consume)).iter().collect::<Vec<_>>(),
+        expected
+    );
+    // A registry without it under TOPIC-value: exit 2, naming the remedy; nothing written.
+    let topic = b.topic("local-framed", 1);
+    let mut flags = vec!["-r", &registry.url];
+    flags.extend(local);
+    let out = replay_lines(&b, &file, &topic, &flags);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let subject = format!("{topic}-value");
+    assert!(
+        stderr.contains(&format!("not registered under subject '{subject}'"))
+            && stderr.contains("--register"),
+        "{stderr}"
+    );
+    // --register: the registry has this schema as id 2, so the subject's version 1 gets it.
+    flags.push("--register");
+    let out = replay_lines(&b, &file, &topic, &flags);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "registered under subject '{subject}' (schema id 2)"
+        )),
+        "{stderr}"
+    );
+    // Then --value-format alone takes the latest of TOPIC-value: the same bytes again.
+    let out = replay_lines(
+        &b,
+        &file,
+        &topic,
+        &["-r", &registry.url, "--value-format", "avro"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("AVRO subject '{subject}' version 1 (schema id 2)")),
+        "{stderr}"
+    );
+    let back = lines(&run(&b, &topic, &["consume", "-q", "-r", &registry.url]));
+    let twice: Vec<&Value> = expected.iter().chain(&expected).copied().collect();
+    assert_eq!(back.iter().collect::<Vec<_>>(), twice);
+    let originals: Vec<Vec<u8>> = (golden_records(&g)[..4].iter())
+        .map(|r| r.1.clone())
+        .collect();
+    let mut want: Vec<Vec<u8>> = originals.iter().chain(&originals).cloned().collect();
+    want.sort();
+    assert_eq!(
+        raw_values(&b, &topic),
+        want,
+        "byte for byte, as confluent-kafka wrote them"
+    );
+}
+
+#[test]
+fn local_protobuf_and_json_schema_files_encode_what_they_decode() {
+    let Some(b) = broker() else { return };
+    let Some(g) = golden() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let records = g["records"].as_array().unwrap();
+    // The Refund messages (the file's second message) and the JSON Schema Refunds.
+    let refunds: Vec<&Value> = (records.iter().map(|r| &r["expected_value"]))
+        .filter(|v| v.get("refund_id").is_some() && v.get("amount").is_none())
+        .collect();
+    assert_eq!(refunds.len(), 2);
+    let schemas = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema");
+    let proto = schemas.join("checkout.proto");
+    let proto_flags = [
+        "--value-format",
+        "protobuf",
+        "--value-schema",
+        proto.to_str().unwrap(),
+        "--value-proto-type",
+        "acme.Refund",
+    ];
+    let topic = b.topic("local-proto", 1);
+    let file = values_file(dir.path(), "refunds.ndjson", &refunds);
+    let out = replay_lines(&b, &file, &topic, &proto_flags);
+    assert!(out.status.success(), "{out:?}");
+    let mut consume = vec!["consume", "-q"];
+    consume.extend(proto_flags);
+    assert_eq!(
+        lines(&run(&b, &topic, &consume)).iter().collect::<Vec<_>>(),
+        refunds
+    );
+    // A field the message does not have: a bad record, and the others go through.
+    let misfit = json!({"refund_id": "r-9", "nope": 1});
+    let file = values_file(dir.path(), "misfit.ndjson", &[refunds[0], &misfit]);
+    let dead = dir.path().join("dead.ndjson");
+    let mut flags = proto_flags.to_vec();
+    flags.extend([
+        "--on-error",
+        "skip",
+        "--dead-letter",
+        dead.to_str().unwrap(),
+    ]);
+    let out = replay_lines(&b, &file, &b.topic("local-proto-bad", 1), &flags);
+    assert!(out.status.success(), "{out:?}");
+    let dead = std::fs::read_to_string(&dead).unwrap();
+    assert!(
+        dead.contains("field name 'nope'") && dead.contains("\"line\":2"),
+        "{dead}"
+    );
+    // JSON Schema: each value checked against the file.
+    let json_schema = dir.path().join("refund.json");
+    let id = (g["registry"]["ids"].as_object().unwrap().iter())
+        .find(|(_, e)| e["schemaType"] == "JSON")
+        .map(|(id, _)| id.clone())
+        .unwrap();
+    std::fs::write(
+        &json_schema,
+        g["registry"]["ids"][&id]["schema"].as_str().unwrap(),
+    )
+    .unwrap();
+    let good = json!({"refund_id": "r-1", "amount": 12.5, "lines": [1]});
+    let bad = json!({"refund_id": "r-2", "amount": "lots"});
+    let file = values_file(dir.path(), "json.ndjson", &[&good, &bad]);
+    let topic = b.topic("local-json", 1);
+    let out = replay_lines(
+        &b,
+        &file,
+        &topic,
+        &[
+            "--value-format",
+            "json-schema",
+            "--value-schema",
+            json_schema.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("json.ndjson:2") && stderr.contains("/amount"),
+        "{stderr}"
+    );
+    assert_eq!(lines(&run(&b, &topic, &["consume", "-q"])), vec![good]);
 }

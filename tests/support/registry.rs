@@ -269,7 +269,9 @@ impl State {
         let entry = json!({"schema": schema, "schemaType": kind, "references": sent["references"]});
         self.ids.insert(id, shape(&entry, None));
         let versions = self.subjects.entry(subject.to_string()).or_default();
-        let version = versions.last().map_or(1, |v| v["version"].as_i64().unwrap() + 1);
+        let version = versions
+            .last()
+            .map_or(1, |v| v["version"].as_i64().unwrap() + 1);
         let listed = json!({"subject": subject, "version": version, "id": id});
         versions.push(shape(&entry, Some(&listed)));
         (200, json!({"id": id}).to_string())
@@ -278,7 +280,10 @@ impl State {
     /// `POST /subjects/S`: the version of the subject that has `sent`.
     fn lookup(&self, subject: &str, sent: &Value) -> (u16, String) {
         let Some(versions) = self.subjects.get(subject) else {
-            return (404, error(40401, &format!("Subject '{subject}' not found.")));
+            return (
+                404,
+                error(40401, &format!("Subject '{subject}' not found.")),
+            );
         };
         let kind = sent["schemaType"].as_str().unwrap_or("AVRO");
         let schema = sent["schema"].as_str().unwrap_or_default();

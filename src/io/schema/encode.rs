@@ -128,32 +128,58 @@ impl EncodePlan {
     fn find(&self, registry: Option<&Registry>, stream: &str) -> Result<Found> {
         let subject_of = |s: &Option<String>| s.clone().unwrap_or(format!("{stream}-value"));
         let needs = || {
-            registry.ok_or_else(|| Error::Usage("the schema comes from a registry: give -r URL".into()))
+            registry
+                .ok_or_else(|| Error::Usage("the schema comes from a registry: give -r URL".into()))
         };
         match &self.schema {
             EncodeSchema::Id(id) => {
                 let r = needs()?;
                 let fetched = r.by_id(*id)?.ok_or_else(|| {
-                    Error::Usage(format!("schema id {id} is not in the registry at {}", r.url()))
+                    Error::Usage(format!(
+                        "schema id {id} is not in the registry at {}",
+                        r.url()
+                    ))
                 })?;
                 let described = format!("{} schema id {id}", fetched.kind);
-                Ok(Found { fetched, id: Some(*id), described, file: false })
+                Ok(Found {
+                    fetched,
+                    id: Some(*id),
+                    described,
+                    file: false,
+                })
             }
             EncodeSchema::Subject(subject, version) => {
                 let (r, subject) = (needs()?, subject_of(subject));
                 let missing = || {
-                    let v = if *version < 0 { "a version".to_string() } else { format!("version {version}") };
-                    Error::Usage(format!("subject '{subject}' has no {v} in the registry at {}", r.url()))
+                    let v = if *version < 0 {
+                        "a version".to_string()
+                    } else {
+                        format!("version {version}")
+                    };
+                    Error::Usage(format!(
+                        "subject '{subject}' has no {v} in the registry at {}",
+                        r.url()
+                    ))
                 };
                 let fetched = r.by_subject(&subject, *version)?.ok_or_else(missing)?;
                 let id = fetched.id.ok_or_else(missing)?;
                 let v = fetched.version.unwrap_or(*version);
-                let described = format!("{} subject '{subject}' version {v} (schema id {id})", fetched.kind);
-                Ok(Found { fetched, id: Some(id), described, file: false })
+                let described = format!(
+                    "{} subject '{subject}' version {v} (schema id {id})",
+                    fetched.kind
+                );
+                Ok(Found {
+                    fetched,
+                    id: Some(id),
+                    described,
+                    file: false,
+                })
             }
-            EncodeSchema::File { path, subject, register } => {
-                self.from_file(registry, path, &subject_of(subject), *register)
-            }
+            EncodeSchema::File {
+                path,
+                subject,
+                register,
+            } => self.local_file(registry, path, &subject_of(subject), *register),
         }
     }
 }
@@ -161,7 +187,7 @@ impl EncodePlan {
 impl EncodePlan {
     /// A local schema file: unframed without a registry; else looked up under `subject`,
     /// or registered there with `--register`.
-    fn from_file(
+    fn local_file(
         &self,
         registry: Option<&Registry>,
         path: &std::path::Path,
@@ -183,26 +209,50 @@ impl EncodePlan {
         let shown = path.display();
         let Some(r) = registry else {
             if register {
-                return Err(usage("--register registers it in a registry: give -r URL".into()));
+                return Err(usage(
+                    "--register registers it in a registry: give -r URL".into(),
+                ));
             }
             let described = format!("{} {shown} (unframed)", new.kind);
-            return Ok(Found { fetched: fetched(None), id: None, described, file: true });
+            return Ok(Found {
+                fetched: fetched(None),
+                id: None,
+                described,
+                file: true,
+            });
         };
         let (id, how) = match register {
             true => (r.register(subject, &new)?, "registered"),
             false => {
                 let known = r.lookup(subject, &new)?.and_then(|f| f.id);
-                let not_there = || usage(format!("not registered under subject '{subject}' at {}; --register registers it", r.url()));
+                let not_there = || {
+                    usage(format!(
+                        "not registered under subject '{subject}' at {}; --register registers it",
+                        r.url()
+                    ))
+                };
                 (known.ok_or_else(not_there)?, "found")
             }
         };
-        let described = format!("{} {shown}, {how} under subject '{subject}' (schema id {id})", new.kind);
-        Ok(Found { fetched: fetched(Some(id)), id: Some(id), described, file: true })
+        let described = format!(
+            "{} {shown}, {how} under subject '{subject}' (schema id {id})",
+            new.kind
+        );
+        Ok(Found {
+            fetched: fetched(Some(id)),
+            id: Some(id),
+            described,
+            file: true,
+        })
     }
 
     /// The encoder of a schema, with its references (or a file's imports), and a Protobuf
     /// message's indexes.
-    fn codec(&self, registry: Option<&Registry>, found: &Found) -> Result<(Codec, Option<Vec<i32>>)> {
+    fn codec(
+        &self,
+        registry: Option<&Registry>,
+        found: &Found,
+    ) -> Result<(Codec, Option<Vec<i32>>)> {
         let f = &found.fetched;
         let usage = |m: String| Error::Usage(format!("{}: {m}", found.described));
         match f.kind.as_str() {
@@ -216,8 +266,8 @@ impl EncodePlan {
                 Ok((Codec::Avro(AvroEncoder::new(schema, named)), None))
             }
             "JSON" => {
-                let schema: serde_json::Value = serde_json::from_str(&f.schema)
-                    .map_err(|e| usage(format!("not JSON: {e}")))?;
+                let schema: serde_json::Value =
+                    serde_json::from_str(&f.schema).map_err(|e| usage(format!("not JSON: {e}")))?;
                 let validator = jsonschema::validator_for(&schema)
                     .map_err(|e| usage(format!("not a JSON Schema weir can check with: {e}")))?;
                 Ok((Codec::Json(Arc::new(validator)), None))

@@ -356,7 +356,12 @@ fn fetch_reference(registry: &Registry, r: &registry::Reference) -> Result<Fetch
 }
 
 /// Appends the texts of the schemas `f` refers to, those they refer to first.
-pub(crate) fn references(registry: &Registry, f: &Fetched, out: &mut Vec<String>, depth: usize) -> Result<()> {
+pub(crate) fn references(
+    registry: &Registry,
+    f: &Fetched,
+    out: &mut Vec<String>,
+    depth: usize,
+) -> Result<()> {
     if depth > 32 {
         return Err(Error::Usage(
             "schema references nested more than 32 deep".into(),

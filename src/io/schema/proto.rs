@@ -129,7 +129,13 @@ impl ProtoSchema {
             ));
         }
         // The path in the file descriptor: 4 (message_type), i, then 3 (nested_type), j, ...
-        let indexes = descriptor.path().iter().skip(1).step_by(2).copied().collect();
+        let indexes = descriptor
+            .path()
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .copied()
+            .collect();
         Ok((ProtoEncoder { descriptor }, indexes))
     }
 

@@ -72,7 +72,11 @@ impl KinesisLines {
             batch_bytes: 0,
             in_flight: None,
             resent: 0,
-            encoder: fields.encode.as_ref().map(|e| e.open(&spec.stream)).transpose()?,
+            encoder: fields
+                .encode
+                .as_ref()
+                .map(|e| e.open(&spec.stream))
+                .transpose()?,
         })
     }
 
