@@ -74,11 +74,18 @@ fn golden_records(g: &Value) -> Vec<Raw> {
         .collect()
 }
 
+/// `args` on `topic` to its end, with a `--timeout` that rides out a busy broker unless
+/// `args` give their own.
 fn run(b: &Broker, topic: &str, args: &[&str]) -> Output {
+    let timeout: &[&str] = match args.contains(&"--timeout") {
+        true => &[],
+        false => &["--timeout", "20s"],
+    };
     weir()
         .args(args)
         .arg(b.url(topic))
-        .args(["-e", "--timeout", "5s"])
+        .arg("-e")
+        .args(timeout)
         .timeout(Duration::from_secs(90))
         .output()
         .unwrap()
@@ -457,7 +464,11 @@ fn a_registry_that_cannot_answer_stops_the_run_with_exit_4() {
         run(
             &b,
             &topic,
-            &[&["consume", "-q", "-r", &registry.url][..], extra].concat(),
+            &[
+                &["consume", "-q", "--timeout", "5s", "-r", &registry.url][..],
+                extra,
+            ]
+            .concat(),
         )
     };
     for (mode, says) in [
@@ -1397,4 +1408,37 @@ fn local_protobuf_and_json_schema_files_encode_what_they_decode() {
         "{stderr}"
     );
     assert_eq!(lines(&run(&b, &topic, &["consume", "-q"])), vec![good]);
+}
+
+#[test]
+fn a_registry_over_tls_is_trusted_through_its_ca() {
+    let Some(b) = broker() else { return };
+    let Some(g) = golden() else { return };
+    let (registry, ca) = Registry::start_tls(&g["registry"]);
+    assert!(registry.url.starts_with("https://127.0.0.1:"));
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca).unwrap();
+    let records: Vec<Raw> = golden_records(&g).into_iter().take(2).collect();
+    let topic = topic_of(&b, "tls", &records);
+    let trusted = format!("schema.registry.ssl.ca.location={}", ca_file.display());
+    let got = lines(&run(
+        &b,
+        &topic,
+        &["consume", "-q", "-r", &registry.url, "-X", &trusted],
+    ));
+    let expected: Vec<&Value> = (g["records"].as_array().unwrap()[..2].iter())
+        .map(|r| &r["expected_value"])
+        .collect();
+    let mut got: Vec<&Value> = got.iter().collect();
+    got.sort_by_key(|v| v["event_id"].to_string());
+    assert_eq!(got, expected);
+    // Without the CA the certificate is no one's the client trusts: exit 4, not bad records.
+    let out = run(&b, &topic, &["consume", "-q", "-r", &registry.url]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("schema registry at https://127.0.0.1"),
+        "{stderr}"
+    );
 }

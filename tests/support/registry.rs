@@ -17,8 +17,8 @@
 //! 401 without credentials, or send malformed JSON.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -62,6 +62,28 @@ impl Registry {
     /// Serves golden.py's `registry` document: `ids` by id, `subjects` as a list of
     /// `{subject, version, id, schema, schemaType, references}`.
     pub fn start(document: &Value) -> Registry {
+        Registry::serve(document, None)
+    }
+
+    /// As `start`, over TLS, with a self-signed certificate for 127.0.0.1: the registry and
+    /// the certificate's PEM, the CA a client must trust.
+    pub fn start_tls(document: &Value) -> (Registry, String) {
+        let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::try_from(certified.signing_key.serialize_der())
+            .unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![certified.cert.der().clone()], key)
+        .unwrap();
+        let registry = Registry::serve(document, Some(Arc::new(config)));
+        (registry, certified.cert.pem())
+    }
+
+    fn serve(document: &Value, tls: Option<Arc<rustls::ServerConfig>>) -> Registry {
         let mut state = State::default();
         for (id, entry) in document["ids"].as_object().unwrap() {
             state.ids.insert(id.parse().unwrap(), shape(entry, None));
@@ -77,13 +99,23 @@ impl Registry {
                 .push(shape(s, Some(s)));
         }
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(state));
         let shared = state.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let state = shared.clone();
-                std::thread::spawn(move || serve(stream, &state));
+                let tls = tls.clone();
+                std::thread::spawn(move || match tls {
+                    None => serve(stream, &state),
+                    Some(config) => {
+                        let Ok(connection) = rustls::ServerConnection::new(config) else {
+                            return;
+                        };
+                        serve(rustls::StreamOwned::new(connection, stream), &state)
+                    }
+                });
             }
         });
         Registry { url, state }
@@ -122,9 +154,8 @@ fn shape(entry: &Value, version_of: Option<&Value>) -> Value {
     Value::Object(out)
 }
 
-fn serve(stream: TcpStream, state: &Mutex<State>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut stream = stream;
+fn serve(mut stream: impl Read + Write, state: &Mutex<State>) {
+    let mut reader = BufReader::new(&mut stream);
     // One request per connection is enough for a client; keep-alive is declined.
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).is_err() {
@@ -147,9 +178,10 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
         }
     }
     let mut sent = vec![0; length];
-    if std::io::Read::read_exact(&mut reader, &mut sent).is_err() {
+    if reader.read_exact(&mut sent).is_err() {
         return;
     }
+    drop(reader);
     let mut words = request_line.split_whitespace();
     let method = words.next().unwrap_or("GET").to_string();
     let path = words.next().unwrap_or("/").to_string();
@@ -167,10 +199,11 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
         _ => "Internal Server Error",
     };
     let _ = write!(
-        stream,
+        &mut stream,
         "HTTP/1.1 {status} {reason}\r\nContent-Type: application/vnd.schemaregistry.v1+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
+    let _ = stream.flush();
 }
 
 /// One request: its method, path and body.

@@ -15,7 +15,7 @@ use super::client::{reach, scrub, topic_error, Reporter};
 use super::config::ClientOptions;
 use crate::core::record::RecordError;
 use crate::error::{Error, Fault, Result};
-use crate::io::schema::ValueEncoder;
+use crate::io::schema::encode::ValueEncoder;
 use crate::io::spec::KafkaSpec;
 use crate::runtime::sink::Outgoing;
 

@@ -10,8 +10,6 @@ pub mod encode;
 pub mod proto;
 pub mod registry;
 
-pub use encode::{EncodePlan, EncodeSchema, ValueEncoder};
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

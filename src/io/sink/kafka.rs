@@ -7,7 +7,7 @@ use crate::core::envelope::key_text;
 use crate::core::record::{raw, Extractor, FieldPath, Fields};
 use crate::error::{Fault, Result};
 use crate::io::kafka::{ClientOptions, KafkaSink};
-use crate::io::schema::EncodePlan;
+use crate::io::schema::encode::EncodePlan;
 use crate::io::spec::KafkaSpec;
 use crate::runtime::sink::{Outgoing, Sink};
 

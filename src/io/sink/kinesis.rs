@@ -17,7 +17,7 @@ use crate::error::{Error, Fault, Result};
 use crate::io::kinesis::client::{classify, jitter, retrying, runtime, Failure};
 use crate::io::kinesis::plan::{backoff, entries_to_resend};
 use crate::io::kinesis::{AwsOptions, KinesisClient};
-use crate::io::schema::ValueEncoder;
+use crate::io::schema::encode::ValueEncoder;
 use crate::io::spec::KinesisSpec;
 use crate::runtime::sink::{Outgoing, Sink};
 
