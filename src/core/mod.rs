@@ -13,6 +13,7 @@ pub mod id_table;
 pub mod kpl;
 pub mod lag;
 pub mod lateness;
+pub mod lease;
 pub mod pace;
 pub mod partitioned;
 pub mod profile_task;
