@@ -3,12 +3,13 @@
 # check weir against:
 #   kinesis-local 0.6.2 (npm): the full API (ChildShards, UpdateShardCount, SubscribeToShard);
 #   kinesalite 3.3.3 (npm): faster, for volume tests and benchmarks;
-#   dynalite (npm): DynamoDB, for KCL lease tables;
+#   dynalite (npm): DynamoDB, for KCL lease tables and weir's own;
+#   s3rver 3.7.1 (npm): S3, for the shard states of -G members (bucket weir-test);
 #   boto3 and aws-kinesis-agg (PyPI).
 #
 #   scripts/kinesis-servers.sh start   installs what is missing, starts the servers, prints
 #                                      the lines to eval: WEIR_TEST_KINESIS,
-#                                      WEIR_TEST_KINESALITE, WEIR_TEST_DYNAMODB
+#                                      WEIR_TEST_KINESALITE, WEIR_TEST_DYNAMODB, WEIR_TEST_S3
 #   scripts/kinesis-servers.sh stop    stops them by PID
 #
 # Packages live in target/kinesis-servers/ (node_modules), logs and PIDs beside them.
@@ -20,7 +21,8 @@ KINESIS_LOCAL_PORT=${WEIR_KINESIS_LOCAL_PORT:-14568}
 KINESIS_LOCAL_TLS_PORT=${WEIR_KINESIS_LOCAL_TLS_PORT:-14566}
 KINESALITE_PORT=${WEIR_KINESALITE_PORT:-14567}
 DYNALITE_PORT=${WEIR_DYNALITE_PORT:-14569}
-NPM_PACKAGES="kinesis-local@0.6.2 kinesalite@3.3.3 dynalite@4.0.0"
+S3RVER_PORT=${WEIR_S3RVER_PORT:-14570}
+NPM_PACKAGES="kinesis-local@0.6.2 kinesalite@3.3.3 dynalite@4.0.0 s3rver@3.7.1"
 PIP_PACKAGES="boto3==1.43.11 aws-kinesis-agg==1.2.3"
 
 log() { echo "kinesis-servers: $*" >&2; }
@@ -28,7 +30,7 @@ log() { echo "kinesis-servers: $*" >&2; }
 install_tools() {
   mkdir -p "$DIR"
   if [ ! -f "$DIR/node_modules/kinesis-local/main.js" ] || [ ! -d "$DIR/node_modules/kinesalite" ] \
-      || [ ! -d "$DIR/node_modules/dynalite" ]; then
+      || [ ! -d "$DIR/node_modules/dynalite" ] || [ ! -f "$DIR/node_modules/s3rver/bin/s3rver.js" ]; then
     log "installing $NPM_PACKAGES (npm)"
     (cd "$DIR" && npm install --no-audit --no-fund --loglevel=error $NPM_PACKAGES) >&2
   fi
@@ -82,13 +84,19 @@ start() {
     node "$ROOT/scripts/kinesis/kinesalite.js" "$KINESALITE_PORT"
   start_server dynalite "$DYNALITE_PORT" env NODE_PATH="$modules" \
     node "$ROOT/scripts/kinesis/dynalite.js" "$DYNALITE_PORT"
+  # s3rver: any credentials, path-style buckets, its data thrown away at each start.
+  rm -rf "$DIR/s3rver-data"
+  start_server s3rver "$S3RVER_PORT" node "$modules/s3rver/bin/s3rver.js" -d "$DIR/s3rver-data" \
+    -a 127.0.0.1 -p "$S3RVER_PORT" --silent --allow-mismatched-signatures --no-vhost-buckets \
+    --configure-bucket weir-test
   echo "export WEIR_TEST_KINESIS=http://127.0.0.1:$KINESIS_LOCAL_PORT"
   echo "export WEIR_TEST_KINESALITE=http://127.0.0.1:$KINESALITE_PORT"
   echo "export WEIR_TEST_DYNAMODB=http://127.0.0.1:$DYNALITE_PORT"
+  echo "export WEIR_TEST_S3=http://127.0.0.1:$S3RVER_PORT"
 }
 
 stop() {
-  for name in kinesis_local kinesalite dynalite; do
+  for name in kinesis_local kinesalite dynalite s3rver; do
     if [ -f "$DIR/$name.pid" ]; then
       kill "$(cat "$DIR/$name.pid")" 2>/dev/null || true
       rm -f "$DIR/$name.pid"

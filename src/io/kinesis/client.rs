@@ -131,15 +131,24 @@ impl KinesisClient {
                 "no AWS region: set AWS_REGION (or a profile's region)".into(),
             ));
         }
-        Ok(KinesisClient {
-            sdk: aws_sdk_kinesis::Client::new(&config),
+        Ok(KinesisClient::with_config(&config, spec, options))
+    }
+
+    /// A client of `config` as it is.
+    pub fn with_config(
+        config: &aws_config::SdkConfig,
+        spec: &KinesisSpec,
+        options: &AwsOptions,
+    ) -> KinesisClient {
+        KinesisClient {
+            sdk: aws_sdk_kinesis::Client::new(config),
             stream: StreamRef::new(spec),
             options: options.clone(),
             retries: Arc::new(Retries {
                 count: AtomicU64::new(0),
                 last: Mutex::new(String::new()),
             }),
-        })
+        }
     }
 
     /// Says on stderr how many calls were retried since it last said (a run that keeps its
@@ -412,5 +421,54 @@ mod tests {
         assert_eq!(described(&error(None, Some("held"))), "held");
         // Neither: the error and its causes.
         assert!(described(&error(None, None)).starts_with("service error: "));
+    }
+}
+
+/// What the adapter's tests against local servers share: an SDK configuration with fixed
+/// test credentials, and a client to retry with.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::time::Duration;
+
+    use aws_config::{BehaviorVersion, Region, SdkConfig};
+    use aws_credential_types::provider::SharedCredentialsProvider;
+    use aws_credential_types::Credentials;
+
+    use super::{AwsOptions, KinesisClient};
+    use crate::io::spec::KinesisSpec;
+
+    /// The endpoint in `var`; `None` (skipped) without it, which fails under `CI=true`.
+    pub fn endpoint(var: &str) -> Option<String> {
+        let found = std::env::var(var).ok();
+        if found.is_none() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true but no {var}: scripts/test.sh starts the server"
+            );
+            eprintln!("skipped: no {var}");
+        }
+        found
+    }
+
+    /// A configuration for `endpoint`, and a client whose retries last `timeout`.
+    pub fn aws(endpoint: &str) -> (SdkConfig, KinesisClient) {
+        let config = SdkConfig::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                "S3RVER", "S3RVER", None, None, "test",
+            )))
+            .endpoint_url(endpoint)
+            .build();
+        let spec = KinesisSpec {
+            stream: "unused".into(),
+            arn: None,
+        };
+        let options = AwsOptions {
+            endpoint_url: Some(endpoint.to_string()),
+            timeout: Duration::from_secs(10),
+        };
+        let client = KinesisClient::with_config(&config, &spec, &options);
+        (config, client)
     }
 }

@@ -1,11 +1,14 @@
 //! The Kinesis adapter: the AWS client at the edge (`client`), the rules of a read and the
 //! pure parts of reading and writing a stream (`plan`), a shard-aware source (`source`), a
-//! PutRecords sink (`sink`) and the lag of a consumer (`lag`).
+//! PutRecords sink (`sink`), the lag of a consumer (`lag`) and the lease table members of an
+//! application share (`lease`).
 
 pub mod client;
 pub mod lag;
+pub mod lease;
 pub mod plan;
 pub mod source;
+pub mod state_store;
 
 pub use client::{AwsOptions, KinesisClient};
 pub use plan::{ReadPlan, ReadRequest};
