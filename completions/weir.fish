@@ -59,6 +59,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l value-subject -d '
 complete -c weir -n "__fish_weir_using_subcommand consume" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l proto-file -d 'The .proto file of --value-format protobuf or --key-format protobuf, in place of --value-schema or --key-schema' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l avro-json -d 'The JSON an Avro record becomes' -r -f -a "weir\t'Bare unions, exact decimal strings, RFC 3339 times, dates, base64 bytes'
 spec\t'The Avro specification\'s JSON encoding (tagged unions, to diff against other tools)'"
@@ -110,6 +111,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l value-subject -d 'K
 complete -c weir -n "__fish_weir_using_subcommand window" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l proto-file -d 'The .proto file of --value-format protobuf or --key-format protobuf, in place of --value-schema or --key-schema' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l avro-json -d 'The JSON an Avro record becomes' -r -f -a "weir\t'Bare unions, exact decimal strings, RFC 3339 times, dates, base64 bytes'
 spec\t'The Avro specification\'s JSON encoding (tagged unions, to diff against other tools)'"
@@ -184,6 +186,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l value-su
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l proto-file -d 'The .proto file of --value-format protobuf or --key-format protobuf, in place of --value-schema or --key-schema' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l avro-json -d 'The JSON an Avro record becomes' -r -f -a "weir\t'Bare unions, exact decimal strings, RFC 3339 times, dates, base64 bytes'
 spec\t'The Avro specification\'s JSON encoding (tagged unions, to diff against other tools)'"
@@ -239,6 +242,7 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l value-subject -d 'K
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l proto-file -d 'The .proto file of --value-format protobuf or --key-format protobuf, in place of --value-schema or --key-schema' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l avro-json -d 'The JSON an Avro record becomes' -r -f -a "weir\t'Bare unions, exact decimal strings, RFC 3339 times, dates, base64 bytes'
 spec\t'The Avro specification\'s JSON encoding (tagged unions, to diff against other tools)'"
@@ -301,6 +305,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l value-subject -d 'K
 complete -c weir -n "__fish_weir_using_subcommand replay" -l reader-schema -d 'Read every Avro value into this reader schema (.avsc), whatever schema it was written with, by the Avro specification\'s resolution: fields matched by name, defaults for the missing, numbers widened. One shape across a subject\'s versions' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l value-proto-type -d 'The message a --value-format protobuf value is (its full name, package.Message)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l key-proto-type -d 'The message a --key-format protobuf key is' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l proto-file -d 'The .proto file of --value-format protobuf or --key-format protobuf, in place of --value-schema or --key-schema' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -s I -l proto-import-path -d 'A directory a local .proto file\'s imports are found in (repeatable; the file\'s own directory is searched too, and google/protobuf/*.proto are bundled)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l avro-json -d 'The JSON an Avro record becomes' -r -f -a "weir\t'Bare unions, exact decimal strings, RFC 3339 times, dates, base64 bytes'
 spec\t'The Avro specification\'s JSON encoding (tagged unions, to diff against other tools)'"

@@ -219,13 +219,7 @@ pub struct SchemaArgs {
     pub value_schema: Option<PathBuf>,
 
     /// Keys are unframed datums of --key-schema, in this format.
-    #[arg(
-        long,
-        value_enum,
-        value_name = "FORMAT",
-        requires = "key_schema",
-        help_heading = "Schemas"
-    )]
+    #[arg(long, value_enum, value_name = "FORMAT", help_heading = "Schemas")]
     pub key_format: Option<SchemaFormat>,
 
     /// The schema file of --key-format.
@@ -277,6 +271,11 @@ pub struct SchemaArgs {
     /// The message a --key-format protobuf key is.
     #[arg(long, value_name = "NAME", help_heading = "Schemas")]
     pub key_proto_type: Option<String>,
+
+    /// The .proto file of --value-format protobuf or --key-format protobuf, in place of
+    /// --value-schema or --key-schema.
+    #[arg(long, value_name = "FILE", help_heading = "Schemas")]
+    pub proto_file: Option<PathBuf>,
 
     /// A directory a local .proto file's imports are found in (repeatable; the file's own
     /// directory is searched too, and google/protobuf/*.proto are bundled).

@@ -50,6 +50,22 @@ fn sink_owns_value_schema(input: &InputArgs) -> bool {
     input.broker.schemas.register || !broker_input
 }
 
+/// A value's schema file: `--value-schema`, or for Protobuf `--proto-file`.
+fn value_file(s: &SchemaArgs) -> Option<PathBuf> {
+    schema_file(s.value_format, &s.value_schema, s)
+}
+
+/// `file`, or `--proto-file` where the format is Protobuf.
+fn schema_file(
+    format: Option<SchemaFormat>,
+    file: &Option<PathBuf>,
+    s: &SchemaArgs,
+) -> Option<PathBuf> {
+    let proto = format == Some(SchemaFormat::Protobuf);
+    file.clone()
+        .or_else(|| s.proto_file.clone().filter(|_| proto))
+}
+
 /// Whether the sink encodes values: with a schema id, a subject, a file to register, or a
 /// format of its own.
 fn sink_encodes(s: &SchemaArgs, sink_owns: bool) -> bool {
@@ -76,9 +92,9 @@ fn schema_request(input: &InputArgs) -> SchemaRequest {
         registry: s.schema_registry.clone(),
         value: match sink_owns {
             true => None,
-            false => part(s.value_format, &s.value_schema),
+            false => part(s.value_format, &value_file(s)),
         },
-        key: part(s.key_format, &s.key_schema),
+        key: part(s.key_format, &schema_file(s.key_format, &s.key_schema, s)),
         style: match s.avro_json {
             AvroJsonStyle::Weir => AvroJson::Weir,
             AvroJsonStyle::Spec => AvroJson::Spec,
@@ -96,8 +112,13 @@ fn schema_request(input: &InputArgs) -> SchemaRequest {
 pub fn input_plan(input: &InputArgs, time_range: bool) -> Result<InputPlan> {
     let b = &input.broker;
     let s = &b.schemas;
-    if s.value_format.is_some() && s.value_schema.is_none() && !sink_owns_value_schema(input) {
+    if s.value_format.is_some() && value_file(s).is_none() && !sink_owns_value_schema(input) {
         return Err(Error::Usage("--value-format on a Kafka or Kinesis source reads unframed values of --value-schema FILE: give it".into()));
+    }
+    if s.key_format.is_some() && schema_file(s.key_format, &s.key_schema, s).is_none() {
+        return Err(Error::Usage(
+            "--key-format reads unframed keys of --key-schema FILE: give it".into(),
+        ));
     }
     let request = SourceRequest {
         sources: input.sources.clone(),
@@ -193,7 +214,7 @@ fn encode_plan(input: &InputArgs, client: &ClientOptions) -> Result<Option<Encod
         return Ok(None);
     }
     let usage = |m: &str| Err(Error::Usage(m.to_string()));
-    let file = s.value_schema.clone().filter(|_| sink_owns);
+    let file = value_file(s).filter(|_| sink_owns);
     let schema = match (s.value_schema_id, &s.value_subject, file) {
         (Some(_), _, Some(_)) => return usage("--value-schema-id and --value-schema: give one"),
         (Some(id), _, None) => EncodeSchema::Id(id),

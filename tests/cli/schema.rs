@@ -751,6 +751,10 @@ fn schema_flags_are_checked_before_anything_is_opened() {
         ),
         (vec!["consume", kafka, "--value-format", "avro"], "give it"),
         (
+            vec!["consume", kafka, "--key-format", "avro"],
+            "--key-schema FILE: give it",
+        ),
+        (
             vec![
                 "replay",
                 "-",
@@ -818,7 +822,7 @@ fn protobuf_from_local_files_and_a_message_index_out_of_range() {
         "-q",
         "--value-format",
         "protobuf",
-        "--value-schema",
+        "--proto-file",
         proto.to_str().unwrap(),
         "--value-proto-type",
         "acme.Checkout",
