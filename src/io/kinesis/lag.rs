@@ -131,28 +131,9 @@ async fn lease_positions(
                 Failure::ExpiredIterator => unreachable!("a scan has no iterator"),
             })?;
         for item in out.items() {
-            let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
-            let Some(key) = text("leaseKey") else {
-                continue;
-            };
-            // A multi-stream application's lease key is account:stream:epoch:shard.
-            let shard = key.rsplit(':').next().unwrap_or(&key).to_string();
-            let sub = item
-                .get("checkpointSubSequenceNumber")
-                .and_then(|v| v.as_n().ok())
-                .and_then(|n| n.parse::<u64>().ok());
-            let position = match text("checkpoint").as_deref() {
-                None => ShardCheckpoint::None,
-                Some("TRIM_HORIZON") => ShardCheckpoint::TrimHorizon,
-                Some("LATEST") => ShardCheckpoint::Latest,
-                Some("SHARD_END") => ShardCheckpoint::ShardEnd,
-                Some(seq) if seq.bytes().all(|b| b.is_ascii_digit()) => ShardCheckpoint::At {
-                    sequence: seq.to_string(),
-                    subsequence: sub,
-                },
-                Some(_) => ShardCheckpoint::None,
-            };
-            positions.insert(shard, (position, text("leaseOwner")));
+            if let Some((shard, position, owner)) = super::lease::lag_entry(item) {
+                positions.insert(shard, (position, owner));
+            }
         }
         match out.last_evaluated_key {
             Some(key) if !key.is_empty() => start = Some(key),

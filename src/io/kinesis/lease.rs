@@ -445,6 +445,29 @@ fn lease_of(i: &HashMap<String, AttributeValue>) -> Lease {
     }
 }
 
+/// A lease's shard, checkpoint and owner for `weir lag`, from a KCL table (2.x, or 3.x with
+/// its other entities skipped; a multi-stream application's key `account:stream:epoch:shard`)
+/// or weir's (its mark and heartbeats skipped). During a KCL 3.x graceful handoff the owner
+/// shown is `checkpointOwner`, the one still reading, handing to `leaseOwner`.
+pub fn lag_entry(
+    item: &HashMap<String, AttributeValue>,
+) -> Option<(String, ShardCheckpoint, Option<String>)> {
+    if !is_lease(item) {
+        return None;
+    }
+    let key = text(item, "leaseKey")?;
+    let shard = key.rsplit(':').next().unwrap_or(&key).to_string();
+    let sub = (item.get("checkpointSubSequenceNumber"))
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok());
+    let checkpoint = checkpoint_of(text(item, "checkpoint").as_deref(), sub);
+    let owner = match (text(item, "checkpointOwner"), text(item, "leaseOwner")) {
+        (Some(from), Some(to)) if from != to => Some(format!("{from} (handing to {to})")),
+        (from, to) => from.or(to),
+    };
+    Some((shard, checkpoint, owner))
+}
+
 /// A `checkpoint` attribute as KCL writes it: a sentinel or a sequence number.
 pub fn checkpoint_of(text: Option<&str>, sub: Option<u64>) -> ShardCheckpoint {
     match text {
@@ -522,6 +545,50 @@ mod tests {
             dynamo: Client::new(&config),
             client,
         })
+    }
+
+    #[test]
+    fn lag_reads_leases_and_skips_what_is_not_one() {
+        let i = |fields: &[(&str, &str)]| -> HashMap<String, AttributeValue> {
+            fields.iter().map(|(k, v)| (k.to_string(), s(v))).collect()
+        };
+        let at = |seq: &str| ShardCheckpoint::At {
+            sequence: seq.into(),
+            subsequence: None,
+        };
+        let plain = i(&[
+            ("leaseKey", "shardId-1"),
+            ("checkpoint", "42"),
+            ("leaseOwner", "w1"),
+        ]);
+        assert_eq!(
+            lag_entry(&plain),
+            Some(("shardId-1".into(), at("42"), Some("w1".into())))
+        );
+        // KCL 3.x: a handoff in progress, a multi-stream key, its other entities.
+        let handoff = i(&[
+            ("leaseKey", "123:orders:1:shardId-2"),
+            ("entityType", "LEASE"),
+            ("checkpoint", "SHARD_END"),
+            ("leaseOwner", "w2"),
+            ("checkpointOwner", "w1"),
+        ]);
+        let (shard, checkpoint, owner) = lag_entry(&handoff).unwrap();
+        assert_eq!(
+            (shard.as_str(), checkpoint),
+            ("shardId-2", ShardCheckpoint::ShardEnd)
+        );
+        assert_eq!(owner.as_deref(), Some("w1 (handing to w2)"));
+        for other in [
+            i(&[("leaseKey", "w1"), ("entityType", "WORKER_METRIC_STATS")]),
+            i(&[("leaseKey", TABLE_MARK), ("entityType", "WEIR_TABLE")]),
+            i(&[
+                ("leaseKey", "weir-member:m1"),
+                ("entityType", "WEIR_MEMBER"),
+            ]),
+        ] {
+            assert_eq!(lag_entry(&other), None, "{other:?}");
+        }
     }
 
     fn app(name: &str) -> String {
