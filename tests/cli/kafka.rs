@@ -2597,7 +2597,10 @@ fn exit_at_end_drill(extra: &[&str]) {
             for line in std::fs::read_to_string(out).unwrap().lines() {
                 let row: Value = serde_json::from_str(line).unwrap();
                 let k = key(&row);
-                assert_eq!(want.get(&k), Some(&row), "round {round}: a row no run has");
+                if want.get(&k) != Some(&row) {
+                    let kept = dir.keep();
+                    panic!("round {round}: {} has a row no run has: {row} (one run: {:?}); outputs kept in {}", out.display(), want.get(&k), kept.display());
+                }
                 got.insert(k, row);
             }
         }
