@@ -1446,3 +1446,59 @@ fn a_registry_over_tls_is_trusted_through_its_ca() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_proto_file_is_registered_alone_or_refused_for_its_imports() {
+    let Some(b) = broker() else { return };
+    let Some(g) = golden() else { return };
+    let registry = Registry::start(&g["registry"]);
+    let dir = tempfile::tempdir().unwrap();
+    let schemas = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schema");
+    let flags = |file: &str, message: &str| -> Vec<String> {
+        [
+            "-r",
+            &registry.url,
+            "--register",
+            "--value-format",
+            "protobuf",
+            "--proto-file",
+            schemas.join(file).to_str().unwrap(),
+            "--value-proto-type",
+            message,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let money = [
+        json!({"units": "1250", "currency": "EUR"}),
+        json!({"units": "0", "currency": ""}),
+    ];
+    let file = values_file(
+        dir.path(),
+        "money.ndjson",
+        &money.iter().collect::<Vec<_>>(),
+    );
+    // checkout.proto imports money.proto: registered alone, no reader could compile it.
+    let topic = b.topic("proto-register", 1);
+    let refused = flags("checkout.proto", "acme.Refund");
+    let refused: Vec<&str> = refused.iter().map(String::as_str).collect();
+    let out = replay_lines(&b, &file, &topic, &refused);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("imports 'money.proto'"),
+        "{out:?}"
+    );
+    // money.proto stands alone: registered (the registry had it as a serialized descriptor,
+    // so it is a new schema) and read back through the registry.
+    let alone = flags("money.proto", "acme.money.Money");
+    let alone: Vec<&str> = alone.iter().map(String::as_str).collect();
+    let out = replay_lines(&b, &file, &topic, &alone);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("registered under subject '{topic}-value'")),
+        "{stderr}"
+    );
+    let back = lines(&run(&b, &topic, &["consume", "-q", "-r", &registry.url]));
+    assert_eq!(back, money);
+}

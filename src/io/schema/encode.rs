@@ -221,6 +221,9 @@ impl EncodePlan {
                 file: true,
             });
         };
+        if let Some(import) = register.then(|| local_import(&new)).flatten() {
+            return Err(usage(format!("imports '{import}': --register registers the file alone, and the registry would hold a schema no reader can compile; register it with its references first, then give --value-subject")));
+        }
         let (id, how) = match register {
             true => (r.register(subject, &new)?, "registered"),
             false => {
@@ -293,6 +296,18 @@ impl EncodePlan {
     }
 }
 
+/// A `.proto`'s first import other than the bundled `google/protobuf/*`.
+fn local_import(schema: &NewSchema) -> Option<String> {
+    if schema.kind != "PROTOBUF" {
+        return None;
+    }
+    (schema.schema.lines())
+        .filter_map(|l| l.trim().strip_prefix("import "))
+        .filter_map(|rest| rest.split('"').nth(1))
+        .find(|path| !path.starts_with("google/protobuf/"))
+        .map(str::to_string)
+}
+
 /// The registry's name of a format (its `schemaType`).
 pub fn kind_of(format: Format) -> &'static str {
     match format {
@@ -307,5 +322,27 @@ fn flag_of(format: Format) -> &'static str {
         Format::Avro => "avro",
         Format::Protobuf => "protobuf",
         Format::JsonSchema => "json-schema",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proto_importing_local_files_is_found() {
+        let proto = |text: &str| NewSchema {
+            schema: text.into(),
+            kind: "PROTOBUF".into(),
+        };
+        let text = "syntax = \"proto3\";\nimport \"google/protobuf/timestamp.proto\";\nimport public \"money.proto\";\n";
+        assert_eq!(local_import(&proto(text)), Some("money.proto".into()));
+        let alone = "import \"google/protobuf/any.proto\";\nmessage A {}";
+        assert_eq!(local_import(&proto(alone)), None);
+        let avro = NewSchema {
+            schema: "import \"x\"".into(),
+            kind: "AVRO".into(),
+        };
+        assert_eq!(local_import(&avro), None);
     }
 }
