@@ -250,7 +250,7 @@ pub struct SchemaArgs {
     /// Sink: register --value-schema under its subject (TOPIC-value, or --value-subject) in
     /// the registry of -r, and frame values with the id it gives (a schema the subject has
     /// keeps its id).
-    #[arg(long, requires = "value_schema", help_heading = "Schemas")]
+    #[arg(long, help_heading = "Schemas")]
     pub register: bool,
 
     /// Check each JSON Schema value against its schema (the registry's or --value-schema's);

@@ -215,6 +215,9 @@ fn encode_plan(input: &InputArgs, client: &ClientOptions) -> Result<Option<Encod
     }
     let usage = |m: &str| Err(Error::Usage(m.to_string()));
     let file = value_file(s).filter(|_| sink_owns);
+    if s.register && file.is_none() {
+        return usage("--register registers --value-schema FILE (or --proto-file FILE): give it");
+    }
     let schema = match (s.value_schema_id, &s.value_subject, file) {
         (Some(_), _, Some(_)) => return usage("--value-schema-id and --value-schema: give one"),
         (Some(id), _, None) => EncodeSchema::Id(id),

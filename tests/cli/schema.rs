@@ -751,6 +751,10 @@ fn schema_flags_are_checked_before_anything_is_opened() {
         ),
         (vec!["consume", kafka, "--value-format", "avro"], "give it"),
         (
+            vec!["replay", "-", "-r", "http://r", "--register", "-o", kafka],
+            "--register registers --value-schema FILE",
+        ),
+        (
             vec!["consume", kafka, "--key-format", "avro"],
             "--key-schema FILE: give it",
         ),
