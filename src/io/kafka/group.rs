@@ -220,7 +220,23 @@ pub fn restore(
     owned.retain(|p| !revoked.contains(p));
     let new: Vec<i32> = now.iter().copied().filter(|p| !owned.contains(p)).collect();
     let states = g.changelog.read(&new)?;
+    let topic = g.topic.clone();
     drop(group);
+    // Each partition goes on from where its state stands, not from the group's committed
+    // offset: a member the coordinator had given up on may have saved an older state after
+    // the partition's next owner saved and committed a newer one, and the records between
+    // must not be missing from the state.
+    for s in &states {
+        let at = Offset::Offset(s.next_offset);
+        consumer
+            .seek(&topic, s.partition, at, Duration::from_secs(10))
+            .map_err(|e| {
+                Error::Unreachable(format!(
+                    "cannot go back to where the saved state of partition {} of '{topic}' stands (offset {}): {e}",
+                    s.partition, s.next_offset
+                ))
+            })?;
+    }
     *owned = now.to_vec();
     feed.restored(now.to_vec(), states)
 }
