@@ -7,11 +7,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use apache_avro::Schema;
-
 use super::proto::{ProtoEncoder, ProtoSchema};
 use super::registry::{Fetched, NewSchema, Registry, RegistryOptions};
-use super::{proto_imports, references, Format, SchemaFileRequest};
+use super::{
+    check_json, json_validator, parse_avro, references, registry_proto, Format, SchemaFileRequest,
+};
 use crate::core::avro_encode::AvroEncoder;
 use crate::core::framing::frame_prefix;
 use crate::core::record::RecordError;
@@ -78,22 +78,11 @@ impl ValueEncoder {
     }
 }
 
-fn check_json(validator: &jsonschema::Validator, value: &[u8]) -> std::result::Result<(), String> {
-    let value: serde_json::Value =
-        serde_json::from_slice(value).map_err(|e| format!("not JSON: {e}"))?;
-    match validator.validate(&value) {
-        Ok(()) => Ok(()),
-        Err(e) => Err(format!("at '{}': {e}", e.instance_path())),
-    }
-}
-
 /// A schema as the registry holds it, or as a file gives it, and where it came from.
 struct Found {
     fetched: Fetched,
     id: Option<u32>,
     described: String,
-    /// From a local file (a `.proto`'s imports are found beside it and under `-I`).
-    file: bool,
 }
 
 impl EncodePlan {
@@ -145,7 +134,6 @@ impl EncodePlan {
                     fetched,
                     id: Some(*id),
                     described,
-                    file: false,
                 })
             }
             EncodeSchema::Subject(subject, version) => {
@@ -172,7 +160,6 @@ impl EncodePlan {
                     fetched,
                     id: Some(id),
                     described,
-                    file: false,
                 })
             }
             EncodeSchema::File {
@@ -218,7 +205,6 @@ impl EncodePlan {
                 fetched: fetched(None),
                 id: None,
                 described,
-                file: true,
             });
         };
         if let Some(import) = register.then(|| local_import(&new)).flatten() {
@@ -245,7 +231,6 @@ impl EncodePlan {
             fetched: fetched(Some(id)),
             id: Some(id),
             described,
-            file: true,
         })
     }
 
@@ -264,28 +249,20 @@ impl EncodePlan {
                 if let Some(r) = registry {
                     references(r, f, &mut named, 0)?;
                 }
-                let (schema, named) = Schema::parse_str_with_list(&f.schema, &named)
-                    .map_err(|e| usage(format!("not an Avro schema: {e}")))?;
+                let (schema, named) = parse_avro(&f.schema, &named).map_err(usage)?;
                 Ok((Codec::Avro(AvroEncoder::new(schema, named)), None))
             }
             "JSON" => {
-                let schema: serde_json::Value =
-                    serde_json::from_str(&f.schema).map_err(|e| usage(format!("not JSON: {e}")))?;
-                let validator = jsonschema::validator_for(&schema)
-                    .map_err(|e| usage(format!("not a JSON Schema weir can check with: {e}")))?;
+                let validator = json_validator(&f.schema).map_err(usage)?;
                 Ok((Codec::Json(Arc::new(validator)), None))
             }
             "PROTOBUF" => {
                 let message = self.proto.message.as_deref();
                 let schema = match (&self.schema, registry) {
-                    (EncodeSchema::File { path, .. }, _) if found.file => {
+                    (EncodeSchema::File { path, .. }, _) => {
                         ProtoSchema::from_file(path, &self.proto.includes, message)
                     }
-                    (_, Some(r)) => {
-                        let mut imports = std::collections::HashMap::new();
-                        proto_imports(r, f, &mut imports, 0)?;
-                        ProtoSchema::from_registry(&f.schema, &imports)
-                    }
+                    (_, Some(r)) => registry_proto(r, f)?,
                     (_, None) => unreachable!("a schema not from a file is a registry's"),
                 };
                 let (encoder, indexes) = schema.and_then(|s| s.encoder(message)).map_err(usage)?;

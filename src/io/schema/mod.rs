@@ -138,14 +138,12 @@ impl AvroTarget {
 impl Codec {
     /// A JSON Schema's codec: its records pass as they are, or checked against it.
     fn json(schema: &str, validate: bool) -> std::result::Result<Codec, String> {
-        let schema: serde_json::Value =
-            serde_json::from_str(schema).map_err(|e| format!("not JSON: {e}"))?;
         if !validate {
+            serde_json::from_str::<serde::de::IgnoredAny>(schema)
+                .map_err(|e| format!("not JSON: {e}"))?;
             return Ok(Codec::Json(None));
         }
-        let validator = jsonschema::validator_for(&schema)
-            .map_err(|e| format!("not a JSON Schema weir can check with: {e}"))?;
-        Ok(Codec::Json(Some(Arc::new(validator))))
+        Ok(Codec::Json(Some(Arc::new(json_validator(schema)?))))
     }
 
     fn avro(
@@ -153,8 +151,7 @@ impl Codec {
         named: &[String],
         target: &AvroTarget,
     ) -> std::result::Result<Codec, String> {
-        let (schema, named) = Schema::parse_str_with_list(schema, named)
-            .map_err(|e| format!("not an Avro schema: {e}"))?;
+        let (schema, named) = parse_avro(schema, named)?;
         let decoder = match &target.reader {
             None => AvroDecoder::new(&schema, &named, target.style)?,
             Some(reader) => AvroDecoder::resolving((&schema, &named), (reader, &[]), target.style)
@@ -168,11 +165,7 @@ impl Codec {
             Codec::Avro(d) => d.decode(payload, out).map_err(|e| e.to_string()),
             Codec::Protobuf(p) => p.decode(payload, out),
             Codec::Json(Some(validator)) => {
-                let value: serde_json::Value =
-                    serde_json::from_slice(payload).map_err(|e| format!("not JSON: {e}"))?;
-                if let Err(e) = validator.validate(&value) {
-                    return Err(format!("at '{}': {e}", e.instance_path()));
-                }
+                check_json(validator, payload)?;
                 Codec::Json(None).decode(payload, out)
             }
             Codec::Json(None) => {
@@ -314,18 +307,52 @@ fn compile(registry: &Registry, id: u32, f: &Fetched, target: &AvroTarget) -> Re
             Codec::avro(&f.schema, &named, target).map_err(refused)
         }
         "JSON" => Codec::json(&f.schema, target.validate).map_err(refused),
-        "PROTOBUF" => {
-            let mut imports = HashMap::new();
-            proto_imports(registry, f, &mut imports, 0)?;
-            let schema = ProtoSchema::from_registry(&f.schema, &imports);
-            Ok(Codec::Protobuf(schema.map_err(refused)?))
-        }
+        "PROTOBUF" => Ok(Codec::Protobuf(
+            registry_proto(registry, f)?.map_err(refused)?,
+        )),
         other => Err(refused(format!("a schema of type '{other}'"))),
     }
 }
 
+/// A JSON Schema's validator (the text is checked to be JSON and a schema either way).
+pub(crate) fn json_validator(schema: &str) -> std::result::Result<jsonschema::Validator, String> {
+    let schema: serde_json::Value =
+        serde_json::from_str(schema).map_err(|e| format!("not JSON: {e}"))?;
+    jsonschema::validator_for(&schema)
+        .map_err(|e| format!("not a JSON Schema weir can check with: {e}"))
+}
+
+/// Checks a JSON value against its schema: why it does not fit, and where.
+pub(crate) fn check_json(
+    validator: &jsonschema::Validator,
+    value: &[u8],
+) -> std::result::Result<(), String> {
+    let value: serde_json::Value =
+        serde_json::from_slice(value).map_err(|e| format!("not JSON: {e}"))?;
+    (validator.validate(&value)).map_err(|e| format!("at '{}': {e}", e.instance_path()))
+}
+
+/// An Avro schema and the named types it may refer to, parsed.
+pub(crate) fn parse_avro(
+    schema: &str,
+    named: &[String],
+) -> std::result::Result<(Schema, Vec<Schema>), String> {
+    Schema::parse_str_with_list(schema, named).map_err(|e| format!("not an Avro schema: {e}"))
+}
+
+/// A registry's `.proto` compiled with its imports (fetched from the registry); why it
+/// does not compile, if it does not.
+pub(crate) fn registry_proto(
+    registry: &Registry,
+    f: &Fetched,
+) -> Result<std::result::Result<ProtoSchema, String>> {
+    let mut imports = HashMap::new();
+    proto_imports(registry, f, &mut imports, 0)?;
+    Ok(ProtoSchema::from_registry(&f.schema, &imports))
+}
+
 /// The `.proto` texts `f` imports, by import name, with theirs.
-pub(crate) fn proto_imports(
+fn proto_imports(
     registry: &Registry,
     f: &Fetched,
     out: &mut HashMap<String, String>,
