@@ -7,6 +7,8 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::avro_resolve::{named_types, Types};
+// An Avro long is a zig-zag varint, as the wire format's message indexes are.
+use super::framing::write_zigzag as write_long;
 
 /// A schema to encode JSON records with.
 #[derive(Clone, Debug)]
@@ -222,15 +224,6 @@ impl AvroEncoder {
             }
         }
     }
-}
-
-fn write_long(out: &mut Vec<u8>, v: i64) {
-    let mut z = ((v << 1) ^ (v >> 63)) as u64;
-    while z >= 0x80 {
-        out.push((z as u8) | 0x80);
-        z >>= 7;
-    }
-    out.push(z as u8);
 }
 
 fn write_bytes(out: &mut Vec<u8>, b: &[u8]) {

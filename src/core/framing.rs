@@ -105,7 +105,8 @@ pub fn frame_prefix(id: u32, message_indexes: Option<&[i32]>) -> Vec<u8> {
     out
 }
 
-fn write_zigzag(out: &mut Vec<u8>, n: i64) {
+/// Appends `n` as a zig-zag varint.
+pub(crate) fn write_zigzag(out: &mut Vec<u8>, n: i64) {
     let mut v = ((n << 1) ^ (n >> 63)) as u64;
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
