@@ -189,6 +189,16 @@ pub enum Failure {
     Invalid(String),
 }
 
+impl Failure {
+    /// What it says, for a message.
+    pub fn reason(self) -> String {
+        match self {
+            Failure::Retry(why) | Failure::Refused(why) | Failure::Invalid(why) => why,
+            Failure::ExpiredIterator => "an expired iterator".into(),
+        }
+    }
+}
+
 /// Sorts a failed SDK call into what weir does about it. (The DynamoDB client's errors
 /// have the same shape: `lag` reads a KCL lease table with it.)
 pub fn classify<E>(e: &SdkError<E, HttpResponse>) -> Failure

@@ -184,14 +184,8 @@ impl LeaseTable {
             ("entityType", s("WEIR_TABLE")),
             ("weirVersion", n(1)),
         ];
-        let put = || {
-            (self.dynamo.put_item().table_name(&self.name))
-                .set_item(Some(item(&mark)))
-                .condition_expression("attribute_not_exists(leaseKey)")
-                .send()
-        };
         // Losing this race means another member marked it: the table is weir's either way.
-        self.conditional("PutItem", client, put).await.map(|_| ())
+        self.put_new(client, &mark).await.map(|_| ())
     }
 
     async fn get(
@@ -211,14 +205,26 @@ impl LeaseTable {
     }
 
     fn failed(&self, what: &str, failure: Failure) -> Error {
-        let why = match failure {
-            Failure::Retry(why) | Failure::Refused(why) | Failure::Invalid(why) => why,
-            Failure::ExpiredIterator => "an expired iterator".into(),
-        };
         Error::Unreachable(format!(
-            "the lease table '{}': DynamoDB {what}: {why}",
-            self.name
+            "the lease table '{}': DynamoDB {what}: {}",
+            self.name,
+            failure.reason()
         ))
+    }
+
+    /// Puts an item unless the table has its key: whether it was put.
+    async fn put_new(
+        &self,
+        client: &KinesisClient,
+        fields: &[(&str, AttributeValue)],
+    ) -> Result<bool> {
+        let put = || {
+            (self.dynamo.put_item().table_name(&self.name))
+                .set_item(Some(item(fields)))
+                .condition_expression("attribute_not_exists(leaseKey)")
+                .send()
+        };
+        self.conditional("PutItem", client, put).await
     }
 }
 
@@ -267,13 +273,7 @@ impl LeaseTable {
         if !new.parents.is_empty() {
             fields.push(("parentShardId", AttributeValue::Ss(new.parents.clone())));
         }
-        let put = || {
-            (self.dynamo.put_item().table_name(&self.name))
-                .set_item(Some(item(&fields)))
-                .condition_expression("attribute_not_exists(leaseKey)")
-                .send()
-        };
-        self.conditional("PutItem", client, put).await.map(|_| ())
+        self.put_new(client, &fields).await.map(|_| ())
     }
 
     /// Takes `lease` for `me`, as read: the new counter, or `None` when it moved since.

@@ -181,10 +181,7 @@ fn join(prefix: &str, name: &str) -> String {
 }
 
 fn failed(what: &str, call: &str, failure: Failure) -> Error {
-    let why = match failure {
-        Failure::Retry(why) | Failure::Refused(why) | Failure::Invalid(why) => why,
-        Failure::ExpiredIterator => "an expired iterator".into(),
-    };
+    let why = failure.reason();
     Error::Unreachable(format!("the state store at {what}: S3 {call}: {why}"))
 }
 
