@@ -99,7 +99,13 @@ impl Member {
             revoked: Vec::new(),
             saved: HashMap::new(),
             failure: None,
+            assigned_states: HashMap::new(),
         });
+    }
+
+    /// Whether the member keeps state per partition.
+    pub fn keeps_states(&self) -> bool {
+        self.group().is_some()
     }
 
     /// Stops keeping states (the read is over): what failed inside a rebalance callback.
@@ -119,20 +125,19 @@ impl ClientContext for Member {
 
 impl ConsumerContext for Member {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        let Rebalance::Revoke(tpl) = rebalance else {
+        let mut group = self.group();
+        let Some(group) = group.as_mut() else {
             return;
         };
-        let mut group = self.group();
-        if let Some(group) = group.as_mut() {
-            let partitions = tpl
-                .elements()
-                .iter()
-                .filter(|e| e.topic() == group.topic)
-                .map(|e| e.partition())
-                .collect::<Vec<i32>>();
-            if !partitions.is_empty() {
-                group.revoke(consumer, partitions);
+        match rebalance {
+            Rebalance::Revoke(tpl) => {
+                let partitions = group.partitions_in(tpl);
+                if !partitions.is_empty() {
+                    group.revoke(consumer, partitions);
+                }
             }
+            Rebalance::Assign(tpl) => group.start_at_saved_states(tpl),
+            Rebalance::Error(_) => {}
         }
     }
 
@@ -201,13 +206,16 @@ pub fn save(
 }
 
 /// The group changed this member's partitions (`now`): with state per partition, the
-/// command drops the revoked ones' (saved in the callback) and restores the new ones' from
-/// the changelog, before any of their records. `owned` are those it keeps state for.
+/// command drops the revoked ones' (saved in the callback) and restores the new ones' (read
+/// from the changelog in the callback), before any of their records. `owned` are those it
+/// keeps state for; `polled_early` the first offset of each partition whose records were
+/// polled before it was restored, and held back.
 pub fn restore(
     consumer: &BaseConsumer<Member>,
     feed: &mut Feed,
     owned: &mut Vec<i32>,
     now: &[i32],
+    polled_early: &mut HashMap<i32, i64>,
 ) -> Result<()> {
     let mut group = consumer.context().group();
     let Some(g) = group.as_mut() else {
@@ -219,26 +227,63 @@ pub fn restore(
     let revoked = std::mem::take(&mut g.revoked);
     owned.retain(|p| !revoked.contains(p));
     let new: Vec<i32> = now.iter().copied().filter(|p| !owned.contains(p)).collect();
-    let states = g.changelog.read(&new)?;
+    let mut states = Vec::new();
+    let mut unread = Vec::new();
+    for p in &new {
+        match g.assigned_states.remove(p) {
+            Some(state) => states.extend(state),
+            None => unread.push(*p),
+        }
+    }
+    g.assigned_states.clear();
+    // Given without an assignment callback (not by the group): read and sought here.
+    let late = g.changelog.read(&unread)?;
     let topic = g.topic.clone();
     drop(group);
-    // Each partition goes on from where its state stands, not from the group's committed
-    // offset: a member the coordinator had given up on may have saved an older state after
-    // the partition's next owner saved and committed a newer one, and the records between
-    // must not be missing from the state.
-    for s in &states {
-        let at = Offset::Offset(s.next_offset);
-        consumer
-            .seek(&topic, s.partition, at, Duration::from_secs(10))
-            .map_err(|e| {
-                Error::Unreachable(format!(
-                    "cannot go back to where the saved state of partition {} of '{topic}' stands (offset {}): {e}",
-                    s.partition, s.next_offset
-                ))
-            })?;
+    for s in &late {
+        seek(
+            consumer,
+            &topic,
+            s.partition,
+            s.next_offset,
+            "where its saved state stands",
+        )?;
+    }
+    states.extend(late);
+    // Records of a new partition polled before it was restored were held back: read again
+    // (from its state's offset if that is lower: a seek never skips what no state covers).
+    for (p, first) in polled_early.drain() {
+        if new.contains(&p) {
+            let state = states.iter().find(|s| s.partition == p);
+            let offset = state.map_or(first, |s| s.next_offset.min(first));
+            seek(
+                consumer,
+                &topic,
+                p,
+                offset,
+                "its first record not yet handed over",
+            )?;
+        }
     }
     *owned = now.to_vec();
     feed.restored(now.to_vec(), states)
+}
+
+/// Moves the read of `partition` to `offset`; `why` names the place for the error.
+fn seek(
+    consumer: &BaseConsumer<Member>,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    why: &str,
+) -> Result<()> {
+    consumer
+        .seek(topic, partition, Offset::Offset(offset), Duration::from_secs(10))
+        .map_err(|e| {
+            Error::Unreachable(format!(
+                "cannot go back to {why} in partition {partition} of '{topic}' (offset {offset}): {e}"
+            ))
+        })
 }
 
 /// How often a member that has finished its own partitions asks the group how far the others
@@ -416,9 +461,46 @@ struct GroupState {
     saved: HashMap<i32, i64>,
     /// The first failure of a save inside a rebalance callback, for the read loop to report.
     failure: Option<Error>,
+    /// The saved state of each partition assigned since the read loop last looked (`None`:
+    /// it has none), read in the assignment callback.
+    assigned_states: HashMap<i32, Option<PartitionState>>,
 }
 
 impl GroupState {
+    /// The partitions of our topic in `tpl`.
+    fn partitions_in(&self, tpl: &TopicPartitionList) -> Vec<i32> {
+        (tpl.elements_for_topic(&self.topic).iter())
+            .map(|e| e.partition())
+            .collect()
+    }
+
+    /// The group gives this member the partitions in `tpl`: their saved states are read, and
+    /// each starts where its state stands, set in the assignment itself. Not from the
+    /// group's committed offset, which may be ahead (a member the coordinator had given up
+    /// on can save an older state after the next owner saved and committed a newer one);
+    /// and not by a seek after the assignment, which can lose a race with the lookup of the
+    /// committed offset (librdkafka issue 2256) and skip the records between.
+    fn start_at_saved_states(&mut self, tpl: &TopicPartitionList) {
+        let partitions = self.partitions_in(tpl);
+        let states = match self.changelog.read(&partitions) {
+            Ok(states) => states,
+            Err(e) => {
+                self.failure.get_or_insert(e);
+                return;
+            }
+        };
+        for mut e in tpl.elements_for_topic(&self.topic) {
+            let p = e.partition();
+            let state = states.iter().find(|s| s.partition == p).cloned();
+            if let Some(s) = &state {
+                // Setting an element's offset writes through to the list being assigned.
+                let _ = e.set_offset(Offset::Offset(s.next_offset));
+                self.saved.insert(p, s.next_offset);
+            }
+            self.assigned_states.insert(p, state);
+        }
+    }
+
     /// Saves the `states` of partitions still assigned: one revoked since the command handed
     /// its state over had a newer one saved as it went (or, lost, is another member's).
     fn save(

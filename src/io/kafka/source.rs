@@ -608,6 +608,8 @@ impl KafkaSource {
         let mut reported: Option<Vec<i32>> = None;
         // The partitions the command keeps state for (a member with state per partition).
         let mut owned: Vec<i32> = Vec::new();
+        let keeps_states = self.consumer.context().keeps_states();
+        let mut polled_early = HashMap::new();
         let mut rebalances = None;
         loop {
             if feed.cancelled() {
@@ -626,7 +628,7 @@ impl KafkaSource {
                 if let Some(now) = &assigned {
                     // Records polled before the change go out first.
                     pending.hand_over(feed, &topic)?;
-                    group::restore(&self.consumer, feed, &mut owned, now)?;
+                    group::restore(&self.consumer, feed, &mut owned, now, &mut polled_early)?;
                 }
                 if assigned.is_some() && assigned != reported {
                     let names = assigned.iter().flatten().map(i32::to_string).collect();
@@ -638,6 +640,12 @@ impl KafkaSource {
             let shuffled = self.upstream.is_some();
             let hand_over = match self.poll()? {
                 Polled::End | Polled::Idle => true,
+                // Polled in the poll whose callback assigned its partition, before the
+                // partition's state is restored: held back, and read again once it is.
+                Polled::Record(m) if keeps_states && !owned.contains(&m.partition()) => {
+                    polled_early.entry(m.partition()).or_insert(m.offset());
+                    false
+                }
                 Polled::Record(m) if shuffled && is_marker(&m) => {
                     pending.hand_over(feed, &topic)?;
                     hand_over_marker(&m, feed)?;
