@@ -2558,6 +2558,9 @@ fn exit_at_end_drill(extra: &[&str]) {
         let group = format!("e-drill-{round}-{input}");
         let member = |name: &str| {
             let out = dir.path().join(format!("{round}-{name}.ndjson"));
+            // Into a file, not a pipe: a pipe no one reads until the end could fill and stall
+            // the member; the file is kept with the outputs when the drill fails.
+            let err = std::fs::File::create(dir.path().join(format!("{round}-{name}.err")));
             let child = weir_std()
                 .args(window)
                 .arg(b.url(&input))
@@ -2565,7 +2568,7 @@ fn exit_at_end_drill(extra: &[&str]) {
                 .args(["-X", "session.timeout.ms=6000", "--timeout", "60s"])
                 .args(extra)
                 .args(["-o", out.to_str().unwrap()])
-                .stderr(Stdio::piped())
+                .stderr(err.unwrap())
                 .spawn()
                 .unwrap();
             (Background(child), out)
@@ -2582,15 +2585,24 @@ fn exit_at_end_drill(extra: &[&str]) {
                 if let Some(status) = m.0.try_wait().unwrap() {
                     break status;
                 }
-                assert!(
-                    started.elapsed() < Duration::from_secs(240),
-                    "round {round}: {name} did not end"
-                );
+                if started.elapsed() > Duration::from_secs(240) {
+                    let kept = dir.keep();
+                    panic!(
+                        "round {round}: {name} did not end; outputs and stderr kept in {}",
+                        kept.display()
+                    );
+                }
                 std::thread::sleep(Duration::from_millis(100));
             };
-            let mut err = String::new();
-            std::io::Read::read_to_string(m.0.stderr.as_mut().unwrap(), &mut err).unwrap();
-            assert!(status.success(), "round {round}: {name}: {status:?}: {err}");
+            let err = std::fs::read_to_string(dir.path().join(format!("{round}-{name}.err")));
+            if !status.success() {
+                let kept = dir.keep();
+                panic!(
+                    "round {round}: {name}: {status:?}: {}; kept in {}",
+                    err.unwrap_or_default(),
+                    kept.display()
+                );
+            }
         }
         let mut got: BTreeMap<_, Value> = BTreeMap::new();
         for out in [&survivor_out, &killed_out, &again_out] {

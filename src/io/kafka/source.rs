@@ -628,7 +628,7 @@ impl KafkaSource {
                 if let Some(now) = &assigned {
                     // Records polled before the change go out first.
                     pending.hand_over(feed, &topic)?;
-                    group::restore(&self.consumer, feed, &mut owned, now, &mut polled_early)?;
+                    self.restore(feed, &mut owned, now, &mut polled_early)?;
                 }
                 if assigned.is_some() && assigned != reported {
                     let names = assigned.iter().flatten().map(i32::to_string).collect();
@@ -679,6 +679,24 @@ impl KafkaSource {
                 return Ok(());
             }
         }
+    }
+
+    /// The group changed what this member owns (`now`): see `group::restore`. A partition
+    /// whose records were held back is read again from before them, so an end seen since is
+    /// not its end yet.
+    fn restore(
+        &mut self,
+        feed: &mut Feed,
+        owned: &mut Vec<i32>,
+        now: &[i32],
+        polled_early: &mut HashMap<i32, i64>,
+    ) -> Result<()> {
+        let held_back: Vec<i32> = polled_early.keys().copied().collect();
+        group::restore(&self.consumer, feed, owned, now, polled_early)?;
+        for p in held_back.iter().filter(|p| owned.contains(p)) {
+            self.ended.remove(p);
+        }
+        Ok(())
     }
 
     /// Reports each partition read to its end, after its last records. One of ours (not a
