@@ -85,7 +85,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__consume)
-            opts="-e -G -r -I -X -F -n -J -f -u -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --count --envelope --format --unbuffered --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -n -J -f -u -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --count --envelope --format --unbuffered --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -132,6 +132,10 @@ _weir() {
                     return 0
                     ;;
                 -G)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lease-time)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -275,7 +279,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__dedupe)
-            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --id --time --time-format --horizon --horizon-by --delay --partition-by --idle-timeout --max-keys --exact-ids --duplicates --keep --output --key --header --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --id --time --time-format --horizon --horizon-by --delay --partition-by --idle-timeout --max-keys --exact-ids --duplicates --keep --output --key --header --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -322,6 +326,10 @@ _weir() {
                     return 0
                     ;;
                 -G)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lease-time)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -727,7 +735,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__replay)
-            opts="-e -G -r -I -X -F -J -n -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --count --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -J -n -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --count --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -774,6 +782,10 @@ _weir() {
                     return 0
                     ;;
                 -G)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lease-time)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -917,7 +929,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__watermark__subcmd__profile)
-            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --changelog --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --changelog --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -964,6 +976,10 @@ _weir() {
                     return 0
                     ;;
                 -G)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lease-time)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1119,7 +1135,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__window)
-            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1166,6 +1182,10 @@ _weir() {
                     return 0
                     ;;
                 -G)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lease-time)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

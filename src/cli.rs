@@ -179,8 +179,16 @@ pub struct BrokerArgs {
     /// members (as kcat -G). Each partition starts at the group's offset, or where --from
     /// beginning|end says when it has none; offsets are committed as records are handed on.
     /// With --partitions: those partitions, from any --from, committed under the group.
+    /// Kinesis (consume, replay): the application whose members share the stream's shards
+    /// through the DynamoDB lease table of this name (created when missing); a shard starts
+    /// at its lease's checkpoint, or where --from beginning|end says when it has none.
     #[arg(short = 'G', long, value_name = "GROUP", help_heading = "Kafka")]
     pub group: Option<String>,
+
+    /// Kinesis with -G: how long a member's heartbeat may stand still before the others
+    /// take its shards.
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, help_heading = "Kinesis")]
+    pub lease_time: Millis,
 
     #[command(flatten)]
     pub schemas: SchemaArgs,

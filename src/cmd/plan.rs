@@ -129,6 +129,7 @@ pub fn input_plan(input: &InputArgs, time_range: bool) -> Result<InputPlan> {
         exit_at_end: b.exit_at_end,
         shards: b.shards.clone(),
         efo: b.efo.clone(),
+        lease_time: b.lease_time,
         clients: clients(&b.client),
         time_range,
         schemas: schema_request(input),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::checkpoint::{Checkpoints, PartitionState};
 use super::chunk::{Chunk, Status};
 use super::policy::ErrorPolicy;
-use super::reader::{Item, Reader, Starts};
+use super::reader::{HandledShards, Item, Reader, Starts};
 use super::select::Selection;
 use super::step::{Flow, RecordStep};
 use super::summary::Counters;
@@ -59,12 +59,36 @@ pub fn drive_with(
         d,
         step,
         checkpoints,
-        pending: Vec::new(),
+        pending: Pending::default(),
         released_at: Instant::now(),
         ticked: Instant::now(),
     };
     let result = driver.run();
     driver.stopped(result)
+}
+
+/// The positions of records handled and not yet released to the source.
+#[derive(Default)]
+struct Pending {
+    offsets: Vec<(i32, i64)>,
+    /// A Kinesis source's: how many records, and the last position of each shard.
+    shards: HandledShards,
+}
+
+impl Pending {
+    /// Holds the positions of records `from..to` of `chunk`.
+    fn hold(&mut self, chunk: &Chunk, from: usize, to: usize) {
+        let offsets = &chunk.positions;
+        self.offsets
+            .extend_from_slice(&offsets[from.min(offsets.len())..to.min(offsets.len())]);
+        let shards = &chunk.shard_positions;
+        self.shards
+            .hold(&shards[from.min(shards.len())..to.min(shards.len())]);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.offsets.is_empty() && self.shards.records == 0
+    }
 }
 
 /// What a chunk's records came to.
@@ -83,7 +107,7 @@ struct Driver<'r, S> {
     checkpoints: Option<&'r mut Checkpoints>,
     /// The positions of broker records the command has handled, held until its output
     /// covers them: only then may the source commit their offsets.
-    pending: Vec<(i32, i64)>,
+    pending: Pending,
     released_at: Instant,
     ticked: Instant,
 }
@@ -292,8 +316,8 @@ impl<S: RecordStep> Driver<'_, S> {
 
     /// The step stopped at record `i` (`-n`): what came before it, and it, are handled.
     fn stop_after(&mut self, chunk: &Chunk, i: usize, released: usize) -> Result<()> {
+        self.pending.hold(chunk, released, i + 1);
         let upto = chunk.positions.len().min(i + 1);
-        (self.pending).extend_from_slice(&chunk.positions[released.min(upto)..upto]);
         if let Some(c) = self.checkpoints.as_deref_mut() {
             c.passed_records(&chunk.positions[..upto]);
             let upto = chunk.shard_positions.len().min(i + 1);
@@ -312,7 +336,7 @@ impl<S: RecordStep> Driver<'_, S> {
                 c.passed(end);
             }
         }
-        self.pending.extend_from_slice(&chunk.positions[released..]);
+        self.pending.hold(&chunk, released, usize::MAX);
         self.reader.recycle(chunk);
         if self.checkpoints.is_some() {
             self.checkpoint_when_due()
@@ -332,7 +356,9 @@ impl<S: RecordStep> Driver<'_, S> {
                 true => self.take()?,
                 false => self.step.durable()?,
             }
-            self.reader.handled(std::mem::take(&mut self.pending));
+            let Pending { offsets, shards } = std::mem::take(&mut self.pending);
+            self.reader.handled(offsets);
+            self.reader.handled_shards(shards);
         }
         self.released_at = Instant::now();
         Ok(())
@@ -393,9 +419,9 @@ impl<S: RecordStep> Driver<'_, S> {
         // Not taken yet: counted when it is shown again.
         self.d.counters.read -= 1;
         let before = chunk.positions.len().min(next);
-        if *released < before {
-            (self.pending).extend_from_slice(&chunk.positions[*released..before]);
-            *released = before;
+        if *released < next {
+            self.pending.hold(chunk, *released, next);
+            *released = next;
         }
         if let Some(c) = self.checkpoints.as_deref_mut() {
             c.passed_records(&chunk.positions[..before]);

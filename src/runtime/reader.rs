@@ -203,6 +203,29 @@ pub struct Feed {
     saved: Vec<PartitionState>,
     /// Framed records handed over and not yet reported handled.
     unhandled: usize,
+    /// Kinesis records reported handled and not yet taken by the source.
+    shards_handled: HandledShards,
+}
+
+/// Kinesis records handled: how many, and the last position of each shard among them.
+#[derive(Debug, Default)]
+pub(crate) struct HandledShards {
+    pub records: usize,
+    pub last: Vec<ShardPosition>,
+}
+
+impl HandledShards {
+    /// Takes in these positions, in the order their records were handled.
+    pub fn hold(&mut self, positions: &[ShardPosition]) {
+        self.records += positions.len();
+        for at in positions {
+            // A chunk holds few shards: a short scan.
+            match self.last.iter_mut().rev().find(|p| p.shard == at.shard) {
+                Some(p) => p.clone_from(at),
+                None => self.last.push(at.clone()),
+            }
+        }
+    }
 }
 
 impl Feed {
@@ -232,7 +255,19 @@ impl Feed {
                 positions.into_iter().for_each(|(p, o)| done(p, o));
             }
             Back::Saved(states) => self.saved.extend(states),
+            Back::Shards(shards) => {
+                self.unhandled = self.unhandled.saturating_sub(shards.records);
+                for at in shards.last {
+                    self.shards_handled.hold(std::slice::from_ref(&at));
+                }
+            }
         }
+    }
+
+    /// The last position of each Kinesis shard whose records the command has handled (its
+    /// output durable) since the last call: where a lease's checkpoint may move.
+    pub fn take_shards_handled(&mut self) -> Vec<ShardPosition> {
+        std::mem::take(&mut self.shards_handled).last
     }
 
     /// The partition states the command saved since the last call (after `handled` or
@@ -346,7 +381,7 @@ impl Feed {
         shard_positions: Vec<ShardPosition>,
     ) -> Result<()> {
         // Only Kafka records are reported back as handled (their offsets are committed).
-        self.unhandled += positions.len();
+        self.unhandled += positions.len() + shard_positions.len();
         let mut prepared = self.spare_prepared.try_recv().unwrap_or_default();
         prepared.fill_framed(
             &framed.data,
@@ -434,6 +469,8 @@ impl Feed {
 pub(crate) enum Back {
     /// The positions of records handled, in order.
     Handled(Vec<(i32, i64)>),
+    /// Kinesis records handled.
+    Shards(HandledShards),
     /// Partition states saved, their output durable.
     Saved(Vec<PartitionState>),
 }
@@ -500,6 +537,7 @@ impl Reader {
             handled: handled_rx,
             saved: Vec::new(),
             unhandled: 0,
+            shards_handled: HandledShards::default(),
         };
         let handle = thread::Builder::new()
             .name("weir-read".into())
@@ -538,6 +576,13 @@ impl Reader {
     pub(crate) fn handled(&self, positions: Vec<(i32, i64)>) {
         if !positions.is_empty() {
             let _ = self.handled.send(Back::Handled(positions));
+        }
+    }
+
+    /// Tells the source that the command has handled these Kinesis records.
+    pub(crate) fn handled_shards(&self, shards: HandledShards) {
+        if shards.records > 0 {
+            let _ = self.handled.send(Back::Shards(shards));
         }
     }
 

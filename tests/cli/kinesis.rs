@@ -28,6 +28,11 @@ pub fn kinesalite() -> Option<Server> {
     server("WEIR_TEST_KINESALITE")
 }
 
+/// dynalite, the DynamoDB server lease tables live in.
+pub fn dynalite() -> Option<Server> {
+    server("WEIR_TEST_DYNAMODB")
+}
+
 fn server(var: &str) -> Option<Server> {
     match std::env::var(var) {
         Ok(endpoint) => Some(Server { endpoint }),

@@ -7,6 +7,7 @@ mod dedupe;
 mod docs;
 mod kafka;
 mod kinesis;
+mod kinesis_members;
 mod layers;
 mod profile;
 mod repartition;

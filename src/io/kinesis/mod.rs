@@ -6,6 +6,7 @@
 pub mod client;
 pub mod lag;
 pub mod lease;
+pub mod member;
 pub mod plan;
 pub mod source;
 pub mod state_store;

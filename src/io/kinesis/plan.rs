@@ -18,6 +18,18 @@ pub struct ReadRequest {
     pub exit_at_end: bool,
     pub shards: Vec<String>,
     pub efo: Option<String>,
+    /// `-G APP`.
+    pub group: Option<String>,
+    pub lease_time: Duration,
+}
+
+/// `-G APP` on a Kinesis source, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupPlan {
+    /// The application: its lease table's name.
+    pub app: String,
+    /// How long a member's heartbeat may stand still before its shards are taken.
+    pub lease_time: Duration,
 }
 
 /// Where a shard's reading starts, when no checkpoint says otherwise.
@@ -48,6 +60,8 @@ pub struct ReadPlan {
     pub shards: Vec<String>,
     /// Enhanced fan-out: read through this registered consumer with SubscribeToShard.
     pub efo: Option<String>,
+    /// A member of an application: the shards its plan gives it, from their leases.
+    pub group: Option<GroupPlan>,
 }
 
 impl ReadPlan {
@@ -100,7 +114,12 @@ impl ReadPlan {
                 "--efo names a stream consumer: 1 to 128 characters".into(),
             ));
         }
+        let group = match &request.group {
+            Some(app) => Some(group_plan(app, request, &from)?),
+            None => None,
+        };
         Ok(ReadPlan {
+            group,
             stream: spec.stream.clone(),
             arn: spec.arn.clone(),
             from,
@@ -115,6 +134,36 @@ impl ReadPlan {
     pub fn bounded(&self) -> bool {
         self.exit_at_end || self.to.is_some()
     }
+}
+
+/// `-G APP`: a member reads on, every shard it is given, from its lease.
+fn group_plan(app: &str, request: &ReadRequest, from: &StartAt) -> Result<GroupPlan> {
+    let refused = if request.exit_at_end || request.to.is_some() {
+        Some("-G reads on as a member of the application; -e and --to end a read of the whole stream without it")
+    } else if !request.shards.is_empty() {
+        Some("-G shares every shard among the members; --shards reads given ones without it")
+    } else if !matches!(from, StartAt::Beginning | StartAt::End) {
+        Some("with -G a shard no member has read starts at --from beginning or end")
+    } else {
+        None
+    };
+    if let Some(why) = refused {
+        return Err(Error::Usage(why.into()));
+    }
+    // DynamoDB's rules for a table name.
+    let fits = (3..=255).contains(&app.len())
+        && app
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    if !fits {
+        return Err(Error::Usage(format!(
+            "-G '{app}': an application names its DynamoDB lease table: 3 to 255 letters, digits, '_', '-' or '.'"
+        )));
+    }
+    Ok(GroupPlan {
+        app: app.to_string(),
+        lease_time: request.lease_time,
+    })
 }
 
 /// `--from` on a Kinesis source: beginning, end, a sequence number, or a time.
@@ -149,6 +198,8 @@ pub struct ShardInfo {
     pub parents: Vec<String>,
     /// It has an ending sequence number: a split or merge closed it.
     pub closed: bool,
+    /// Its hash key range, as decimal text (empty when not known).
+    pub hash_range: (String, String),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -404,6 +455,8 @@ mod tests {
             exit_at_end: e,
             shards: shards.iter().map(|s| s.to_string()).collect(),
             efo: None,
+            group: None,
+            lease_time: Duration::from_secs(10),
         };
         ReadPlan::new(&spec(), &request, 1_000_000)
     }
@@ -480,6 +533,7 @@ mod tests {
             id: id.into(),
             parents: parents.iter().map(|p| p.to_string()).collect(),
             closed: false,
+            hash_range: Default::default(),
         }
     }
 

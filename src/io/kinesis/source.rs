@@ -27,12 +27,16 @@ use super::client::{
     arrival_millis, classify, described, jitter, not_reached_by_service, retrying, Failure,
     KinesisClient,
 };
+use super::lag;
+use super::member::{Handled, Leaving, Membership, SharedHandled};
 use super::plan::{
     backoff, Lineage, ReadPlan, Reservation, ShardEnd, ShardInfo, StartAt, GET_RECORDS_EVERY_MS,
     RESPONSE_BUDGET,
 };
+use super::AwsOptions;
 use crate::core::envelope::{write_shard_envelope, write_value_line, Render, ShardRecord};
 use crate::core::kpl;
+use crate::core::lag::ShardCheckpoint;
 use crate::core::record::RecordError;
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
@@ -44,6 +48,8 @@ use crate::runtime::{Feed, Framing, ShardPosition, ShardResume, Source, Starts};
 const IDLE_WAIT: Duration = Duration::from_millis(500);
 /// Responses in the channel to the reader thread (their bytes count against the budget).
 const RESPONSES_IN_FLIGHT: usize = 4;
+/// How long a member may take to commit and hand its shards over as it leaves.
+const LEAVE_WITHIN: Duration = Duration::from_secs(15);
 
 /// A stream being read.
 pub struct KinesisSource {
@@ -59,6 +65,8 @@ pub struct KinesisSource {
     started: Millis,
     /// Values in a schema's binary are decoded into JSON before they are rendered.
     decoding: Option<Decoding>,
+    /// A member of an application (`-G`).
+    member: Option<Membership>,
 }
 
 impl KinesisSource {
@@ -87,6 +95,21 @@ impl KinesisSource {
                 client.stream.name
             )));
         }
+        // A member joins before any output is opened: a table that is not weir's is exit 2,
+        // DynamoDB out of reach exit 4.
+        let member = match &plan.group {
+            Some(group) => Some(runtime.block_on(async {
+                // --endpoint-url is Kinesis's: DynamoDB's comes from the AWS chain
+                // (AWS_ENDPOINT_URL_DYNAMODB).
+                let options = AwsOptions {
+                    endpoint_url: None,
+                    ..client.options.clone()
+                };
+                let dynamo = lag::dynamo_client(&options, None).await;
+                Membership::join(group, &plan.from, &client, dynamo).await
+            })?),
+            None => None,
+        };
         Ok(KinesisSource {
             runtime,
             client,
@@ -96,6 +119,7 @@ impl KinesisSource {
             resume: resume.clone(),
             started,
             decoding: None,
+            member,
         })
     }
 
@@ -149,6 +173,10 @@ pub async fn list_shards(client: &KinesisClient) -> Result<Vec<ShardInfo>> {
                 closed: s
                     .sequence_number_range()
                     .is_some_and(|r| r.ending_sequence_number().is_some()),
+                hash_range: s
+                    .hash_key_range()
+                    .map(|r| (r.starting_hash_key().into(), r.ending_hash_key().into()))
+                    .unwrap_or_default(),
             });
         }
         match out.next_token() {
@@ -176,6 +204,14 @@ enum Event {
     Failed(Error),
     /// Every shard is finished (a bounded read, or only closed shards).
     Done,
+    /// A member stopped reading a shard; all of its records read were sent before this.
+    Released(String),
+    /// A member starts a shard at a lease's checkpoint: the records up to it are done.
+    SkipTo {
+        shard: String,
+        sequence: String,
+        subsequence: u64,
+    },
 }
 
 /// What a shard's reader tells the coordinator when it stops.
@@ -217,7 +253,9 @@ impl Source for KinesisSource {
                 _ => None,
             })
             .collect();
+        let handled = self.member.as_ref().map(|m| m.handled.clone());
         let coordinator = Coordinator {
+            member: self.member.take(),
             lineage: self.lineage(),
             client: self.client.clone(),
             plan: self.plan.clone(),
@@ -234,10 +272,32 @@ impl Source for KinesisSource {
             decoding: self.decoding.take(),
             skips,
             pending: Framing::new(feed),
+            handled,
         };
-        let result = renderer.take_events(feed, &self.runtime, &mut rx);
-        cancel.store(true, Ordering::Relaxed);
-        task.abort();
+        let mut result = renderer.take_events(feed, &self.runtime, &mut rx);
+        // A member commits what was handled and hands its shards over as it leaves.
+        let left = match renderer.handled.is_some() {
+            true => {
+                feed.wait_handled(|_, _| {});
+                renderer.take_handled(feed);
+                cancel.store(true, Ordering::Relaxed);
+                drop(rx);
+                let wait = async { tokio::time::timeout(LEAVE_WITHIN, task).await };
+                match self.runtime.block_on(wait) {
+                    Ok(Ok(left)) => left,
+                    Ok(Err(_)) => Ok(()),
+                    Err(_) => Err(Error::Unreachable(format!(
+                        "the member did not leave its application within {LEAVE_WITHIN:?}: the others take its shards after the lease time"
+                    ))),
+                }
+            }
+            false => {
+                cancel.store(true, Ordering::Relaxed);
+                task.abort();
+                Ok(())
+            }
+        };
+        result = result.and(left);
         // Said now: the shard tasks' clones of the client may outlive the read.
         self.client.say_retries();
         // The shard readers may be in the middle of calls: leave them, do not wait.
@@ -260,9 +320,33 @@ struct Renderer {
     /// last subsequence handled, whose user records are skipped when it comes again.
     skips: HashMap<String, (String, u64)>,
     pending: Framing<ShardPosition>,
+    /// A member's: where the records handled stand in each shard, for its commits.
+    handled: Option<SharedHandled>,
 }
 
 impl Renderer {
+    /// Takes in what the command reports handled; a member keeps the last of each shard.
+    fn take_handled(&self, feed: &mut Feed) {
+        feed.handled(|_, _| {});
+        let positions = feed.take_shards_handled();
+        if let Some(shared) = &self.handled {
+            Handled::positions(shared, positions);
+        }
+    }
+
+    /// A member's shard stopped (handed on, lost or ended): once every record of it handed
+    /// over is handled, the member may write its last checkpoint.
+    fn released(&mut self, feed: &mut Feed, shard: &str) -> Result<()> {
+        self.pending.hand_over(feed, &self.stream)?;
+        feed.wait_handled(|_, _| {});
+        self.take_handled(feed);
+        if let Some(shared) = &self.handled {
+            let mut handled = shared.lock().expect("not poisoned");
+            handled.drained.insert(shard.to_string());
+        }
+        Ok(())
+    }
+
     fn take_events(
         &mut self,
         feed: &mut Feed,
@@ -273,6 +357,7 @@ impl Renderer {
             if feed.cancelled() {
                 return Ok(());
             }
+            self.take_handled(feed);
             // Take what is ready; when nothing is, hand over what we have so that records
             // flow promptly, then wait a little (and look at the feed again).
             let event = match rx.try_recv() {
@@ -320,6 +405,14 @@ impl Renderer {
                     self.pending.hand_over(feed, &self.stream)?;
                     feed.starts(Starts::Shard(shard, arrival))?;
                 }
+                Event::Released(shard) => self.released(feed, &shard)?,
+                Event::SkipTo {
+                    shard,
+                    sequence,
+                    subsequence,
+                } => {
+                    self.skips.insert(shard, (sequence, subsequence));
+                }
                 Event::Failed(e) => {
                     self.pending.hand_over(feed, &self.stream)?;
                     return Err(e);
@@ -357,6 +450,11 @@ impl Renderer {
         };
         let decoding = &mut self.decoding;
         if !kpl::is_aggregated(&data) {
+            // A lease checkpoint at a plain record (KCL writes subsequence 0) names it done.
+            if (self.skips.get(shard.as_ref())).is_some_and(|(seq, _)| **seq == *sequence) {
+                self.skips.remove(shard.as_ref());
+                return Ok(());
+            }
             return emit(&self.render, decoding.as_mut(), p, &message, at(None));
         }
         let unpacked = kpl::deaggregate(&data);
@@ -440,8 +538,10 @@ fn write(render: &Render, out: &mut Vec<u8>, record: &ShardRecord<'_>) {
     }
 }
 
-/// Starts shard readers in lineage order and follows the stream as shards close.
+/// Starts shard readers in lineage order and follows the stream as shards close; a member
+/// starts those the application's plan gives it.
 struct Coordinator {
+    member: Option<Membership>,
     lineage: Lineage,
     client: KinesisClient,
     plan: ReadPlan,
@@ -454,19 +554,132 @@ struct Coordinator {
 }
 
 impl Coordinator {
-    async fn run(mut self) {
+    /// Reads until the run ends; a member then leaves its application (what that says).
+    async fn run(mut self) -> Result<()> {
         let efo = match &self.plan.efo {
             Some(name) => match efo_consumer(&self.client, name).await {
                 Ok(arn) => Some(Arc::<str>::from(arn)),
                 Err(e) => {
                     let _ = self.out.send(Event::Failed(e)).await;
-                    return;
+                    return Ok(());
                 }
             },
             None => None,
         };
         // Every step answers `None` once the reader thread has gone or the read failed.
-        let _ = self.coordinate(efo).await;
+        match self.member.take() {
+            Some(mut member) => {
+                let _ = self.as_member(&mut member, efo).await;
+                member.leave(&self.client).await
+            }
+            None => {
+                let _ = self.coordinate(efo).await;
+                Ok(())
+            }
+        }
+    }
+
+    /// A member's read: every tick, the plan's changes; between ticks, shards that stop.
+    /// Returns once the run is cancelled (or the reader thread is gone).
+    async fn as_member(&mut self, member: &mut Membership, efo: Option<Arc<str>>) -> Option<()> {
+        let (stopped_tx, mut stopped_rx) = mpsc::unbounded_channel();
+        while !self.cancel.load(Ordering::Relaxed) {
+            if let Err(e) = self.member_tick(member, &stopped_tx, &efo).await {
+                let _ = self.out.send(Event::Failed(e)).await;
+                return None;
+            }
+            let tick = tokio::time::sleep(member.tick);
+            tokio::pin!(tick);
+            loop {
+                tokio::select! {
+                    stopped = stopped_rx.recv() => self.member_stopped(member, stopped?).await?,
+                    _ = &mut tick => break,
+                }
+            }
+        }
+        for held in member.held.values() {
+            held.stop.store(true, Ordering::Relaxed);
+        }
+        Some(())
+    }
+
+    /// Lists the shards when due (their leases added), runs the member's tick, and starts
+    /// reading the shards it takes, each from its lease's checkpoint.
+    async fn member_tick(
+        &mut self,
+        member: &mut Membership,
+        stopped: &mpsc::UnboundedSender<Stopped>,
+        efo: &Option<Arc<str>>,
+    ) -> Result<()> {
+        if member.list_due() {
+            let shards = list_shards(&self.client).await?;
+            member.add_shards(&self.client, &shards).await?;
+        }
+        for lease in member.tick(&self.client).await? {
+            let shard: Arc<str> = Arc::from(lease.shard.as_str());
+            let start = match &lease.checkpoint {
+                ShardCheckpoint::At {
+                    sequence,
+                    subsequence,
+                } => {
+                    let skip = Event::SkipTo {
+                        shard: lease.shard.clone(),
+                        sequence: sequence.clone(),
+                        subsequence: subsequence.unwrap_or(0),
+                    };
+                    self.out.send(skip).await.map_err(|_| Error::Interrupted)?;
+                    Start::At(sequence.clone())
+                }
+                ShardCheckpoint::Latest => Start::Latest,
+                ShardCheckpoint::AtTimestamp(t) => Start::Time(*t),
+                _ => Start::TrimHorizon,
+            };
+            let reader = ShardReader {
+                client: self.client.clone(),
+                efo: efo.clone(),
+                shard,
+                start,
+                end: self.end,
+                out: self.out.clone(),
+                cancel: member.held[&lease.shard].stop.clone(),
+                budget: self.budget.clone(),
+            };
+            let stopped = stopped.clone();
+            tokio::spawn(async move {
+                let _ = stopped.send(reader.run().await);
+            });
+        }
+        Ok(())
+    }
+
+    /// A member's shard reader stopped: asked to (handed on or lost), or at the shard's end,
+    /// whose children get leases. Either way the reader thread is told, after the shard's
+    /// last records, so that the member commits only once they are handled.
+    async fn member_stopped(&mut self, member: &mut Membership, stopped: Stopped) -> Option<()> {
+        let shard = match stopped {
+            Stopped::Closed { shard, children } => {
+                let ended = Event::Ended(Arc::from(shard.as_str()));
+                self.out.send(ended).await.ok()?;
+                if let Some(held) = member.held.get_mut(&shard) {
+                    held.leaving = Some(Leaving::Ended);
+                }
+                let children = match self.children_of(&shard, children).await {
+                    Ok(children) => member.add_shards(&self.client, &children).await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = children {
+                    let _ = self.out.send(Event::Failed(e)).await;
+                    return None;
+                }
+                shard
+            }
+            Stopped::AtEnd { shard } => shard,
+            Stopped::Failed(e) => {
+                let _ = self.out.send(Event::Failed(e)).await;
+                return None;
+            }
+        };
+        self.out.send(Event::Released(shard)).await.ok()
     }
 
     /// Starts the shards that are ready, and waits for one to stop, until all have finished.
@@ -552,19 +765,22 @@ impl Coordinator {
         if self.plan.exit_at_end || !self.plan.shards.is_empty() {
             return Ok(());
         }
-        let children = if children.is_empty() {
-            list_shards(&self.client)
-                .await?
-                .into_iter()
-                .filter(|s| s.parents.iter().any(|p| p == shard))
-                .collect()
-        } else {
-            children
-        };
-        for child in children {
+        for child in self.children_of(shard, children).await? {
             self.lineage.add(child);
         }
         Ok(())
+    }
+
+    /// The children of a closed shard: those its last response named, or, when it named
+    /// none, those the stream now lists with it as a parent.
+    async fn children_of(&self, shard: &str, children: Vec<ShardInfo>) -> Result<Vec<ShardInfo>> {
+        if !children.is_empty() {
+            return Ok(children);
+        }
+        let listed = list_shards(&self.client).await?;
+        Ok((listed.into_iter())
+            .filter(|s| s.parents.iter().any(|p| p == shard))
+            .collect())
     }
 
     /// Where shard `id` starts: after its checkpoint; at its beginning when a parent was
@@ -1002,6 +1218,10 @@ fn children_of(children: Option<Vec<aws_sdk_kinesis::types::ChildShard>>) -> Vec
             id: c.shard_id,
             parents: c.parent_shards,
             closed: false,
+            hash_range: c
+                .hash_key_range
+                .map(|r| (r.starting_hash_key, r.ending_hash_key))
+                .unwrap_or_default(),
         })
         .collect()
 }
