@@ -129,6 +129,7 @@ fn consume_members_share_a_stream_and_hand_shards_over_without_repeats() {
         || shards_of(&positions(&b.out)).len() == 2,
     );
     let took = stop(&mut a);
+    eprintln!("SIGTERM: the member left in {took:?}");
     assert!(
         took < Duration::from_secs(5),
         "the first member took {took:?} to hand over"
@@ -167,4 +168,131 @@ fn consume_members_share_a_stream_and_hand_shards_over_without_repeats() {
     }
     assert_eq!(count.keys().cloned().collect::<BTreeSet<_>>(), want);
     drop(b);
+}
+
+/// SIGKILL: the dead member's shards are taken once its heartbeat has stood still for the
+/// lease time, from their last checkpoints; every record is read, and only records the dead
+/// member had written come twice.
+#[test]
+fn a_killed_members_shards_are_taken_after_the_lease_time() {
+    let (Some(s), Some(dynamo)) = (kinesis_local(), dynalite()) else {
+        return;
+    };
+    let stream = s.stream("members-kill", 4);
+    let app = format!("{stream}-app");
+    let mut next = 0;
+    let dir = tempfile::tempdir().unwrap();
+    let a = member(&s, &dynamo, &stream, &app, dir.path(), "a");
+    let mut b = member(&s, &dynamo, &stream, &app, dir.path(), "b");
+    let limit = Duration::from_secs(30);
+    // Both may take shards before they see each other: shared once the records of the last
+    // round of writes came two shards to each.
+    let started = Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < limit,
+            "the members did not share the shards"
+        );
+        let (from_a, from_b) = (positions(&a.out).len(), positions(&b.out).len());
+        s.py(&["put", &stream, "i"], &numbered(next, 40));
+        next += 40;
+        std::thread::sleep(Duration::from_millis(1500));
+        let recent_a = shards_of(&positions(&a.out)[from_a..]);
+        let recent_b = shards_of(&positions(&b.out)[from_b..]);
+        if recent_a.len() == 2 && recent_b.len() == 2 && recent_a.is_disjoint(&recent_b) {
+            break;
+        }
+    }
+    b.child.0.kill().unwrap();
+    b.child.0.wait().unwrap();
+    let killed = Instant::now();
+    let from_a = positions(&a.out).len();
+    keep_writing_until(
+        &s,
+        &stream,
+        &mut next,
+        limit,
+        "the dead member's shards were not taken",
+        || shards_of(&positions(&a.out)[from_a..]).len() == 4,
+    );
+    let took = killed.elapsed();
+    eprintln!("SIGKILL: the dead member's shards were read again after {took:?}");
+    // The lease time (3 s), the ticks that see it pass and take the shards, a put's wait.
+    assert!(took < Duration::from_secs(6), "taken after {took:?}");
+    let written = s.read(&stream);
+    super::wait_until("not every record was read", || {
+        let read: BTreeSet<_> = positions(&a.out)
+            .into_iter()
+            .chain(positions(&b.out))
+            .collect();
+        read.len() >= written.len()
+    });
+    let by_b: BTreeSet<_> = positions(&b.out).into_iter().collect();
+    let mut seen = BTreeSet::new();
+    for p in positions(&a.out) {
+        assert!(
+            seen.insert(p.clone()) || by_b.contains(&p),
+            "read twice: {p:?}"
+        );
+    }
+}
+
+/// What a member refuses: state per shard (not built), an end, a KCL application's table
+/// (exit 2); and a DynamoDB out of reach (exit 4), never a run without its application.
+#[test]
+fn members_refuse_what_they_cannot_share_and_need_their_table() {
+    let (Some(s), Some(dynamo)) = (kinesis_local(), dynalite()) else {
+        return;
+    };
+    let stream = s.stream("members-refuse", 1);
+    let url = s.url(&stream);
+    let run = |args: &[&str], dynamo_at: &str| {
+        let mut c = weir_std();
+        aws_env(&mut c)
+            .env("AWS_ENDPOINT_URL_DYNAMODB", dynamo_at)
+            .args(args)
+            .args(["--endpoint-url", &s.endpoint, "--timeout", "2s"])
+            .output()
+            .unwrap()
+    };
+    let app = format!("{stream}-app");
+    for (args, says) in [
+        (
+            vec![
+                "window",
+                &url,
+                "-G",
+                &app,
+                "--time",
+                "t",
+                "--tumbling",
+                "1m",
+                "--count",
+            ],
+            "not built",
+        ),
+        (vec!["consume", &url, "-G", &app, "-e"], "-e"),
+        (
+            vec!["consume", &url, "-G", &app, "--from", "-1h"],
+            "beginning or end",
+        ),
+    ] {
+        let out = run(&args, &dynamo.endpoint);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // A KCL application's table: weir never takes its leases.
+    let kcl = format!("{stream}-kcl");
+    let leases = r#"[{"leaseKey": "shardId-000000000000", "checkpoint": "TRIM_HORIZON"}]"#;
+    s.py(&["lease-table", &dynamo.endpoint, &kcl], leases);
+    let out = run(&["consume", &url, "-G", &kcl], &dynamo.endpoint);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&kcl), "{err}");
+    // Nothing answers at DynamoDB's endpoint.
+    let out = run(&["consume", &url, "-G", &app], "http://127.0.0.1:9");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("DynamoDB"), "{err}");
 }
