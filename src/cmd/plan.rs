@@ -313,6 +313,11 @@ impl KeepingArgs<'_> {
     /// member's input is told where its changelog is.
     pub fn plan(&self, input: &mut InputPlan, sink: &SinkSpec, job: &str) -> Result<Keeping> {
         let file = checkpoint_plan(self.checkpoint, sink, self.report_at_end)?;
+        if file.is_some() && input.is_kinesis_member() {
+            return Err(Error::Usage(
+                "with -G each shard's checkpoint is kept in its lease, for whichever member reads it; --checkpoint is for a run without -G".into(),
+            ));
+        }
         let (Some(group), Some(changelog)) = (input.group(), self.changelog) else {
             return Ok(file.map_or(Keeping::Nothing, Keeping::File));
         };

@@ -326,12 +326,10 @@ impl InputPlan {
     /// a consumer-group member keeps each of its partitions apart instead, which `apart`
     /// says (and refuses `--partition-by`).
     pub fn partitioning(&self, given: Option<&FieldPath>, apart: &str) -> Result<Partitioning> {
-        if let SourcePlan::Kinesis { read, .. } = &self.source {
-            if read.group.is_some() {
-                return Err(Error::Usage(
-                    "-G on a Kinesis source shares its shards among consume and replay members; a member that keeps state per shard is not built yet: run one instance without -G, with --checkpoint".into(),
-                ));
-            }
+        if self.is_kinesis_member() {
+            return Err(Error::Usage(
+                "-G on a Kinesis source shares its shards among consume and replay members; a member that keeps state per shard is not built yet: run one instance without -G, with --checkpoint".into(),
+            ));
         }
         let per_partition = self.group().is_some();
         if self.shuffle.is_some() {
@@ -386,6 +384,11 @@ impl InputPlan {
             SourcePlan::Kinesis { .. } => "shard",
         };
         Some(name.parse().expect("a valid path"))
+    }
+
+    /// Whether the source is a member of a Kinesis application (`-G APP`).
+    pub fn is_kinesis_member(&self) -> bool {
+        matches!(&self.source, SourcePlan::Kinesis { read, .. } if read.group.is_some())
     }
 
     /// The Kafka consumer group the source reads as a member of, if any.

@@ -276,6 +276,10 @@ fn members_refuse_what_they_cannot_share_and_need_their_table() {
             vec!["consume", &url, "-G", &app, "--from", "-1h"],
             "beginning or end",
         ),
+        (
+            vec!["consume", &url, "-G", &app, "--checkpoint", "c", "-o", "o"],
+            "lease",
+        ),
     ] {
         let out = run(&args, &dynamo.endpoint);
         let err = String::from_utf8_lossy(&out.stderr);

@@ -203,6 +203,18 @@ impl Membership {
                 held.leaving = Some(leaving);
                 continue;
             }
+            if ours && planned.is_some_and(|to| *to != self.me) {
+                // Handed to this member, but the plan has moved on: handed on unread.
+                let commit = Commit {
+                    checkpoint: &l.checkpoint,
+                    state: None,
+                    hand_to: planned.map(String::as_str),
+                };
+                (self.table)
+                    .commit(client, (&l.shard, l.counter), &self.me, &commit)
+                    .await?;
+                continue;
+            }
             if planned != Some(&self.me) {
                 continue;
             }
@@ -213,7 +225,8 @@ impl Membership {
             let counter = match (ours, owner_gone) {
                 (true, _) => Some(l.counter),
                 (false, true) => self.table.take(client, l, &self.me).await?,
-                (false, false) => None, // its owner hands it over
+                // Its owner hands it over.
+                (false, false) => None,
             };
             if let Some(counter) = counter {
                 self.hold(&l.shard, counter, l.checkpoint.clone());
@@ -252,6 +265,8 @@ impl Membership {
                     self.held.remove(&shard);
                     continue;
                 }
+                // Nothing more is written to a lost shard's lease.
+                (Some(Leaving::Lost), false) => continue,
                 (Some(Leaving::Ended), true) => ShardCheckpoint::ShardEnd,
                 _ => at.get(&shard).cloned().unwrap_or(held.committed.clone()),
             };
@@ -279,7 +294,10 @@ impl Membership {
                 (Some(_), true) => {
                     self.held.remove(&shard);
                 }
-                (None, _) => {
+                (None, true) => {
+                    self.held.remove(&shard);
+                }
+                (None, false) => {
                     // Fenced: another member owns it now.
                     let held = self.held.get_mut(&shard).expect("held");
                     held.stop.store(true, Ordering::Relaxed);
