@@ -84,6 +84,54 @@ fn keep_writing_until(
     }
 }
 
+/// Every record boto3 reads of `stream` is in exactly one of these outputs; the outputs are
+/// kept for a look when it is not.
+fn assert_each_read_once(s: &Server, stream: &str, outs: &[&Path], dir: tempfile::TempDir) {
+    let mut count: BTreeMap<(String, String), u32> = BTreeMap::new();
+    for p in outs.iter().flat_map(|out| positions(out)) {
+        *count.entry(p).or_default() += 1;
+    }
+    let want: BTreeSet<(String, String)> = (s.read(stream).iter())
+        .map(|r| {
+            let at = |f: &str| r[f].as_str().unwrap().to_string();
+            (at("shard"), at("sequence"))
+        })
+        .collect();
+    let repeated: Vec<_> = count.iter().filter(|(_, &n)| n > 1).take(5).collect();
+    let got: BTreeSet<_> = count.keys().cloned().collect();
+    if !repeated.is_empty() || got != want {
+        let kept = dir.keep();
+        panic!(
+            "read twice: {repeated:?}; {} read, {} written; outputs kept in {}",
+            got.len(),
+            want.len(),
+            kept.display()
+        );
+    }
+}
+
+/// Writes until the members share the shards two each: both may take shards before they see
+/// each other, so it is judged by the records of the last round of writes.
+fn share_two_each(s: &Server, stream: &str, next: &mut u64, a: &Member, b: &Member) {
+    let limit = Duration::from_secs(30);
+    let started = Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < limit,
+            "the members did not share the shards"
+        );
+        let (from_a, from_b) = (positions(&a.out).len(), positions(&b.out).len());
+        s.py(&["put", stream, "i"], &numbered(*next, 40));
+        *next += 40;
+        std::thread::sleep(Duration::from_millis(1500));
+        let recent_a = shards_of(&positions(&a.out)[from_a..]);
+        let recent_b = shards_of(&positions(&b.out)[from_b..]);
+        if recent_a.len() == 2 && recent_b.len() == 2 && recent_a.is_disjoint(&recent_b) {
+            return;
+        }
+    }
+}
+
 /// SIGTERM: the member hands its shards over and exits 130.
 fn stop(m: &mut Member) -> Duration {
     let started = Instant::now();
@@ -147,27 +195,7 @@ fn consume_members_share_a_stream_and_hand_shards_over_without_repeats() {
         positions(&a.out).len() + positions(&b.out).len() >= written
     });
     std::thread::sleep(Duration::from_millis(500));
-    let mut count: BTreeMap<(String, String), u32> = BTreeMap::new();
-    for p in positions(&a.out).into_iter().chain(positions(&b.out)) {
-        *count.entry(p).or_default() += 1;
-    }
-    let want: BTreeSet<(String, String)> = (s.read(&stream).iter())
-        .map(|r| {
-            (
-                r["shard"].as_str().unwrap().to_string(),
-                r["sequence"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    let repeated: Vec<_> = count.iter().filter(|(_, &n)| n > 1).take(5).collect();
-    if !repeated.is_empty() {
-        panic!(
-            "read twice: {repeated:?}; outputs kept in {}",
-            dir.keep().display()
-        );
-    }
-    assert_eq!(count.keys().cloned().collect::<BTreeSet<_>>(), want);
-    drop(b);
+    assert_each_read_once(&s, &stream, &[&a.out, &b.out], dir);
 }
 
 /// SIGKILL: the dead member's shards are taken once its heartbeat has stood still for the
@@ -185,24 +213,7 @@ fn a_killed_members_shards_are_taken_after_the_lease_time() {
     let a = member(&s, &dynamo, &stream, &app, dir.path(), "a");
     let mut b = member(&s, &dynamo, &stream, &app, dir.path(), "b");
     let limit = Duration::from_secs(30);
-    // Both may take shards before they see each other: shared once the records of the last
-    // round of writes came two shards to each.
-    let started = Instant::now();
-    loop {
-        assert!(
-            started.elapsed() < limit,
-            "the members did not share the shards"
-        );
-        let (from_a, from_b) = (positions(&a.out).len(), positions(&b.out).len());
-        s.py(&["put", &stream, "i"], &numbered(next, 40));
-        next += 40;
-        std::thread::sleep(Duration::from_millis(1500));
-        let recent_a = shards_of(&positions(&a.out)[from_a..]);
-        let recent_b = shards_of(&positions(&b.out)[from_b..]);
-        if recent_a.len() == 2 && recent_b.len() == 2 && recent_a.is_disjoint(&recent_b) {
-            break;
-        }
-    }
+    share_two_each(&s, &stream, &mut next, &a, &b);
     b.child.0.kill().unwrap();
     b.child.0.wait().unwrap();
     let killed = Instant::now();
@@ -299,4 +310,95 @@ fn members_refuse_what_they_cannot_share_and_need_their_table() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(err.contains("DynamoDB"), "{err}");
+}
+
+/// Two members read on while a shard splits and two merge: the children get leases, are read
+/// only once their parents are read to their end, and every record comes exactly once.
+#[test]
+fn members_follow_a_split_and_a_merge_made_while_they_run() {
+    let (Some(s), Some(dynamo)) = (kinesis_local(), dynalite()) else {
+        return;
+    };
+    let stream = s.stream("members-reshard", 4);
+    let app = format!("{stream}-app");
+    let dir = tempfile::tempdir().unwrap();
+    let a = member(&s, &dynamo, &stream, &app, dir.path(), "a");
+    let b = member(&s, &dynamo, &stream, &app, dir.path(), "b");
+    let read = || positions(&a.out).len() + positions(&b.out).len();
+    s.py(&["put", &stream, "i"], &numbered(0, 300));
+    super::wait_until("the first records were not read", || read() >= 300);
+    s.py(&["split", &stream, "shardId-000000000000"], "");
+    s.py(&["put", &stream, "i"], &numbered(300, 300));
+    // Shards 1 and 2 cover adjacent hash ranges.
+    let merge = [
+        "merge",
+        &stream,
+        "shardId-000000000001",
+        "shardId-000000000002",
+    ];
+    s.py(&merge, "");
+    s.py(&["put", &stream, "i"], &numbered(600, 300));
+    assert_eq!(s.shards(&stream).len(), 7);
+    super::wait_until("not every record was read", || read() >= 900);
+    std::thread::sleep(Duration::from_millis(500));
+    let read_from = shards_of(&[positions(&a.out), positions(&b.out)].concat());
+    assert_eq!(read_from.len(), 7, "{read_from:?}");
+    assert_each_read_once(&s, &stream, &[&a.out, &b.out], dir);
+}
+
+/// A member stalled past the lease time (SIGSTOP) is fenced: the other takes its shards, and
+/// once it runs again (SIGCONT) its commits fail and it writes no record of the shards it
+/// lost (the other member read them); it may be handed shards again by the plan.
+#[test]
+fn a_stalled_member_is_fenced_and_writes_nothing_of_what_it_lost() {
+    let (Some(s), Some(dynamo)) = (kinesis_local(), dynalite()) else {
+        return;
+    };
+    let stream = s.stream("members-stall", 4);
+    let app = format!("{stream}-app");
+    let mut next = 0;
+    let dir = tempfile::tempdir().unwrap();
+    let a = member(&s, &dynamo, &stream, &app, dir.path(), "a");
+    let b = member(&s, &dynamo, &stream, &app, dir.path(), "b");
+    share_two_each(&s, &stream, &mut next, &a, &b);
+    let signal = |sig: &str| {
+        let id = b.child.0.id().to_string();
+        assert!(Command::new("kill")
+            .args([sig, &id])
+            .status()
+            .unwrap()
+            .success());
+    };
+    signal("-STOP");
+    std::thread::sleep(Duration::from_millis(300));
+    let at_stop = positions(&b.out).len();
+    let from_a = positions(&a.out).len();
+    let limit = Duration::from_secs(30);
+    keep_writing_until(
+        &s,
+        &stream,
+        &mut next,
+        limit,
+        "the stalled member's shards were not taken",
+        || shards_of(&positions(&a.out)[from_a..]).len() == 4,
+    );
+    signal("-CONT");
+    let resumed = Instant::now();
+    while resumed.elapsed() < Duration::from_secs(3) {
+        s.py(&["put", &stream, "i"], &numbered(next, 20));
+        next += 20;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let by_a: BTreeSet<_> = positions(&a.out).into_iter().collect();
+    let after: Vec<_> = positions(&b.out)[at_stop..].to_vec();
+    let twice: Vec<_> = after.iter().filter(|p| by_a.contains(*p)).collect();
+    assert!(
+        twice.is_empty(),
+        "written after SIGCONT and read by the other member too: {} of {}: {:?}",
+        twice.len(),
+        after.len(),
+        &twice[..twice.len().min(3)]
+    );
+    let err = std::fs::read_to_string(&b.err).unwrap_or_default();
+    assert!(!err.contains("panicked"), "{err}");
 }

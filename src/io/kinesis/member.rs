@@ -14,7 +14,7 @@
 //! checkpoint is all a shard's next owner needs.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -54,6 +54,25 @@ impl Handled {
     }
 }
 
+/// Until when this member's leases are surely its own: the others take a member's shards
+/// only once its heartbeat has stood still for the lease time on their clocks, so a lease
+/// holds for the lease time from before the last heartbeat written.
+#[derive(Debug)]
+pub struct Fresh {
+    renewed_at: AtomicI64,
+    lease_ms: Millis,
+}
+
+impl Fresh {
+    fn renew(&self, at: Millis) {
+        self.renewed_at.store(at, Ordering::Release);
+    }
+
+    pub fn holds(&self) -> bool {
+        now_millis() - self.renewed_at.load(Ordering::Acquire) < self.lease_ms
+    }
+}
+
 /// Why a shard this member read is being let go.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Leaving {
@@ -84,6 +103,7 @@ pub struct Membership {
     pub tick: Duration,
     pub held: HashMap<String, Held>,
     pub handled: SharedHandled,
+    pub fresh: Arc<Fresh>,
     /// Where a shard no one has read yet starts (`--from` beginning or end).
     start: ShardCheckpoint,
     listed: Option<Instant>,
@@ -119,6 +139,10 @@ impl Membership {
             tick: (plan.lease_time / 10).max(Duration::from_millis(200)),
             held: HashMap::new(),
             handled: SharedHandled::default(),
+            fresh: Arc::new(Fresh {
+                renewed_at: AtomicI64::new(Millis::MIN / 2),
+                lease_ms,
+            }),
             start,
             listed: None,
         })
@@ -155,11 +179,15 @@ impl Membership {
     /// One tick: heartbeat, commits and handovers, then the plan's changes for this member:
     /// the leases of the shards it is to start reading (those it stops have their flags set).
     pub async fn tick(&mut self, client: &KinesisClient) -> Result<Vec<Lease>> {
+        let started = now_millis();
         self.beat += 1;
         self.table.heartbeat(client, &self.me, self.beat).await?;
         self.commit(client).await?;
         let scan = self.table.scan(client).await?;
-        self.follow(client, &scan).await
+        let starts = self.follow(client, &scan).await?;
+        // Renewed only now, once the shards lost meanwhile are stopped.
+        self.fresh.renew(started);
+        Ok(starts)
     }
 
     /// The live members: those whose heartbeat moved within the lease time, and this one.

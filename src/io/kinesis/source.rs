@@ -28,7 +28,7 @@ use super::client::{
     KinesisClient,
 };
 use super::lag;
-use super::member::{Handled, Leaving, Membership, SharedHandled};
+use super::member::{Fresh, Handled, Leaving, Membership, SharedHandled};
 use super::plan::{
     backoff, Lineage, ReadPlan, Reservation, ShardEnd, ShardInfo, StartAt, GET_RECORDS_EVERY_MS,
     RESPONSE_BUDGET,
@@ -194,6 +194,8 @@ enum Event {
         records: Vec<Record>,
         /// Their share of the response budget, given back once they are rendered.
         _held: OwnedSemaphorePermit,
+        /// A member's: the shard's stop flag and whether its leases still hold.
+        lease: Option<(Arc<AtomicBool>, Arc<Fresh>)>,
     },
     /// The shards read from now on.
     Reading(Vec<String>),
@@ -377,7 +379,15 @@ impl Renderer {
                 }
             };
             match event {
-                Event::Records { shard, records, .. } => {
+                Event::Records {
+                    shard,
+                    records,
+                    lease,
+                    ..
+                } => {
+                    if lease.is_some_and(|(stop, fresh)| !still_held(feed, &stop, &fresh)) {
+                        continue;
+                    }
                     for record in records {
                         if let Err(e) = self.add(&shard, record) {
                             // The records before the one that stopped the run go on.
@@ -492,6 +502,16 @@ impl Renderer {
         }
         Ok(())
     }
+}
+
+/// Whether a member's records of a shard go on to the command: once its leases hold again
+/// (the member stalled past the lease time: its next tick stops what it lost), unless the
+/// shard has stopped meanwhile, whose records the next owner reads from its checkpoint.
+fn still_held(feed: &Feed, stop: &AtomicBool, fresh: &Fresh) -> bool {
+    while !fresh.holds() && !stop.load(Ordering::Relaxed) && !feed.cancelled() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !stop.load(Ordering::Relaxed)
 }
 
 /// Renders one record into the chunk in the making, its value decoded first when there are
@@ -642,6 +662,7 @@ impl Coordinator {
                 end: self.end,
                 out: self.out.clone(),
                 cancel: member.held[&lease.shard].stop.clone(),
+                fresh: Some(member.fresh.clone()),
                 budget: self.budget.clone(),
             };
             let stopped = stopped.clone();
@@ -726,6 +747,7 @@ impl Coordinator {
             self.out.send(started).await.ok()?;
         }
         Some(ShardReader {
+            fresh: None,
             client: self.client.clone(),
             efo,
             shard,
@@ -812,6 +834,8 @@ impl Coordinator {
 
 /// Reads one shard until it closes, the read ends, or the run is cancelled.
 struct ShardReader {
+    /// A member's: whether its leases are still surely its own.
+    fresh: Option<Arc<Fresh>>,
     client: KinesisClient,
     /// The ARN of the enhanced fan-out consumer to read through, if any.
     efo: Option<Arc<str>>,
@@ -997,11 +1021,23 @@ impl ShardReader {
     /// Sends records to the reader thread, with their share of the budget; false when it is
     /// gone (the run is over).
     async fn send(&self, records: Vec<Record>, held: OwnedSemaphorePermit) -> bool {
+        // A member sends only while its leases are surely its own: one that stalled past
+        // the lease time waits for its next tick, which stops the shards it lost (their
+        // records then go unsent: the next owner reads them from the checkpoint).
+        if let Some(fresh) = &self.fresh {
+            while !fresh.holds() {
+                if self.cancel.load(Ordering::Relaxed) {
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
         self.out
             .send(Event::Records {
                 shard: self.shard.clone(),
                 records,
                 _held: held,
+                lease: (self.fresh.as_ref()).map(|f| (self.cancel.clone(), f.clone())),
             })
             .await
             .is_ok()
