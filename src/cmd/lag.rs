@@ -232,7 +232,7 @@ impl KinesisLag {
                 Ok(path) => Consumer::Checkpoint(path),
                 Err(app) => Consumer::Kcl {
                     app,
-                    dynamo: runtime.block_on(kinesis::lag::dynamo_client(
+                    dynamo: runtime.block_on(kinesis::client::dynamo_client(
                         &self.options,
                         self.dynamo_endpoint.as_deref(),
                     )),

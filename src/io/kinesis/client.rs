@@ -482,3 +482,16 @@ pub(crate) mod testing {
         (config, client)
     }
 }
+
+/// A DynamoDB client from the AWS chain, with its own endpoint when given.
+pub async fn dynamo_client(
+    options: &AwsOptions,
+    endpoint: Option<&str>,
+) -> aws_sdk_dynamodb::Client {
+    let config = sdk_config(options).await;
+    let mut builder = aws_sdk_dynamodb::config::Builder::from(&config);
+    if let Some(url) = endpoint {
+        builder = builder.endpoint_url(url);
+    }
+    aws_sdk_dynamodb::Client::from_conf(builder.build())
+}

@@ -267,16 +267,3 @@ fn first_pending(records: &[Record], inside: Option<u64>) -> Option<Option<Milli
     }
     records.next().map(arrival)
 }
-
-/// A DynamoDB client from the AWS chain, with its own endpoint when given.
-pub async fn dynamo_client(
-    options: &super::AwsOptions,
-    endpoint: Option<&str>,
-) -> aws_sdk_dynamodb::Client {
-    let config = super::client::sdk_config(options).await;
-    let mut builder = aws_sdk_dynamodb::config::Builder::from(&config);
-    if let Some(url) = endpoint {
-        builder = builder.endpoint_url(url);
-    }
-    aws_sdk_dynamodb::Client::from_conf(builder.build())
-}

@@ -24,16 +24,14 @@ use aws_sdk_kinesis::types::{
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::client::{
-    arrival_millis, classify, described, jitter, not_reached_by_service, retrying, Failure,
-    KinesisClient,
+    arrival_millis, classify, described, dynamo_client, jitter, not_reached_by_service, retrying,
+    AwsOptions, Failure, KinesisClient,
 };
-use super::lag;
 use super::member::{Fresh, Handled, Leaving, Membership, SharedHandled};
 use super::plan::{
     backoff, Lineage, ReadPlan, Reservation, ShardEnd, ShardInfo, StartAt, GET_RECORDS_EVERY_MS,
     RESPONSE_BUDGET,
 };
-use super::AwsOptions;
 use crate::core::envelope::{write_shard_envelope, write_value_line, Render, ShardRecord};
 use crate::core::kpl;
 use crate::core::lag::ShardCheckpoint;
@@ -105,7 +103,7 @@ impl KinesisSource {
                     endpoint_url: None,
                     ..client.options.clone()
                 };
-                let dynamo = lag::dynamo_client(&options, None).await;
+                let dynamo = dynamo_client(&options, None).await;
                 Membership::join(group, &plan.from, &client, dynamo).await
             })?),
             None => None,
@@ -385,18 +383,8 @@ impl Renderer {
                     lease,
                     ..
                 } => {
-                    if lease.is_some_and(|(stop, fresh)| !still_held(feed, &stop, &fresh)) {
-                        continue;
-                    }
-                    for record in records {
-                        if let Err(e) = self.add(&shard, record) {
-                            // The records before the one that stopped the run go on.
-                            self.pending.hand_over(feed, &self.stream)?;
-                            return Err(e);
-                        }
-                        if self.pending.is_full() {
-                            self.pending.hand_over(feed, &self.stream)?;
-                        }
+                    if lease.is_none_or(|(stop, fresh)| still_held(feed, &stop, &fresh)) {
+                        self.render_all(feed, &shard, records)?;
                     }
                 }
                 Event::Reading(shards) => {
@@ -430,6 +418,26 @@ impl Renderer {
                 Event::Done => return self.pending.hand_over(feed, &self.stream),
             }
         }
+    }
+
+    /// Renders a response's records, handing chunks over as they fill.
+    fn render_all(
+        &mut self,
+        feed: &mut Feed,
+        shard: &Arc<str>,
+        records: Vec<Record>,
+    ) -> Result<()> {
+        for record in records {
+            if let Err(e) = self.add(shard, record) {
+                // The records before the one that stopped the run go on.
+                self.pending.hand_over(feed, &self.stream)?;
+                return Err(e);
+            }
+            if self.pending.is_full() {
+                self.pending.hand_over(feed, &self.stream)?;
+            }
+        }
+        Ok(())
     }
 
     /// Renders one Kinesis record (or each user record of a KPL aggregate) into the chunk
