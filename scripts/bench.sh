@@ -174,6 +174,45 @@ if [[ " $WHAT " == *" kinesis "* ]]; then
   echo "  info  weir replay vs boto3 put_records: $(ratio 'weir replay -o kinesis' 'boto3 put_records')x"
 fi
 
+# Kinesis members (WHAT=members, starts the Kinesis test servers): the 200,000 records of the
+# kinesis section on a 4-shard stream in kinesalite, read by one `consume -G` member of a new
+# application, then by two started together (the lease table in dynalite): seconds until
+# every record was written, and what the second member adds. kinesalite answers every call on
+# one thread, so on one machine the server bounds both.
+if [[ " $WHAT " == *" members "* ]]; then
+  trap 'scripts/kinesis-servers.sh stop' EXIT
+  kinesis_env=$(scripts/kinesis-servers.sh start)
+  eval "$kinesis_env"
+  export AWS_ACCESS_KEY_ID=weir-bench AWS_SECRET_ACCESS_KEY=weir-bench AWS_REGION=us-east-1
+  export AWS_ENDPOINT_URL_DYNAMODB=$WEIR_TEST_DYNAMODB
+  K=$WEIR_TEST_KINESALITE
+  data 200000
+  S=bench-members-$$-$RANDOM
+  python3 scripts/peers/kinesis.py "$K" create "$S" 4
+  $WEIR replay "$FILE" -o "kinesis://$S" --key merchant_id --endpoint-url "$K" -q
+  out=$(mktemp -d)
+  # members_read N: seconds until N members of a new application have written every record.
+  members_read() {
+    local app=bench-app-$$-$RANDOM pids=() start end
+    start=$(date +%s.%N)
+    for i in $(seq 1 "$1"); do
+      $WEIR consume "kinesis://$S" -G "$app" -q --endpoint-url "$K" -o "$out/$app-$i" &
+      pids+=($!)
+    done
+    while [ "$(cat "$out/$app"-* 2>/dev/null | wc -l)" -lt "$LINES" ]; do sleep 0.2; done
+    end=$(date +%s.%N)
+    kill -TERM "${pids[@]}"
+    wait "${pids[@]}" 2>/dev/null || true
+    awk -v a="$start" -v b="$end" 'BEGIN{printf "%.2f", b - a}'
+  }
+  echo "== kinesis members: $LINES records on 4 shards, kinesalite on $K"
+  one=$(members_read 1)
+  two=$(members_read 2)
+  echo "  one member:  $one s, $(awk -v t="$one" -v n="$LINES" 'BEGIN{printf "%.0f", n / t}') records/s"
+  echo "  two members: $two s, $(awk -v t="$two" -v n="$LINES" 'BEGIN{printf "%.0f", n / t}') records/s ($(awk -v a="$one" -v b="$two" 'BEGIN{printf "%.2f", a / b}')x one)"
+  rm -rf "$out"
+fi
+
 # Scale-out (WHAT=scale, starts the test broker). weir window -G -e over a 4-partition topic of
 # 1M events keyed by merchant_id: one member against two members started together, in events
 # per second (each run a new group and changelog), and one member with --repartition (the

@@ -132,6 +132,42 @@ fn share_two_each(s: &Server, stream: &str, next: &mut u64, a: &Member, b: &Memb
     }
 }
 
+/// `weir lag --kcl-app` reads the members' table as a KCL one: every shard owned by the one
+/// member left, its checkpoint at the last record it wrote of the shard, no time lag.
+fn assert_lag_shows_one_owner_at_its_last_records(
+    s: &Server,
+    dynamo: &Server,
+    stream: &str,
+    app: &str,
+    out: &Path,
+) {
+    // The member commits on its next tick.
+    std::thread::sleep(Duration::from_millis(1000));
+    let url = s.url(stream);
+    let at = [
+        "--dynamodb-endpoint-url",
+        &dynamo.endpoint,
+        "--format",
+        "json",
+    ];
+    let out_lag = s.weir(&[&["lag", &url, "--kcl-app", app][..], &at[..]].concat());
+    assert!(out_lag.status.success(), "{out_lag:?}");
+    let report: Value = serde_json::from_slice(&out_lag.stdout).unwrap();
+    let rows = report["shards"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{report}");
+    let read = positions(out);
+    for row in rows {
+        let shard = row["shard"].as_str().unwrap();
+        let last = read
+            .iter()
+            .rfind(|(s, _)| s == shard)
+            .map(|(_, q)| q.as_str());
+        assert_eq!(row["checkpoint"].as_str(), last, "{row}");
+        assert_eq!(row["owner"], rows[0]["owner"], "{report}");
+        assert!(row["owner"].is_string(), "{row}");
+    }
+}
+
 /// SIGTERM: the member hands its shards over and exits 130.
 fn stop(m: &mut Member) -> Duration {
     let started = Instant::now();
@@ -195,6 +231,7 @@ fn consume_members_share_a_stream_and_hand_shards_over_without_repeats() {
         positions(&a.out).len() + positions(&b.out).len() >= written
     });
     std::thread::sleep(Duration::from_millis(500));
+    assert_lag_shows_one_owner_at_its_last_records(&s, &dynamo, &stream, &app, &b.out);
     assert_each_read_once(&s, &stream, &[&a.out, &b.out], dir);
 }
 
