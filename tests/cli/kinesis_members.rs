@@ -439,3 +439,44 @@ fn a_stalled_member_is_fenced_and_writes_nothing_of_what_it_lost() {
     let err = std::fs::read_to_string(&b.err).unwrap_or_default();
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Shards go to a joining member and come back when it stops: the first member goes on from
+/// where the second stood, not from where it had itself stopped, and nothing is read twice.
+#[test]
+fn shards_handed_back_go_on_from_where_the_other_member_stood() {
+    let (Some(s), Some(dynamo)) = (kinesis_local(), dynalite()) else {
+        return;
+    };
+    let stream = s.stream("members-back", 4);
+    let app = format!("{stream}-app");
+    let mut next = 0;
+    let dir = tempfile::tempdir().unwrap();
+    let a = member(&s, &dynamo, &stream, &app, dir.path(), "a");
+    let limit = Duration::from_secs(30);
+    keep_writing_until(
+        &s,
+        &stream,
+        &mut next,
+        limit,
+        "the first member read nothing",
+        || shards_of(&positions(&a.out)).len() == 4,
+    );
+    let mut b = member(&s, &dynamo, &stream, &app, dir.path(), "b");
+    share_two_each(&s, &stream, &mut next, &a, &b);
+    stop(&mut b);
+    let from_a = positions(&a.out).len();
+    keep_writing_until(
+        &s,
+        &stream,
+        &mut next,
+        limit,
+        "the shards did not come back",
+        || shards_of(&positions(&a.out)[from_a..]).len() == 4,
+    );
+    let written = s.read(&stream).len();
+    super::wait_until("not every record was read", || {
+        positions(&a.out).len() + positions(&b.out).len() >= written
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_each_read_once(&s, &stream, &[&a.out, &b.out], dir);
+}

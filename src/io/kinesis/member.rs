@@ -266,7 +266,11 @@ impl Membership {
         Ok(starts)
     }
 
+    /// Holds `shard` from its lease's checkpoint; a handled position left from an earlier
+    /// hold of it (before it went to another member and came back) is no longer where it
+    /// stands, and would move its checkpoint back.
     fn hold(&mut self, shard: &str, counter: u64, committed: ShardCheckpoint) {
+        (self.handled.lock().expect("not poisoned").at).remove(shard);
         let held = Held {
             counter,
             stop: Arc::new(AtomicBool::new(false)),
