@@ -481,7 +481,10 @@ Examples:
   weir consume kinesis://orders --from -10m -e -f '%k %s\n'
 
   # As a member of a consumer group, committing as it goes:
-  weir consume kafka://localhost:9092/checkouts -G audit -X session.timeout.ms=10000";
+  weir consume kafka://localhost:9092/checkouts -G audit -X session.timeout.ms=10000
+
+  # As one of several instances sharing a stream's shards (leases in DynamoDB table 'audit'):
+  weir consume kinesis://orders -G audit -o orders-$HOSTNAME.ndjson";
 
 /// Read records from a source and write them to a sink, unchanged.
 ///
