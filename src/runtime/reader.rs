@@ -203,8 +203,9 @@ pub struct Feed {
     saved: Vec<PartitionState>,
     /// Framed records handed over and not yet reported handled.
     unhandled: usize,
-    /// Kinesis records reported handled and not yet taken by the source.
-    shards_handled: HandledShards,
+    /// The last positions of Kinesis records reported handled and not yet taken by the
+    /// source, in the order they came.
+    shards_handled: Vec<ShardPosition>,
 }
 
 /// Kinesis records handled: how many, and the last position of each shard among them.
@@ -257,17 +258,16 @@ impl Feed {
             Back::Saved(states) => self.saved.extend(states),
             Back::Shards(shards) => {
                 self.unhandled = self.unhandled.saturating_sub(shards.records);
-                for at in shards.last {
-                    self.shards_handled.hold(std::slice::from_ref(&at));
-                }
+                self.shards_handled.extend(shards.last);
             }
         }
     }
 
-    /// The last position of each Kinesis shard whose records the command has handled (its
-    /// output durable) since the last call: where a lease's checkpoint may move.
+    /// Where the Kinesis records the command has handled (their output durable) stand since
+    /// the last call, in order: a later position of a shard comes after an earlier one, and
+    /// is where a lease's checkpoint may move.
     pub fn take_shards_handled(&mut self) -> Vec<ShardPosition> {
-        std::mem::take(&mut self.shards_handled).last
+        std::mem::take(&mut self.shards_handled)
     }
 
     /// The partition states the command saved since the last call (after `handled` or
@@ -380,7 +380,7 @@ impl Feed {
         positions: Vec<(i32, i64)>,
         shard_positions: Vec<ShardPosition>,
     ) -> Result<()> {
-        // Only Kafka records are reported back as handled (their offsets are committed).
+        // Broker records are reported back as handled (their positions are committed).
         self.unhandled += positions.len() + shard_positions.len();
         let mut prepared = self.spare_prepared.try_recv().unwrap_or_default();
         prepared.fill_framed(
@@ -537,7 +537,7 @@ impl Reader {
             handled: handled_rx,
             saved: Vec::new(),
             unhandled: 0,
-            shards_handled: HandledShards::default(),
+            shards_handled: Vec::new(),
         };
         let handle = thread::Builder::new()
             .name("weir-read".into())
