@@ -1029,22 +1029,12 @@ impl ShardReader {
     /// Sends records to the reader thread, with their share of the budget; false when it is
     /// gone (the run is over).
     async fn send(&self, records: Vec<Record>, held: OwnedSemaphorePermit) -> bool {
-        // A member sends only while its leases are surely its own: one that stalled past
-        // the lease time waits for its next tick, which stops the shards it lost (their
-        // records then go unsent: the next owner reads them from the checkpoint).
-        if let Some(fresh) = &self.fresh {
-            while !fresh.holds() {
-                if self.cancel.load(Ordering::Relaxed) {
-                    return true;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
         self.out
             .send(Event::Records {
                 shard: self.shard.clone(),
                 records,
                 _held: held,
+                // A member's records go on only while its leases hold (`still_held`).
                 lease: (self.fresh.as_ref()).map(|f| (self.cancel.clone(), f.clone())),
             })
             .await
