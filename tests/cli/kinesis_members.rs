@@ -3,13 +3,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::kinesis::{aws_env, dynalite, kinesis_local, Server};
 use super::{weir_std, Background};
+
+/// How long a drill waits for the members to do what it expects.
+const LIMIT: Duration = Duration::from_secs(30);
 
 /// `n` records `{"i":I}` from `start`, keyed by `i`: spread over every shard.
 fn numbered(start: u64, n: u64) -> String {
@@ -18,33 +21,214 @@ fn numbered(start: u64, n: u64) -> String {
         .collect()
 }
 
-/// A consume member of `app` on `stream`: its output and stderr files in `dir`.
+/// A consume member: its process, output and stderr files.
 struct Member {
     child: Background,
     out: PathBuf,
     err: PathBuf,
 }
 
-fn member(s: &Server, dynamo: &Server, stream: &str, app: &str, dir: &Path, name: &str) -> Member {
-    let (out, err) = (
-        dir.join(format!("{name}.ndjson")),
-        dir.join(format!("{name}.err")),
-    );
-    let mut c = weir_std();
-    aws_env(&mut c)
-        .env("AWS_ENDPOINT_URL_DYNAMODB", &dynamo.endpoint)
-        .args(["consume", "-J", "-q", &s.url(stream), "-G", app])
-        .args(["--lease-time", "3s", "--endpoint-url", &s.endpoint])
-        .args(["-o", out.to_str().unwrap()])
-        .stderr(std::fs::File::create(&err).unwrap());
-    Member {
-        child: Background(c.spawn().unwrap()),
-        out,
-        err,
+impl Member {
+    /// The (shard, sequence) of each record it wrote, in order.
+    fn read(&self) -> Vec<(String, String)> {
+        positions(&self.out)
+    }
+
+    /// Sends it `sig` (`-STOP`, `-TERM`...).
+    fn signal(&self, sig: &str) {
+        let id = self.child.0.id().to_string();
+        let kill = Command::new("kill").args([sig, &id]).status();
+        assert!(kill.unwrap().success());
+    }
+
+    /// SIGTERM: it hands its shards over and exits 130; how long that took.
+    fn stop(&mut self) -> Duration {
+        let started = Instant::now();
+        self.signal("-TERM");
+        let status = self.child.0.wait().unwrap();
+        let err = std::fs::read_to_string(&self.err).unwrap();
+        assert_eq!(status.code(), Some(130), "{err}");
+        started.elapsed()
     }
 }
 
-/// The (shard, sequence) of each record a member wrote, in order.
+/// An application on a new stream: the servers, the stream, the app's name, the members'
+/// files and the next record to write.
+struct App {
+    s: Server,
+    dynamo: Server,
+    stream: String,
+    name: String,
+    dir: tempfile::TempDir,
+    next: u64,
+}
+
+impl App {
+    /// A new stream of `shards` shards and an application for it; `None` without servers.
+    fn new(name: &str, shards: u32) -> Option<App> {
+        let (s, dynamo) = (kinesis_local()?, dynalite()?);
+        let stream = s.stream(name, shards);
+        Some(App {
+            name: format!("{stream}-app"),
+            stream,
+            s,
+            dynamo,
+            dir: tempfile::tempdir().unwrap(),
+            next: 0,
+        })
+    }
+
+    /// A consume member of the application, with a 3 s lease time.
+    fn member(&self, name: &str) -> Member {
+        let dir = self.dir.path();
+        let (out, err) = (
+            dir.join(format!("{name}.ndjson")),
+            dir.join(format!("{name}.err")),
+        );
+        let mut c = weir_std();
+        aws_env(&mut c)
+            .env("AWS_ENDPOINT_URL_DYNAMODB", &self.dynamo.endpoint)
+            .args([
+                "consume",
+                "-J",
+                "-q",
+                &self.s.url(&self.stream),
+                "-G",
+                &self.name,
+            ])
+            .args(["--lease-time", "3s", "--endpoint-url", &self.s.endpoint])
+            .args(["-o", out.to_str().unwrap()])
+            .stderr(std::fs::File::create(&err).unwrap());
+        Member {
+            child: Background(c.spawn().unwrap()),
+            out,
+            err,
+        }
+    }
+
+    /// Writes the next `n` records.
+    fn put(&mut self, n: u64) {
+        self.s
+            .py(&["put", &self.stream, "i"], &numbered(self.next, n));
+        self.next += n;
+    }
+
+    /// Waits until `done`, writing a few records now and then so that every shard has some
+    /// to give; fails with `what` after `LIMIT`.
+    fn keep_writing_until(&mut self, what: &str, done: impl Fn() -> bool) {
+        let started = Instant::now();
+        while !done() {
+            assert!(started.elapsed() < LIMIT, "{what}");
+            self.put(20);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// Writes until the members share the shards two each: both may take shards before they
+    /// see each other, so it is judged by the records of the last round of writes.
+    fn share_two_each(&mut self, a: &Member, b: &Member) {
+        let started = Instant::now();
+        loop {
+            assert!(
+                started.elapsed() < LIMIT,
+                "the members did not share the shards"
+            );
+            let (from_a, from_b) = (a.read().len(), b.read().len());
+            self.put(40);
+            std::thread::sleep(Duration::from_millis(1500));
+            let recent_a = shards_of(&a.read()[from_a..]);
+            let recent_b = shards_of(&b.read()[from_b..]);
+            if recent_a.len() == 2 && recent_b.len() == 2 && recent_a.is_disjoint(&recent_b) {
+                return;
+            }
+        }
+    }
+
+    /// Every record boto3 reads of the stream, by shard and sequence.
+    fn written(&self) -> BTreeSet<(String, String)> {
+        (self.s.read(&self.stream).iter())
+            .map(|r| {
+                let at = |f: &str| r[f].as_str().unwrap().to_string();
+                (at("shard"), at("sequence"))
+            })
+            .collect()
+    }
+
+    /// Waits until the members wrote as many records as the stream has, and a little more
+    /// for a repeat to show.
+    fn wait_all_read(&self, members: &[&Member]) {
+        let written = self.written().len();
+        super::wait_until("not every record was read", || {
+            members.iter().map(|m| m.read().len()).sum::<usize>() >= written
+        });
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    /// Every record of the stream is in exactly one member's output; the outputs are kept
+    /// for a look when it is not.
+    fn assert_each_read_once(self, members: &[&Member]) {
+        let mut count: BTreeMap<(String, String), u32> = BTreeMap::new();
+        for p in members.iter().flat_map(|m| m.read()) {
+            *count.entry(p).or_default() += 1;
+        }
+        let want = self.written();
+        let repeated: Vec<_> = count.iter().filter(|(_, &n)| n > 1).take(5).collect();
+        let got: BTreeSet<_> = count.keys().cloned().collect();
+        if !repeated.is_empty() || got != want {
+            let kept = self.dir.keep();
+            panic!(
+                "read twice: {repeated:?}; {} read, {} written; outputs kept in {}",
+                got.len(),
+                want.len(),
+                kept.display()
+            );
+        }
+    }
+
+    /// `weir lag --kcl-app` reads the members' table as a KCL one: every shard owned by the
+    /// one member left, `last`, its checkpoint at the last record that member wrote of it.
+    fn assert_lag_shows_one_owner_at_its_last_records(&self, last: &Member) {
+        // The member commits on its next tick.
+        std::thread::sleep(Duration::from_millis(1000));
+        let url = self.s.url(&self.stream);
+        let lag = ["lag", &url, "--kcl-app", &self.name, "--format", "json"];
+        let out = self.s.weir(
+            &[
+                &lag[..],
+                &["--dynamodb-endpoint-url", &self.dynamo.endpoint],
+            ]
+            .concat(),
+        );
+        assert!(out.status.success(), "{out:?}");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let rows = report["shards"].as_array().unwrap();
+        assert_eq!(rows.len(), 4, "{report}");
+        let read = last.read();
+        for row in rows {
+            let shard = row["shard"].as_str().unwrap();
+            let at = read
+                .iter()
+                .rfind(|(s, _)| s == shard)
+                .map(|(_, q)| q.as_str());
+            assert_eq!(row["checkpoint"].as_str(), at, "{row}");
+            assert_eq!(row["owner"], rows[0]["owner"], "{report}");
+            assert!(row["owner"].is_string(), "{row}");
+        }
+    }
+
+    /// `weir ARGS`, with DynamoDB at `dynamo_at` and a 2 s timeout.
+    fn run(&self, args: &[&str], dynamo_at: &str) -> Output {
+        let mut c = weir_std();
+        aws_env(&mut c)
+            .env("AWS_ENDPOINT_URL_DYNAMODB", dynamo_at)
+            .args(args)
+            .args(["--endpoint-url", &self.s.endpoint, "--timeout", "2s"])
+            .output()
+            .unwrap()
+    }
+}
+
+/// The (shard, sequence) of each record in an output file, in order.
 fn positions(out: &Path) -> Vec<(String, String)> {
     let text = std::fs::read_to_string(out).unwrap_or_default();
     // A line still being written is not counted yet.
@@ -53,10 +237,8 @@ fn positions(out: &Path) -> Vec<(String, String)> {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .map(|e| {
-            (
-                e["shard"].as_str().unwrap().to_string(),
-                e["sequence"].as_str().unwrap().to_string(),
-            )
+            let at = |f: &str| e[f].as_str().unwrap().to_string();
+            (at("shard"), at("sequence"))
         })
         .collect()
 }
@@ -65,174 +247,36 @@ fn shards_of(positions: &[(String, String)]) -> BTreeSet<String> {
     positions.iter().map(|(s, _)| s.clone()).collect()
 }
 
-/// Waits until `done`, putting a few records now and then so that every shard has some to
-/// give; fails after `limit` with `what`.
-fn keep_writing_until(
-    s: &Server,
-    stream: &str,
-    next: &mut u64,
-    limit: Duration,
-    what: &str,
-    done: impl Fn() -> bool,
-) {
-    let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < limit, "{what}");
-        s.py(&["put", stream, "i"], &numbered(*next, 20));
-        *next += 20;
-        std::thread::sleep(Duration::from_millis(300));
-    }
-}
-
-/// Every record boto3 reads of `stream` is in exactly one of these outputs; the outputs are
-/// kept for a look when it is not.
-fn assert_each_read_once(s: &Server, stream: &str, outs: &[&Path], dir: tempfile::TempDir) {
-    let mut count: BTreeMap<(String, String), u32> = BTreeMap::new();
-    for p in outs.iter().flat_map(|out| positions(out)) {
-        *count.entry(p).or_default() += 1;
-    }
-    let want: BTreeSet<(String, String)> = (s.read(stream).iter())
-        .map(|r| {
-            let at = |f: &str| r[f].as_str().unwrap().to_string();
-            (at("shard"), at("sequence"))
-        })
-        .collect();
-    let repeated: Vec<_> = count.iter().filter(|(_, &n)| n > 1).take(5).collect();
-    let got: BTreeSet<_> = count.keys().cloned().collect();
-    if !repeated.is_empty() || got != want {
-        let kept = dir.keep();
-        panic!(
-            "read twice: {repeated:?}; {} read, {} written; outputs kept in {}",
-            got.len(),
-            want.len(),
-            kept.display()
-        );
-    }
-}
-
-/// Writes until the members share the shards two each: both may take shards before they see
-/// each other, so it is judged by the records of the last round of writes.
-fn share_two_each(s: &Server, stream: &str, next: &mut u64, a: &Member, b: &Member) {
-    let limit = Duration::from_secs(30);
-    let started = Instant::now();
-    loop {
-        assert!(
-            started.elapsed() < limit,
-            "the members did not share the shards"
-        );
-        let (from_a, from_b) = (positions(&a.out).len(), positions(&b.out).len());
-        s.py(&["put", stream, "i"], &numbered(*next, 40));
-        *next += 40;
-        std::thread::sleep(Duration::from_millis(1500));
-        let recent_a = shards_of(&positions(&a.out)[from_a..]);
-        let recent_b = shards_of(&positions(&b.out)[from_b..]);
-        if recent_a.len() == 2 && recent_b.len() == 2 && recent_a.is_disjoint(&recent_b) {
-            return;
-        }
-    }
-}
-
-/// `weir lag --kcl-app` reads the members' table as a KCL one: every shard owned by the one
-/// member left, its checkpoint at the last record it wrote of the shard, no time lag.
-fn assert_lag_shows_one_owner_at_its_last_records(
-    s: &Server,
-    dynamo: &Server,
-    stream: &str,
-    app: &str,
-    out: &Path,
-) {
-    // The member commits on its next tick.
-    std::thread::sleep(Duration::from_millis(1000));
-    let url = s.url(stream);
-    let at = [
-        "--dynamodb-endpoint-url",
-        &dynamo.endpoint,
-        "--format",
-        "json",
-    ];
-    let out_lag = s.weir(&[&["lag", &url, "--kcl-app", app][..], &at[..]].concat());
-    assert!(out_lag.status.success(), "{out_lag:?}");
-    let report: Value = serde_json::from_slice(&out_lag.stdout).unwrap();
-    let rows = report["shards"].as_array().unwrap();
-    assert_eq!(rows.len(), 4, "{report}");
-    let read = positions(out);
-    for row in rows {
-        let shard = row["shard"].as_str().unwrap();
-        let last = read
-            .iter()
-            .rfind(|(s, _)| s == shard)
-            .map(|(_, q)| q.as_str());
-        assert_eq!(row["checkpoint"].as_str(), last, "{row}");
-        assert_eq!(row["owner"], rows[0]["owner"], "{report}");
-        assert!(row["owner"].is_string(), "{row}");
-    }
-}
-
-/// SIGTERM: the member hands its shards over and exits 130.
-fn stop(m: &mut Member) -> Duration {
-    let started = Instant::now();
-    let id = m.child.0.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &id])
-        .status()
-        .unwrap()
-        .success());
-    let status = m.child.0.wait().unwrap();
-    let err = std::fs::read_to_string(&m.err).unwrap();
-    assert_eq!(status.code(), Some(130), "{err}");
-    started.elapsed()
-}
-
 /// Two members share a 4-shard stream: the first alone reads all four, the second joins and
 /// is handed two, the first gets SIGTERM and hands its two over. Every record boto3 reads is
 /// in exactly one member's output: a planned move repeats nothing.
 #[test]
 fn consume_members_share_a_stream_and_hand_shards_over_without_repeats() {
-    let (Some(s), Some(dynamo)) = (kinesis_local(), dynalite()) else {
+    let Some(mut app) = App::new("members", 4) else {
         return;
     };
-    let stream = s.stream("members", 4);
-    let app = format!("{stream}-app");
-    let mut next = 0;
-    s.py(&["put", &stream, "i"], &numbered(0, 200));
-    next += 200;
-    let dir = tempfile::tempdir().unwrap();
-    let mut a = member(&s, &dynamo, &stream, &app, dir.path(), "a");
+    app.put(200);
+    let mut a = app.member("a");
     super::wait_until("the first member did not read every shard", || {
-        positions(&a.out).len() >= 200
+        a.read().len() >= 200
     });
-    assert_eq!(shards_of(&positions(&a.out)).len(), 4);
-    let b = member(&s, &dynamo, &stream, &app, dir.path(), "b");
-    let limit = Duration::from_secs(30);
-    keep_writing_until(
-        &s,
-        &stream,
-        &mut next,
-        limit,
-        "the second member was given no shard",
-        || shards_of(&positions(&b.out)).len() == 2,
-    );
-    let took = stop(&mut a);
+    assert_eq!(shards_of(&a.read()).len(), 4);
+    let b = app.member("b");
+    app.keep_writing_until("the second member was given no shard", || {
+        shards_of(&b.read()).len() == 2
+    });
+    let took = a.stop();
     eprintln!("SIGTERM: the member left in {took:?}");
     assert!(
         took < Duration::from_secs(5),
         "the first member took {took:?} to hand over"
     );
-    keep_writing_until(
-        &s,
-        &stream,
-        &mut next,
-        limit,
-        "the shards were not handed over",
-        || shards_of(&positions(&b.out)).len() == 4,
-    );
-    let written = s.read(&stream).len();
-    super::wait_until("not every record was read", || {
-        positions(&a.out).len() + positions(&b.out).len() >= written
+    app.keep_writing_until("the shards were not handed over", || {
+        shards_of(&b.read()).len() == 4
     });
-    std::thread::sleep(Duration::from_millis(500));
-    assert_lag_shows_one_owner_at_its_last_records(&s, &dynamo, &stream, &app, &b.out);
-    assert_each_read_once(&s, &stream, &[&a.out, &b.out], dir);
+    app.wait_all_read(&[&a, &b]);
+    app.assert_lag_shows_one_owner_at_its_last_records(&b);
+    app.assert_each_read_once(&[&a, &b]);
 }
 
 /// SIGKILL: the dead member's shards are taken once its heartbeat has stood still for the
@@ -240,44 +284,31 @@ fn consume_members_share_a_stream_and_hand_shards_over_without_repeats() {
 /// member had written come twice.
 #[test]
 fn a_killed_members_shards_are_taken_after_the_lease_time() {
-    let (Some(s), Some(dynamo)) = (kinesis_local(), dynalite()) else {
+    let Some(mut app) = App::new("members-kill", 4) else {
         return;
     };
-    let stream = s.stream("members-kill", 4);
-    let app = format!("{stream}-app");
-    let mut next = 0;
-    let dir = tempfile::tempdir().unwrap();
-    let a = member(&s, &dynamo, &stream, &app, dir.path(), "a");
-    let mut b = member(&s, &dynamo, &stream, &app, dir.path(), "b");
-    let limit = Duration::from_secs(30);
-    share_two_each(&s, &stream, &mut next, &a, &b);
+    let a = app.member("a");
+    let mut b = app.member("b");
+    app.share_two_each(&a, &b);
     b.child.0.kill().unwrap();
     b.child.0.wait().unwrap();
     let killed = Instant::now();
-    let from_a = positions(&a.out).len();
-    keep_writing_until(
-        &s,
-        &stream,
-        &mut next,
-        limit,
-        "the dead member's shards were not taken",
-        || shards_of(&positions(&a.out)[from_a..]).len() == 4,
-    );
+    let from_a = a.read().len();
+    app.keep_writing_until("the dead member's shards were not taken", || {
+        shards_of(&a.read()[from_a..]).len() == 4
+    });
     let took = killed.elapsed();
     eprintln!("SIGKILL: the dead member's shards were read again after {took:?}");
     // The lease time (3 s), the ticks that see it pass and take the shards, a put's wait.
     assert!(took < Duration::from_secs(6), "taken after {took:?}");
-    let written = s.read(&stream);
+    let written = app.written();
     super::wait_until("not every record was read", || {
-        let read: BTreeSet<_> = positions(&a.out)
-            .into_iter()
-            .chain(positions(&b.out))
-            .collect();
+        let read: BTreeSet<_> = a.read().into_iter().chain(b.read()).collect();
         read.len() >= written.len()
     });
-    let by_b: BTreeSet<_> = positions(&b.out).into_iter().collect();
+    let by_b: BTreeSet<_> = b.read().into_iter().collect();
     let mut seen = BTreeSet::new();
-    for p in positions(&a.out) {
+    for p in a.read() {
         assert!(
             seen.insert(p.clone()) || by_b.contains(&p),
             "read twice: {p:?}"
@@ -289,61 +320,48 @@ fn a_killed_members_shards_are_taken_after_the_lease_time() {
 /// (exit 2); and a DynamoDB out of reach (exit 4), never a run without its application.
 #[test]
 fn members_refuse_what_they_cannot_share_and_need_their_table() {
-    let (Some(s), Some(dynamo)) = (kinesis_local(), dynalite()) else {
+    let Some(app) = App::new("members-refuse", 1) else {
         return;
     };
-    let stream = s.stream("members-refuse", 1);
-    let url = s.url(&stream);
-    let run = |args: &[&str], dynamo_at: &str| {
-        let mut c = weir_std();
-        aws_env(&mut c)
-            .env("AWS_ENDPOINT_URL_DYNAMODB", dynamo_at)
-            .args(args)
-            .args(["--endpoint-url", &s.endpoint, "--timeout", "2s"])
-            .output()
-            .unwrap()
-    };
-    let app = format!("{stream}-app");
+    let (url, name, dynamo) = (app.s.url(&app.stream), &app.name, &app.dynamo.endpoint);
+    let window = [
+        "window",
+        &url,
+        "-G",
+        name,
+        "--time",
+        "t",
+        "--tumbling",
+        "1m",
+        "--count",
+    ];
     for (args, says) in [
+        (&window[..], "not built"),
+        (&["consume", &url, "-G", name, "-e"][..], "-e"),
         (
-            vec![
-                "window",
-                &url,
-                "-G",
-                &app,
-                "--time",
-                "t",
-                "--tumbling",
-                "1m",
-                "--count",
-            ],
-            "not built",
-        ),
-        (vec!["consume", &url, "-G", &app, "-e"], "-e"),
-        (
-            vec!["consume", &url, "-G", &app, "--from", "-1h"],
+            &["consume", &url, "-G", name, "--from", "-1h"][..],
             "beginning or end",
         ),
         (
-            vec!["consume", &url, "-G", &app, "--checkpoint", "c", "-o", "o"],
+            &["consume", &url, "-G", name, "--checkpoint", "c", "-o", "o"][..],
             "lease",
         ),
     ] {
-        let out = run(&args, &dynamo.endpoint);
+        let out = app.run(args, dynamo);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
     // A KCL application's table: weir never takes its leases.
-    let kcl = format!("{stream}-kcl");
+    let kcl = format!("{}-kcl", app.stream);
     let leases = r#"[{"leaseKey": "shardId-000000000000", "checkpoint": "TRIM_HORIZON"}]"#;
-    s.py(&["lease-table", &dynamo.endpoint, &kcl], leases);
-    let out = run(&["consume", &url, "-G", &kcl], &dynamo.endpoint);
+    app.s.py(&["lease-table", dynamo, &kcl], leases);
+    let out = app.run(&["consume", &url, "-G", &kcl], dynamo);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(&kcl), "{err}");
     // Nothing answers at DynamoDB's endpoint.
-    let out = run(&["consume", &url, "-G", &app], "http://127.0.0.1:9");
+    let out = app.run(&["consume", &url, "-G", name], "http://127.0.0.1:9");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(err.contains("DynamoDB"), "{err}");
@@ -353,34 +371,30 @@ fn members_refuse_what_they_cannot_share_and_need_their_table() {
 /// only once their parents are read to their end, and every record comes exactly once.
 #[test]
 fn members_follow_a_split_and_a_merge_made_while_they_run() {
-    let (Some(s), Some(dynamo)) = (kinesis_local(), dynalite()) else {
+    let Some(mut app) = App::new("members-reshard", 4) else {
         return;
     };
-    let stream = s.stream("members-reshard", 4);
-    let app = format!("{stream}-app");
-    let dir = tempfile::tempdir().unwrap();
-    let a = member(&s, &dynamo, &stream, &app, dir.path(), "a");
-    let b = member(&s, &dynamo, &stream, &app, dir.path(), "b");
-    let read = || positions(&a.out).len() + positions(&b.out).len();
-    s.py(&["put", &stream, "i"], &numbered(0, 300));
+    let (a, b) = (app.member("a"), app.member("b"));
+    app.put(300);
+    let read = || a.read().len() + b.read().len();
     super::wait_until("the first records were not read", || read() >= 300);
-    s.py(&["split", &stream, "shardId-000000000000"], "");
-    s.py(&["put", &stream, "i"], &numbered(300, 300));
+    app.s
+        .py(&["split", &app.stream, "shardId-000000000000"], "");
+    app.put(300);
     // Shards 1 and 2 cover adjacent hash ranges.
     let merge = [
         "merge",
-        &stream,
+        &app.stream,
         "shardId-000000000001",
         "shardId-000000000002",
     ];
-    s.py(&merge, "");
-    s.py(&["put", &stream, "i"], &numbered(600, 300));
-    assert_eq!(s.shards(&stream).len(), 7);
-    super::wait_until("not every record was read", || read() >= 900);
-    std::thread::sleep(Duration::from_millis(500));
-    let read_from = shards_of(&[positions(&a.out), positions(&b.out)].concat());
+    app.s.py(&merge, "");
+    app.put(300);
+    assert_eq!(app.s.shards(&app.stream).len(), 7);
+    app.wait_all_read(&[&a, &b]);
+    let read_from = shards_of(&[a.read(), b.read()].concat());
     assert_eq!(read_from.len(), 7, "{read_from:?}");
-    assert_each_read_once(&s, &stream, &[&a.out, &b.out], dir);
+    app.assert_each_read_once(&[&a, &b]);
 }
 
 /// A member stalled past the lease time (SIGSTOP) is fenced: the other takes its shards, and
@@ -388,46 +402,26 @@ fn members_follow_a_split_and_a_merge_made_while_they_run() {
 /// lost (the other member read them); it may be handed shards again by the plan.
 #[test]
 fn a_stalled_member_is_fenced_and_writes_nothing_of_what_it_lost() {
-    let (Some(s), Some(dynamo)) = (kinesis_local(), dynalite()) else {
+    let Some(mut app) = App::new("members-stall", 4) else {
         return;
     };
-    let stream = s.stream("members-stall", 4);
-    let app = format!("{stream}-app");
-    let mut next = 0;
-    let dir = tempfile::tempdir().unwrap();
-    let a = member(&s, &dynamo, &stream, &app, dir.path(), "a");
-    let b = member(&s, &dynamo, &stream, &app, dir.path(), "b");
-    share_two_each(&s, &stream, &mut next, &a, &b);
-    let signal = |sig: &str| {
-        let id = b.child.0.id().to_string();
-        assert!(Command::new("kill")
-            .args([sig, &id])
-            .status()
-            .unwrap()
-            .success());
-    };
-    signal("-STOP");
+    let (a, b) = (app.member("a"), app.member("b"));
+    app.share_two_each(&a, &b);
+    b.signal("-STOP");
     std::thread::sleep(Duration::from_millis(300));
-    let at_stop = positions(&b.out).len();
-    let from_a = positions(&a.out).len();
-    let limit = Duration::from_secs(30);
-    keep_writing_until(
-        &s,
-        &stream,
-        &mut next,
-        limit,
-        "the stalled member's shards were not taken",
-        || shards_of(&positions(&a.out)[from_a..]).len() == 4,
-    );
-    signal("-CONT");
+    let at_stop = b.read().len();
+    let from_a = a.read().len();
+    app.keep_writing_until("the stalled member's shards were not taken", || {
+        shards_of(&a.read()[from_a..]).len() == 4
+    });
+    b.signal("-CONT");
     let resumed = Instant::now();
     while resumed.elapsed() < Duration::from_secs(3) {
-        s.py(&["put", &stream, "i"], &numbered(next, 20));
-        next += 20;
+        app.put(20);
         std::thread::sleep(Duration::from_millis(300));
     }
-    let by_a: BTreeSet<_> = positions(&a.out).into_iter().collect();
-    let after: Vec<_> = positions(&b.out)[at_stop..].to_vec();
+    let by_a: BTreeSet<_> = a.read().into_iter().collect();
+    let after: Vec<_> = b.read()[at_stop..].to_vec();
     let twice: Vec<_> = after.iter().filter(|p| by_a.contains(*p)).collect();
     assert!(
         twice.is_empty(),
@@ -444,39 +438,20 @@ fn a_stalled_member_is_fenced_and_writes_nothing_of_what_it_lost() {
 /// where the second stood, not from where it had itself stopped, and nothing is read twice.
 #[test]
 fn shards_handed_back_go_on_from_where_the_other_member_stood() {
-    let (Some(s), Some(dynamo)) = (kinesis_local(), dynalite()) else {
+    let Some(mut app) = App::new("members-back", 4) else {
         return;
     };
-    let stream = s.stream("members-back", 4);
-    let app = format!("{stream}-app");
-    let mut next = 0;
-    let dir = tempfile::tempdir().unwrap();
-    let a = member(&s, &dynamo, &stream, &app, dir.path(), "a");
-    let limit = Duration::from_secs(30);
-    keep_writing_until(
-        &s,
-        &stream,
-        &mut next,
-        limit,
-        "the first member read nothing",
-        || shards_of(&positions(&a.out)).len() == 4,
-    );
-    let mut b = member(&s, &dynamo, &stream, &app, dir.path(), "b");
-    share_two_each(&s, &stream, &mut next, &a, &b);
-    stop(&mut b);
-    let from_a = positions(&a.out).len();
-    keep_writing_until(
-        &s,
-        &stream,
-        &mut next,
-        limit,
-        "the shards did not come back",
-        || shards_of(&positions(&a.out)[from_a..]).len() == 4,
-    );
-    let written = s.read(&stream).len();
-    super::wait_until("not every record was read", || {
-        positions(&a.out).len() + positions(&b.out).len() >= written
+    let a = app.member("a");
+    app.keep_writing_until("the first member read nothing", || {
+        shards_of(&a.read()).len() == 4
     });
-    std::thread::sleep(Duration::from_millis(500));
-    assert_each_read_once(&s, &stream, &[&a.out, &b.out], dir);
+    let mut b = app.member("b");
+    app.share_two_each(&a, &b);
+    b.stop();
+    let from_a = a.read().len();
+    app.keep_writing_until("the shards did not come back", || {
+        shards_of(&a.read()[from_a..]).len() == 4
+    });
+    app.wait_all_read(&[&a, &b]);
+    app.assert_each_read_once(&[&a, &b]);
 }
