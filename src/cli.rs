@@ -424,6 +424,17 @@ pub struct ChangelogArgs {
         help_heading = "Checkpoints"
     )]
     pub changelog: Option<String>,
+
+    /// With -G on a Kinesis source: where each shard's state goes, for whichever member
+    /// reads the shard next: s3://BUCKET/PREFIX (endpoint from AWS_ENDPOINT_URL_S3), or a
+    /// directory all members share.
+    #[arg(
+        long,
+        value_name = "S3_OR_DIR",
+        requires = "group",
+        help_heading = "Checkpoints"
+    )]
+    pub state_store: Option<String>,
 }
 
 /// A shuffle through an internal topic, for a topic not keyed by the state key.

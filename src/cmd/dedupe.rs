@@ -354,8 +354,7 @@ impl DedupeStep {
 
 impl RecordStep for DedupeStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
-        self.tasks
-            .activate(line.offset.map(|(partition, _)| partition));
+        self.tasks.activate(line.task());
         let shuffled = match self.shuffle_at {
             Some(at) => {
                 let (input, offset) = line.input_position(at, &self.extractor)?;

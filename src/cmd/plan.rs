@@ -18,6 +18,7 @@ use crate::core::time::{Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Result};
 use crate::io::input::{ClientRequest, InputPlan, SchemaRequest, SourcePlan, SourceRequest};
 use crate::io::kafka::{ChangelogPlan, ClientOptions};
+use crate::io::kinesis::{StatesPlan, StoreSpec};
 use crate::io::schema::encode::{EncodePlan, EncodeSchema};
 use crate::io::schema::registry::RegistryOptions;
 use crate::io::schema::{Format, SchemaFileRequest};
@@ -318,6 +319,14 @@ impl KeepingArgs<'_> {
                 "with -G each shard's checkpoint is kept in its lease, for whichever member reads it; --checkpoint is for a run without -G".into(),
             ));
         }
+        if input.is_kinesis_member() {
+            return self.shard_states(input);
+        }
+        if self.changelog.is_some_and(|c| c.state_store.is_some()) {
+            return Err(Error::Usage(
+                "--state-store keeps the states of a Kinesis stream's shards; a Kafka group's go to its changelog topic".into(),
+            ));
+        }
         let (Some(group), Some(changelog)) = (input.group(), self.changelog) else {
             return Ok(file.map_or(Keeping::Nothing, Keeping::File));
         };
@@ -335,6 +344,38 @@ impl KeepingArgs<'_> {
         input.keep_states_in(ChangelogPlan {
             topic,
             job: job.to_string(),
+        });
+        let every = Duration::from_millis(self.checkpoint.checkpoint_interval as u64);
+        Ok(Keeping::PerPartition(every))
+    }
+
+    /// A Kinesis member: a command that keeps state per shard saves it in `--state-store`.
+    fn shard_states(&self, input: &mut InputPlan) -> Result<Keeping> {
+        let given = self.changelog.and_then(|c| c.state_store.as_deref());
+        let Some(changelog) = self.changelog else {
+            if given.is_some() {
+                return Err(Error::Usage(format!(
+                    "{} keeps no state per shard: --state-store does not apply",
+                    self.command
+                )));
+            }
+            return Ok(Keeping::Nothing);
+        };
+        if changelog.changelog.is_some() {
+            return Err(Error::Usage(
+                "--changelog is a Kafka group's topic; a Kinesis member keeps each shard's state in --state-store".into(),
+            ));
+        }
+        let Some(given) = given else {
+            return Err(Error::Usage(format!(
+                "with -G on a Kinesis source, {} keeps each shard's state for whichever member reads it next: give --state-store s3://BUCKET/PREFIX (or a directory every member shares)",
+                self.command
+            )));
+        };
+        let store = StoreSpec::parse(given).map_err(Error::Usage)?;
+        input.keep_shard_states_in(StatesPlan {
+            store,
+            command: self.command.to_string(),
         });
         let every = Duration::from_millis(self.checkpoint.checkpoint_interval as u64);
         Ok(Keeping::PerPartition(every))

@@ -209,8 +209,7 @@ impl RecordStep for ProfileStep {
     }
 
     fn record(&mut self, line: &Line<'_>, _: &mut Counters) -> Result<Flow, Fault> {
-        self.tasks
-            .activate(line.offset.map(|(partition, _)| partition));
+        self.tasks.activate(line.task());
         let r = &self.reading;
         let (x, format) = (&*r.extractor, &r.time_format);
         let event = line.time_if_any(0, x, format);

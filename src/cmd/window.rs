@@ -591,8 +591,7 @@ impl WindowStep {
 
 impl RecordStep for WindowStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
-        self.ops
-            .activate(line.offset.map(|(partition, _)| partition));
+        self.ops.activate(line.task());
         let shuffled = match self.fields.shuffle_at {
             Some(at) => {
                 let (input, offset) = line.input_position(at, &self.fields.extractor)?;

@@ -731,15 +731,24 @@ pub fn write_state_key(out: &mut String, parts: &[&str]) {
     out.push(']');
 }
 
-/// Checks that a record read from a topic partition is keyed by its state key, as a
-/// consumer-group member that keeps state per partition needs (`-G`): the envelope's `key`
-/// (`key`, raw JSON: a string, or null; `base64` when `key_encoding` says the key is not
-/// UTF-8) must spell the state key of `parts`, the fields `flag` names. Why not, otherwise.
+/// Where a record keyed by its state key comes from: a topic partition or a stream's shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyedBy {
+    /// A Kafka record's message key.
+    MessageKey,
+    /// A Kinesis record's partition key.
+    PartitionKey,
+}
+
+/// Checks that a record is keyed by its state key, as a member that keeps state per
+/// partition or shard needs (`-G`): the envelope's `key` (`key`, raw JSON: a string, or
+/// null; `base64` when `key_encoding` says the key is not UTF-8) must spell the state key of
+/// `parts`, the fields `flag` names. Why not, otherwise, with the remedy for `by`'s source.
 pub fn check_keyed(
     key: Option<&str>,
     base64: bool,
     parts: &[&str],
-    flag: &str,
+    (flag, by): (&str, KeyedBy),
 ) -> Result<(), String> {
     let text = key.filter(|k| k.starts_with('"') && !base64).map(key_text);
     if text.as_deref().is_some_and(|t| spells_state_key(t, parts)) {
@@ -750,10 +759,15 @@ pub fn check_keyed(
         (Some(_), true) => "binary".to_string(),
         _ => "none".to_string(),
     };
-    Err(format!(
-        "with -G each partition keeps the state of its own keys, which holds only when every record is keyed by its {flag} value, but this record's message key is {found} and its {flag} value '{}': the topic is not keyed by {flag}; add --repartition, which shuffles the records by {flag} through a topic of the group's, or read it without -G",
-        state_key_text(parts)
-    ))
+    let value = state_key_text(parts);
+    Err(match by {
+        KeyedBy::MessageKey => format!(
+            "with -G each partition keeps the state of its own keys, which holds only when every record is keyed by its {flag} value, but this record's message key is {found} and its {flag} value '{value}': the topic is not keyed by {flag}; add --repartition, which shuffles the records by {flag} through a topic of the group's, or read it without -G"
+        ),
+        KeyedBy::PartitionKey => format!(
+            "with -G each shard keeps the state of its own keys, which holds only when every record's partition key is its {flag} value, but this record's partition key is {found} and its {flag} value '{value}': the stream is not keyed by {flag}; write it to a stream keyed by it first (weir consume kinesis://STREAM -o kinesis://STREAM2 --key FIELD) and read that one with -G, or read it without -G"
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -772,17 +786,23 @@ mod tests {
         assert!(!spells_state_key(r#"["m-42", 7]"#, &["\"m-42\"", "7"]));
         assert!(!spells_state_key(r#"["m-42",7,1]"#, &["\"m-42\"", "7"]));
         assert_eq!(state_key_text(&["\"m\"", "7"]), r#"["m",7]"#);
-        assert!(check_keyed(Some("\"m-42\""), false, &["\"m-42\""], "--key").is_ok());
-        let e = check_keyed(Some("\"e-1\""), false, &["\"m-42\""], "--key").unwrap_err();
+        const KEY: (&str, KeyedBy) = ("--key", KeyedBy::MessageKey);
+        const ID: (&str, KeyedBy) = ("--id", KeyedBy::MessageKey);
+        assert!(check_keyed(Some("\"m-42\""), false, &["\"m-42\""], KEY).is_ok());
+        let e = check_keyed(Some("\"e-1\""), false, &["\"m-42\""], KEY).unwrap_err();
         assert!(
             e.contains("message key is 'e-1' and its --key value 'm-42'"),
             "{e}"
         );
         // A base64 key's text is not the key: a binary key never spells a JSON value.
-        let e = check_keyed(Some("\"bS00Mg==\""), true, &["\"bS00Mg==\""], "--key");
+        let e = check_keyed(Some("\"bS00Mg==\""), true, &["\"bS00Mg==\""], KEY);
         assert!(e.unwrap_err().contains("message key is binary"));
-        assert!(check_keyed(Some("null"), false, &["null"], "--id").is_err());
-        assert!(check_keyed(None, false, &["\"x\""], "--id").is_err());
+        assert!(check_keyed(Some("null"), false, &["null"], ID).is_err());
+        assert!(check_keyed(None, false, &["\"x\""], ID).is_err());
+        let shard = ("--key", KeyedBy::PartitionKey);
+        let e = check_keyed(Some("\"e-1\""), false, &["\"m-42\""], shard).unwrap_err();
+        assert!(e.contains("partition key is 'e-1'"), "{e}");
+        assert!(e.contains("--key FIELD"), "{e}");
     }
     use proptest::prelude::*;
 

@@ -13,6 +13,24 @@ use serde::Serialize;
 
 use super::saved;
 
+/// The task number a Kinesis member keeps shard `id`'s state under, as a Kafka member keeps
+/// a partition's under its number: the shard's own number (`shardId-000000000007` is 7);
+/// for an id of another form, a hash of it. Numbers stay within one process: a shard's saved
+/// state is named by its id.
+pub fn shard_task(id: &str) -> i32 {
+    let digits = id.trim_start_matches(|c: char| !c.is_ascii_digit());
+    match digits.parse::<u64>() {
+        Ok(n) if !digits.is_empty() && n <= i32::MAX as u64 => n as i32,
+        _ => {
+            // FNV-1a, kept positive.
+            let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+            });
+            (hash & 0x7fff_ffff) as i32
+        }
+    }
+}
+
 /// A partition's state that a group member saves for the partition's next owner.
 pub trait PartitionTask: Sized {
     /// What is saved of it.
@@ -253,6 +271,16 @@ impl<T: PartitionTask> PartitionStates for Tasks<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shard_task_is_its_number_or_a_hash() {
+        assert_eq!(shard_task("shardId-000000000007"), 7);
+        assert_eq!(shard_task("shardId-000000000000"), 0);
+        let other = shard_task("my-shard");
+        assert!(other >= 0);
+        assert_eq!(other, shard_task("my-shard"));
+        assert_ne!(other, shard_task("my-shard-2"));
+    }
 
     #[test]
     fn each_partition_keeps_its_own_state_across_switches() {

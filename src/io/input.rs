@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::kafka::repartition::{ShufflePlan, ShuffledSource};
 use super::kafka::{ChangelogPlan, ClientOptions, KafkaSource, ReadPlan, ReadRequest};
-use super::kinesis::{self, AwsOptions, KinesisClient, KinesisSource};
+use super::kinesis::{self, AwsOptions, KinesisClient, KinesisSource, StatesPlan};
 use super::ndjson::NdjsonSource;
 use super::schema::registry::RegistryOptions;
 use super::schema::{Decoders, Format, LocalSchema, SchemaFileRequest, SchemaPlan};
@@ -326,12 +326,7 @@ impl InputPlan {
     /// a consumer-group member keeps each of its partitions apart instead, which `apart`
     /// says (and refuses `--partition-by`).
     pub fn partitioning(&self, given: Option<&FieldPath>, apart: &str) -> Result<Partitioning> {
-        if self.is_kinesis_member() {
-            return Err(Error::Usage(
-                "-G on a Kinesis source shares its shards among consume and replay members; a member that keeps state per shard is not built yet: run one instance without -G, with --checkpoint".into(),
-            ));
-        }
-        let per_partition = self.group().is_some();
+        let per_partition = self.group().is_some() || self.is_kinesis_member();
         if self.shuffle.is_some() {
             // Behind a shuffle the partitions that hold a watermark back are the input's,
             // named in each record's envelope, and spoken for by the writers' markers.
@@ -438,6 +433,16 @@ impl InputPlan {
     pub fn keep_states_in(&mut self, changelog: ChangelogPlan) {
         if let SourcePlan::Kafka { read, .. } = &mut self.source {
             read.changelog = Some(changelog);
+        }
+    }
+
+    /// A Kinesis member keeps each shard's state in `states`, for whichever member reads the
+    /// shard next.
+    pub fn keep_shard_states_in(&mut self, states: StatesPlan) {
+        if let SourcePlan::Kinesis { read, .. } = &mut self.source {
+            if let Some(group) = &mut read.group {
+                group.states = Some(states);
+            }
         }
     }
 

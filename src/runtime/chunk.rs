@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::core::envelope::check_keyed;
+use crate::core::envelope::{check_keyed, KeyedBy};
 use crate::core::record::{
     time_of, validate_json_shaped, validate_line, Extractor, Fields, Position, RecordError,
 };
@@ -65,6 +65,9 @@ pub struct ShardPosition {
     pub shard: Arc<str>,
     pub sequence: Arc<str>,
     pub subsequence: Option<u64>,
+    /// The shard's task: the number a member's step keeps the shard's state under
+    /// (`core::partitioned::shard_task`).
+    pub task: i32,
 }
 
 impl Chunk {
@@ -330,22 +333,40 @@ pub struct Line<'a> {
     /// Where the requested fields lie: spans the scanner found, each from the first byte of
     /// a JSON value to just past its last, so both ends fall on ASCII bytes (or the end).
     fields: &'a [Option<Span>],
-    /// (partition, offset) of a broker source's record.
+    /// (partition, offset) of a Kafka record.
     pub offset: Option<(i32, i64)>,
+    /// Shard and sequence of a Kinesis record.
+    pub shard: Option<&'a ShardPosition>,
 }
 
 impl<'a> Line<'a> {
     pub fn position(&self) -> Position {
-        match self.offset {
-            Some((partition, offset)) => Position::Kafka {
+        match (self.offset, self.shard) {
+            (Some((partition, offset)), _) => Position::Kafka {
                 topic: self.origin.clone(),
                 partition,
                 offset,
             },
-            None => Position::Line {
+            (None, Some(p)) => Position::Kinesis {
+                stream: self.origin.clone(),
+                shard: p.shard.clone(),
+                sequence: p.sequence.to_string(),
+                subsequence: p.subsequence,
+            },
+            (None, None) => Position::Line {
                 source: self.origin.clone(),
                 line: self.number,
             },
+        }
+    }
+
+    /// The task whose state the record goes to, for a member keeping state per partition:
+    /// a Kafka record's partition, a Kinesis record's shard task.
+    #[inline]
+    pub fn task(&self) -> Option<i32> {
+        match self.offset {
+            Some((partition, _)) => Some(partition),
+            None => self.shard.map(|p| p.task),
         }
     }
 
@@ -406,12 +427,19 @@ impl<'a> Line<'a> {
     /// Stops the run (exit 3) unless the record's message key (the envelope's `key` at field
     /// `at`, its `key_encoding` after it) spells its state key, made of the fields `parts` that
     /// `flag` names: see `core::envelope::check_keyed`.
+    /// A Kinesis record's partition key is checked alike, and one that is not its state key
+    /// is a usage error (exit 2): the stream must be written again keyed by it.
     pub fn check_keyed(&self, at: usize, parts: &[&str], flag: &str) -> Result<(), Fault> {
         let base64 = self.field(at + 1).is_some_and(|e| e == "\"base64\"");
-        check_keyed(self.field(at), base64, parts, flag).map_err(|reason| {
-            Fault::Fatal(Error::BadInput {
-                position: self.position().to_string(),
-                reason,
+        let by = match self.shard {
+            Some(_) => KeyedBy::PartitionKey,
+            None => KeyedBy::MessageKey,
+        };
+        check_keyed(self.field(at), base64, parts, (flag, by)).map_err(|reason| {
+            let position = self.position().to_string();
+            Fault::Fatal(match by {
+                KeyedBy::MessageKey => Error::BadInput { position, reason },
+                KeyedBy::PartitionKey => Error::Usage(format!("{position}: {reason}")),
             })
         })
     }
@@ -457,6 +485,7 @@ impl Chunk {
             number: self.first_line + i as u64,
             fields: &p.spans[at as usize..at as usize + p.width],
             offset: self.positions.get(i).copied(),
+            shard: self.shard_positions.get(i),
         })
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
-use super::checkpoint::{Checkpoints, PartitionState};
+use super::checkpoint::{Checkpoints, PartitionState, ShardState};
 use super::chunk::{Chunk, Status};
 use super::policy::ErrorPolicy;
 use super::reader::{HandledShards, Item, Reader, Starts};
@@ -125,7 +125,8 @@ impl<S: RecordStep> Driver<'_, S> {
                 return Ok(());
             };
             // A revocation is answered even then: the group waits for the partitions' states.
-            if self.d.stop.load(Ordering::Relaxed) && !matches!(item, Item::Revoked { .. }) {
+            let revoking = matches!(item, Item::Revoked { .. } | Item::ShardRevoked { .. });
+            if self.d.stop.load(Ordering::Relaxed) && !revoking {
                 return Err(Error::Interrupted);
             }
             match item {
@@ -229,6 +230,18 @@ impl<S: RecordStep> Driver<'_, S> {
                 if let Some(c) = checkpoints {
                     c.own(&owned, &states, self.step)?;
                 }
+            }
+            Item::ShardOwned {
+                shard,
+                task,
+                restored,
+            } => {
+                if let Some(c) = checkpoints {
+                    c.own_shard(&shard, task, restored.as_ref(), self.step)?;
+                }
+            }
+            Item::ShardRevoked { task, save, reply } => {
+                answer_shard_revoke((task, save), reply, checkpoints, self.step, self.d.policy)?
             }
         }
         Ok(())
@@ -392,6 +405,7 @@ impl<S: RecordStep> Driver<'_, S> {
             .expect("taken with checkpoints");
         c.take(self.step, self.d.policy, self.d.counters)?;
         self.reader.saved(c.take_saved());
+        self.reader.saved_shards(c.take_saved_shards());
         Ok(())
     }
 
@@ -470,11 +484,18 @@ impl<S: RecordStep> Driver<'_, S> {
         } = &mut self;
         let mut failed = None;
         reader.drain(|item| {
-            if let Item::Revoked { partitions, reply } = item {
-                let c = checkpoints.as_deref_mut();
-                if let Err(e) = answer_revoke(&partitions, reply, c, *step, d.policy) {
-                    failed.get_or_insert(e);
+            let c = checkpoints.as_deref_mut();
+            let answered = match item {
+                Item::Revoked { partitions, reply } => {
+                    answer_revoke(&partitions, reply, c, *step, d.policy)
                 }
+                Item::ShardRevoked { task, save, reply } => {
+                    answer_shard_revoke((task, save), reply, c, *step, d.policy)
+                }
+                _ => Ok(()),
+            };
+            if let Err(e) = answered {
+                failed.get_or_insert(e);
             }
         });
         failed.map_or(result, Err)
@@ -495,6 +516,23 @@ fn answer_revoke(
         None => Vec::new(),
     };
     let _ = reply.send(states);
+    Ok(())
+}
+
+/// Answers a Kinesis member's revocation of the shard of `task`: its state when `save`
+/// says, else dropped.
+fn answer_shard_revoke(
+    (task, save): (i32, bool),
+    reply: mpsc::Sender<Option<ShardState>>,
+    checkpoints: Option<&mut Checkpoints>,
+    step: &mut impl RecordStep,
+    policy: &mut ErrorPolicy,
+) -> Result<()> {
+    let state = match checkpoints {
+        Some(c) => c.revoke_shard(task, save, step, policy)?,
+        None => None,
+    };
+    let _ = reply.send(state);
     Ok(())
 }
 

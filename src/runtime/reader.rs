@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use super::checkpoint::PartitionState;
+use super::checkpoint::{PartitionState, ShardState};
 use super::chunk::{Chunk, LinePosition, Prepare, Prepared, Scratch, ShardPosition, CHUNK_BYTES};
 use crate::core::record::RecordError;
 use crate::core::shuffle::Marker;
@@ -78,6 +78,20 @@ pub(crate) enum Item {
     Revoked {
         partitions: Vec<i32>,
         reply: mpsc::Sender<Vec<PartitionState>>,
+    },
+    /// A Kinesis member reads `shard` (task `task`) from now on, going on from the state
+    /// its last owner saved, before any of its records.
+    ShardOwned {
+        shard: Arc<str>,
+        task: i32,
+        restored: Option<ShardState>,
+    },
+    /// A Kinesis member stops reading the shard of `task`, all of its records handed over
+    /// before: the driver answers with its state (`save`) or drops it.
+    ShardRevoked {
+        task: i32,
+        save: bool,
+        reply: mpsc::Sender<Option<ShardState>>,
     },
     /// The source read to its end and waits for the records still in flight to be handled,
     /// before its last commit.
@@ -201,6 +215,8 @@ pub struct Feed {
     handled: Receiver<Back>,
     /// Saved partition states received and not yet taken by the source.
     saved: Vec<PartitionState>,
+    /// Saved shard states received and not yet taken by the source.
+    saved_shards: Vec<ShardState>,
     /// Framed records handed over and not yet reported handled.
     unhandled: usize,
     /// The last positions of Kinesis records reported handled and not yet taken by the
@@ -256,6 +272,7 @@ impl Feed {
                 positions.into_iter().for_each(|(p, o)| done(p, o));
             }
             Back::Saved(states) => self.saved.extend(states),
+            Back::SavedShards(states) => self.saved_shards.extend(states),
             Back::Shards(shards) => {
                 self.unhandled = self.unhandled.saturating_sub(shards.records);
                 self.shards_handled.extend(shards.last);
@@ -275,6 +292,36 @@ impl Feed {
     /// owner of each partition finds it.
     pub fn take_saved(&mut self) -> Vec<PartitionState> {
         std::mem::take(&mut self.saved)
+    }
+
+    /// The shard states the command saved since the last call (after `handled` took them
+    /// from the channel), in order, for a Kinesis member to store and commit.
+    pub fn take_saved_shards(&mut self) -> Vec<ShardState> {
+        std::mem::take(&mut self.saved_shards)
+    }
+
+    /// Reports that a Kinesis member reads `shard` from now on, going on from `restored`,
+    /// before any of its records.
+    pub fn own_shard(
+        &self,
+        shard: Arc<str>,
+        task: i32,
+        restored: Option<ShardState>,
+    ) -> Result<()> {
+        self.send(Item::ShardOwned {
+            shard,
+            task,
+            restored,
+        })
+    }
+
+    /// Has the command give up the shard of `task`, every record of it handed over before:
+    /// its state with `save`, its output durable; `None` when the run ended without
+    /// answering.
+    pub fn revoke_shard(&self, task: i32, save: bool) -> Option<Option<ShardState>> {
+        let (reply, answer) = mpsc::channel();
+        self.send(Item::ShardRevoked { task, save, reply }).ok()?;
+        answer.recv().ok()
     }
 
     /// A handle the source's group callbacks use to have the command give up partitions.
@@ -473,6 +520,8 @@ pub(crate) enum Back {
     Shards(HandledShards),
     /// Partition states saved, their output durable.
     Saved(Vec<PartitionState>),
+    /// Shard states saved, their output durable.
+    SavedShards(Vec<ShardState>),
 }
 
 /// Asks the command to give up partitions, from a group's rebalance callback on the reader
@@ -536,6 +585,7 @@ impl Reader {
             cancel: cancel.clone(),
             handled: handled_rx,
             saved: Vec::new(),
+            saved_shards: Vec::new(),
             unhandled: 0,
             shards_handled: Vec::new(),
         };
@@ -590,6 +640,13 @@ impl Reader {
     pub(crate) fn saved(&self, states: Vec<PartitionState>) {
         if !states.is_empty() {
             let _ = self.handled.send(Back::Saved(states));
+        }
+    }
+
+    /// Gives a Kinesis member's source shard states to store, their output durable.
+    pub(crate) fn saved_shards(&self, states: Vec<ShardState>) {
+        if !states.is_empty() {
+            let _ = self.handled.send(Back::SavedShards(states));
         }
     }
 

@@ -11,7 +11,11 @@
 //! stalled, and was taken for gone) stops the shard's reader at once.
 //!
 //! A pass-through command (`consume`, `replay`) keeps no state per shard: the lease's
-//! checkpoint is all a shard's next owner needs.
+//! checkpoint is all a shard's next owner needs, and it follows the records handled. A
+//! command that keeps state per shard (`window`, `dedupe`, `watermark-profile`) saves it in
+//! the state store (`--state-store`), and the checkpoint moves only with a saved state: one
+//! conditional write moves both, so a shard's next owner restores the state and reads on
+//! from just after the records it covers.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -21,17 +25,20 @@ use std::time::{Duration, Instant};
 use super::client::KinesisClient;
 use super::lease::{Commit, Lease, LeaseTable, NewLease, TableScan};
 use super::plan::{GroupPlan, ShardInfo, StartAt};
+use super::state_store::StateStore;
 use crate::core::lag::ShardCheckpoint;
 use crate::core::lease::{self, Liveness, ShardLease};
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
-use crate::runtime::ShardPosition;
+use crate::runtime::{ShardPosition, ShardResume, ShardState};
 
-/// What the reader thread tells the member: the last record handled in each shard, and the
-/// shards stopped whose every record handed over has been handled.
+/// What the reader thread tells the member: the last record handled in each shard, the
+/// latest state saved of each (a command that keeps state per shard), and the shards stopped
+/// whose every record handed over has been handled.
 #[derive(Debug, Default)]
 pub struct Handled {
     pub at: HashMap<String, ShardCheckpoint>,
+    pub saved: HashMap<String, ShardState>,
     pub drained: HashSet<String>,
 }
 
@@ -50,6 +57,17 @@ impl Handled {
                 subsequence: p.subsequence,
             };
             handled.at.insert(p.shard.to_string(), at);
+        }
+    }
+
+    /// Takes in shard states the command saved, in order: the latest of each shard stays.
+    pub fn states(shared: &SharedHandled, states: Vec<ShardState>) {
+        if states.is_empty() {
+            return;
+        }
+        let mut handled = shared.lock().expect("not poisoned");
+        for state in states {
+            handled.saved.insert(state.shard.to_string(), state);
         }
     }
 }
@@ -91,7 +109,25 @@ pub struct Held {
     /// Stops this shard's reader.
     pub stop: Arc<AtomicBool>,
     committed: ShardCheckpoint,
+    /// The state object the lease points at, as of this member's last write.
+    state: Option<String>,
     pub leaving: Option<Leaving>,
+}
+
+/// Where a member that keeps state per shard saves it.
+pub struct States {
+    store: StateStore,
+    /// Objects are named `APP/COMMAND/SHARD/...`.
+    prefix: String,
+}
+
+/// What one commit of a shard's lease writes.
+struct Step {
+    checkpoint: ShardCheckpoint,
+    state: Option<ShardState>,
+    hand_to: Option<String>,
+    /// The shard is let go with this write.
+    done: bool,
 }
 
 /// One member of an application.
@@ -107,6 +143,8 @@ pub struct Membership {
     /// Where a shard no one has read yet starts (`--from` beginning or end).
     start: ShardCheckpoint,
     listed: Option<Instant>,
+    /// A command that keeps state per shard: where it goes.
+    pub states: Option<States>,
 }
 
 /// Shards are listed again this often, for those resharding added.
@@ -119,6 +157,7 @@ impl Membership {
         from: &StartAt,
         client: &KinesisClient,
         dynamo: aws_sdk_dynamodb::Client,
+        store: Option<StateStore>,
     ) -> Result<Membership> {
         let start = match from {
             StartAt::Beginning => ShardCheckpoint::TrimHorizon,
@@ -130,6 +169,14 @@ impl Membership {
             }
         };
         let table = LeaseTable::open(&plan.app, dynamo, client).await?;
+        let states = match (store, &plan.states) {
+            (Some(store), Some(p)) => {
+                store.check(client).await?;
+                let prefix = format!("{}/{}", plan.app, p.command);
+                Some(States { store, prefix })
+            }
+            _ => None,
+        };
         let lease_ms = plan.lease_time.as_millis() as Millis;
         Ok(Membership {
             table,
@@ -145,6 +192,7 @@ impl Membership {
             }),
             start,
             listed: None,
+            states,
         })
     }
 
@@ -257,7 +305,7 @@ impl Membership {
                 (false, false) => None,
             };
             if let Some(counter) = counter {
-                self.hold(&l.shard, counter, l.checkpoint.clone());
+                self.hold(&l.shard, counter, l);
                 let mut taken = l.clone();
                 taken.counter = counter;
                 starts.push(taken);
@@ -269,29 +317,40 @@ impl Membership {
     /// Holds `shard` from its lease's checkpoint; a handled position left from an earlier
     /// hold of it (before it went to another member and came back) is no longer where it
     /// stands, and would move its checkpoint back.
-    fn hold(&mut self, shard: &str, counter: u64, committed: ShardCheckpoint) {
-        (self.handled.lock().expect("not poisoned").at).remove(shard);
+    fn hold(&mut self, shard: &str, counter: u64, lease: &Lease) {
+        {
+            let mut handled = self.handled.lock().expect("not poisoned");
+            handled.at.remove(shard);
+            handled.saved.remove(shard);
+        }
         let held = Held {
             counter,
             stop: Arc::new(AtomicBool::new(false)),
-            committed,
+            committed: lease.checkpoint.clone(),
+            state: lease.state.clone(),
             leaving: None,
         };
         self.held.insert(shard.to_string(), held);
     }
 
-    /// Commits each held shard's handled checkpoint when it moved, and hands over (or ends)
-    /// the stopped shards whose records are all handled. A commit another member's write
-    /// fenced stops the shard.
+    /// Commits each held shard's checkpoint when it moved (with its saved state, for a
+    /// command that keeps one), and hands over (or ends) the stopped shards whose records
+    /// are all handled. A commit another member's write fenced stops the shard.
     async fn commit(&mut self, client: &KinesisClient) -> Result<()> {
-        let (at, drained) = {
+        let (at, mut saved, drained) = {
             let mut handled = self.handled.lock().expect("not poisoned");
-            (handled.at.clone(), std::mem::take(&mut handled.drained))
+            let saved = std::mem::take(&mut handled.saved);
+            (
+                handled.at.clone(),
+                saved,
+                std::mem::take(&mut handled.drained),
+            )
         };
         let shards: Vec<String> = self.held.keys().cloned().collect();
         for shard in shards {
             let held = &self.held[&shard];
             let done = drained.contains(&shard);
+            let state = saved.remove(&shard);
             let checkpoint = match (&held.leaving, done) {
                 (Some(Leaving::Lost), true) => {
                     self.held.remove(&shard);
@@ -300,72 +359,175 @@ impl Membership {
                 // Nothing more is written to a lost shard's lease.
                 (Some(Leaving::Lost), false) => continue,
                 (Some(Leaving::Ended), true) => ShardCheckpoint::ShardEnd,
-                _ => at.get(&shard).cloned().unwrap_or(held.committed.clone()),
+                _ => self.checkpoint_of(&shard, &at, state.as_ref()),
             };
             let hand_to = match (&held.leaving, done) {
                 (Some(Leaving::To(to)), true) => Some(to.clone()),
                 _ => None,
             };
-            if !done && checkpoint == held.committed {
+            if !done && checkpoint == held.committed && state.is_none() {
                 continue;
             }
-            let commit = Commit {
-                checkpoint: &checkpoint,
-                state: None,
-                hand_to: hand_to.as_deref(),
+            let step = Step {
+                checkpoint,
+                state,
+                hand_to,
+                done,
             };
-            let written = (self.table)
-                .commit(client, (&shard, held.counter), &self.me, &commit)
-                .await?;
-            match (written, done) {
-                (Some(counter), false) => {
-                    let held = self.held.get_mut(&shard).expect("held");
-                    held.counter = counter;
-                    held.committed = checkpoint;
-                }
-                (Some(_), true) => {
-                    self.held.remove(&shard);
-                }
-                (None, true) => {
-                    self.held.remove(&shard);
-                }
-                (None, false) => {
-                    // Fenced: another member owns it now.
-                    let held = self.held.get_mut(&shard).expect("held");
-                    held.stop.store(true, Ordering::Relaxed);
-                    held.leaving = Some(Leaving::Lost);
-                }
+            self.write(client, &shard, step).await?;
+        }
+        Ok(())
+    }
+
+    /// Where `shard`'s checkpoint moves to: its saved state's position, for a command that
+    /// keeps state (which moves only with a state), else its last record handled.
+    fn checkpoint_of(
+        &self,
+        shard: &str,
+        at: &HashMap<String, ShardCheckpoint>,
+        state: Option<&ShardState>,
+    ) -> ShardCheckpoint {
+        let committed = &self.held[shard].committed;
+        let moved = match self.states.is_some() {
+            true => state
+                .and_then(|s| s.resume.as_ref())
+                .and_then(checkpoint_at),
+            false => at.get(shard).cloned(),
+        };
+        moved.unwrap_or_else(|| committed.clone())
+    }
+
+    /// Writes `step` to `shard`'s lease: its state saved first as a new object, then the
+    /// checkpoint, the state's pointer and the owner in one conditional write. The object
+    /// the lease pointed at before is deleted once no lease points at it; a write that lost
+    /// deletes its own, and stops the shard.
+    async fn write(&mut self, client: &KinesisClient, shard: &str, step: Step) -> Result<()> {
+        let held = &self.held[shard];
+        let pointer = match (&self.states, &step.state) {
+            (Some(states), Some(saved)) => {
+                let name = format!(
+                    "{}/{shard}/{}-{}.state",
+                    states.prefix,
+                    held.counter,
+                    now_millis()
+                );
+                Some(states.store.put(client, &name, saved.state.clone()).await?)
+            }
+            _ => None,
+        };
+        let commit = Commit {
+            checkpoint: &step.checkpoint,
+            state: pointer.as_deref(),
+            hand_to: step.hand_to.as_deref(),
+        };
+        let written = (self.table)
+            .commit(client, (shard, held.counter), &self.me, &commit)
+            .await?;
+        let (old, new) = match written {
+            Some(_) if pointer.is_some() => (held.state.clone(), pointer.clone()),
+            Some(_) => (None, held.state.clone()),
+            None => (pointer, held.state.clone()),
+        };
+        if let (Some(states), Some(old)) = (&self.states, old) {
+            states.store.delete(client, &old).await?;
+        }
+        match (written, step.done) {
+            (_, true) => {
+                self.held.remove(shard);
+            }
+            (Some(counter), false) => {
+                let held = self.held.get_mut(shard).expect("held");
+                held.counter = counter;
+                held.committed = step.checkpoint;
+                held.state = new;
+            }
+            (None, false) => {
+                // Fenced: another member owns it now.
+                let held = self.held.get_mut(shard).expect("held");
+                held.stop.store(true, Ordering::Relaxed);
+                held.leaving = Some(Leaving::Lost);
             }
         }
         Ok(())
     }
 
-    /// Leaves the application at the end of the run: each shard's last handled checkpoint
-    /// is committed and the shard handed to the member the plan without this one gives it
-    /// (kept, for a later member to take at once, when there is none); then the heartbeat
-    /// goes, so no member waits out the lease time.
+    /// The state `lease`'s last owner saved, for the member that takes it: `None` when the
+    /// command keeps none, or the lease points at none.
+    pub async fn restore(
+        &self,
+        client: &KinesisClient,
+        lease: &Lease,
+    ) -> Result<Option<ShardState>> {
+        let (Some(states), Some(pointer)) = (&self.states, &lease.state) else {
+            return Ok(None);
+        };
+        let state = states.store.get(client, pointer).await?;
+        Ok(Some(ShardState {
+            shard: Arc::from(lease.shard.as_str()),
+            resume: resume_at(&lease.checkpoint),
+            state,
+        }))
+    }
+
+    /// Leaves the application at the end of the run: each shard's last checkpoint (its last
+    /// saved state, for a command that keeps one) is committed and the shard handed to the
+    /// member the plan without this one gives it (kept, for a later member to take at once,
+    /// when there is none); then the heartbeat goes, so no member waits out the lease time.
     pub async fn leave(&mut self, client: &KinesisClient) -> Result<()> {
         let scan = self.table.scan(client).await?;
         let mut live = self.live(&scan);
         live.retain(|m| *m != self.me);
         let leases: Vec<ShardLease> = scan.leases.iter().map(shard_lease).collect();
         let plan = lease::plan(&leases, &live);
-        let at = self.handled.lock().expect("not poisoned").at.clone();
-        for (shard, held) in self.held.drain() {
-            if held.leaving == Some(Leaving::Lost) {
+        let (at, mut saved) = {
+            let mut handled = self.handled.lock().expect("not poisoned");
+            (handled.at.clone(), std::mem::take(&mut handled.saved))
+        };
+        let shards: Vec<String> = self.held.keys().cloned().collect();
+        for shard in shards {
+            if self.held[&shard].leaving == Some(Leaving::Lost) {
                 continue;
             }
-            let checkpoint = at.get(&shard).cloned().unwrap_or(held.committed);
-            let commit = Commit {
-                checkpoint: &checkpoint,
-                state: None,
-                hand_to: plan.get(&shard).map(String::as_str),
+            let state = saved.remove(&shard);
+            let step = Step {
+                checkpoint: self.checkpoint_of(&shard, &at, state.as_ref()),
+                state,
+                hand_to: plan.get(&shard).cloned(),
+                done: true,
             };
-            (self.table)
-                .commit(client, (&shard, held.counter), &self.me, &commit)
-                .await?;
+            self.write(client, &shard, step).await?;
         }
         self.table.leave(client, &self.me).await
+    }
+}
+
+/// A state's position as a lease checkpoint: after a record, at that record.
+fn checkpoint_at(resume: &ShardResume) -> Option<ShardCheckpoint> {
+    match resume {
+        ShardResume::After {
+            sequence,
+            subsequence,
+        } => Some(ShardCheckpoint::At {
+            sequence: sequence.clone(),
+            subsequence: *subsequence,
+        }),
+        ShardResume::Done => Some(ShardCheckpoint::ShardEnd),
+        ShardResume::From { .. } => None,
+    }
+}
+
+/// A lease checkpoint as the position of the state that goes with it.
+fn resume_at(checkpoint: &ShardCheckpoint) -> Option<ShardResume> {
+    match checkpoint {
+        ShardCheckpoint::At {
+            sequence,
+            subsequence,
+        } => Some(ShardResume::After {
+            sequence: sequence.clone(),
+            subsequence: *subsequence,
+        }),
+        ShardCheckpoint::ShardEnd => Some(ShardResume::Done),
+        _ => None,
     }
 }
 

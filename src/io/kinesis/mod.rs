@@ -1,7 +1,8 @@
 //! The Kinesis adapter: the AWS client at the edge (`client`), the rules of a read and the
 //! pure parts of reading and writing a stream (`plan`), a shard-aware source (`source`), a
-//! PutRecords sink (`sink`), the lag of a consumer (`lag`) and the lease table members of an
-//! application share (`lease`).
+//! PutRecords sink (`sink`), the lag of a consumer (`lag`), the lease table members of an
+//! application share (`lease`), a member's part in it (`member`) and where members keep
+//! each shard's state (`state_store`).
 
 pub mod client;
 pub mod lag;
@@ -12,5 +13,6 @@ pub mod source;
 pub mod state_store;
 
 pub use client::{AwsOptions, KinesisClient};
-pub use plan::{ReadPlan, ReadRequest};
+pub use plan::{ReadPlan, ReadRequest, StatesPlan};
 pub use source::KinesisSource;
+pub use state_store::StoreSpec;

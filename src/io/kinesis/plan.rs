@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
+use super::state_store::StoreSpec;
 use crate::core::time::{check_range_order, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::spec::KinesisSpec;
@@ -30,6 +31,16 @@ pub struct GroupPlan {
     pub app: String,
     /// How long a member's heartbeat may stand still before its shards are taken.
     pub lease_time: Duration,
+    /// For a command that keeps state per shard: where the states go.
+    pub states: Option<StatesPlan>,
+}
+
+/// Where a member that keeps state per shard (`window`, `dedupe`, `watermark-profile`)
+/// saves it, and under which command's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatesPlan {
+    pub store: StoreSpec,
+    pub command: String,
 }
 
 /// Where a shard's reading starts, when no checkpoint says otherwise.
@@ -163,6 +174,7 @@ fn group_plan(app: &str, request: &ReadRequest, from: &StartAt) -> Result<GroupP
     Ok(GroupPlan {
         app: app.to_string(),
         lease_time: request.lease_time,
+        states: None,
     })
 }
 

@@ -25,22 +25,24 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::client::{
     arrival_millis, classify, described, dynamo_client, jitter, not_reached_by_service, retrying,
-    AwsOptions, Failure, KinesisClient,
+    sdk_config, AwsOptions, Failure, KinesisClient,
 };
 use super::member::{Fresh, Handled, Leaving, Membership, SharedHandled};
 use super::plan::{
     backoff, Lineage, ReadPlan, Reservation, ShardEnd, ShardInfo, StartAt, GET_RECORDS_EVERY_MS,
     RESPONSE_BUDGET,
 };
+use super::state_store::StateStore;
 use crate::core::envelope::{write_shard_envelope, write_value_line, Render, ShardRecord};
 use crate::core::kpl;
 use crate::core::lag::ShardCheckpoint;
+use crate::core::partitioned::shard_task;
 use crate::core::record::RecordError;
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
 use crate::io::schema::{Decoders, Decoding};
 
-use crate::runtime::{Feed, Framing, ShardPosition, ShardResume, Source, Starts};
+use crate::runtime::{Feed, Framing, ShardPosition, ShardResume, ShardState, Source, Starts};
 
 /// How long a shard's reader waits before asking again once it has caught up.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
@@ -104,7 +106,14 @@ impl KinesisSource {
                     ..client.options.clone()
                 };
                 let dynamo = dynamo_client(&options, None).await;
-                Membership::join(group, &plan.from, &client, dynamo).await
+                let store = match &group.states {
+                    Some(states) => Some(StateStore::open(
+                        &states.store,
+                        &sdk_config(&options).await,
+                    )?),
+                    None => None,
+                };
+                Membership::join(group, &plan.from, &client, dynamo, store).await
             })?),
             None => None,
         };
@@ -204,8 +213,18 @@ enum Event {
     Failed(Error),
     /// Every shard is finished (a bounded read, or only closed shards).
     Done,
-    /// A member stopped reading a shard; all of its records read were sent before this.
-    Released(String),
+    /// A member stopped reading a shard; all of its records read were sent before this. Its
+    /// state is saved for the next owner (`save`), or dropped (another member took it).
+    Released {
+        shard: String,
+        save: bool,
+    },
+    /// A member that keeps state per shard reads `shard` from now on, going on from the
+    /// state its last owner saved.
+    Own {
+        shard: Arc<str>,
+        restored: Option<ShardState>,
+    },
     /// A member starts a shard at a lease's checkpoint: the records up to it are done.
     SkipTo {
         shard: String,
@@ -273,6 +292,7 @@ impl Source for KinesisSource {
             skips,
             pending: Framing::new(feed),
             handled,
+            owned: HashMap::new(),
         };
         let mut result = renderer.take_events(feed, &self.runtime, &mut rx);
         // A member commits what was handled and hands its shards over as it leaves.
@@ -280,6 +300,7 @@ impl Source for KinesisSource {
             true => {
                 feed.wait_handled(|_, _| {});
                 renderer.take_handled(feed);
+                renderer.give_up_all(feed);
                 cancel.store(true, Ordering::Relaxed);
                 drop(rx);
                 let wait = async { tokio::time::timeout(LEAVE_WITHIN, task).await };
@@ -322,6 +343,9 @@ struct Renderer {
     pending: Framing<ShardPosition>,
     /// A member's: where the records handled stand in each shard, for its commits.
     handled: Option<SharedHandled>,
+    /// A member that keeps state per shard: the shards whose state the command holds, by
+    /// task.
+    owned: HashMap<Arc<str>, i32>,
 }
 
 impl Renderer {
@@ -329,22 +353,50 @@ impl Renderer {
     fn take_handled(&self, feed: &mut Feed) {
         feed.handled(|_, _| {});
         let positions = feed.take_shards_handled();
+        let states = feed.take_saved_shards();
         if let Some(shared) = &self.handled {
             Handled::positions(shared, positions);
+            Handled::states(shared, states);
         }
     }
 
     /// A member's shard stopped (handed on, lost or ended): once every record of it handed
-    /// over is handled, the member may write its last checkpoint.
-    fn released(&mut self, feed: &mut Feed, shard: &str) -> Result<()> {
+    /// over is handled, and the command gave up its state (saved, with `save`), the member
+    /// may write its last checkpoint.
+    fn released(&mut self, feed: &mut Feed, shard: &str, save: bool) -> Result<()> {
         self.pending.hand_over(feed, &self.stream)?;
         feed.wait_handled(|_, _| {});
         self.take_handled(feed);
+        self.give_up(feed, shard, save);
         if let Some(shared) = &self.handled {
             let mut handled = shared.lock().expect("not poisoned");
             handled.drained.insert(shard.to_string());
         }
         Ok(())
+    }
+
+    /// Has the command give up `shard`'s state, if it holds one: saved for the member's last
+    /// commit of the shard (`save`), or dropped.
+    fn give_up(&mut self, feed: &mut Feed, shard: &str, save: bool) {
+        let Some(task) = self.owned.remove(shard) else {
+            return;
+        };
+        let state = feed.revoke_shard(task, save).flatten();
+        // Every state saved before the answer is in the channel: taken first, so the last
+        // state stays the latest.
+        self.take_handled(feed);
+        if let (Some(shared), Some(state)) = (&self.handled, state) {
+            Handled::states(shared, vec![state]);
+        }
+    }
+
+    /// A member that leaves has the command give up every shard's state, saved for the
+    /// member's last commits.
+    fn give_up_all(&mut self, feed: &mut Feed) {
+        let shards: Vec<Arc<str>> = self.owned.keys().cloned().collect();
+        for shard in shards {
+            self.give_up(feed, &shard, true);
+        }
     }
 
     fn take_events(
@@ -403,7 +455,13 @@ impl Renderer {
                     self.pending.hand_over(feed, &self.stream)?;
                     feed.starts(Starts::Shard(shard, arrival))?;
                 }
-                Event::Released(shard) => self.released(feed, &shard)?,
+                Event::Released { shard, save } => self.released(feed, &shard, save)?,
+                Event::Own { shard, restored } => {
+                    self.pending.hand_over(feed, &self.stream)?;
+                    let task = shard_task(&shard);
+                    self.owned.insert(shard.clone(), task);
+                    feed.own_shard(shard, task, restored)?;
+                }
                 Event::SkipTo {
                     shard,
                     sequence,
@@ -427,8 +485,9 @@ impl Renderer {
         shard: &Arc<str>,
         records: Vec<Record>,
     ) -> Result<()> {
+        let task = shard_task(shard);
         for record in records {
-            if let Err(e) = self.add(shard, record) {
+            if let Err(e) = self.add(shard, task, record) {
                 // The records before the one that stopped the run go on.
                 self.pending.hand_over(feed, &self.stream)?;
                 return Err(e);
@@ -442,7 +501,7 @@ impl Renderer {
 
     /// Renders one Kinesis record (or each user record of a KPL aggregate) into the chunk
     /// in the making.
-    fn add(&mut self, shard: &Arc<str>, record: Record) -> Result<()> {
+    fn add(&mut self, shard: &Arc<str>, task: i32, record: Record) -> Result<()> {
         let sequence: Arc<str> = Arc::from(record.sequence_number);
         let arrival = record
             .approximate_arrival_timestamp
@@ -455,6 +514,7 @@ impl Renderer {
             shard: shard.clone(),
             sequence: sequence.clone(),
             subsequence,
+            task,
         };
         let mut message = ShardRecord {
             stream: &self.stream,
@@ -645,6 +705,14 @@ impl Coordinator {
         }
         for lease in member.tick(&self.client).await? {
             let shard: Arc<str> = Arc::from(lease.shard.as_str());
+            if member.states.is_some() {
+                let restored = member.restore(&self.client, &lease).await?;
+                let own = Event::Own {
+                    shard: shard.clone(),
+                    restored,
+                };
+                self.out.send(own).await.map_err(|_| Error::Interrupted)?;
+            }
             let start = match &lease.checkpoint {
                 ShardCheckpoint::At {
                     sequence,
@@ -708,7 +776,10 @@ impl Coordinator {
                 return None;
             }
         };
-        self.out.send(Event::Released(shard)).await.ok()
+        // A lost shard's state is dropped; any other's is saved for its next owner.
+        let lost = member.held.get(&shard).map(|h| &h.leaving) == Some(&Some(Leaving::Lost));
+        let released = Event::Released { shard, save: !lost };
+        self.out.send(released).await.ok()
     }
 
     /// Starts the shards that are ready, and waits for one to stop, until all have finished.

@@ -81,6 +81,18 @@ impl StateStore {
         }
     }
 
+    /// Checks that the store is there and reachable, before a member reads anything: an S3
+    /// bucket out of reach is exit 4 at the start, not at the first save.
+    pub async fn check(&self, client: &KinesisClient) -> Result<()> {
+        let StateStore::S3 { s3, bucket, .. } = self else {
+            return Ok(());
+        };
+        let head = || s3.head_bucket().bucket(bucket).send();
+        (retry_passing(client, "S3 HeadBucket", head).await)
+            .map(|_| ())
+            .map_err(|f| failed(&format!("s3://{bucket}"), "HeadBucket", f))
+    }
+
     /// Saves `bytes` as a new object under `name` (`APP/SHARD/COUNTER-...`): its pointer.
     pub async fn put(&self, client: &KinesisClient, name: &str, bytes: Vec<u8>) -> Result<String> {
         match self {

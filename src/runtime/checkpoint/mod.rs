@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::chunk::{LinePosition, ShardPosition};
@@ -78,7 +79,17 @@ pub struct PartitionState {
     pub state: Vec<u8>,
 }
 
-/// The partitions a group member owns, each a task with state of its own.
+/// A Kinesis member's state of one shard, saved for whichever member reads the shard next:
+/// the command's state after every record up to `resume` (`None`: none handled or restored
+/// yet), its output durable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardState {
+    pub shard: Arc<str>,
+    pub resume: Option<ShardResume>,
+    pub state: Vec<u8>,
+}
+
+/// The partitions (or shards) a group member owns, each a task with state of its own.
 #[derive(Debug, Default)]
 struct Owned {
     /// Each owned partition's first offset not covered by its restored state: a record
@@ -88,6 +99,10 @@ struct Owned {
     moved: BTreeSet<i32>,
     /// States saved and not yet handed to the source.
     outbox: Vec<PartitionState>,
+    /// A Kinesis member's shards, by task.
+    shards: BTreeMap<i32, Arc<str>>,
+    /// Shard states saved and not yet handed to the source.
+    shard_outbox: Vec<ShardState>,
 }
 
 /// The states a group member's step keeps per partition.
@@ -400,6 +415,76 @@ impl Checkpoints {
             .unwrap_or_default()
     }
 
+    /// The shard states saved since the last call, for a Kinesis member's source.
+    pub(crate) fn take_saved_shards(&mut self) -> Vec<ShardState> {
+        self.group
+            .as_mut()
+            .map(|g| std::mem::take(&mut g.shard_outbox))
+            .unwrap_or_default()
+    }
+
+    /// A Kinesis member reads `shard` (task `task`) from now on, going on from `restored`
+    /// (where its last owner stood, with its state then), before any of its records.
+    pub(crate) fn own_shard(
+        &mut self,
+        shard: &Arc<str>,
+        task: i32,
+        restored: Option<&ShardState>,
+        step: &mut impl RecordStep,
+    ) -> Result<()> {
+        let Some(group) = &mut self.group else {
+            return Ok(());
+        };
+        group.floors.insert(task, i64::MIN);
+        group.shards.insert(task, shard.clone());
+        self.shards.remove(shard.as_ref());
+        let Some(restored) = restored else {
+            return Ok(());
+        };
+        if let Some(resume) = &restored.resume {
+            self.shards.insert(shard.to_string(), resume.clone());
+        }
+        states_of(step)?
+            .restore(task, &restored.state)
+            .map_err(Error::Usage)
+    }
+
+    /// A Kinesis member stops reading the shard of `task`, every record of it handled: with
+    /// `save` (it goes to another member, or ended) its state is returned, the output durable;
+    /// without (another member took it), the state is dropped.
+    pub(crate) fn revoke_shard(
+        &mut self,
+        task: i32,
+        save: bool,
+        step: &mut impl RecordStep,
+        policy: &mut ErrorPolicy,
+    ) -> Result<Option<ShardState>> {
+        let Some(group) = &mut self.group else {
+            return Ok(None);
+        };
+        let Some(shard) = group.shards.remove(&task) else {
+            return Ok(None);
+        };
+        group.floors.remove(&task);
+        group.moved.remove(&task);
+        let resume = self.shards.remove(shard.as_ref());
+        let saved = match save {
+            true => {
+                step.durable()?;
+                policy.durable()?;
+                let state = states_of(step)?.save(task);
+                Some(ShardState {
+                    shard,
+                    resume,
+                    state,
+                })
+            }
+            false => None,
+        };
+        revoke(step, task);
+        Ok(saved)
+    }
+
     /// Reads the checkpoint, if there is one, refusing one of another version, command or
     /// job (exit 2). A stand-in previous checkpoint is said on stderr.
     pub fn restore(&mut self) -> Result<Option<Restored>> {
@@ -552,6 +637,13 @@ impl Checkpoints {
                 continue;
             }
             seen.push(&p.shard);
+            if let Some(group) = &mut self.group {
+                // A member passes only the records of shards it owns.
+                if !group.floors.contains_key(&p.task) {
+                    continue;
+                }
+                group.moved.insert(p.task);
+            }
             self.shards.insert(
                 p.shard.to_string(),
                 ShardResume::After {
@@ -565,6 +657,11 @@ impl Checkpoints {
 
     /// Kinesis shard `shard` was read to its end, every record handled.
     pub(crate) fn shard_ended(&mut self, shard: &str) {
+        if let Some(group) = &self.group {
+            if !group.shards.values().any(|s| s.as_ref() == shard) {
+                return;
+            }
+        }
         self.shards.insert(shard.to_string(), ShardResume::Done);
         self.moved = true;
     }
@@ -694,6 +791,12 @@ impl Checkpoints {
                 group.outbox.push(PartitionState {
                     partition: p,
                     next_offset: next,
+                    state: states_of(step)?.save(p),
+                });
+            } else if let Some(shard) = group.shards.get(&p) {
+                group.shard_outbox.push(ShardState {
+                    shard: shard.clone(),
+                    resume: self.shards.get(shard.as_ref()).cloned(),
                     state: states_of(step)?.save(p),
                 });
             }
@@ -853,6 +956,7 @@ mod tests {
             shard: "shard-1".into(),
             sequence: "5".into(),
             subsequence: None,
+            task: 1,
         }]);
         c.shard_starts("shard-1", 3_000);
         c.take(&mut step, &mut policy, &counters).unwrap();
