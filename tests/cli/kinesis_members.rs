@@ -21,11 +21,11 @@ fn numbered(start: u64, n: u64) -> String {
         .collect()
 }
 
-/// A consume member: its process, output and stderr files.
-struct Member {
-    child: Background,
-    out: PathBuf,
-    err: PathBuf,
+/// A member: its process, output and stderr files.
+pub struct Member {
+    pub child: Background,
+    pub out: PathBuf,
+    pub err: PathBuf,
 }
 
 impl Member {
@@ -35,14 +35,14 @@ impl Member {
     }
 
     /// Sends it `sig` (`-STOP`, `-TERM`...).
-    fn signal(&self, sig: &str) {
+    pub fn signal(&self, sig: &str) {
         let id = self.child.0.id().to_string();
         let kill = Command::new("kill").args([sig, &id]).status();
         assert!(kill.unwrap().success());
     }
 
     /// SIGTERM: it hands its shards over and exits 130; how long that took.
-    fn stop(&mut self) -> Duration {
+    pub fn stop(&mut self) -> Duration {
         let started = Instant::now();
         self.signal("-TERM");
         let status = self.child.0.wait().unwrap();
@@ -54,18 +54,18 @@ impl Member {
 
 /// An application on a new stream: the servers, the stream, the app's name, the members'
 /// files and the next record to write.
-struct App {
-    s: Server,
-    dynamo: Server,
-    stream: String,
-    name: String,
-    dir: tempfile::TempDir,
+pub struct App {
+    pub s: Server,
+    pub dynamo: Server,
+    pub stream: String,
+    pub name: String,
+    pub dir: tempfile::TempDir,
     next: u64,
 }
 
 impl App {
     /// A new stream of `shards` shards and an application for it; `None` without servers.
-    fn new(name: &str, shards: u32) -> Option<App> {
+    pub fn new(name: &str, shards: u32) -> Option<App> {
         let (s, dynamo) = (kinesis_local()?, dynalite()?);
         let stream = s.stream(name, shards);
         Some(App {
@@ -80,6 +80,12 @@ impl App {
 
     /// A consume member of the application, with a 3 s lease time.
     fn member(&self, name: &str) -> Member {
+        self.spawn(name, &["consume", "-J"])
+    }
+
+    /// A member running `command` (with its flags) on the stream, with a 3 s lease time,
+    /// its output to `NAME.ndjson`.
+    pub fn spawn(&self, name: &str, command: &[&str]) -> Member {
         let dir = self.dir.path();
         let (out, err) = (
             dir.join(format!("{name}.ndjson")),
@@ -88,14 +94,8 @@ impl App {
         let mut c = weir_std();
         aws_env(&mut c)
             .env("AWS_ENDPOINT_URL_DYNAMODB", &self.dynamo.endpoint)
-            .args([
-                "consume",
-                "-J",
-                "-q",
-                &self.s.url(&self.stream),
-                "-G",
-                &self.name,
-            ])
+            .args(command)
+            .args(["-q", &self.s.url(&self.stream), "-G", &self.name])
             .args(["--lease-time", "3s", "--endpoint-url", &self.s.endpoint])
             .args(["-o", out.to_str().unwrap()])
             .stderr(std::fs::File::create(&err).unwrap());

@@ -8,6 +8,7 @@ mod docs;
 mod kafka;
 mod kinesis;
 mod kinesis_members;
+mod kinesis_state;
 mod layers;
 mod profile;
 mod repartition;

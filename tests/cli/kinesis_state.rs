@@ -1,0 +1,252 @@
+//! `window` and `dedupe` members of a Kinesis application (`-G APP --state-store`): three
+//! members share a 4-shard stream written while they run, one killed and restarted, one
+//! stopped, one joining; what they upsert equals one uninterrupted run's over the stream.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::kinesis::aws_env;
+use super::kinesis_members::{App, Member};
+use super::weir_std;
+
+/// Event times start here (ms): 2023-11-14T22:13:20Z.
+const BASE: i64 = 1_700_000_000_000;
+
+/// How the windows of the records a day later start.
+const DAY_LATER: &str = "\"2023-11-15";
+
+/// How the drill writes: `rounds` of `per_round` records, with these keys.
+struct Writes {
+    next: u64,
+    keys: u64,
+}
+
+impl Writes {
+    /// Records `{"k":"m..","id":"e..","t":..,"i":..}`: 23 keys, event time half a second
+    /// apart, a little out of order; every id comes again 7 records later (same key, so the
+    /// same shard).
+    fn lines(&mut self, n: u64) -> String {
+        let mut out = String::new();
+        for i in self.next..self.next + n {
+            let jitter = (i * 7919 % 5) as i64 * 300;
+            let t = BASE + i as i64 * 500 - jitter;
+            let id = if i % 3 == 0 && i >= 7 { i - 7 } else { i };
+            let k = id % self.keys;
+            out.push_str(&format!(
+                "{{\"k\":\"m{k}\",\"id\":\"e{id}\",\"t\":{t},\"i\":{i}}}\n"
+            ));
+        }
+        self.next += n;
+        out
+    }
+}
+
+/// One drill: `members` run `command` with a state store; the stream (keyed by `key`) is
+/// written while one member is killed and restarted, one stopped and one joins; then every
+/// key gets a record a day later, so that every shard's watermark passes what came before.
+/// Returns the members' outputs and one run's over the whole stream (`-e`, no `-G`).
+fn drill(name: &str, key: &str, command: &[&str]) -> Option<(Vec<String>, String)> {
+    let app = App::new(name, 4)?;
+    let store = app.dir.path().join("states");
+    let store = store.to_str().unwrap().to_string();
+    let member_args = [
+        command,
+        &["--state-store", &store, "--checkpoint-interval", "1s"],
+    ]
+    .concat();
+    let mut writes = Writes { next: 0, keys: 23 };
+    let mut put = |app: &App, n| {
+        app.s.py(&["put", &app.stream, key], &writes.lines(n));
+    };
+    let a = app.spawn("a", &member_args);
+    let mut b = app.spawn("b", &member_args);
+    for _ in 0..4 {
+        put(&app, 150);
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    // Killed and restarted: its shards are read again from their last saved states.
+    let mut killed = a;
+    killed.child.0.kill().unwrap();
+    killed.child.0.wait().unwrap();
+    let a2 = app.spawn("a2", &member_args);
+    for _ in 0..4 {
+        put(&app, 150);
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    // Stopped: it hands its shards over with their states and exits 130 within seconds.
+    let took = b.stop();
+    assert!(
+        took < Duration::from_secs(5),
+        "the member took {took:?} to stop"
+    );
+    let c = app.spawn("c", &member_args);
+    for _ in 0..6 {
+        put(&app, 150);
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    // A day later for every key: every shard's windows and ids before it are done.
+    let late: String = (0..23)
+        .map(|k| {
+            format!(
+                "{{\"k\":\"m{k}\",\"id\":\"e{k}\",\"t\":{},\"i\":-1}}\n",
+                BASE + 86_400_000
+            )
+        })
+        .collect();
+    app.s.py(&["put", &app.stream, key], &late);
+    let one = one_run(&app, command);
+    let members = [&killed, &b, &a2, &c];
+    // What comes before the day-later records: all of it, once the members caught up.
+    let before_day = |l: &&str| !l.contains(DAY_LATER);
+    let want = one.lines().filter(before_day).count();
+    let settled = std::time::Instant::now();
+    while settled.elapsed() < Duration::from_secs(40) {
+        let got: BTreeSet<String> = members.iter().flat_map(|m| lines(m)).collect();
+        if got.iter().map(String::as_str).filter(before_day).count() >= want {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let outputs = members.iter().map(|m| read(m)).collect();
+    for err in members.iter().map(|m| read_err(m)) {
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    Some((outputs, one))
+}
+
+/// One uninterrupted run of `command` over the whole stream, read to its end.
+fn one_run(app: &App, command: &[&str]) -> String {
+    let mut c = weir_std();
+    let out = aws_env(&mut c)
+        .args(command)
+        .args(["-e", "-q", &app.s.url(&app.stream)])
+        .args(["--endpoint-url", &app.s.endpoint])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn read(m: &Member) -> String {
+    std::fs::read_to_string(&m.out).unwrap_or_default()
+}
+
+fn read_err(m: &Member) -> String {
+    std::fs::read_to_string(&m.err).unwrap_or_default()
+}
+
+fn lines(m: &Member) -> Vec<String> {
+    read(m).lines().map(String::from).collect()
+}
+
+/// Asserts that what was written twice (by `key`) was written once by the killed member
+/// (`outputs[0]`) and once by the member that read its shards on: a planned move (a stop, a
+/// join) repeats nothing. Returns how many repeats there were.
+fn repeats_only_from_the_killed(outputs: &[String], key: impl Fn(&str) -> String) -> usize {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut repeats = 0;
+    for (member, output) in outputs.iter().enumerate() {
+        for line in output.lines() {
+            if let Some(first) = seen.insert(key(line), member) {
+                assert!(
+                    first == 0 && member != 0,
+                    "written by members {first} and {member}: {line}"
+                );
+                repeats += 1;
+            }
+        }
+    }
+    repeats
+}
+
+/// Window rows by their upsert key (key, window start); every row written for a key the
+/// same (a repeat, from the killed member, is the same row again).
+fn rows(outputs: &[&str]) -> BTreeMap<(String, String), Value> {
+    let mut by_key: BTreeMap<(String, String), Value> = BTreeMap::new();
+    for line in outputs.iter().flat_map(|o| o.lines()) {
+        let row: Value = serde_json::from_str(line).unwrap();
+        let key = (row["value_k"].to_string(), row["window_start"].to_string());
+        if let Some(before) = by_key.insert(key.clone(), row.clone()) {
+            assert_eq!(before, row, "two rows for {key:?}");
+        }
+    }
+    by_key
+}
+
+#[test]
+fn three_window_members_upsert_what_one_run_writes() {
+    let window = [
+        "window",
+        "--time",
+        "value.t",
+        "--key",
+        "value.k",
+        "--tumbling",
+        "10s",
+        "--delay",
+        "5s",
+        "--count",
+        "--sum",
+        "value.i",
+    ];
+    let Some((outputs, one)) = drill("state-window", "k", &window) else {
+        return;
+    };
+    let before_day = |rows: BTreeMap<(String, String), Value>| -> BTreeMap<_, _> {
+        (rows.into_iter())
+            .filter(|((_, start), _)| !start.starts_with(DAY_LATER))
+            .collect()
+    };
+    let got = before_day(rows(
+        &outputs.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    let want = before_day(rows(&[one.as_str()]));
+    assert!(want.len() > 100, "{}", want.len());
+    let missing: Vec<_> = want
+        .keys()
+        .filter(|k| !got.contains_key(*k))
+        .take(5)
+        .collect();
+    let wrong: Vec<_> = (want.iter())
+        .filter(|(k, v)| got.get(*k).is_some_and(|g| g != *v))
+        .take(5)
+        .collect();
+    assert!(
+        got.len() == want.len() && missing.is_empty() && wrong.is_empty(),
+        "{} rows, one run {}; missing {missing:?}; different {wrong:?}",
+        got.len(),
+        want.len()
+    );
+}
+
+#[test]
+fn three_dedupe_members_keep_what_one_run_keeps() {
+    let dedupe = ["dedupe", "--id", "value.id"];
+    let Some((outputs, one)) = drill("state-dedupe", "id", &dedupe) else {
+        return;
+    };
+    let ids = |text: &str| -> BTreeMap<String, String> {
+        let mut kept = BTreeMap::new();
+        for line in text.lines() {
+            let record: Value = serde_json::from_str(line).unwrap();
+            let id = record["value"]["id"].as_str().unwrap().to_string();
+            let seq = record["sequence"].as_str().unwrap().to_string();
+            if let Some(before) = kept.insert(id.clone(), seq.clone()) {
+                assert_eq!(before, seq, "{id} kept twice, from other records");
+            }
+        }
+        kept
+    };
+    let repeats = repeats_only_from_the_killed(&outputs, |line| {
+        let record: Value = serde_json::from_str(line).unwrap();
+        record["sequence"].to_string()
+    });
+    eprintln!("records written again after the kill: {repeats}");
+    let got = ids(&outputs.concat());
+    let want = ids(&one);
+    assert!(want.len() > 1000, "{}", want.len());
+    assert_eq!(got, want);
+}
