@@ -33,6 +33,11 @@ pub fn dynalite() -> Option<Server> {
     server("WEIR_TEST_DYNAMODB")
 }
 
+/// s3rver, the S3-compatible server state stores live in (bucket `weir-test`).
+pub fn s3rver() -> Option<Server> {
+    server("WEIR_TEST_S3")
+}
+
 fn server(var: &str) -> Option<Server> {
     match std::env::var(var) {
         Ok(endpoint) => Some(Server { endpoint }),

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::kinesis::{aws_env, dynalite, kinesis_local, Server};
+use super::kinesis::{aws_env, dynalite, kinesis_local, s3rver, Server};
 use super::{weir_std, Background};
 
 /// How long a drill waits for the members to do what it expects.
@@ -57,6 +57,8 @@ impl Member {
 pub struct App {
     pub s: Server,
     pub dynamo: Server,
+    /// Where an S3 state store is.
+    pub s3: Server,
     pub stream: String,
     pub name: String,
     pub dir: tempfile::TempDir,
@@ -66,13 +68,14 @@ pub struct App {
 impl App {
     /// A new stream of `shards` shards and an application for it; `None` without servers.
     pub fn new(name: &str, shards: u32) -> Option<App> {
-        let (s, dynamo) = (kinesis_local()?, dynalite()?);
+        let (s, dynamo, s3) = (kinesis_local()?, dynalite()?, s3rver()?);
         let stream = s.stream(name, shards);
         Some(App {
             name: format!("{stream}-app"),
             stream,
             s,
             dynamo,
+            s3,
             dir: tempfile::tempdir().unwrap(),
             next: 0,
         })
@@ -94,6 +97,10 @@ impl App {
         let mut c = weir_std();
         aws_env(&mut c)
             .env("AWS_ENDPOINT_URL_DYNAMODB", &self.dynamo.endpoint)
+            .env("AWS_ENDPOINT_URL_S3", &self.s3.endpoint)
+            // s3rver knows only its own key; the other servers take any.
+            .env("AWS_ACCESS_KEY_ID", "S3RVER")
+            .env("AWS_SECRET_ACCESS_KEY", "S3RVER")
             .args(command)
             .args(["-q", &self.s.url(&self.stream), "-G", &self.name])
             .args(["--lease-time", "3s", "--endpoint-url", &self.s.endpoint])
@@ -316,8 +323,9 @@ fn a_killed_members_shards_are_taken_after_the_lease_time() {
     }
 }
 
-/// What a member refuses: state per shard (not built), an end, a KCL application's table
-/// (exit 2); and a DynamoDB out of reach (exit 4), never a run without its application.
+/// What a member refuses: state per shard without a state store, an end, a KCL
+/// application's table (exit 2); and a DynamoDB out of reach (exit 4), never a run without
+/// its application.
 #[test]
 fn members_refuse_what_they_cannot_share_and_need_their_table() {
     let Some(app) = App::new("members-refuse", 1) else {
@@ -336,7 +344,7 @@ fn members_refuse_what_they_cannot_share_and_need_their_table() {
         "--count",
     ];
     for (args, says) in [
-        (&window[..], "not built"),
+        (&window[..], "--state-store"),
         (&["consume", &url, "-G", name, "-e"][..], "-e"),
         (
             &["consume", &url, "-G", name, "--from", "-1h"][..],

@@ -43,14 +43,16 @@ impl Writes {
     }
 }
 
-/// One drill: `members` run `command` with a state store; the stream (keyed by `key`) is
+/// One drill: `members` run `command` with a state store (a directory, or `in_s3`); the stream (keyed by `key`) is
 /// written while one member is killed and restarted, one stopped and one joins; then every
 /// key gets a record a day later, so that every shard's watermark passes what came before.
 /// Returns the members' outputs and one run's over the whole stream (`-e`, no `-G`).
-fn drill(name: &str, key: &str, command: &[&str]) -> Option<(Vec<String>, String)> {
+fn drill(name: &str, key: &str, command: &[&str], in_s3: bool) -> Option<(Vec<String>, String)> {
     let app = App::new(name, 4)?;
-    let store = app.dir.path().join("states");
-    let store = store.to_str().unwrap().to_string();
+    let store = match in_s3 {
+        true => format!("s3://weir-test/{}", app.stream),
+        false => app.dir.path().join("states").to_str().unwrap().to_string(),
+    };
     let member_args = [
         command,
         &["--state-store", &store, "--checkpoint-interval", "1s"],
@@ -113,6 +115,7 @@ fn drill(name: &str, key: &str, command: &[&str]) -> Option<(Vec<String>, String
     let outputs = members.iter().map(|m| read(m)).collect();
     for err in members.iter().map(|m| read_err(m)) {
         assert!(!err.contains("panicked"), "{err}");
+        eprintln!("a member said: {err}");
     }
     Some((outputs, one))
 }
@@ -192,7 +195,7 @@ fn three_window_members_upsert_what_one_run_writes() {
         "--sum",
         "value.i",
     ];
-    let Some((outputs, one)) = drill("state-window", "k", &window) else {
+    let Some((outputs, one)) = drill("state-window", "k", &window, false) else {
         return;
     };
     let before_day = |rows: BTreeMap<(String, String), Value>| -> BTreeMap<_, _> {
@@ -225,7 +228,7 @@ fn three_window_members_upsert_what_one_run_writes() {
 #[test]
 fn three_dedupe_members_keep_what_one_run_keeps() {
     let dedupe = ["dedupe", "--id", "value.id"];
-    let Some((outputs, one)) = drill("state-dedupe", "id", &dedupe) else {
+    let Some((outputs, one)) = drill("state-dedupe", "id", &dedupe, true) else {
         return;
     };
     let ids = |text: &str| -> BTreeMap<String, String> {
@@ -248,5 +251,71 @@ fn three_dedupe_members_keep_what_one_run_keeps() {
     let got = ids(&outputs.concat());
     let want = ids(&one);
     assert!(want.len() > 1000, "{}", want.len());
-    assert_eq!(got, want);
+    let missing: Vec<_> = want.keys().filter(|id| !got.contains_key(*id)).collect();
+    let extra: Vec<_> = got.keys().filter(|id| !want.contains_key(*id)).collect();
+    let other: Vec<_> = (got.iter())
+        .filter(|(id, seq)| want.get(*id).is_some_and(|w| w != *seq))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty() && other.is_empty(),
+        "{} ids kept, one run {}: missing {missing:?}, extra {extra:?}, other records {other:?}",
+        got.len(),
+        want.len()
+    );
+}
+
+/// What a member that keeps state refuses: a record whose partition key is not its state
+/// key (exit 2, naming the remedy), and a state store out of reach (exit 4, before any
+/// output).
+#[test]
+fn members_keeping_state_need_a_stream_keyed_by_it_and_their_store() {
+    let Some(app) = App::new("state-refuse", 2) else {
+        return;
+    };
+    app.s.py(
+        &["put", &app.stream, "i"],
+        "{\"k\":\"m1\",\"t\":1700000000000,\"i\":0}\n",
+    );
+    let store = app.dir.path().join("states");
+    let store = store.to_str().unwrap();
+    let window = [
+        "window",
+        "--time",
+        "value.t",
+        "--key",
+        "value.k",
+        "--tumbling",
+        "10s",
+        "--count",
+    ];
+    let mut m = app.spawn("keyed", &[&window[..], &["--state-store", store]].concat());
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = m.child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "it did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let err = read_err(&m);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("partition key is '0'"), "{err}");
+    assert!(err.contains("-o kinesis://"), "{err}");
+    let unreachable = [&window[..], &["--state-store", "s3://weir-test/x"]].concat();
+    let mut c = weir_std();
+    let out = aws_env(&mut c)
+        .env("AWS_ENDPOINT_URL_DYNAMODB", &app.dynamo.endpoint)
+        .env("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
+        .args(&unreachable)
+        .args([&app.s.url(&app.stream), "-G", &app.name, "--timeout", "2s"])
+        .args(["--endpoint-url", &app.s.endpoint])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("state store"), "{err}");
+    assert!(out.stdout.is_empty());
 }
