@@ -279,7 +279,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__dedupe)
-            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --id --time --time-format --horizon --horizon-by --delay --partition-by --idle-timeout --max-keys --exact-ids --duplicates --keep --output --key --header --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --id --time --time-format --horizon --horizon-by --delay --partition-by --idle-timeout --max-keys --exact-ids --duplicates --keep --output --key --header --checkpoint --checkpoint-interval --reset --changelog --state-store --repartition --repartition-partitions --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -482,6 +482,10 @@ _weir() {
                     return 0
                     ;;
                 --changelog)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-store)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -929,7 +933,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__watermark__subcmd__profile)
-            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --changelog --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --output --checkpoint --checkpoint-interval --reset --changelog --state-store --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1123,6 +1127,10 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --state-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --stats)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1135,7 +1143,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__window)
-            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --checkpoint --checkpoint-interval --reset --changelog --repartition --repartition-partitions --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --checkpoint --checkpoint-interval --reset --changelog --state-store --repartition --repartition-partitions --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1386,6 +1394,10 @@ _weir() {
                     return 0
                     ;;
                 --changelog)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-store)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -412,6 +412,41 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
     }
 }
 
+impl<S, H> DeduperState<S, H> {
+    /// Several parent shards' states as one child's start: the entries `keep` says, every
+    /// id each evicted (their filters joined), and the counts of those marked `whole` (each
+    /// parent's go to one child).
+    pub fn merged(
+        parts: Vec<(DeduperState<S, H>, bool)>,
+        keep: impl Fn(&S, &H) -> bool,
+    ) -> DeduperState<S, H> {
+        let mut out = DeduperState {
+            entries: Vec::new(),
+            evicted: None,
+            counts: DedupeCounts::default(),
+            swept_at: Millis::MIN,
+            oldest: Millis::MAX,
+        };
+        for (part, whole) in parts {
+            (out.entries).extend(part.entries.into_iter().filter(|(s, _, h)| keep(s, h)));
+            out.evicted = match (out.evicted.take(), part.evicted) {
+                (Some(a), Some(b)) => Some(a.iter().zip(&b).map(|(x, y)| x | y).collect()),
+                (a, b) => a.or(b),
+            };
+            if whole {
+                let (c, p) = (&mut out.counts, part.counts);
+                c.evicted += p.evicted;
+                c.possibly_duplicate += p.possibly_duplicate;
+                c.expired += p.expired;
+                c.peak_keys = c.peak_keys.max(p.peak_keys);
+            }
+            out.swept_at = out.swept_at.max(part.swept_at);
+            out.oldest = out.oldest.min(part.oldest);
+        }
+        out
+    }
+}
+
 /// What a checkpoint keeps of a `Deduper`: every remembered id with the time its group
 /// opened (and, keeping last, its held record), the filter of evicted ids, the counts, and
 /// the sweep's place.

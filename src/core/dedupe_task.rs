@@ -6,9 +6,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::dedupe::{hash_id, DedupeCounts, Deduper, DeduperState, IdHash, IdKey, Verdict};
-use super::partitioned::PartitionTask;
+use super::envelope::state_key_text;
+use super::partitioned::{Parent, PartitionTask};
 use super::time::Millis;
 use super::watermark::{PartitionIds, Watermarks};
+use super::window::KEY_SEPARATOR;
 
 /// Which record of an id's group is written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -147,6 +149,116 @@ impl PartitionTask for Task {
         fresh.seq = state.seq;
         Ok(fresh)
     }
+
+    /// A child shard's ids: its parents' (an id of a sibling's key never comes here, so
+    /// keeping it costs only room; a held record goes to the child of its partition key), with
+    /// the watermark of the parent furthest behind.
+    fn inherited(
+        fresh: Task,
+        parents: Vec<Parent<TaskState>>,
+        owns: &dyn Fn(&str) -> bool,
+    ) -> Result<Task, String> {
+        let mut ids = Vec::new();
+        let mut behind: Option<TaskState> = None;
+        let mut seq = Millis::MIN;
+        for Parent { mut saved, whole } in parents {
+            seq = seq.max(saved.seq);
+            let taken = std::mem::replace(&mut saved.ids, IdsState::Hashed(empty()));
+            ids.push((taken, whole));
+            if behind
+                .as_ref()
+                .is_none_or(|b| saved.watermarks.current() < b.watermarks.current())
+            {
+                behind = Some(saved);
+            }
+        }
+        let Some(mut state) = behind else {
+            return Ok(fresh);
+        };
+        state.ids = IdsState::merged(ids, owns)?;
+        state.seq = seq;
+        Task::restored(fresh, state)
+    }
+}
+
+/// An empty state, to take a parent's ids out of it.
+fn empty<S, H>() -> DeduperState<S, H> {
+    DeduperState::merged(Vec::new(), |_, _| true)
+}
+
+/// Whether a held record (an envelope) is of a partition key `owns` says is the child's.
+fn held_owned(held: &Held, owns: &dyn Fn(&str) -> bool) -> bool {
+    #[derive(Deserialize)]
+    struct Keyed {
+        key: Option<String>,
+    }
+    match serde_json::from_slice::<Keyed>(&held.bytes) {
+        Ok(Keyed { key: Some(key) }) => owns(&key),
+        // Not an envelope: the record goes on in every child rather than in none.
+        _ => true,
+    }
+}
+
+impl IdsState {
+    /// Parents' ids as one child's (see `Task::inherited`).
+    fn merged(
+        parts: Vec<(IdsState, bool)>,
+        owns: &dyn Fn(&str) -> bool,
+    ) -> Result<IdsState, String> {
+        let exact = |id: &str| {
+            owns(&state_key_text(
+                &id.split(KEY_SEPARATOR).collect::<Vec<_>>(),
+            ))
+        };
+        let held = |h: &Held| held_owned(h, owns);
+        Ok(match parts.first().map(|p| &p.0) {
+            None | Some(IdsState::Hashed(_)) => {
+                let parts = of_kind(parts, |s| match s {
+                    IdsState::Hashed(d) => Some(d),
+                    _ => None,
+                })?;
+                IdsState::Hashed(DeduperState::merged(parts, |_, _| true))
+            }
+            Some(IdsState::Exact(_)) => {
+                let parts = of_kind(parts, |s| match s {
+                    IdsState::Exact(d) => Some(d),
+                    _ => None,
+                })?;
+                IdsState::Exact(DeduperState::merged(parts, |id, _| exact(id)))
+            }
+            Some(IdsState::HashedLast(_)) => {
+                let parts = of_kind(parts, |s| match s {
+                    IdsState::HashedLast(d) => Some(d),
+                    _ => None,
+                })?;
+                IdsState::HashedLast(DeduperState::merged(parts, |_, h| held(h)))
+            }
+            Some(IdsState::ExactLast(_)) => {
+                let parts = of_kind(parts, |s| match s {
+                    IdsState::ExactLast(d) => Some(d),
+                    _ => None,
+                })?;
+                IdsState::ExactLast(DeduperState::merged(parts, |id, h| exact(id) && held(h)))
+            }
+        })
+    }
+}
+
+/// A parent's ids, with whether its counts go to the child.
+type ParentIds<S, H> = (DeduperState<S, H>, bool);
+
+/// The parents' ids, all of the kind `take` picks out; another kind is an error.
+fn of_kind<S, H>(
+    parts: Vec<(IdsState, bool)>,
+    take: fn(IdsState) -> Option<DeduperState<S, H>>,
+) -> Result<Vec<ParentIds<S, H>>, String> {
+    (parts.into_iter())
+        .map(|(state, whole)| {
+            let ids =
+                take(state).ok_or("the parent shards keep ids of another --keep or --exact-ids")?;
+            Ok((ids, whole))
+        })
+        .collect()
 }
 
 /// The ids as a checkpoint keeps them, one variant per kind of `Ids`.
@@ -309,6 +421,64 @@ mod tests {
             assert_eq!(task.ids.check("\"a\"", 120, 120), Verdict::First);
             assert_eq!(task.ids.counts().peak_keys, 2, "exact ids: {exact}");
         }
+    }
+
+    /// A child shard's ids: both parents' of a merge; for a split, every id (a sibling's
+    /// never comes), but each held record only in the child of its partition key, and each
+    /// parent's counts in one child.
+    #[test]
+    fn children_inherit_ids_and_their_own_held_records() {
+        let envelope = |seq: u64, key: &str| Held {
+            seq,
+            bytes: format!("{{\"key\":\"{key}\",\"value\":{{}}}}")
+                .into_bytes()
+                .into(),
+        };
+        for exact in [false, true] {
+            let mut parent = spec(Keep::Last, exact).fresh();
+            parent.ids.check_held("\"a\"", 10, 10, envelope(1, "a"));
+            parent.ids.check_held("\"b\"", 20, 20, envelope(2, "b"));
+            let only_a = |key: &str| key == "a";
+            let from = |whole| Parent {
+                saved: parent.saved(),
+                whole,
+            };
+            let mut child =
+                Task::inherited(spec(Keep::Last, exact).fresh(), vec![from(true)], &only_a)
+                    .unwrap();
+            let mut out = Vec::new();
+            child.ids.finish(&mut out);
+            assert_eq!(out, vec![(10, envelope(1, "a"))], "exact ids: {exact}");
+            // A merge: the other parent's ids too.
+            let mut other = spec(Keep::Last, exact).fresh();
+            other.ids.check_held("\"c\"", 30, 30, envelope(3, "c"));
+            let both = vec![
+                from(false),
+                Parent {
+                    saved: other.saved(),
+                    whole: true,
+                },
+            ];
+            let mut merged =
+                Task::inherited(spec(Keep::Last, exact).fresh(), both, &|_| true).unwrap();
+            assert_eq!(
+                merged.ids.check_held("\"a\"", 40, 40, envelope(4, "a")),
+                Some(envelope(1, "a"))
+            );
+            let mut out = Vec::new();
+            merged.ids.finish(&mut out);
+            assert_eq!(out.len(), 3, "{out:?}");
+        }
+        // Keeping first, with hashed ids: a split child remembers every id of its parent.
+        let mut parent = spec(Keep::First, false).fresh();
+        parent.ids.check("\"a\"", 10, 10);
+        let saved = Parent {
+            saved: parent.saved(),
+            whole: false,
+        };
+        let mut child =
+            Task::inherited(spec(Keep::First, false).fresh(), vec![saved], &|_| false).unwrap();
+        assert_eq!(child.ids.check("\"a\"", 20, 20), Verdict::Duplicate);
     }
 
     /// `--keep last`: a repeat replaces the held record, and the last one goes out when the

@@ -163,6 +163,13 @@ impl Liveness {
     }
 }
 
+/// Where a Kinesis partition key falls in the stream's hash key space: the MD5 of its UTF-8
+/// bytes as a 128-bit big-endian number, as the service places records in shards.
+pub fn hash_key(partition_key: &str) -> u128 {
+    use md5::{Digest, Md5};
+    u128::from_be_bytes(Md5::digest(partition_key.as_bytes()).into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

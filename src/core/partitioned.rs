@@ -31,6 +31,15 @@ pub fn shard_task(id: &str) -> i32 {
     }
 }
 
+/// A parent shard's last state as one of its children starts from it (a split or merge of
+/// a Kinesis stream): `owns` says which partition keys (as a record's would spell its state
+/// key) go to this child; `whole` whether what no key names (counts, a profile) does, which
+/// goes to exactly one child of each parent.
+pub struct Parent<S> {
+    pub saved: S,
+    pub whole: bool,
+}
+
 /// A partition's state that a group member saves for the partition's next owner.
 pub trait PartitionTask: Sized {
     /// What is saved of it.
@@ -38,6 +47,13 @@ pub trait PartitionTask: Sized {
     fn saved(&self) -> Self::Saved;
     /// `fresh` (a new partition's state) going on from `saved`.
     fn restored(fresh: Self, saved: Self::Saved) -> Result<Self, String>;
+    /// `fresh` (a child shard's state) going on from its parents' last states, taking the keys
+    /// `owns` says are the child's.
+    fn inherited(
+        fresh: Self,
+        parents: Vec<Parent<Self::Saved>>,
+        owns: &dyn Fn(&str) -> bool,
+    ) -> Result<Self, String>;
 }
 
 /// The parked states of the partitions a member owns, which one is active, and how a
@@ -133,6 +149,31 @@ impl<T: PartitionTask> PerPartition<T> {
             .unwrap_or_default()
     }
 
+    /// Gives `partition` (a child shard) the state its parents' last states hand it (each
+    /// as `save` made it, with whether what no key names goes to it): the keys `owns` says.
+    pub fn inherit(
+        &mut self,
+        slot: &mut T,
+        partition: i32,
+        parents: &[(&[u8], bool)],
+        owns: &dyn Fn(&str) -> bool,
+    ) -> Result<(), String> {
+        let mut decoded = Vec::new();
+        for (bytes, whole) in parents.iter().filter(|(b, _)| !b.is_empty()) {
+            let saved = saved::decode(bytes)?;
+            decoded.push(Parent {
+                saved,
+                whole: *whole,
+            });
+        }
+        if decoded.is_empty() {
+            return Ok(());
+        }
+        let state = T::inherited(self.fresh(), decoded, owns)?;
+        self.put(slot, partition, state);
+        Ok(())
+    }
+
     /// Gives `partition` the state its last owner saved (`bytes`, as `save` made them; empty:
     /// none, it starts afresh).
     pub fn restore(&mut self, slot: &mut T, partition: i32, bytes: &[u8]) -> Result<(), String> {
@@ -155,6 +196,14 @@ pub trait PartitionStates {
     /// `partition` is no longer this member's: its state goes (saved before, if it was
     /// revoked; lost with it, if the group gave it away for a missed heartbeat).
     fn revoke(&mut self, partition: i32);
+    /// `partition`, a child shard, starts from its parents' last states (`parents`, each
+    /// with whether what no key names goes to it), taking the keys `owns` says are its own.
+    fn inherit(
+        &mut self,
+        partition: i32,
+        parents: &[(&[u8], bool)],
+        owns: &dyn Fn(&str) -> bool,
+    ) -> Result<(), String>;
 }
 
 /// A command's tasks (its windows, ids or profile, with their watermark): one for the whole
@@ -266,6 +315,19 @@ impl<T: PartitionTask> PartitionStates for Tasks<T> {
             parked.take(&mut self.active, partition);
         }
     }
+
+    fn inherit(
+        &mut self,
+        partition: i32,
+        parents: &[(&[u8], bool)],
+        owns: &dyn Fn(&str) -> bool,
+    ) -> Result<(), String> {
+        self.ended.remove(&partition);
+        match &mut self.parked {
+            Some(parked) => parked.inherit(&mut self.active, partition, parents, owns),
+            None => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -308,6 +370,42 @@ mod tests {
         fn restored(_: Self, saved: Vec<u32>) -> Result<Self, String> {
             Ok(saved)
         }
+        /// The numbers `owns` takes (by their text), in the parents' order.
+        fn inherited(
+            _: Self,
+            parents: Vec<Parent<Vec<u32>>>,
+            owns: &dyn Fn(&str) -> bool,
+        ) -> Result<Self, String> {
+            let all = parents.into_iter().flat_map(|p| p.saved);
+            Ok(all.filter(|n| owns(&n.to_string())).collect())
+        }
+    }
+
+    /// A child starts from its parents' saved states, taking what it owns; parents with
+    /// nothing saved give nothing.
+    #[test]
+    fn a_child_inherits_what_it_owns_of_its_parents() {
+        let mut parents: Tasks<Vec<u32>> = Tasks::per_partition(Vec::new);
+        parents.activate(Some(1));
+        parents.active.extend([1, 2, 3]);
+        parents.activate(Some(2));
+        parents.active.extend([4, 5]);
+        let (one, two) = (
+            PartitionStates::save(&parents, 1),
+            PartitionStates::save(&parents, 2),
+        );
+        let mut child: Tasks<Vec<u32>> = Tasks::per_partition(Vec::new);
+        let even = |key: &str| key.parse::<u32>().unwrap() % 2 == 0;
+        let from = [
+            (one.as_slice(), true),
+            (&[][..], false),
+            (two.as_slice(), false),
+        ];
+        child.inherit(7, &from, &even).unwrap();
+        child.activate(Some(7));
+        assert_eq!(child.active, vec![2, 4]);
+        child.inherit(8, &[(&[][..], true)], &even).unwrap();
+        assert_eq!(child.save(8), Vec::<u8>::new(), "nothing to inherit");
     }
 
     /// A partition read to its end writes its last output at once; its next owner is given
@@ -359,6 +457,18 @@ mod tests {
         }
         fn restored(fresh: u32, saved: u32) -> Result<u32, String> {
             Ok(fresh + saved)
+        }
+        fn inherited(
+            fresh: u32,
+            parents: Vec<Parent<u32>>,
+            _: &dyn Fn(&str) -> bool,
+        ) -> Result<u32, String> {
+            Ok(fresh
+                + parents
+                    .iter()
+                    .filter(|p| p.whole)
+                    .map(|p| p.saved)
+                    .sum::<u32>())
         }
     }
 

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::lateness::{Profile, ProfileState, Report};
-use super::partitioned::{PartitionTask, Tasks};
+use super::partitioned::{Parent, PartitionTask, Tasks};
 use super::time::Millis;
 
 /// What is profiled: a run's records, or, for a consumer-group member, one partition's.
@@ -75,6 +75,23 @@ impl PartitionTask for Task {
         fresh.profile.restore(state.profile)?;
         fresh.max_seen = state.max_seen;
         fresh.no_time = state.no_time;
+        Ok(fresh)
+    }
+
+    /// A child shard's profile: each parent's goes on in one of its children (`whole`), so
+    /// that a member's report counts every record once; out-of-orderness is measured afresh
+    /// in the child, as a run over the stream measures it in each shard.
+    fn inherited(
+        mut fresh: Task,
+        parents: Vec<Parent<TaskState>>,
+        _owns: &dyn Fn(&str) -> bool,
+    ) -> Result<Task, String> {
+        let empty = fresh.clone();
+        for parent in parents.into_iter().filter(|p| p.whole) {
+            let task = Task::restored(empty.clone(), parent.saved)?;
+            fresh.profile.merge(&task.profile);
+            fresh.no_time += task.no_time;
+        }
         Ok(fresh)
     }
 }

@@ -15,7 +15,8 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::aggregate::{AggInput, AggSpec, AggState, Cell, Columns, ToColumns};
-use super::partitioned::PartitionTask;
+use super::envelope::state_key_text;
+use super::partitioned::{Parent, PartitionTask};
 use super::shuffle::Marker;
 use super::time::Millis;
 use super::watermark::Watermarks;
@@ -889,6 +890,42 @@ impl PartitionTask for WindowOperator {
     fn restored(fresh: WindowOperator, saved: WindowState) -> Result<WindowOperator, String> {
         WindowOperator::restore(fresh.cfg, saved)
     }
+
+    /// A child shard's windows: those of its parents' keys that are its own, with the
+    /// watermark of the parent furthest behind, so that no record of a key is late in the
+    /// child that would not have been in its parent.
+    fn inherited(
+        fresh: WindowOperator,
+        parents: Vec<Parent<WindowState>>,
+        owns: &dyn Fn(&str) -> bool,
+    ) -> Result<WindowOperator, String> {
+        let mut windows = Vec::new();
+        let (mut open, mut keys) = (0, 0);
+        let mut behind: Option<Watermarks> = None;
+        for Parent { saved, .. } in parents {
+            let own = |w: &SavedWindow| {
+                owns(&state_key_text(
+                    &w.key.split(KEY_SEPARATOR).collect::<Vec<_>>(),
+                ))
+            };
+            windows.extend(saved.windows.into_iter().filter(own));
+            open = saved.peak_open_windows.max(open);
+            keys = saved.peak_keys.max(keys);
+            if behind
+                .as_ref()
+                .is_none_or(|b| saved.watermarks.current() < b.current())
+            {
+                behind = Some(saved.watermarks);
+            }
+        }
+        let state = WindowState {
+            watermarks: behind.unwrap_or_else(|| fresh.watermarks.clone()),
+            windows,
+            peak_open_windows: open,
+            peak_keys: keys,
+        };
+        WindowOperator::restore(fresh.cfg, state)
+    }
 }
 
 #[cfg(test)]
@@ -1031,6 +1068,67 @@ mod tests {
         let (want, got) = (row_text(whole), row_text(second));
         assert!(want.contains("\"d_estimated\":true"), "{want}");
         assert_eq!(got, want);
+    }
+
+    /// A split: each child takes its own keys' open windows from the parent, and fed the
+    /// rest of its keys' records writes what the parent would have. A merge: the child takes
+    /// both parents' windows, with the watermark of the parent that stands behind.
+    #[test]
+    fn children_inherit_their_keys_windows_and_the_watermark_behind() {
+        let tumbling = WindowKind::Tumbling {
+            size: MIN,
+            offset: 0,
+        };
+        let fresh = || op(tumbling, 0, 0, EmitMode::Final);
+        let (a, b) = ("\"a\"", "\"b\"");
+        let mut parent = fresh();
+        for (key, t) in [(a, 1_000), (b, 2_000), (a, 30_000), (b, 70_000)] {
+            feed(&mut parent, key, t);
+        }
+        let mut whole = WindowOperator::restore(parent.cfg.clone(), parent.state()).unwrap();
+        let saved = || Parent {
+            saved: saved::decode(&saved::encode(&parent.state())).unwrap(),
+            whole: true,
+        };
+        let only = |key: &'static str| move |pk: &str| pk == key;
+        let mut child_a = WindowOperator::inherited(fresh(), vec![saved()], &only("a")).unwrap();
+        let mut child_b = WindowOperator::inherited(fresh(), vec![saved()], &only("b")).unwrap();
+        assert_eq!(child_a.watermarks.current(), parent.watermarks.current());
+        let (mut want, mut got) = (Vec::new(), Vec::new());
+        for (key, t) in [(a, 40_000), (b, 75_000), (a, 130_000)] {
+            want.extend(feed(&mut whole, key, t).1);
+            let child = if key == a { &mut child_a } else { &mut child_b };
+            got.extend(feed(child, key, t).1);
+        }
+        whole.finish(&mut want);
+        child_a.finish(&mut got);
+        child_b.finish(&mut got);
+        let sorted = |rows: &[Row]| {
+            let mut s = summary(rows);
+            s.sort();
+            s
+        };
+        assert_eq!(sorted(&got), sorted(&want));
+        // By hand: a@40s is late behind b@70s; b's second window gets b@70s and b@75s.
+        let a_row = ("\"a\"".to_string(), 120_000, 180_000, 1, false);
+        let b_row = ("\"b\"".to_string(), 60_000, 120_000, 2, false);
+        assert_eq!(sorted(&want), vec![a_row, b_row]);
+        // A merge: one parent far behind the other.
+        let mut behind = fresh();
+        feed(&mut behind, a, 5_000);
+        let parents = vec![
+            saved(),
+            Parent {
+                saved: behind.state(),
+                whole: false,
+            },
+        ];
+        let merged = WindowOperator::inherited(fresh(), parents, &|_| true).unwrap();
+        assert_eq!(merged.watermarks.current(), behind.watermarks.current());
+        assert_eq!(
+            merged.state().windows.len(),
+            parent.state().windows.len() + 1
+        );
     }
 
     #[test]

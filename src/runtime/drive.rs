@@ -231,13 +231,9 @@ impl<S: RecordStep> Driver<'_, S> {
                     c.own(&owned, &states, self.step)?;
                 }
             }
-            Item::ShardOwned {
-                shard,
-                task,
-                restored,
-            } => {
+            Item::ShardOwned { shard, task, start } => {
                 if let Some(c) = checkpoints {
-                    c.own_shard(&shard, task, restored.as_ref(), self.step)?;
+                    c.own_shard(&shard, task, start.as_ref(), self.step)?;
                 }
             }
             Item::ShardRevoked { task, save, reply } => {
@@ -609,6 +605,14 @@ mod tests {
             Err("not in this test".into())
         }
         fn revoke(&mut self, _: i32) {}
+        fn inherit(
+            &mut self,
+            _: i32,
+            _: &[(&[u8], bool)],
+            _: &dyn Fn(&str) -> bool,
+        ) -> std::result::Result<(), String> {
+            Err("not in this test".into())
+        }
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub mod watch;
 
 pub use checkpoint::{
     saved_state, CheckpointInputs, CheckpointPlan, Checkpoints, PartitionState, Restored,
-    ShardResume, ShardState,
+    ShardResume, ShardStart, ShardState,
 };
 pub use chunk::{Chunk, Line, LinePosition, Prepare, ShardPosition, CHUNK_BYTES};
 pub use drive::{drive, drive_with, Drive};

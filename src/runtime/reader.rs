@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use super::checkpoint::{PartitionState, ShardState};
+use super::checkpoint::{PartitionState, ShardStart, ShardState};
 use super::chunk::{Chunk, LinePosition, Prepare, Prepared, Scratch, ShardPosition, CHUNK_BYTES};
 use crate::core::record::RecordError;
 use crate::core::shuffle::Marker;
@@ -80,11 +80,11 @@ pub(crate) enum Item {
         reply: mpsc::Sender<Vec<PartitionState>>,
     },
     /// A Kinesis member reads `shard` (task `task`) from now on, going on from the state
-    /// its last owner saved, before any of its records.
+    /// its last owner saved (or its parents'), before any of its records.
     ShardOwned {
         shard: Arc<str>,
         task: i32,
-        restored: Option<ShardState>,
+        start: Option<ShardStart>,
     },
     /// A Kinesis member stops reading the shard of `task`, all of its records handed over
     /// before: the driver answers with its state (`save`) or drops it.
@@ -300,19 +300,10 @@ impl Feed {
         std::mem::take(&mut self.saved_shards)
     }
 
-    /// Reports that a Kinesis member reads `shard` from now on, going on from `restored`,
+    /// Reports that a Kinesis member reads `shard` from now on, going on from `start`,
     /// before any of its records.
-    pub fn own_shard(
-        &self,
-        shard: Arc<str>,
-        task: i32,
-        restored: Option<ShardState>,
-    ) -> Result<()> {
-        self.send(Item::ShardOwned {
-            shard,
-            task,
-            restored,
-        })
+    pub fn own_shard(&self, shard: Arc<str>, task: i32, start: Option<ShardStart>) -> Result<()> {
+        self.send(Item::ShardOwned { shard, task, start })
     }
 
     /// Has the command give up the shard of `task`, every record of it handed over before:

@@ -43,13 +43,21 @@ impl Writes {
     }
 }
 
+/// How a drill goes: where the states are kept, and whether the stream is resharded (a split
+/// and a merge) while the members run.
+#[derive(Clone, Copy, Default)]
+struct Drill {
+    in_s3: bool,
+    reshard: bool,
+}
+
 /// One drill: `members` run `command` with a state store (a directory, or `in_s3`); the stream (keyed by `key`) is
 /// written while one member is killed and restarted, one stopped and one joins; then every
 /// key gets a record a day later, so that every shard's watermark passes what came before.
 /// Returns the members' outputs and one run's over the whole stream (`-e`, no `-G`).
-fn drill(name: &str, key: &str, command: &[&str], in_s3: bool) -> Option<(Vec<String>, String)> {
+fn drill(name: &str, key: &str, command: &[&str], how: Drill) -> Option<(Vec<String>, String)> {
     let app = App::new(name, 4)?;
-    let store = match in_s3 {
+    let store = match how.in_s3 {
         true => format!("s3://weir-test/{}", app.stream),
         false => app.dir.path().join("states").to_str().unwrap().to_string(),
     };
@@ -77,6 +85,15 @@ fn drill(name: &str, key: &str, command: &[&str], in_s3: bool) -> Option<(Vec<St
         put(&app, 150);
         std::thread::sleep(Duration::from_millis(700));
     }
+    if how.reshard {
+        // A split while they run: the children start from their parent's last state.
+        app.s
+            .py(&["split", &app.stream, "shardId-000000000000"], "");
+        for _ in 0..3 {
+            put(&app, 150);
+            std::thread::sleep(Duration::from_millis(700));
+        }
+    }
     // Stopped: it hands its shards over with their states and exits 130 within seconds.
     let took = b.stop();
     assert!(
@@ -84,7 +101,21 @@ fn drill(name: &str, key: &str, command: &[&str], in_s3: bool) -> Option<(Vec<St
         "the member took {took:?} to stop"
     );
     let c = app.spawn("c", &member_args);
-    for _ in 0..6 {
+    for _ in 0..3 {
+        put(&app, 150);
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    if how.reshard {
+        // A merge of two adjacent shards: the child starts from both parents' states.
+        let merge = [
+            "merge",
+            &app.stream,
+            "shardId-000000000001",
+            "shardId-000000000002",
+        ];
+        app.s.py(&merge, "");
+    }
+    for _ in 0..3 {
         put(&app, 150);
         std::thread::sleep(Duration::from_millis(700));
     }
@@ -179,25 +210,49 @@ fn rows(outputs: &[&str]) -> BTreeMap<(String, String), Value> {
     by_key
 }
 
+const WINDOW: [&str; 12] = [
+    "window",
+    "--time",
+    "value.t",
+    "--key",
+    "value.k",
+    "--tumbling",
+    "10s",
+    "--delay",
+    "5s",
+    "--count",
+    "--sum",
+    "value.i",
+];
+
+const S3: Drill = Drill {
+    in_s3: true,
+    reshard: false,
+};
+
+const RESHARD: Drill = Drill {
+    in_s3: false,
+    reshard: true,
+};
+
 #[test]
 fn three_window_members_upsert_what_one_run_writes() {
-    let window = [
-        "window",
-        "--time",
-        "value.t",
-        "--key",
-        "value.k",
-        "--tumbling",
-        "10s",
-        "--delay",
-        "5s",
-        "--count",
-        "--sum",
-        "value.i",
-    ];
-    let Some((outputs, one)) = drill("state-window", "k", &window, false) else {
-        return;
-    };
+    if let Some((outputs, one)) = drill("state-window", "k", &WINDOW, Drill::default()) {
+        assert_window_rows_equal(&outputs, &one);
+    }
+}
+
+/// The same with a split and a merge while the members run: exact still.
+#[test]
+fn window_members_carry_windows_across_a_split_and_a_merge() {
+    if let Some((outputs, one)) = drill("state-window-reshard", "k", &WINDOW, RESHARD) {
+        assert_window_rows_equal(&outputs, &one);
+    }
+}
+
+/// The members' rows equal the one run's, but for the windows of the records a day later,
+/// which the members never close.
+fn assert_window_rows_equal(outputs: &[String], one: &str) {
     let before_day = |rows: BTreeMap<(String, String), Value>| -> BTreeMap<_, _> {
         (rows.into_iter())
             .filter(|((_, start), _)| !start.starts_with(DAY_LATER))
@@ -206,7 +261,7 @@ fn three_window_members_upsert_what_one_run_writes() {
     let got = before_day(rows(
         &outputs.iter().map(String::as_str).collect::<Vec<_>>(),
     ));
-    let want = before_day(rows(&[one.as_str()]));
+    let want = before_day(rows(&[one]));
     assert!(want.len() > 100, "{}", want.len());
     let missing: Vec<_> = want
         .keys()
@@ -225,12 +280,24 @@ fn three_window_members_upsert_what_one_run_writes() {
     );
 }
 
+const DEDUPE: [&str; 3] = ["dedupe", "--id", "value.id"];
+
 #[test]
 fn three_dedupe_members_keep_what_one_run_keeps() {
-    let dedupe = ["dedupe", "--id", "value.id"];
-    let Some((outputs, one)) = drill("state-dedupe", "id", &dedupe, true) else {
-        return;
-    };
+    if let Some((outputs, one)) = drill("state-dedupe", "id", &DEDUPE, S3) {
+        assert_same_records_kept(&outputs, &one);
+    }
+}
+
+#[test]
+fn dedupe_members_carry_ids_across_a_split_and_a_merge() {
+    if let Some((outputs, one)) = drill("state-dedupe-reshard", "id", &DEDUPE, RESHARD) {
+        assert_same_records_kept(&outputs, &one);
+    }
+}
+
+/// The members kept the same record of each id as the one run, and only that one.
+fn assert_same_records_kept(outputs: &[String], one: &str) {
     let ids = |text: &str| -> BTreeMap<String, String> {
         let mut kept = BTreeMap::new();
         for line in text.lines() {
@@ -243,13 +310,13 @@ fn three_dedupe_members_keep_what_one_run_keeps() {
         }
         kept
     };
-    let repeats = repeats_only_from_the_killed(&outputs, |line| {
+    let repeats = repeats_only_from_the_killed(outputs, |line| {
         let record: Value = serde_json::from_str(line).unwrap();
         record["sequence"].to_string()
     });
     eprintln!("records written again after the kill: {repeats}");
     let got = ids(&outputs.concat());
-    let want = ids(&one);
+    let want = ids(one);
     assert!(want.len() > 1000, "{}", want.len());
     let missing: Vec<_> = want.keys().filter(|id| !got.contains_key(*id)).collect();
     let extra: Vec<_> = got.keys().filter(|id| !want.contains_key(*id)).collect();

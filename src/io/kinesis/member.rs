@@ -30,7 +30,7 @@ use crate::core::lag::ShardCheckpoint;
 use crate::core::lease::{self, Liveness, ShardLease};
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
-use crate::runtime::{ShardPosition, ShardResume, ShardState};
+use crate::runtime::{ShardPosition, ShardResume, ShardStart, ShardState};
 
 /// What the reader thread tells the member: the last record handled in each shard, the
 /// latest state saved of each (a command that keeps state per shard), and the shards stopped
@@ -145,6 +145,8 @@ pub struct Membership {
     listed: Option<Instant>,
     /// A command that keeps state per shard: where it goes.
     pub states: Option<States>,
+    /// Every lease as the last scan read it (a child's parents' states are found here).
+    known: HashMap<String, Lease>,
 }
 
 /// Shards are listed again this often, for those resharding added.
@@ -193,6 +195,7 @@ impl Membership {
             start,
             listed: None,
             states,
+            known: HashMap::new(),
         })
     }
 
@@ -233,6 +236,9 @@ impl Membership {
         self.commit(client).await?;
         let scan = self.table.scan(client).await?;
         let starts = self.follow(client, &scan).await?;
+        self.known = (scan.leases.into_iter())
+            .map(|l| (l.shard.clone(), l))
+            .collect();
         // Renewed only now, once the shards lost meanwhile are stopped.
         self.fresh.renew(started);
         Ok(starts)
@@ -451,21 +457,37 @@ impl Membership {
         Ok(())
     }
 
-    /// The state `lease`'s last owner saved, for the member that takes it: `None` when the
-    /// command keeps none, or the lease points at none.
-    pub async fn restore(
+    /// Where the member that takes `lease` starts its state: from what its last owner saved;
+    /// for a child shard no member has read, from its parents' last states (each parent's
+    /// keyless part going to the child that covers the parent's first hash key); `None` when
+    /// the command keeps no state, or there is none yet.
+    pub async fn start_of(
         &self,
         client: &KinesisClient,
         lease: &Lease,
-    ) -> Result<Option<ShardState>> {
-        let (Some(states), Some(pointer)) = (&self.states, &lease.state) else {
+    ) -> Result<Option<ShardStart>> {
+        let Some(states) = &self.states else {
             return Ok(None);
         };
-        let state = states.store.get(client, pointer).await?;
-        Ok(Some(ShardState {
-            shard: Arc::from(lease.shard.as_str()),
-            resume: resume_at(&lease.checkpoint),
-            state,
+        if let Some(pointer) = &lease.state {
+            return Ok(Some(ShardStart::Restored(ShardState {
+                shard: Arc::from(lease.shard.as_str()),
+                resume: resume_at(&lease.checkpoint),
+                state: states.store.get(client, pointer).await?,
+            })));
+        }
+        let range = hash_range(&lease.hash_range);
+        let mut parents = Vec::new();
+        for parent in lease.parents.iter().filter_map(|p| self.known.get(p)) {
+            let Some(pointer) = &parent.state else {
+                continue;
+            };
+            let whole = range.contains(hash_range(&parent.hash_range).start());
+            parents.push((states.store.get(client, pointer).await?, whole));
+        }
+        Ok((!parents.is_empty()).then(|| ShardStart::Inherited {
+            parents,
+            hash_range: (*range.start(), *range.end()),
         }))
     }
 
@@ -499,6 +521,13 @@ impl Membership {
         }
         self.table.leave(client, &self.me).await
     }
+}
+
+/// A lease's hash key range; the whole space when the lease does not say.
+fn hash_range((low, high): &(String, String)) -> std::ops::RangeInclusive<u128> {
+    let low = low.parse().unwrap_or(0);
+    let high = high.parse().unwrap_or(u128::MAX);
+    low..=high
 }
 
 /// A state's position as a lease checkpoint: after a record, at that record.

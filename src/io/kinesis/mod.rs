@@ -13,6 +13,5 @@ pub mod source;
 pub mod state_store;
 
 pub use client::{AwsOptions, KinesisClient};
-pub use plan::{ReadPlan, ReadRequest, StatesPlan};
+pub use plan::{ReadPlan, ReadRequest, StatesPlan, StoreSpec};
 pub use source::KinesisSource;
-pub use state_store::StoreSpec;

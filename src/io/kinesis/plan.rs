@@ -4,9 +4,9 @@
 //! a PutRecords request go again.
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use super::state_store::StoreSpec;
 use crate::core::time::{check_range_order, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::spec::KinesisSpec;
@@ -33,6 +33,37 @@ pub struct GroupPlan {
     pub lease_time: Duration,
     /// For a command that keeps state per shard: where the states go.
     pub states: Option<StatesPlan>,
+}
+
+/// `--state-store`, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreSpec {
+    S3 { bucket: String, prefix: String },
+    Dir(PathBuf),
+}
+
+impl StoreSpec {
+    /// `s3://BUCKET[/PREFIX]` or a directory.
+    pub fn parse(arg: &str) -> std::result::Result<StoreSpec, String> {
+        match arg.strip_prefix("s3://") {
+            Some(rest) => {
+                let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+                if bucket.is_empty() {
+                    return Err(format!(
+                        "--state-store {arg}: no bucket (s3://BUCKET/PREFIX)"
+                    ));
+                }
+                Ok(StoreSpec::S3 {
+                    bucket: bucket.to_string(),
+                    prefix: prefix.trim_matches('/').to_string(),
+                })
+            }
+            None if arg.is_empty() => {
+                Err("--state-store: give s3://BUCKET/PREFIX or a directory".into())
+            }
+            None => Ok(StoreSpec::Dir(PathBuf::from(arg))),
+        }
+    }
 }
 
 /// Where a member that keeps state per shard (`window`, `dedupe`, `watermark-profile`)

@@ -42,7 +42,7 @@ use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
 use crate::io::schema::{Decoders, Decoding};
 
-use crate::runtime::{Feed, Framing, ShardPosition, ShardResume, ShardState, Source, Starts};
+use crate::runtime::{Feed, Framing, ShardPosition, ShardResume, ShardStart, Source, Starts};
 
 /// How long a shard's reader waits before asking again once it has caught up.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
@@ -223,7 +223,7 @@ enum Event {
     /// state its last owner saved.
     Own {
         shard: Arc<str>,
-        restored: Option<ShardState>,
+        start: Option<ShardStart>,
     },
     /// A member starts a shard at a lease's checkpoint: the records up to it are done.
     SkipTo {
@@ -456,11 +456,11 @@ impl Renderer {
                     feed.starts(Starts::Shard(shard, arrival))?;
                 }
                 Event::Released { shard, save } => self.released(feed, &shard, save)?,
-                Event::Own { shard, restored } => {
+                Event::Own { shard, start } => {
                     self.pending.hand_over(feed, &self.stream)?;
                     let task = shard_task(&shard);
                     self.owned.insert(shard.clone(), task);
-                    feed.own_shard(shard, task, restored)?;
+                    feed.own_shard(shard, task, start)?;
                 }
                 Event::SkipTo {
                     shard,
@@ -706,10 +706,10 @@ impl Coordinator {
         for lease in member.tick(&self.client).await? {
             let shard: Arc<str> = Arc::from(lease.shard.as_str());
             if member.states.is_some() {
-                let restored = member.restore(&self.client, &lease).await?;
+                let start = member.start_of(&self.client, &lease).await?;
                 let own = Event::Own {
                     shard: shard.clone(),
-                    restored,
+                    start,
                 };
                 self.out.send(own).await.map_err(|_| Error::Interrupted)?;
             }

@@ -13,38 +13,8 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 
 use super::client::{retry_passing, Failure, KinesisClient};
+use super::plan::StoreSpec;
 use crate::error::{Error, Result};
-
-/// `--state-store`, checked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StoreSpec {
-    S3 { bucket: String, prefix: String },
-    Dir(PathBuf),
-}
-
-impl StoreSpec {
-    /// `s3://BUCKET[/PREFIX]` or a directory.
-    pub fn parse(arg: &str) -> std::result::Result<StoreSpec, String> {
-        match arg.strip_prefix("s3://") {
-            Some(rest) => {
-                let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-                if bucket.is_empty() {
-                    return Err(format!(
-                        "--state-store {arg}: no bucket (s3://BUCKET/PREFIX)"
-                    ));
-                }
-                Ok(StoreSpec::S3 {
-                    bucket: bucket.to_string(),
-                    prefix: prefix.trim_matches('/').to_string(),
-                })
-            }
-            None if arg.is_empty() => {
-                Err("--state-store: give s3://BUCKET/PREFIX or a directory".into())
-            }
-            None => Ok(StoreSpec::Dir(PathBuf::from(arg))),
-        }
-    }
-}
 
 /// An open store.
 pub enum StateStore {

@@ -21,6 +21,7 @@ use super::summary::Counters;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::core::lease::hash_key;
 use crate::core::partitioned::PartitionStates;
 use crate::core::saved;
 use crate::core::time::{now_millis, Millis};
@@ -87,6 +88,18 @@ pub struct ShardState {
     pub shard: Arc<str>,
     pub resume: Option<ShardResume>,
     pub state: Vec<u8>,
+}
+
+/// Where a Kinesis member's shard starts: from the state its last owner saved, or, for a
+/// child shard no member has read yet, from its parents' last states (each with whether
+/// what no key names goes to this child), taking the keys whose hash falls in its range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShardStart {
+    Restored(ShardState),
+    Inherited {
+        parents: Vec<(Vec<u8>, bool)>,
+        hash_range: (u128, u128),
+    },
 }
 
 /// The partitions (or shards) a group member owns, each a task with state of its own.
@@ -423,13 +436,14 @@ impl Checkpoints {
             .unwrap_or_default()
     }
 
-    /// A Kinesis member reads `shard` (task `task`) from now on, going on from `restored`
-    /// (where its last owner stood, with its state then), before any of its records.
+    /// A Kinesis member reads `shard` (task `task`) from now on, going on from `start`
+    /// (where its last owner stood, with its state then; or its parents' last states), before
+    /// any of its records.
     pub(crate) fn own_shard(
         &mut self,
         shard: &Arc<str>,
         task: i32,
-        restored: Option<&ShardState>,
+        start: Option<&ShardStart>,
         step: &mut impl RecordStep,
     ) -> Result<()> {
         let Some(group) = &mut self.group else {
@@ -438,15 +452,27 @@ impl Checkpoints {
         group.floors.insert(task, i64::MIN);
         group.shards.insert(task, shard.clone());
         self.shards.remove(shard.as_ref());
-        let Some(restored) = restored else {
-            return Ok(());
-        };
-        if let Some(resume) = &restored.resume {
-            self.shards.insert(shard.to_string(), resume.clone());
+        let states = states_of(step)?;
+        match start {
+            None => Ok(()),
+            Some(ShardStart::Restored(restored)) => {
+                if let Some(resume) = &restored.resume {
+                    self.shards.insert(shard.to_string(), resume.clone());
+                }
+                states.restore(task, &restored.state).map_err(Error::Usage)
+            }
+            Some(ShardStart::Inherited {
+                parents,
+                hash_range: (low, high),
+            }) => {
+                let parents: Vec<(&[u8], bool)> =
+                    parents.iter().map(|(b, w)| (b.as_slice(), *w)).collect();
+                let owns = |key: &str| (*low..=*high).contains(&hash_key(key));
+                group.moved.insert(task);
+                self.moved = true;
+                states.inherit(task, &parents, &owns).map_err(Error::Usage)
+            }
         }
-        states_of(step)?
-            .restore(task, &restored.state)
-            .map_err(Error::Usage)
     }
 
     /// A Kinesis member stops reading the shard of `task`, every record of it handled: with
@@ -910,6 +936,19 @@ mod tests {
         }
         fn revoke(&mut self, partition: i32) {
             self.remove(&partition);
+        }
+        fn inherit(
+            &mut self,
+            partition: i32,
+            parents: &[(&[u8], bool)],
+            _: &dyn Fn(&str) -> bool,
+        ) -> std::result::Result<(), String> {
+            let whole = parents
+                .iter()
+                .filter(|(_, w)| *w)
+                .flat_map(|(b, _)| b.iter());
+            self.insert(partition, whole.copied().collect());
+            Ok(())
         }
     }
 
