@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
-use super::checkpoint::{Checkpoints, PartitionState, ShardState};
+use super::checkpoint::{Checkpoints, Giving, PartitionState, ShardState};
 use super::chunk::{Chunk, Status};
 use super::policy::ErrorPolicy;
 use super::reader::{HandledShards, Item, Reader, Starts};
@@ -236,9 +236,11 @@ impl<S: RecordStep> Driver<'_, S> {
                     c.own_shard(&shard, task, start.as_ref(), self.step)?;
                 }
             }
-            Item::ShardRevoked { task, save, reply } => {
-                answer_shard_revoke((task, save), reply, checkpoints, self.step, self.d.policy)?
-            }
+            Item::ShardRevoked {
+                task,
+                giving,
+                reply,
+            } => answer_shard_revoke((task, giving), reply, checkpoints, self.step, self.d.policy)?,
         }
         Ok(())
     }
@@ -485,9 +487,11 @@ impl<S: RecordStep> Driver<'_, S> {
                 Item::Revoked { partitions, reply } => {
                     answer_revoke(&partitions, reply, c, *step, d.policy)
                 }
-                Item::ShardRevoked { task, save, reply } => {
-                    answer_shard_revoke((task, save), reply, c, *step, d.policy)
-                }
+                Item::ShardRevoked {
+                    task,
+                    giving,
+                    reply,
+                } => answer_shard_revoke((task, giving), reply, c, *step, d.policy),
                 _ => Ok(()),
             };
             if let Err(e) = answered {
@@ -515,17 +519,17 @@ fn answer_revoke(
     Ok(())
 }
 
-/// Answers a Kinesis member's revocation of the shard of `task`: its state when `save`
-/// says, else dropped.
+/// Answers a Kinesis member's revocation of the shard of `task`: its state, or none, as
+/// `giving` says.
 fn answer_shard_revoke(
-    (task, save): (i32, bool),
+    (task, giving): (i32, Giving),
     reply: mpsc::Sender<Option<ShardState>>,
     checkpoints: Option<&mut Checkpoints>,
     step: &mut impl RecordStep,
     policy: &mut ErrorPolicy,
 ) -> Result<()> {
     let state = match checkpoints {
-        Some(c) => c.revoke_shard(task, save, step, policy)?,
+        Some(c) => c.revoke_shard(task, giving, step, policy)?,
         None => None,
     };
     let _ = reply.send(state);

@@ -23,7 +23,7 @@ pub mod summary;
 pub mod watch;
 
 pub use checkpoint::{
-    saved_state, CheckpointInputs, CheckpointPlan, Checkpoints, PartitionState, Restored,
+    saved_state, CheckpointInputs, CheckpointPlan, Checkpoints, Giving, PartitionState, Restored,
     ShardResume, ShardStart, ShardState,
 };
 pub use chunk::{Chunk, Line, LinePosition, Prepare, ShardPosition, CHUNK_BYTES};

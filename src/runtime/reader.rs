@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use super::checkpoint::{PartitionState, ShardStart, ShardState};
+use super::checkpoint::{Giving, PartitionState, ShardStart, ShardState};
 use super::chunk::{Chunk, LinePosition, Prepare, Prepared, Scratch, ShardPosition, CHUNK_BYTES};
 use crate::core::record::RecordError;
 use crate::core::shuffle::Marker;
@@ -87,10 +87,10 @@ pub(crate) enum Item {
         start: Option<ShardStart>,
     },
     /// A Kinesis member stops reading the shard of `task`, all of its records handed over
-    /// before: the driver answers with its state (`save`) or drops it.
+    /// before: the driver answers with its state, or drops it, as `giving` says.
     ShardRevoked {
         task: i32,
-        save: bool,
+        giving: Giving,
         reply: mpsc::Sender<Option<ShardState>>,
     },
     /// The source read to its end and waits for the records still in flight to be handled,
@@ -307,11 +307,16 @@ impl Feed {
     }
 
     /// Has the command give up the shard of `task`, every record of it handed over before:
-    /// its state with `save`, its output durable; `None` when the run ended without
+    /// its state, its output durable, as `giving` says; `None` when the run ended without
     /// answering.
-    pub fn revoke_shard(&self, task: i32, save: bool) -> Option<Option<ShardState>> {
+    pub fn revoke_shard(&self, task: i32, giving: Giving) -> Option<Option<ShardState>> {
         let (reply, answer) = mpsc::channel();
-        self.send(Item::ShardRevoked { task, save, reply }).ok()?;
+        let item = Item::ShardRevoked {
+            task,
+            giving,
+            reply,
+        };
+        self.send(item).ok()?;
         answer.recv().ok()
     }
 

@@ -386,3 +386,41 @@ fn members_keeping_state_need_a_stream_keyed_by_it_and_their_store() {
     assert!(err.contains("state store"), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+/// `watermark-profile` members: a member stopped hands its shards' profiles on; the member
+/// that reads on reports, at its stop, every record of the stream once, as one run does.
+#[test]
+fn a_profile_member_reports_what_one_run_reports_after_a_handover() {
+    let Some(app) = App::new("state-profile", 2) else {
+        return;
+    };
+    let store = app.dir.path().join("states");
+    let profile = [
+        "watermark-profile",
+        "--time",
+        "value.t",
+        "--format",
+        "json",
+        "--state-store",
+        store.to_str().unwrap(),
+    ];
+    let mut writes = Writes { next: 0, keys: 23 };
+    app.s.py(&["put", &app.stream, "k"], &writes.lines(300));
+    let mut first = app.spawn("first", &profile);
+    // Time to join, take both shards and read them.
+    std::thread::sleep(Duration::from_secs(4));
+    first.stop();
+    app.s.py(&["put", &app.stream, "k"], &writes.lines(300));
+    let mut second = app.spawn("second", &profile);
+    std::thread::sleep(Duration::from_secs(5));
+    second.stop();
+    let report = |text: &str| -> Value {
+        let mut r: Value = serde_json::from_str(text).unwrap();
+        r.as_object_mut().unwrap().remove("interrupted");
+        r
+    };
+    let one = report(&one_run(&app, &profile[..5]));
+    assert_eq!(one["records"], 600);
+    assert_eq!(report(&read(&first))["records"], 300);
+    assert_eq!(report(&read(&second)), one);
+}

@@ -42,7 +42,9 @@ use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
 use crate::io::schema::{Decoders, Decoding};
 
-use crate::runtime::{Feed, Framing, ShardPosition, ShardResume, ShardStart, Source, Starts};
+use crate::runtime::{
+    Feed, Framing, Giving, ShardPosition, ShardResume, ShardStart, Source, Starts,
+};
 
 /// How long a shard's reader waits before asking again once it has caught up.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
@@ -367,7 +369,8 @@ impl Renderer {
         self.pending.hand_over(feed, &self.stream)?;
         feed.wait_handled(|_, _| {});
         self.take_handled(feed);
-        self.give_up(feed, shard, save);
+        let giving = if save { Giving::Save } else { Giving::Drop };
+        self.give_up(feed, shard, giving);
         if let Some(shared) = &self.handled {
             let mut handled = shared.lock().expect("not poisoned");
             handled.drained.insert(shard.to_string());
@@ -377,11 +380,11 @@ impl Renderer {
 
     /// Has the command give up `shard`'s state, if it holds one: saved for the member's last
     /// commit of the shard (`save`), or dropped.
-    fn give_up(&mut self, feed: &mut Feed, shard: &str, save: bool) {
+    fn give_up(&mut self, feed: &mut Feed, shard: &str, giving: Giving) {
         let Some(task) = self.owned.remove(shard) else {
             return;
         };
-        let state = feed.revoke_shard(task, save).flatten();
+        let state = feed.revoke_shard(task, giving).flatten();
         // Every state saved before the answer is in the channel: taken first, so the last
         // state stays the latest.
         self.take_handled(feed);
@@ -391,11 +394,11 @@ impl Renderer {
     }
 
     /// A member that leaves has the command give up every shard's state, saved for the
-    /// member's last commits.
+    /// member's last commits and kept for the run's last output (a profile's report).
     fn give_up_all(&mut self, feed: &mut Feed) {
         let shards: Vec<Arc<str>> = self.owned.keys().cloned().collect();
         for shard in shards {
-            self.give_up(feed, &shard, true);
+            self.give_up(feed, &shard, Giving::SaveAndKeep);
         }
     }
 

@@ -102,6 +102,19 @@ pub enum ShardStart {
     },
 }
 
+/// What a Kinesis member does with the state of a shard it stops reading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Giving {
+    /// Another member took the shard: the state is dropped.
+    Drop,
+    /// The shard goes to another member, or ended: its state is saved for it, and dropped.
+    Save,
+    /// The member leaves at the end of the run: the state is saved for the next owner, and
+    /// kept for the run's last output (a profile's report; windows and held records are not
+    /// written on a stop).
+    SaveAndKeep,
+}
+
 /// The partitions (or shards) a group member owns, each a task with state of its own.
 #[derive(Debug, Default)]
 struct Owned {
@@ -475,13 +488,12 @@ impl Checkpoints {
         }
     }
 
-    /// A Kinesis member stops reading the shard of `task`, every record of it handled: with
-    /// `save` (it goes to another member, or ended) its state is returned, the output durable;
-    /// without (another member took it), the state is dropped.
+    /// A Kinesis member stops reading the shard of `task`, every record of it handled: its
+    /// state is returned, the output durable, or dropped, as `giving` says.
     pub(crate) fn revoke_shard(
         &mut self,
         task: i32,
-        save: bool,
+        giving: Giving,
         step: &mut impl RecordStep,
         policy: &mut ErrorPolicy,
     ) -> Result<Option<ShardState>> {
@@ -494,8 +506,9 @@ impl Checkpoints {
         group.floors.remove(&task);
         group.moved.remove(&task);
         let resume = self.shards.remove(shard.as_ref());
-        let saved = match save {
-            true => {
+        let saved = match giving {
+            Giving::Drop => None,
+            Giving::Save | Giving::SaveAndKeep => {
                 step.durable()?;
                 policy.durable()?;
                 let state = states_of(step)?.save(task);
@@ -505,9 +518,10 @@ impl Checkpoints {
                     state,
                 })
             }
-            false => None,
         };
-        revoke(step, task);
+        if giving != Giving::SaveAndKeep {
+            revoke(step, task);
+        }
         Ok(saved)
     }
 
