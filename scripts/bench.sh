@@ -177,8 +177,9 @@ fi
 # Kinesis members (WHAT=members, starts the Kinesis test servers): the 200,000 records of the
 # kinesis section on a 4-shard stream in kinesalite, read by one `consume -G` member of a new
 # application, then by two started together (the lease table in dynalite): seconds until
-# every record was written, and what the second member adds. kinesalite answers every call on
-# one thread, so on one machine the server bounds both.
+# every record was written, and what the second member adds; then the same for `dedupe -G`
+# members keeping state per shard, until every shard's checkpoint is at its last record.
+# kinesalite answers every call on one thread, so on one machine the server bounds both.
 if [[ " $WHAT " == *" members "* ]]; then
   trap 'scripts/kinesis-servers.sh stop' EXIT
   kinesis_env=$(scripts/kinesis-servers.sh start)
@@ -205,11 +206,35 @@ if [[ " $WHAT " == *" members "* ]]; then
     wait "${pids[@]}" 2>/dev/null || true
     awk -v a="$start" -v b="$end" 'BEGIN{printf "%.2f", b - a}'
   }
+  # members_caught_up N: seconds until N `dedupe -G` members (state per shard in a
+  # directory) of a new application have committed every shard's checkpoint at its last
+  # record, as `weir lag --kcl-app` reads the lease table.
+  members_caught_up() {
+    local app=bench-app-$$-$RANDOM pids=() start end
+    start=$(date +%s.%N)
+    for i in $(seq 1 "$1"); do
+      $WEIR dedupe --id value.merchant_id "kinesis://$S" -G "$app" -q --endpoint-url "$K" \
+        --state-store "$out/states" --checkpoint-interval 1s -o "$out/$app-$i" &
+      pids+=($!)
+    done
+    until $WEIR lag "kinesis://$S" --kcl-app "$app" --endpoint-url "$K" \
+      --dynamodb-endpoint-url "$WEIR_TEST_DYNAMODB" --format json 2>/dev/null |
+      grep -o '"time_lag":"caught_up"' | wc -l | grep -qx 4; do sleep 0.2; done
+    end=$(date +%s.%N)
+    kill -TERM "${pids[@]}"
+    wait "${pids[@]}" 2>/dev/null || true
+    awk -v a="$start" -v b="$end" 'BEGIN{printf "%.2f", b - a}'
+  }
+  rate() { awk -v t="$1" -v n="$LINES" 'BEGIN{printf "%.0f", n / t}'; }
   echo "== kinesis members: $LINES records on 4 shards, kinesalite on $K"
   one=$(members_read 1)
   two=$(members_read 2)
-  echo "  one member:  $one s, $(awk -v t="$one" -v n="$LINES" 'BEGIN{printf "%.0f", n / t}') records/s"
-  echo "  two members: $two s, $(awk -v t="$two" -v n="$LINES" 'BEGIN{printf "%.0f", n / t}') records/s ($(awk -v a="$one" -v b="$two" 'BEGIN{printf "%.2f", a / b}')x one)"
+  echo "  consume, one member:  $one s, $(rate "$one") records/s"
+  echo "  consume, two members: $two s, $(rate "$two") records/s ($(awk -v a="$one" -v b="$two" 'BEGIN{printf "%.2f", a / b}')x one)"
+  one=$(members_caught_up 1)
+  two=$(members_caught_up 2)
+  echo "  dedupe, one member:  $one s, $(rate "$one") records/s"
+  echo "  dedupe, two members: $two s, $(rate "$two") records/s ($(awk -v a="$one" -v b="$two" 'BEGIN{printf "%.2f", a / b}')x one)"
   rm -rf "$out"
 fi
 

@@ -223,6 +223,35 @@ impl App {
         }
     }
 
+    /// Splits shard 0 in two.
+    pub fn split_0(&self) {
+        (self.s).py(&["split", &self.stream, "shardId-000000000000"], "");
+    }
+
+    /// Merges shards 1 and 2, which cover adjacent hash ranges.
+    pub fn merge_1_and_2(&self) {
+        let merge = [
+            "merge",
+            &self.stream,
+            "shardId-000000000001",
+            "shardId-000000000002",
+        ];
+        self.s.py(&merge, "");
+    }
+
+    /// The owner of each shard, as `weir lag --kcl-app` reads the table.
+    pub fn owners(&self) -> Vec<String> {
+        let url = self.s.url(&self.stream);
+        let lag = ["lag", &url, "--kcl-app", &self.name, "--format", "json"];
+        let dynamo = ["--dynamodb-endpoint-url", &self.dynamo.endpoint];
+        let out = self.s.weir(&[&lag[..], &dynamo[..]].concat());
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let rows = report["shards"].as_array().cloned().unwrap_or_default();
+        rows.iter()
+            .map(|r| r["owner"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
     /// `weir ARGS`, with DynamoDB at `dynamo_at` and a 2 s timeout.
     fn run(&self, args: &[&str], dynamo_at: &str) -> Output {
         let mut c = weir_std();
@@ -386,17 +415,9 @@ fn members_follow_a_split_and_a_merge_made_while_they_run() {
     app.put(300);
     let read = || a.read().len() + b.read().len();
     super::wait_until("the first records were not read", || read() >= 300);
-    app.s
-        .py(&["split", &app.stream, "shardId-000000000000"], "");
+    app.split_0();
     app.put(300);
-    // Shards 1 and 2 cover adjacent hash ranges.
-    let merge = [
-        "merge",
-        &app.stream,
-        "shardId-000000000001",
-        "shardId-000000000002",
-    ];
-    app.s.py(&merge, "");
+    app.merge_1_and_2();
     app.put(300);
     assert_eq!(app.s.shards(&app.stream).len(), 7);
     app.wait_all_read(&[&a, &b]);

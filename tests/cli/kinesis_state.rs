@@ -67,58 +67,51 @@ fn drill(name: &str, key: &str, command: &[&str], how: Drill) -> Option<(Vec<Str
     ]
     .concat();
     let mut writes = Writes { next: 0, keys: 23 };
-    let mut put = |app: &App, n| {
-        app.s.py(&["put", &app.stream, key], &writes.lines(n));
+    // Rounds of 150 records, 0.7 s apart.
+    let mut write = |app: &App, rounds| {
+        for _ in 0..rounds {
+            app.s.py(&["put", &app.stream, key], &writes.lines(150));
+            std::thread::sleep(Duration::from_millis(700));
+        }
     };
     let a = app.spawn("a", &member_args);
     let mut b = app.spawn("b", &member_args);
-    for _ in 0..4 {
-        put(&app, 150);
-        std::thread::sleep(Duration::from_millis(700));
-    }
+    write(&app, 4);
     // Killed and restarted: its shards are read again from their last saved states.
     let mut killed = a;
+    let pid = format!(":{}:", killed.child.0.id());
     killed.child.0.kill().unwrap();
     killed.child.0.wait().unwrap();
+    let at_kill = std::time::Instant::now();
+    // Its shards are taken once its heartbeat has stood still for the lease time (3 s).
+    super::wait_until("the killed member's shards were not taken", || {
+        let owners = app.owners();
+        !owners.is_empty() && owners.iter().all(|o| !o.contains(&pid))
+    });
+    let took = at_kill.elapsed();
+    eprintln!("{name}: the killed member's shards were taken after {took:?}");
+    assert!(took < Duration::from_secs(8), "taken after {took:?}");
     let a2 = app.spawn("a2", &member_args);
-    for _ in 0..4 {
-        put(&app, 150);
-        std::thread::sleep(Duration::from_millis(700));
-    }
+    write(&app, 4);
     if how.reshard {
         // A split while they run: the children start from their parent's last state.
-        app.s
-            .py(&["split", &app.stream, "shardId-000000000000"], "");
-        for _ in 0..3 {
-            put(&app, 150);
-            std::thread::sleep(Duration::from_millis(700));
-        }
+        app.split_0();
+        write(&app, 3);
     }
     // Stopped: it hands its shards over with their states and exits 130 within seconds.
     let took = b.stop();
+    eprintln!("{name}: the stopped member handed its shards over in {took:?}");
     assert!(
         took < Duration::from_secs(5),
         "the member took {took:?} to stop"
     );
     let c = app.spawn("c", &member_args);
-    for _ in 0..3 {
-        put(&app, 150);
-        std::thread::sleep(Duration::from_millis(700));
-    }
+    write(&app, 3);
     if how.reshard {
         // A merge of two adjacent shards: the child starts from both parents' states.
-        let merge = [
-            "merge",
-            &app.stream,
-            "shardId-000000000001",
-            "shardId-000000000002",
-        ];
-        app.s.py(&merge, "");
+        app.merge_1_and_2();
     }
-    for _ in 0..3 {
-        put(&app, 150);
-        std::thread::sleep(Duration::from_millis(700));
-    }
+    write(&app, 3);
     // A day later for every key: every shard's windows and ids before it are done.
     let late: String = (0..23)
         .map(|k| {
@@ -263,18 +256,32 @@ fn assert_window_rows_equal(outputs: &[String], one: &str) {
     ));
     let want = before_day(rows(&[one]));
     assert!(want.len() > 100, "{}", want.len());
+    assert_same(&got, &want, "rows");
+}
+
+/// The members' `got` equals one run's `want`; else what differs, a few of each.
+fn assert_same<K: Ord + std::fmt::Debug, V: PartialEq + std::fmt::Debug>(
+    got: &BTreeMap<K, V>,
+    want: &BTreeMap<K, V>,
+    what: &str,
+) {
     let missing: Vec<_> = want
         .keys()
         .filter(|k| !got.contains_key(*k))
         .take(5)
         .collect();
-    let wrong: Vec<_> = (want.iter())
+    let extra: Vec<_> = got
+        .keys()
+        .filter(|k| !want.contains_key(*k))
+        .take(5)
+        .collect();
+    let other: Vec<_> = (want.iter())
         .filter(|(k, v)| got.get(*k).is_some_and(|g| g != *v))
         .take(5)
         .collect();
     assert!(
-        got.len() == want.len() && missing.is_empty() && wrong.is_empty(),
-        "{} rows, one run {}; missing {missing:?}; different {wrong:?}",
+        missing.is_empty() && extra.is_empty() && other.is_empty(),
+        "{} {what}, one run {}: missing {missing:?}; extra {extra:?}; different {other:?}",
         got.len(),
         want.len()
     );
@@ -318,17 +325,7 @@ fn assert_same_records_kept(outputs: &[String], one: &str) {
     let got = ids(&outputs.concat());
     let want = ids(one);
     assert!(want.len() > 1000, "{}", want.len());
-    let missing: Vec<_> = want.keys().filter(|id| !got.contains_key(*id)).collect();
-    let extra: Vec<_> = got.keys().filter(|id| !want.contains_key(*id)).collect();
-    let other: Vec<_> = (got.iter())
-        .filter(|(id, seq)| want.get(*id).is_some_and(|w| w != *seq))
-        .collect();
-    assert!(
-        missing.is_empty() && extra.is_empty() && other.is_empty(),
-        "{} ids kept, one run {}: missing {missing:?}, extra {extra:?}, other records {other:?}",
-        got.len(),
-        want.len()
-    );
+    assert_same(&got, &want, "ids kept");
 }
 
 /// What a member that keeps state refuses: a record whose partition key is not its state
