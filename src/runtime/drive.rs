@@ -414,7 +414,18 @@ impl<S: RecordStep> Driver<'_, S> {
         reply: mpsc::Sender<Vec<PartitionState>>,
     ) -> Result<()> {
         let checkpoints = self.checkpoints.as_deref_mut();
-        answer_revoke(partitions, reply, checkpoints, self.step, self.d.policy)
+        // Once the run stops, the states stay for the last output too.
+        let giving = match self.d.stop.load(Ordering::Relaxed) {
+            true => Giving::SaveAndKeep,
+            false => Giving::Save,
+        };
+        answer_revoke(
+            (partitions, giving),
+            reply,
+            checkpoints,
+            self.step,
+            self.d.policy,
+        )
     }
 
     /// Waits `wait` before record `next` of `chunk` is shown again, the run standing between
@@ -484,8 +495,11 @@ impl<S: RecordStep> Driver<'_, S> {
         reader.drain(|item| {
             let c = checkpoints.as_deref_mut();
             let answered = match item {
+                // The run stops: the states go to the partitions' next owners, and stay for
+                // the last output.
                 Item::Revoked { partitions, reply } => {
-                    answer_revoke(&partitions, reply, c, *step, d.policy)
+                    let revoked = (&partitions[..], Giving::SaveAndKeep);
+                    answer_revoke(revoked, reply, c, *step, d.policy)
                 }
                 Item::ShardRevoked {
                     task,
@@ -503,16 +517,17 @@ impl<S: RecordStep> Driver<'_, S> {
 }
 
 /// Answers a group's revocation of `partitions` with their states (none without
-/// checkpoints). The source waits for the answer, unless the run is ending.
+/// checkpoints), kept in the step or not as `giving` says. The source waits for the answer,
+/// unless the run is ending.
 fn answer_revoke(
-    partitions: &[i32],
+    (partitions, giving): (&[i32], Giving),
     reply: mpsc::Sender<Vec<PartitionState>>,
     checkpoints: Option<&mut Checkpoints>,
     step: &mut impl RecordStep,
     policy: &mut ErrorPolicy,
 ) -> Result<()> {
     let states = match checkpoints {
-        Some(c) => c.revoke(partitions, step, policy)?,
+        Some(c) => c.revoke(partitions, giving, step, policy)?,
         None => Vec::new(),
     };
     let _ = reply.send(states);
@@ -583,6 +598,8 @@ mod tests {
     struct Signalled<'a> {
         taken: u8,
         stop: &'a AtomicBool,
+        /// Partitions whose state the step dropped.
+        dropped: u8,
     }
 
     impl RecordStep for Signalled<'_> {
@@ -608,7 +625,9 @@ mod tests {
         fn restore(&mut self, _: i32, _: &[u8]) -> std::result::Result<(), String> {
             Err("not in this test".into())
         }
-        fn revoke(&mut self, _: i32) {}
+        fn revoke(&mut self, _: i32) {
+            self.dropped += 1;
+        }
         fn inherit(
             &mut self,
             _: i32,
@@ -632,6 +651,7 @@ mod tests {
             let mut step = Signalled {
                 taken: 0,
                 stop: &stop,
+                dropped: 0,
             };
             let mut counters = Counters::default();
             let mut policy = ErrorPolicy::new(OnError::Fail, None);
@@ -659,6 +679,8 @@ mod tests {
                 }]),
                 "revoked after the stop: {revoke_after_stop}"
             );
+            // The run stopped: the state stays for its last output (a profile's report).
+            assert_eq!(step.dropped, 0);
         }
     }
 }

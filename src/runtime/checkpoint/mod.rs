@@ -403,10 +403,13 @@ impl Checkpoints {
     }
 
     /// The group takes `partitions` away: each one's state (with the output durable) is
-    /// returned for the source to save before the group moves it, and forgotten here.
+    /// returned for the source to save before the group moves it, and forgotten here; or,
+    /// as the run stops (`giving` is `SaveAndKeep`), kept in the step for its last output (a
+    /// profile's report; windows and held records are not written on a stop).
     pub(crate) fn revoke(
         &mut self,
         partitions: &[i32],
+        giving: Giving,
         step: &mut impl RecordStep,
         policy: &mut ErrorPolicy,
     ) -> Result<Vec<PartitionState>> {
@@ -428,7 +431,9 @@ impl Checkpoints {
                     state: states_of(step)?.save(p),
                 });
             }
-            revoke(step, p);
+            if giving != Giving::SaveAndKeep {
+                revoke(step, p);
+            }
         }
         Ok(states)
     }
@@ -1076,7 +1081,7 @@ mod tests {
         );
         assert_eq!(step.durable, 1, "the output is durable before a save");
         c.passed_records(&[(1, 8)]);
-        let revoked = c.revoke(&[1, 3], &mut step, &mut policy).unwrap();
+        let revoked = (c.revoke(&[1, 3], Giving::Save, &mut step, &mut policy)).unwrap();
         assert_eq!(
             revoked,
             vec![PartitionState {
