@@ -179,9 +179,10 @@ pub struct BrokerArgs {
     /// members (as kcat -G). Each partition starts at the group's offset, or where --from
     /// beginning|end says when it has none; offsets are committed as records are handed on.
     /// With --partitions: those partitions, from any --from, committed under the group.
-    /// Kinesis (consume, replay): the application whose members share the stream's shards
-    /// through the DynamoDB lease table of this name (created when missing); a shard starts
-    /// at its lease's checkpoint, or where --from beginning|end says when it has none.
+    /// Kinesis: the application whose members share the stream's shards through the
+    /// DynamoDB lease table of this name (created when missing); a shard starts at its
+    /// lease's checkpoint, or where --from beginning|end says when it has none (window,
+    /// dedupe and watermark-profile keep each shard's state in --state-store).
     #[arg(short = 'G', long, value_name = "GROUP", help_heading = "Kafka")]
     pub group: Option<String>,
 
@@ -584,7 +585,13 @@ keyed by something else, add --repartition: each member first sends every record
 GROUP-window-repartition, keyed by its --key value, and carries the input's watermarks
 across, so the rows are those of one reader of the input:
   weir window kafka://localhost:9092/checkouts -G billing --repartition --time value.ts \\
-    --key value.merchant_id --tumbling 1m --delay 10m --count -o kafka://localhost:9092/rows";
+    --key value.merchant_id --tumbling 1m --delay 10m --count -o kafka://localhost:9092/rows
+
+On a Kinesis stream, -G APP shares the shards through APP's DynamoDB lease table and keeps
+each shard's windows in --state-store; the stream must be keyed by --key (else exit 2), and
+a split or merge hands each child its parents' windows of its keys:
+  weir window kinesis://checkouts -G billing --state-store s3://my-bucket/weir \\
+    --time value.ts --key value.merchant_id --tumbling 1m --delay 10m --count";
 
 /// Aggregate events per key per event-time window, with watermarks and a late-data policy.
 ///
