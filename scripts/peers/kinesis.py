@@ -206,6 +206,11 @@ def main():
             AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
         )
+        # A new table takes writes only once ACTIVE (dynalite too, on a busy machine).
+        for _ in range(600):
+            if d.describe_table(TableName=app)["Table"]["TableStatus"] == "ACTIVE":
+                break
+            time.sleep(0.05)
         for lease in leases:
             item = {
                 "leaseKey": {"S": lease["leaseKey"]},
