@@ -345,8 +345,13 @@ impl KeepingArgs<'_> {
             topic,
             job: job.to_string(),
         });
+        Ok(self.per_partition())
+    }
+
+    /// State kept per partition or shard, saved every `--checkpoint-interval`.
+    fn per_partition(&self) -> Keeping {
         let every = Duration::from_millis(self.checkpoint.checkpoint_interval as u64);
-        Ok(Keeping::PerPartition(every))
+        Keeping::PerPartition(every)
     }
 
     /// A Kinesis member: a command that keeps state per shard saves it in `--state-store`.
@@ -377,8 +382,7 @@ impl KeepingArgs<'_> {
             store,
             command: self.command.to_string(),
         });
-        let every = Duration::from_millis(self.checkpoint.checkpoint_interval as u64);
-        Ok(Keeping::PerPartition(every))
+        Ok(self.per_partition())
     }
 }
 

@@ -6,11 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::dedupe::{hash_id, DedupeCounts, Deduper, DeduperState, IdHash, IdKey, Verdict};
-use super::envelope::state_key_text;
 use super::partitioned::{Parent, PartitionTask};
 use super::time::Millis;
 use super::watermark::{PartitionIds, Watermarks};
-use super::window::KEY_SEPARATOR;
+use super::window::partition_key_of;
 
 /// Which record of an id's group is written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -158,32 +157,28 @@ impl PartitionTask for Task {
         parents: Vec<Parent<TaskState>>,
         owns: &dyn Fn(&str) -> bool,
     ) -> Result<Task, String> {
-        let mut ids = Vec::new();
-        let mut behind: Option<TaskState> = None;
-        let mut seq = Millis::MIN;
-        for Parent { mut saved, whole } in parents {
-            seq = seq.max(saved.seq);
-            let taken = std::mem::replace(&mut saved.ids, IdsState::Hashed(empty()));
-            ids.push((taken, whole));
-            if behind
-                .as_ref()
-                .is_none_or(|b| saved.watermarks.current() < b.watermarks.current())
-            {
-                behind = Some(saved);
-            }
-        }
-        let Some(mut state) = behind else {
+        let Some(behind) = (parents.iter())
+            .min_by_key(|p| p.saved.watermarks.current())
+            .map(|p| (p.saved.partitions.clone(), p.saved.watermarks.clone()))
+        else {
             return Ok(fresh);
         };
-        state.ids = IdsState::merged(ids, owns)?;
-        state.seq = seq;
+        let seq = parents
+            .iter()
+            .map(|p| p.saved.seq)
+            .max()
+            .unwrap_or(Millis::MIN);
+        let ids = (parents.into_iter())
+            .map(|Parent { saved, whole }| (saved.ids, whole))
+            .collect();
+        let state = TaskState {
+            ids: IdsState::merged(ids, owns)?,
+            partitions: behind.0,
+            watermarks: behind.1,
+            seq,
+        };
         Task::restored(fresh, state)
     }
-}
-
-/// An empty state, to take a parent's ids out of it.
-fn empty<S, H>() -> DeduperState<S, H> {
-    DeduperState::merged(Vec::new(), |_, _| true)
 }
 
 /// Whether a held record (an envelope) is of a partition key `owns` says is the child's.
@@ -205,11 +200,7 @@ impl IdsState {
         parts: Vec<(IdsState, bool)>,
         owns: &dyn Fn(&str) -> bool,
     ) -> Result<IdsState, String> {
-        let exact = |id: &str| {
-            owns(&state_key_text(
-                &id.split(KEY_SEPARATOR).collect::<Vec<_>>(),
-            ))
-        };
+        let exact = |id: &str| owns(&partition_key_of(id));
         let held = |h: &Held| held_owned(h, owns);
         Ok(match parts.first().map(|p| &p.0) {
             None | Some(IdsState::Hashed(_)) => {

@@ -20,7 +20,7 @@ use super::saved;
 pub fn shard_task(id: &str) -> i32 {
     let digits = id.trim_start_matches(|c: char| !c.is_ascii_digit());
     match digits.parse::<u64>() {
-        Ok(n) if !digits.is_empty() && n <= i32::MAX as u64 => n as i32,
+        Ok(n) if n <= i32::MAX as u64 => n as i32,
         _ => {
             // FNV-1a, kept positive.
             let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {

@@ -204,6 +204,12 @@ fn prefix(text: &str) -> u64 {
 /// Joins key fields' JSON texts: a raw control character never occurs in JSON text.
 pub const KEY_SEPARATOR: char = '\u{1f}';
 
+/// The partition key a record keyed by its state key has, for a key as windows and ids keep
+/// it (its fields' JSON texts joined by `KEY_SEPARATOR`).
+pub fn partition_key_of(joined: &str) -> String {
+    state_key_text(&joined.split(KEY_SEPARATOR).collect::<Vec<_>>())
+}
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
     Accepted,
@@ -899,24 +905,16 @@ impl PartitionTask for WindowOperator {
         parents: Vec<Parent<WindowState>>,
         owns: &dyn Fn(&str) -> bool,
     ) -> Result<WindowOperator, String> {
+        let behind = (parents.iter().map(|p| &p.saved.watermarks))
+            .min_by_key(|w| w.current())
+            .cloned();
         let mut windows = Vec::new();
         let (mut open, mut keys) = (0, 0);
-        let mut behind: Option<Watermarks> = None;
         for Parent { saved, .. } in parents {
-            let own = |w: &SavedWindow| {
-                owns(&state_key_text(
-                    &w.key.split(KEY_SEPARATOR).collect::<Vec<_>>(),
-                ))
-            };
+            let own = |w: &SavedWindow| owns(&partition_key_of(&w.key));
             windows.extend(saved.windows.into_iter().filter(own));
             open = saved.peak_open_windows.max(open);
             keys = saved.peak_keys.max(keys);
-            if behind
-                .as_ref()
-                .is_none_or(|b| saved.watermarks.current() < b.current())
-            {
-                behind = Some(saved.watermarks);
-            }
         }
         let state = WindowState {
             watermarks: behind.unwrap_or_else(|| fresh.watermarks.clone()),

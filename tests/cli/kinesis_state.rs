@@ -212,18 +212,32 @@ fn repeats_only_from(how: Drill, outputs: &[String], key: impl Fn(&str) -> Strin
     repeats
 }
 
-/// Window rows by their upsert key (key, window start); every row written for a key the
-/// same (a repeat, from the killed member, is the same row again).
-fn rows(outputs: &[&str]) -> BTreeMap<(String, String), Value> {
-    let mut by_key: BTreeMap<(String, String), Value> = BTreeMap::new();
-    for line in outputs.iter().flat_map(|o| o.lines()) {
-        let row: Value = serde_json::from_str(line).unwrap();
-        let key = (row["value_k"].to_string(), row["window_start"].to_string());
-        if let Some(before) = by_key.insert(key.clone(), row.clone()) {
-            assert_eq!(before, row, "two rows for {key:?}");
+/// The lines of `texts` (outputs), each split by `of` into an upsert key and what is kept
+/// under it; every line written for a key keeps the same (a repeat is the same line again).
+fn upserted<K: Ord + Clone + std::fmt::Debug, V: PartialEq + std::fmt::Debug>(
+    texts: &[&str],
+    of: impl Fn(Value) -> (K, V),
+) -> BTreeMap<K, V> {
+    let mut by_key = BTreeMap::new();
+    for line in texts.iter().flat_map(|t| t.lines()) {
+        let (key, value) = of(serde_json::from_str(line).unwrap());
+        if let Some(before) = by_key.insert(key.clone(), value) {
+            assert_eq!(
+                Some(&before),
+                by_key.get(&key),
+                "{key:?} written twice, differently"
+            );
         }
     }
     by_key
+}
+
+/// Window rows by their upsert key (key, window start).
+fn rows(texts: &[&str]) -> BTreeMap<(String, String), Value> {
+    upserted(texts, |row| {
+        let key = (row["value_k"].to_string(), row["window_start"].to_string());
+        (key, row)
+    })
 }
 
 const WINDOW: [&str; 12] = [
@@ -299,9 +313,8 @@ fn assert_window_rows_equal(how: Drill, outputs: &[String], one: &str) {
             .filter(|((_, start), _)| !start.starts_with(DAY_LATER))
             .collect()
     };
-    let got = before_day(rows(
-        &outputs.iter().map(String::as_str).collect::<Vec<_>>(),
-    ));
+    let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
+    let got = before_day(rows(&outputs));
     let want = before_day(rows(&[one]));
     assert!(want.len() > 100, "{}", want.len());
     assert_same(&got, &want, "rows");
@@ -353,25 +366,20 @@ fn dedupe_members_carry_ids_across_a_split_and_a_merge() {
 
 /// The members kept the same record of each id as the one run, and only that one.
 fn assert_same_records_kept(how: Drill, outputs: &[String], one: &str) {
-    let ids = |text: &str| -> BTreeMap<String, String> {
-        let mut kept = BTreeMap::new();
-        for line in text.lines() {
-            let record: Value = serde_json::from_str(line).unwrap();
+    // Each id's kept record, by its sequence number.
+    let ids = |texts: &[&str]| -> BTreeMap<String, String> {
+        upserted(texts, |record| {
             let id = record["value"]["id"].as_str().unwrap().to_string();
-            let seq = record["sequence"].as_str().unwrap().to_string();
-            if let Some(before) = kept.insert(id.clone(), seq.clone()) {
-                assert_eq!(before, seq, "{id} kept twice, from other records");
-            }
-        }
-        kept
+            (id, record["sequence"].as_str().unwrap().to_string())
+        })
     };
     let repeats = repeats_only_from(how, outputs, |line| {
         let record: Value = serde_json::from_str(line).unwrap();
         record["sequence"].to_string()
     });
     eprintln!("records written again after the kill: {repeats}");
-    let got = ids(&outputs.concat());
-    let want = ids(one);
+    let got = ids(&outputs.iter().map(String::as_str).collect::<Vec<_>>());
+    let want = ids(&[one]);
     assert!(want.len() > 1000, "{}", want.len());
     assert_same(&got, &want, "ids kept");
 }

@@ -76,17 +76,8 @@ fn checkpoint_positions(
         if s != stream {
             continue;
         }
-        let position = match ShardResume::of(p.resume) {
-            Some(ShardResume::After {
-                sequence,
-                subsequence,
-            }) => ShardCheckpoint::At {
-                sequence,
-                subsequence,
-            },
-            Some(ShardResume::Done) => ShardCheckpoint::ShardEnd,
-            Some(ShardResume::From { arrival }) => ShardCheckpoint::AtTimestamp(arrival),
-            None => continue,
+        let Some(position) = ShardResume::of(p.resume).map(|r| r.checkpoint()) else {
+            continue;
         };
         positions.insert(shard, (position, None));
     }

@@ -397,7 +397,7 @@ impl Membership {
         let moved = match self.states.is_some() {
             true => state
                 .and_then(|s| s.resume.as_ref())
-                .and_then(checkpoint_at),
+                .map(ShardResume::checkpoint),
             false => at.get(shard).cloned(),
         };
         moved.unwrap_or_else(|| committed.clone())
@@ -472,7 +472,7 @@ impl Membership {
         if let Some(pointer) = &lease.state {
             return Ok(Some(ShardStart::Restored(ShardState {
                 shard: Arc::from(lease.shard.as_str()),
-                resume: resume_at(&lease.checkpoint),
+                resume: ShardResume::at_checkpoint(&lease.checkpoint),
                 state: states.store.get(client, pointer).await?,
             })));
         }
@@ -528,36 +528,6 @@ fn hash_range((low, high): &(String, String)) -> std::ops::RangeInclusive<u128> 
     let low = low.parse().unwrap_or(0);
     let high = high.parse().unwrap_or(u128::MAX);
     low..=high
-}
-
-/// A state's position as a lease checkpoint: after a record, at that record.
-fn checkpoint_at(resume: &ShardResume) -> Option<ShardCheckpoint> {
-    match resume {
-        ShardResume::After {
-            sequence,
-            subsequence,
-        } => Some(ShardCheckpoint::At {
-            sequence: sequence.clone(),
-            subsequence: *subsequence,
-        }),
-        ShardResume::Done => Some(ShardCheckpoint::ShardEnd),
-        ShardResume::From { .. } => None,
-    }
-}
-
-/// A lease checkpoint as the position of the state that goes with it.
-fn resume_at(checkpoint: &ShardCheckpoint) -> Option<ShardResume> {
-    match checkpoint {
-        ShardCheckpoint::At {
-            sequence,
-            subsequence,
-        } => Some(ShardResume::After {
-            sequence: sequence.clone(),
-            subsequence: *subsequence,
-        }),
-        ShardCheckpoint::ShardEnd => Some(ShardResume::Done),
-        _ => None,
-    }
 }
 
 /// A lease as the plan sees it.

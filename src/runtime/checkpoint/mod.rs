@@ -21,6 +21,7 @@ use super::summary::Counters;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::core::lag::ShardCheckpoint;
 use crate::core::lease::hash_key;
 use crate::core::partitioned::PartitionStates;
 use crate::core::saved;
@@ -195,6 +196,39 @@ pub enum ShardResume {
 }
 
 impl ShardResume {
+    /// The position as a lease (or `weir lag`) names it: after a record is at that record,
+    /// as KCL writes a checkpoint.
+    pub fn checkpoint(&self) -> ShardCheckpoint {
+        match self {
+            ShardResume::After {
+                sequence,
+                subsequence,
+            } => ShardCheckpoint::At {
+                sequence: sequence.clone(),
+                subsequence: *subsequence,
+            },
+            ShardResume::Done => ShardCheckpoint::ShardEnd,
+            ShardResume::From { arrival } => ShardCheckpoint::AtTimestamp(*arrival),
+        }
+    }
+
+    /// Where a lease's checkpoint says a shard's records were handled up to; `None` for a
+    /// checkpoint before any record (`TRIM_HORIZON`, `LATEST`).
+    pub fn at_checkpoint(checkpoint: &ShardCheckpoint) -> Option<ShardResume> {
+        match checkpoint {
+            ShardCheckpoint::At {
+                sequence,
+                subsequence,
+            } => Some(ShardResume::After {
+                sequence: sequence.clone(),
+                subsequence: *subsequence,
+            }),
+            ShardCheckpoint::ShardEnd => Some(ShardResume::Done),
+            ShardCheckpoint::AtTimestamp(arrival) => Some(ShardResume::From { arrival: *arrival }),
+            _ => None,
+        }
+    }
+
     /// A shard's resume position as the checkpoint file keeps it; `None` for one that is no
     /// shard's.
     pub fn of(resume: Resume) -> Option<ShardResume> {
