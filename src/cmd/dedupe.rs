@@ -377,10 +377,11 @@ impl RecordStep for DedupeStep {
             1 => line.field(0).expect("parse found it"),
             _ => self.id.as_str(),
         };
-        // The clock is the watermark on arrival (event-time horizon) or the read time.
+        // The clock is the watermark on arrival (event-time horizon: the record's partition's
+        // judges it, the run's forgets) or the read time.
         let (t, clock) = match self.horizon_by {
-            HorizonBy::Event => (t, self.tasks.active.watermarks.current()),
-            HorizonBy::Arrival => (self.now, self.now),
+            HorizonBy::Event => (t, self.tasks.active.event_clocks(partition)),
+            HorizonBy::Arrival => (self.now, self.now.into()),
         };
         // `time_at` is set only for an event-time horizon.
         let observe = self.time_at.map(|_| (partition, self.now));

@@ -130,14 +130,34 @@ pub struct Deduper<K: IdKey, H = ()> {
     holding: bool,
 }
 
+/// The clocks a record is judged by: `judge`, whether its id's group is still open (for an
+/// event-time horizon, the watermark of the record's own partition, so that the verdict does
+/// not hang on how far other partitions were read), and `forget`, what may be forgotten (the
+/// watermark of the run, the least over partitions, so that no id goes that a partition
+/// behind could still repeat). One clock is both.
+#[derive(Clone, Copy, Debug)]
+pub struct Clocks {
+    pub judge: Millis,
+    pub forget: Millis,
+}
+
+impl From<Millis> for Clocks {
+    fn from(clock: Millis) -> Clocks {
+        Clocks {
+            judge: clock,
+            forget: clock,
+        }
+    }
+}
+
 impl<K: IdKey> Deduper<K> {
     pub fn new(horizon: Option<Millis>, max_keys: usize) -> Deduper<K> {
         Deduper::build(horizon, max_keys, false)
     }
 
-    /// Judges a record with id `id` at time `t`, the clock standing at `clock`.
-    pub fn check(&mut self, id: &K, t: Millis, clock: Millis) -> Verdict {
-        self.judge(id, t, clock, ()).0
+    /// Judges a record with id `id` at time `t`, the clocks standing at `clock`.
+    pub fn check(&mut self, id: &K, t: Millis, clock: impl Into<Clocks>) -> Verdict {
+        self.judge(id, t, clock.into(), ()).0
     }
 }
 
@@ -169,10 +189,10 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         &mut self,
         id: &K,
         t: Millis,
-        clock: Millis,
+        clock: impl Into<Clocks>,
         record: H,
     ) -> (Verdict, Option<H>) {
-        self.judge(id, t, clock, record)
+        self.judge(id, t, clock.into(), record)
     }
 
     /// The held records of groups that ended since the last call, with the times their
@@ -286,7 +306,8 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         )
     }
 
-    fn judge(&mut self, id: &K, t: Millis, clock: Millis, record: H) -> (Verdict, Option<H>) {
+    fn judge(&mut self, id: &K, t: Millis, clocks: Clocks, record: H) -> (Verdict, Option<H>) {
+        let clock = clocks.judge;
         // Hashed once: for an exact id, it is a hash of the text.
         let hash128 = id.hash128();
         let (at, hash) = place(hash128);
@@ -326,7 +347,7 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
                 self.oldest = self.oldest.min(t);
             }
             None if !already_past => {
-                self.make_room(clock);
+                self.make_room(clocks.forget);
                 self.shards[at].insert_new(id.clone(), hash, (t, record), table_hash);
                 self.len += 1;
                 self.oldest = self.oldest.min(t);
@@ -337,7 +358,7 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
             self.released.push(slot);
         }
         self.counts.peak_keys = self.counts.peak_keys.max(self.len as u64);
-        self.maybe_sweep(clock);
+        self.maybe_sweep(clocks.forget);
         let verdict = match &self.evicted {
             Some(bloom) if bloom.contains(hash128) => {
                 self.counts.possibly_duplicate += 1;

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::dedupe::{hash_id, DedupeCounts, Deduper, DeduperState, IdHash, IdKey, Verdict};
+use super::dedupe::{hash_id, Clocks, DedupeCounts, Deduper, DeduperState, IdHash, IdKey, Verdict};
 use super::partitioned::{Parent, PartitionTask};
 use super::time::Millis;
 use super::watermark::{PartitionIds, Watermarks};
@@ -73,6 +73,15 @@ pub struct TaskState {
 }
 
 impl Task {
+    /// The clocks of an event-time horizon for a record of `partition`: its own partition's
+    /// watermark judges it, the run's forgets.
+    pub fn event_clocks(&self, partition: usize) -> Clocks {
+        Clocks {
+            judge: self.watermarks.judging(partition),
+            forget: self.watermarks.current(),
+        }
+    }
+
     /// Judges a record (keep-first) of `id` at time `t` against `clock`; the watermark then
     /// observes it, when the horizon is in event time (`observe`: its partition and the
     /// processing time).
@@ -81,7 +90,7 @@ impl Task {
         &mut self,
         id: &str,
         t: Millis,
-        clock: Millis,
+        clock: Clocks,
         observe: Option<(usize, Millis)>,
     ) -> Verdict {
         let verdict = self.ids.check(id, t, clock);
@@ -96,7 +105,7 @@ impl Task {
     pub fn hold(
         &mut self,
         id: &str,
-        (t, clock): (Millis, Millis),
+        (t, clock): (Millis, Clocks),
         bytes: &[u8],
         observe: Option<(usize, Millis)>,
         released: &mut Vec<(Millis, Held)>,
@@ -283,7 +292,8 @@ impl Ids {
     /// register, where a wider result would be stored and reloaded across the watermark call,
     /// and that reload waits behind the table's cache-missing stores.
     #[inline]
-    pub fn check(&mut self, id: &str, t: Millis, clock: Millis) -> Verdict {
+    pub fn check(&mut self, id: &str, t: Millis, clock: impl Into<Clocks>) -> Verdict {
+        let clock = clock.into();
         match self {
             Ids::Hashed(d) => d.check(&hash_id(id.as_bytes()), t, clock),
             Ids::Exact(d) => d.check(&id.into(), t, clock),
@@ -305,7 +315,8 @@ impl Ids {
     }
 
     /// Judges a record for `--keep last`: holds it, and returns the record it replaces.
-    pub fn check_held(&mut self, id: &str, t: Millis, clock: Millis, record: Held) -> Option<Held> {
+    pub fn check_held(&mut self, id: &str, t: Millis, clock: impl Into<Clocks>, record: Held) -> Option<Held> {
+        let clock = clock.into();
         match self {
             Ids::HashedLast(d) => d.check_held(&hash_id(id.as_bytes()), t, clock, record).1,
             Ids::ExactLast(d) => d.check_held(&id.into(), t, clock, record).1,
@@ -521,5 +532,62 @@ mod tests {
             other,
         );
         assert!(kind.is_err());
+    }
+
+    proptest::proptest! {
+        /// An event-time horizon judged by each record's own partition: however partitions'
+        /// records interleave, the records kept and dropped are those of each partition run
+        /// alone, when each id lives in one partition (as on a topic keyed by it).
+        #[test]
+        fn interleaving_never_changes_what_is_kept(
+            parts in proptest::collection::vec(proptest::collection::vec((0u8..6, 0i64..300), 0..40), 2..5),
+            order in proptest::collection::vec(0usize..8, 0..200),
+            delay in 0i64..40,
+            horizon in 1i64..80,
+            keep_last in proptest::bool::ANY,
+        ) {
+            let keep = if keep_last { Keep::Last } else { Keep::First };
+            let spec = TaskSpec { horizon: Some(horizon), delay, ..spec(keep, false) };
+            let id = |p: usize, k: u8| format!("\"{p}-{k}\"");
+            let mut want = std::collections::BTreeSet::new();
+            for (p, records) in parts.iter().enumerate() {
+                let mut alone = spec.fresh();
+                let picks: Vec<(usize, usize)> = (0..records.len()).map(|i| (p, i)).collect();
+                want.extend(kept(&mut alone, &parts, &picks, |_| 0, &id));
+            }
+            let mut all = spec.fresh();
+            all.watermarks.assign(&(0..parts.len()).collect::<Vec<_>>(), 0);
+            let picks = crate::core::window::tests::interleave(&parts, &order);
+            let got = kept(&mut all, &parts, &picks, |p| p, &id);
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+
+    /// The (partition, index) of each record `task` writes, fed `picks` of `parts`, each on
+    /// the watermark partition `partition_of` gives.
+    fn kept(
+        task: &mut Task,
+        parts: &[Vec<(u8, Millis)>],
+        picks: &[(usize, usize)],
+        partition_of: impl Fn(usize) -> usize,
+        id: &dyn Fn(usize, u8) -> String,
+    ) -> std::collections::BTreeSet<(usize, usize)> {
+        let mut out = std::collections::BTreeSet::new();
+        let mut released = Vec::new();
+        let seq = |p: usize, i: usize| (p * 1_000 + i) as u64;
+        for &(p, i) in picks {
+            let (k, t) = parts[p][i];
+            let w = partition_of(p);
+            let clocks = task.event_clocks(w);
+            if task.ids.holding() {
+                task.seq = seq(p, i) as Millis;
+                task.hold(&id(p, k), (t, clocks), b"", Some((w, 0)), &mut released);
+            } else if task.check(&id(p, k), t, clocks, Some((w, 0))) != Verdict::Duplicate {
+                out.insert((p, i));
+            }
+        }
+        task.ids.finish(&mut released);
+        out.extend(released.iter().map(|(_, h)| ((h.seq / 1_000) as usize, (h.seq % 1_000) as usize)));
+        out
     }
 }

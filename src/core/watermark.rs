@@ -166,6 +166,20 @@ impl Watermarks {
         self.current
     }
 
+    /// The watermark a record of `partition` is judged by: its own partition's, as the
+    /// records before it in that partition left it, so that whether it is late depends on
+    /// that partition's contents alone, not on how far the others happen to be read. Where
+    /// the combined watermark stands further on (the partition was idle, or is new to a
+    /// watermark that already moved), that one: what it completed is gone.
+    #[inline]
+    pub fn judging(&self, partition: usize) -> Millis {
+        let own = match self.partitions.get(partition) {
+            Some(p) => p.max_event_time.saturating_sub(self.delay),
+            None => NO_WATERMARK,
+        };
+        own.max(self.current)
+    }
+
     /// The source reads exactly `assigned` from `now` on (a Kafka source's partitions, at the
     /// start or after a rebalance). As in Flink, an assigned partition holds the watermark
     /// back until it delivers or goes idle, even before its first record; one no longer

@@ -1,11 +1,15 @@
 //! Event-time windows, pure and synchronous (the rules are in the README and
 //! docs/ARCHITECTURE.md).
 //!
-//! Windows are half-open `[start, end)`. A window fires once the watermark `W >= end`; it
-//! stays in state until `W >= end + allowed_lateness`, and a record that reaches it before
-//! then updates it and re-emits it marked as an update. A record is late when every window it
-//! belongs to has `W >= end + allowed_lateness`. Rows of one watermark step come out in
-//! (window_end, key) order.
+//! Windows are half-open `[start, end)`. A window fires once the watermark `W >= end` (the
+//! least over partitions); it stays in state until `W >= end + allowed_lateness`, and a
+//! record that reaches it before then updates it and re-emits it marked as an update. A
+//! record is late when every window it belongs to (for a session: the session it would
+//! join) has `W_p >= end + allowed_lateness`, `W_p` the watermark of the record's own
+//! partition as the records before it there left it (`Watermarks::judging`). Since `W` never
+//! passes a partition's `W_p`, a window is still held whenever a record could reach it, and
+//! which records are late depends on each partition's contents alone, not on the order in
+//! which partitions are read. Rows of one watermark step come out in (window_end, key) order.
 
 use std::collections::hash_map::Entry as Entry_;
 use std::collections::{BTreeMap, HashMap};
@@ -13,6 +17,7 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use super::aggregate::{AggInput, AggSpec, AggState, Cell, Columns, ToColumns};
 use super::envelope::state_key_text;
@@ -85,6 +90,20 @@ pub struct WindowConfig {
     pub aggs: Vec<AggSpec>,
     /// Bound on (key, window) pairs held; exceeding it is an error.
     pub max_open_windows: usize,
+}
+
+impl WindowConfig {
+    /// When a window leaves state, where it does not as it fires: at its end plus the
+    /// allowed lateness, when no record can reach it any more; a session one gap later,
+    /// closed, so that a record that would join it is known to be late (instead of opening a
+    /// second session of the key beside it).
+    fn drop_at(&self, end: Millis) -> Option<Millis> {
+        let after = end.saturating_add(self.allowed_lateness);
+        match self.kind {
+            WindowKind::Session { gap } => Some(after.saturating_add(gap)),
+            _ => (self.allowed_lateness > 0).then_some(after),
+        }
+    }
 }
 
 /// A window's aggregate states, one per aggregate. Most commands ask for one or two, held in
@@ -304,6 +323,11 @@ impl Keys {
         }
     }
 
+    /// Takes back a `retain` without forgetting the key: the caller still uses it.
+    fn unhold(&mut self, id: KeyId) {
+        self.refs[id as usize] -= 1;
+    }
+
     /// Forgets a key looked up for a record that opened no window (a late one).
     fn release_if_unused(&mut self, id: KeyId) {
         if self.refs[id as usize] == 0 {
@@ -387,7 +411,9 @@ impl WindowOperator {
         now: Millis,
         out: &mut Vec<Row>,
     ) -> Result<Outcome, TooManyWindows> {
-        let w = self.watermarks.current();
+        // Judged by its own partition's watermark: the same verdict whatever the order in
+        // which partitions are read. Windows still fire by the combined one.
+        let w = self.watermarks.judging(partition);
         let key_id = self.keys.id(key);
         let accepted = match self.cfg.kind {
             WindowKind::Session { gap } => self.add_to_session(key_id, ts, gap, w, inputs, out),
@@ -475,21 +501,20 @@ impl WindowOperator {
             open_windows: state.peak_open_windows as usize,
             keys: state.peak_keys as usize,
         };
-        let lateness = op.cfg.allowed_lateness;
         for w in state.windows {
-            if w.states.len() != op.cfg.aggs.len() {
+            // A closed session keeps no states.
+            let closed = w.fired && w.states.is_empty();
+            if w.states.len() != op.cfg.aggs.len() && !closed {
                 return Err("the checkpoint's windows hold other aggregates".into());
             }
             let key = op.keys.id(&w.key);
             op.keys.retain(key);
-            // A window waits to fire until it has fired and not changed since; it is dropped
-            // at its end plus the allowed lateness.
+            // A window waits to fire until it has fired and not changed since.
             if !w.fired {
                 op.pending.insert(w.end, w.start, key);
             }
-            if lateness > 0 {
-                op.expiry
-                    .insert(w.end.saturating_add(lateness), w.start, key);
+            if let Some(at) = op.cfg.drop_at(w.end) {
+                op.expiry.insert(at, w.start, key);
             }
             if let WindowKind::Session { .. } = op.cfg.kind {
                 op.sessions.entry(key).or_default().push(w.start);
@@ -543,8 +568,8 @@ impl WindowOperator {
                 Entry_::Vacant(v) => {
                     keys.retain(key);
                     pending.insert(end, start, key);
-                    if cfg.allowed_lateness > 0 {
-                        expiry.insert(end.saturating_add(cfg.allowed_lateness), start, key);
+                    if let Some(at) = cfg.drop_at(end) {
+                        expiry.insert(at, start, key);
                     }
                     let states = cfg.aggs.iter().map(|a| AggState::new(&a.kind)).collect();
                     v.insert(Entry {
@@ -599,13 +624,24 @@ impl WindowOperator {
     ) -> bool {
         let (start, end) = (ts, ts.saturating_add(gap));
         let late_alone = self.late(end, w);
+        let lateness = self.cfg.allowed_lateness;
+        // Held meanwhile: dropping the key's last session must not forget the key.
+        self.keys.retain(key);
+        self.drop_gone_sessions(key, (start, end), w, out);
+        self.keys.unhold(key);
         let starts = self.sessions.entry(key).or_default();
         // Sessions of a key are disjoint and sorted, so their ends are sorted too: the ones
         // that overlap or touch [start, end] are a contiguous run.
         let windows = &self.windows;
         let lo = starts.partition_point(|s| windows[&(key, *s)].end < start);
         let hi = starts.partition_point(|s| *s <= end);
-        if lo >= hi && late_alone {
+        // The session it would join has closed for this record's partition: the record is
+        // late, whatever it would add. (Its ends are sorted as its starts: the first ends
+        // first.) A closed session stays in state as long as a record can touch it.
+        let joins_closed = starts
+            .get(lo)
+            .is_some_and(|s| lo < hi && w >= windows[&(key, *s)].end.saturating_add(lateness));
+        if joins_closed || (lo >= hi && late_alone) {
             if starts.is_empty() {
                 self.sessions.remove(&key);
             }
@@ -624,6 +660,39 @@ impl WindowOperator {
         true
     }
 
+    /// Drops the sessions of `key` touching `span` that a read of the record's partition
+    /// alone would have dropped by now (its watermark `w` at their `drop_at`), with their rows
+    /// if they have not fired. Only another partition holding the combined watermark back
+    /// kept them, and the record must find what it would find in a read of its partition.
+    fn drop_gone_sessions(&mut self, key: KeyId, span: (Millis, Millis), w: Millis, out: &mut Vec<Row>) {
+        let Some(starts) = self.sessions.get(&key) else {
+            return;
+        };
+        let (windows, cfg) = (&self.windows, &self.cfg);
+        let end_of = |s: &Millis| windows[&(key, *s)].end;
+        let lo = starts.partition_point(|s| end_of(s) < span.0);
+        // Ends are sorted as starts are: the gone ones come first.
+        let gone: SmallVec<[Millis; 2]> = starts[lo..]
+            .iter()
+            .take_while(|s| **s <= span.1 && cfg.drop_at(end_of(s)).is_some_and(|at| w >= at))
+            .copied()
+            .collect();
+        for start in gone {
+            let mut entry = self.windows.remove(&(key, start)).expect("session in state");
+            if let Some(at) = self.cfg.drop_at(entry.end) {
+                self.expiry.remove(at, start, key);
+            }
+            if !entry.fired {
+                self.pending.remove(entry.end, start, key);
+                if self.cfg.emit == EmitMode::Final {
+                    let states = std::mem::take(&mut entry.states);
+                    out.push(row(&self.keys.texts[key as usize], start, &entry, states));
+                }
+            }
+            self.forget_window(key, start);
+        }
+    }
+
     /// Takes the `absorbed` sessions of `key` out, merged with a new one spanning `span`.
     fn absorb(&mut self, key: KeyId, span: (Millis, Millis), absorbed: Vec<Millis>) -> Merged {
         let aggs = &self.cfg.aggs;
@@ -637,9 +706,8 @@ impl WindowOperator {
         for s in absorbed {
             let old = self.windows.remove(&(key, s)).expect("session in state");
             self.pending.remove(old.end, s, key);
-            if self.cfg.allowed_lateness > 0 {
-                self.expiry
-                    .remove(old.end.saturating_add(self.cfg.allowed_lateness), s, key);
+            if let Some(at) = self.cfg.drop_at(old.end) {
+                self.expiry.remove(at, s, key);
             }
             self.keys.release(key);
             merged.start = merged.start.min(s);
@@ -683,9 +751,8 @@ impl WindowOperator {
         let at = starts.partition_point(|s| *s < start);
         starts.insert(at, start);
         self.pending.insert(end, start, key);
-        if self.cfg.allowed_lateness > 0 {
-            self.expiry
-                .insert(end.saturating_add(self.cfg.allowed_lateness), start, key);
+        if let Some(at) = self.cfg.drop_at(end) {
+            self.expiry.insert(at, start, key);
         }
         let entry = self.windows.entry((key, start)).or_insert(Entry {
             end,
@@ -729,9 +796,11 @@ impl WindowOperator {
                 .then(a.1.cmp(&b.1))
         });
         let final_rows = self.cfg.emit == EmitMode::Final;
+        let sessions = matches!(self.cfg.kind, WindowKind::Session { .. });
         for &(end, start, key) in &due {
             let text = &self.keys.texts[key as usize];
-            if w >= end.saturating_add(self.cfg.allowed_lateness) {
+            let closing = w >= end.saturating_add(self.cfg.allowed_lateness);
+            if closing && !sessions {
                 // Past its lateness too: the window is dropped now, and its states move into
                 // the row instead of being copied.
                 let mut entry = self
@@ -751,22 +820,26 @@ impl WindowOperator {
                     .expect("pending window in state");
                 debug_assert_eq!(entry.end, end);
                 entry.fired = true;
+                // A session past its lateness stays closed, without its states, until
+                // `drop_at`.
                 if final_rows {
-                    out.push(row(
-                        text,
-                        start,
-                        entry,
-                        summaries(&entry.states, &self.cfg.aggs),
-                    ));
+                    let states = match closing {
+                        true => std::mem::take(&mut entry.states),
+                        false => summaries(&entry.states, &self.cfg.aggs),
+                    };
+                    out.push(row(text, start, entry, states));
                     entry.emitted = true;
                     entry.row_out = true;
+                } else if closing {
+                    entry.states = States::new();
                 }
             }
         }
         due.clear();
         self.expiry.take_due(w, &mut due);
         for &(_, start, key) in &due {
-            // A window that fired past its lateness in this step is already gone.
+            // A window that fired past its lateness in this step is already gone (a session's
+        // closed entry stays until now).
             if self.windows.remove(&(key, start)).is_some() {
                 self.forget_window(key, start);
             }
@@ -927,7 +1000,7 @@ impl PartitionTask for WindowOperator {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::core::aggregate::{prepare, AggKind, JsonColumns};
     use crate::core::saved;
@@ -1255,27 +1328,27 @@ mod tests {
         assert_eq!(summary(&rows[1..]), vec![("k".into(), 7, 17, 3, true)]);
     }
 
+    /// A closed session stays known for one gap: a record that would join it is late, not
+    /// the start of a second session of the key overlapping it (as Flink's would be). That
+    /// keeps a key's sessions disjoint, and the verdict the same whatever the read order.
     #[test]
-    fn sessions_without_lateness_do_not_merge_after_firing() {
+    fn a_record_that_would_join_a_closed_session_is_late() {
         let mut op = op(WindowKind::Session { gap: 5 }, 0, 0, EmitMode::Final);
         feed(&mut op, "k", 10);
         feed(&mut op, "k", 12);
-        feed(&mut op, "k", 20);
+        let (_, fired) = feed(&mut op, "k", 20);
+        assert_eq!(summary(&fired), vec![("k".into(), 10, 17, 2, false)]);
         let (outcome, _) = feed(&mut op, "k", 11);
-        assert_eq!(
-            outcome,
-            Outcome::Late,
-            "[11, 16) is past W = 20 and [10, 17) is gone"
-        );
+        assert_eq!(outcome, Outcome::Late, "[11, 16) is past W = 20");
         let (outcome, _) = feed(&mut op, "k", 16);
-        assert_eq!(
-            outcome,
-            Outcome::Accepted,
-            "[16, 21) touches nothing in state but is not late"
-        );
+        assert_eq!(outcome, Outcome::Late, "[16, 21) would join [10, 17), closed");
+        // At W = 22, one gap past its end, [10, 17) is forgotten: nothing can join it.
+        let (outcome, _) = feed(&mut op, "k", 22);
+        assert_eq!(outcome, Outcome::Accepted);
+        assert_eq!(op.sessions[&op.keys.id("k")], vec![20]);
         let mut rows = vec![];
         op.finish(&mut rows);
-        assert_eq!(summary(&rows), vec![("k".into(), 16, 25, 2, false)]);
+        assert_eq!(summary(&rows), vec![("k".into(), 20, 27, 2, false)]);
     }
 
     #[test]
@@ -1575,5 +1648,139 @@ mod tests {
             prop_assert_eq!(got, batch.into_iter().collect::<Vec<_>>());
             prop_assert!(rows.iter().all(|r| !r.update));
         }
+
+        /// Lateness by the record's own partition: however the partitions' records are
+        /// interleaved, the final rows (upserted on key and start) and the late records are
+        /// those of each partition run alone, for every window kind, delay and lateness, when
+        /// each key lives in one partition (as on a keyed topic). The partitions are declared
+        /// at the start, as a broker source's are.
+        #[test]
+        fn interleaving_never_changes_rows_or_late_records(
+            kind in prop_oneof![kinds(), (1i64..40).prop_map(|gap| WindowKind::Session { gap })],
+            parts in prop::collection::vec(prop::collection::vec((0u8..3, 0i64..300), 0..40), 2..5),
+            order in prop::collection::vec(0usize..8, 0..200),
+            delay in 0i64..40,
+            lateness in prop_oneof![Just(0i64), 1i64..30],
+            emit in prop_oneof![Just(EmitMode::Final), Just(EmitMode::Updates)],
+        ) {
+            let keyed = |p: usize, k: u8| format!("{p}-{k}");
+            let mut want = Upserted::default();
+            for (p, records) in parts.iter().enumerate() {
+                let mut alone = op(kind, delay, lateness, emit);
+                let mut out = vec![];
+                for (i, (k, t)) in records.iter().enumerate() {
+                    let o = alone.process(&keyed(p, *k), *t, 0, &[AggInput::Missing], 0, &mut out).unwrap();
+                    want.record(p, i, o);
+                }
+                alone.finish(&mut out);
+                want.rows(&out);
+            }
+            for interleaving in [interleave(&parts, &order), interleave(&parts, &[])] {
+                let mut all = op(kind, delay, lateness, emit);
+                let mut out = vec![];
+                all.assign(&(0..parts.len()).collect::<Vec<_>>(), 0, &mut out);
+                let mut got = Upserted::default();
+                for (p, i) in interleaving {
+                    let (k, t) = parts[p][i];
+                    let o = all.process(&keyed(p, k), t, p, &[AggInput::Missing], 0, &mut out).unwrap();
+                    got.record(p, i, o);
+                }
+                all.finish(&mut out);
+                got.rows(&out);
+                prop_assert_eq!(&got, &want);
+            }
+        }
+
+        /// The same rule checked against a batch computation, with keys spread over every
+        /// partition: a record is late when each of its windows ends (plus the lateness) at or
+        /// behind its partition's largest earlier event time minus the delay, and a window's
+        /// count is its records that were not late for it.
+        #[test]
+        fn tumbling_and_hopping_rows_equal_a_batch_by_own_partition(
+            kind in kinds().prop_filter("not a session", |k| !matches!(k, WindowKind::Session { .. })),
+            parts in prop::collection::vec(prop::collection::vec((0u8..3, 0i64..300), 0..40), 2..5),
+            order in prop::collection::vec(0usize..8, 0..200),
+            delay in 0i64..40,
+            lateness in prop_oneof![Just(0i64), 1i64..30],
+        ) {
+            let mut want = Upserted::default();
+            for (p, records) in parts.iter().enumerate() {
+                let mut max = Millis::MIN;
+                for (i, (k, t)) in records.iter().enumerate() {
+                    let w = max.saturating_sub(delay);
+                    let mut late = true;
+                    kind.for_each_window(*t, |start, end| {
+                        if w < end + lateness {
+                            late = false;
+                            let row = want.rows.entry((k.to_string(), start)).or_insert((end, 0));
+                            row.1 += 1;
+                        }
+                    });
+                    if late {
+                        want.late.insert((p, i));
+                    }
+                    max = max.max(*t);
+                }
+            }
+            let mut all = op(kind, delay, lateness, EmitMode::Final);
+            let mut out = vec![];
+            all.assign(&(0..parts.len()).collect::<Vec<_>>(), 0, &mut out);
+            let mut got = Upserted::default();
+            for (p, i) in interleave(&parts, &order) {
+                let (k, t) = parts[p][i];
+                let o = all.process(&k.to_string(), t, p, &[AggInput::Missing], 0, &mut out).unwrap();
+                got.record(p, i, o);
+            }
+            all.finish(&mut out);
+            got.rows(&out);
+            prop_assert_eq!(got, want);
+        }
+    }
+
+    /// Final rows upserted on (key, start), and the late records by (partition, index).
+    #[derive(Debug, Default, PartialEq)]
+    struct Upserted {
+        rows: std::collections::BTreeMap<(String, Millis), (Millis, u64)>,
+        late: std::collections::BTreeSet<(usize, usize)>,
+    }
+
+    impl Upserted {
+        fn record(&mut self, p: usize, i: usize, outcome: Outcome) {
+            if outcome == Outcome::Late {
+                self.late.insert((p, i));
+            }
+        }
+
+        fn rows(&mut self, rows: &[Row]) {
+            for r in rows {
+                let at = (r.key.to_string(), r.start);
+                if r.retract {
+                    self.rows.remove(&at);
+                } else {
+                    self.rows.insert(at, (r.end, count_of(r)));
+                }
+            }
+        }
+    }
+
+    /// The partitions' records interleaved, each partition's in its order: `order` picks
+    /// the partition of each next record (among those with records left), then the rest go
+    /// partition after partition.
+    pub(crate) fn interleave(parts: &[Vec<(u8, Millis)>], order: &[usize]) -> Vec<(usize, usize)> {
+        let mut next = vec![0; parts.len()];
+        let mut out = Vec::new();
+        for pick in order {
+            let left: Vec<usize> = (0..parts.len()).filter(|p| next[*p] < parts[*p].len()).collect();
+            if left.is_empty() {
+                break;
+            }
+            let p = left[pick % left.len()];
+            out.push((p, next[p]));
+            next[p] += 1;
+        }
+        for (p, records) in parts.iter().enumerate().rev() {
+            out.extend((next[p]..records.len()).map(|i| (p, i)));
+        }
+        out
     }
 }
