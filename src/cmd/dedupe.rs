@@ -42,6 +42,8 @@ struct Dedupe {
     time_at: Option<usize>,
     time_format: TimeFormat,
     partition_at: Option<usize>,
+    /// A piped envelope's count of partitions (`Partitioning::count`).
+    count_at: Option<usize>,
     /// Behind a shuffle: the envelope's input partition and offset.
     shuffle_at: Option<(usize, usize)>,
     /// With -G: the envelope's key, which must spell the record's id.
@@ -71,6 +73,7 @@ impl Dedupe {
         fields.add_all(args.ids.iter().cloned());
         let time_at = fields.add_some(args.time.time.clone().filter(|_| event_time));
         let partition_at = fields.add_some(parts.field.clone().filter(|_| event_time));
+        let count_at = fields.add_some(parts.count.clone().filter(|_| event_time));
         // Behind a shuffle: where each record stood in the input (repeats are dropped).
         let shuffle_at = parts.shuffled.then(|| {
             let field = parts.field.clone().expect("a Kafka source");
@@ -105,6 +108,7 @@ impl Dedupe {
             time_at,
             time_format: args.time.time_format.clone(),
             partition_at,
+            count_at,
             shuffle_at,
             message_key_at,
             by_source_partition: parts.by_source && event_time,
@@ -115,7 +119,9 @@ impl Dedupe {
             input: Box::new(input),
             prepare: Prepare::Extract(extractor),
             keeping,
-            job,
+            // Where side records go is no part of a group's job (each member writes its own
+            // file), but a checkpoint file holds that file's committed length.
+            job: format!("{job}, --duplicates {:?}", args.duplicates),
             limit: None,
             select,
         })
@@ -162,7 +168,7 @@ fn job(
     partition_at: Option<usize>,
 ) -> String {
     let mut job = format!(
-        "inputs {:?}, fields {:?}, {:?}, time at {time_at:?}, partition at {partition_at:?}, --horizon {:?} by {:?}, --delay {}, --max-keys {}, --keep {:?}, --exact-ids {}, --duplicates {:?}",
+        "inputs {:?}, fields {:?}, {:?}, time at {time_at:?}, partition at {partition_at:?}, --horizon {:?} by {:?}, --delay {}, --max-keys {}, --keep {:?}, --exact-ids {}, --duplicates kept {}",
         input.job_source(),
         fields.names(),
         args.time.time_format,
@@ -172,7 +178,7 @@ fn job(
         args.max_keys,
         args.keep,
         args.exact_ids,
-        args.duplicates,
+        args.duplicates.is_some(),
     );
     // Named only when given, so that checkpoints taken before the flag existed still fit.
     if let Some(idle) = args.idle_timeout {
@@ -221,6 +227,7 @@ impl Command for Dedupe {
             time_at: self.time_at,
             time_format: self.time_format,
             partition_at: self.partition_at,
+            count_at: self.count_at,
             shuffle_at: self.shuffle_at,
             message_key_at: self.message_key_at,
             by_source_partition: self.by_source_partition,
@@ -249,6 +256,8 @@ struct DedupeStep {
     time_at: Option<usize>,
     time_format: TimeFormat,
     partition_at: Option<usize>,
+    /// A piped envelope's count of partitions (`Partitioning::count`).
+    count_at: Option<usize>,
     /// Behind a shuffle: the envelope's input partition and offset.
     shuffle_at: Option<(usize, usize)>,
     /// With -G: the envelope's key, which must spell the record's id.
@@ -367,6 +376,9 @@ impl RecordStep for DedupeStep {
             None => None,
         };
         let (t, partition) = self.parse(line, shuffled)?;
+        if let Some(n) = plan::partition_count(line, self.count_at) {
+            self.tasks.active.watermarks.expect(n, self.now);
+        }
         if let Some(at) = self.message_key_at {
             let parts: SmallVec<[&str; 4]> =
                 (0..self.id_fields).filter_map(|i| line.field(i)).collect();

@@ -414,3 +414,9 @@ fn checkpoint_plan(
 pub fn ndjson_time_range(broker: &BrokerArgs, now: Millis) -> Result<TimeRange> {
     TimeRange::parse(broker.from.as_deref(), broker.to.as_deref(), now).map_err(Error::Usage)
 }
+
+/// How many partitions a piped envelope says its read has, if it says so.
+pub fn partition_count(line: &crate::runtime::Line<'_>, at: Option<usize>) -> Option<usize> {
+    let n: usize = line.field(at?)?.parse().ok()?;
+    Some(n.min(crate::core::watermark::MAX_PARTITIONS))
+}

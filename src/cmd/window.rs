@@ -69,6 +69,8 @@ struct Fields {
     agg_fields: Vec<Option<usize>>,
     /// Behind a shuffle (`--repartition`): the envelope's input `partition` and `offset`.
     shuffle_at: Option<(usize, usize)>,
+    /// A piped envelope's count of partitions (`Partitioning::count`).
+    count_at: Option<usize>,
 }
 
 impl Fields {
@@ -86,6 +88,7 @@ impl Fields {
         let partition_at = list.add_some(parts.field.clone());
         let keys_at = list.add_all(keys.iter().cloned());
         let values_at = list.add_all(values);
+        let count_at = list.add_some(parts.count.clone());
         let message_key_at =
             (parts.per_partition && !parts.shuffled).then(|| list.add_message_key());
         let offset_at = parts
@@ -97,6 +100,7 @@ impl Fields {
             extractor: Arc::new(list.extractor()),
             partition_at,
             keys_at,
+            count_at,
             message_key_at,
             agg_fields: aggs
                 .iter()
@@ -170,7 +174,9 @@ impl Windowing {
             command: windowing,
             input: Box::new(input),
             keeping,
-            job,
+            // Where side records go is no part of a group's job (each member writes its own
+            // file), but a checkpoint file holds that file's committed length.
+            job: format!("{job}, late output {:?}", args.late_output),
             limit: None,
             select,
         })
@@ -206,7 +212,7 @@ fn row_sink(args: &WindowArgs) -> Result<SinkPlan> {
 /// What makes a checkpoint this job's: the inputs and every flag that shapes the result.
 fn job(args: &WindowArgs, input: &InputPlan, fields: &Fields, config: &WindowConfig) -> String {
     format!(
-        "inputs {:?}, fields {:?}, {:?}, partition {:?}, keys at {}, {:?}, lateness {}, {:?}, aggregates {:?}, --delay {}, --idle-timeout {:?}, {:?}, late output {:?}",
+        "inputs {:?}, fields {:?}, {:?}, partition {:?}, keys at {}, {:?}, lateness {}, {:?}, aggregates {:?}, --delay {}, --idle-timeout {:?}, {:?}, late output kept {}",
         input.job_source(),
         // The envelope's key, read with -G, is no part of the job.
         fields.extractor.paths()[..fields.message_key_at.unwrap_or(usize::MAX).min(fields.extractor.paths().len())]
@@ -225,7 +231,7 @@ fn job(args: &WindowArgs, input: &InputPlan, fields: &Fields, config: &WindowCon
         args.delay,
         args.idle_timeout,
         args.format,
-        args.late_output,
+        args.late_output.is_some(),
     )
 }
 
@@ -607,6 +613,9 @@ impl RecordStep for WindowStep {
         let parsed = self.parse(line, shuffled, &mut inputs);
         if parsed.is_ok() {
             self.keyed(line)?;
+        }
+        if let Some(n) = plan::partition_count(line, self.fields.count_at) {
+            self.ops.active.expect(n, self.now);
         }
         let outcome = parsed.map(|(ts, partition, single_key)| {
             let key = single_key.unwrap_or(&self.key);

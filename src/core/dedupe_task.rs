@@ -315,7 +315,13 @@ impl Ids {
     }
 
     /// Judges a record for `--keep last`: holds it, and returns the record it replaces.
-    pub fn check_held(&mut self, id: &str, t: Millis, clock: impl Into<Clocks>, record: Held) -> Option<Held> {
+    pub fn check_held(
+        &mut self,
+        id: &str,
+        t: Millis,
+        clock: impl Into<Clocks>,
+        record: Held,
+    ) -> Option<Held> {
         let clock = clock.into();
         match self {
             Ids::HashedLast(d) => d.check_held(&hash_id(id.as_bytes()), t, clock, record).1,
@@ -587,7 +593,11 @@ mod tests {
             }
         }
         task.ids.finish(&mut released);
-        out.extend(released.iter().map(|(_, h)| ((h.seq / 1_000) as usize, (h.seq % 1_000) as usize)));
+        out.extend(
+            released
+                .iter()
+                .map(|(_, h)| ((h.seq / 1_000) as usize, (h.seq % 1_000) as usize)),
+        );
         out
     }
 }

@@ -1,9 +1,14 @@
 //! The record envelope of a broker source, written and read back losslessly.
 //!
 //! ```text
-//! {"topic":"t","partition":3,"offset":1042,"timestamp":"2026-11-28T12:00:01.234Z",
+//! {"topic":"t","partition":3,"partitions":4,"offset":1042,"timestamp":"2026-11-28T12:00:01.234Z",
 //!  "timestamp_type":"create","key":"m-42","headers":{"h":"v"},"value":{...}}
 //! ```
+//!
+//! `partitions` is how many partitions the read has (a group member: how many it owns), so
+//! that a command downstream of a pipe holds its watermark for those it has not heard from
+//! yet, as a direct read does (`--partition-by partition`). A Kinesis envelope's `shards` is
+//! how many shards the read has started.
 //!
 //! Binary safety, so that `weir replay` can produce an envelope file back byte for byte:
 //! - `value` is the payload embedded as JSON when it is one JSON text on one line without
@@ -76,6 +81,8 @@ impl TimestampType {
 pub struct Message<'a> {
     pub topic: &'a str,
     pub partition: i32,
+    /// How many partitions the read has; 0 when not known (not written).
+    pub partitions: u32,
     pub offset: i64,
     pub timestamp: Option<(Millis, TimestampType)>,
     pub key: Option<&'a [u8]>,
@@ -99,6 +106,10 @@ pub fn write_envelope(out: &mut Vec<u8>, m: &Message<'_>) {
     write_json_str(out, m.topic);
     out.extend_from_slice(b",\"partition\":");
     out.extend_from_slice(itoa::Buffer::new().format(m.partition).as_bytes());
+    if m.partitions > 0 {
+        out.extend_from_slice(b",\"partitions\":");
+        out.extend_from_slice(itoa::Buffer::new().format(m.partitions).as_bytes());
+    }
     out.extend_from_slice(b",\"offset\":");
     out.extend_from_slice(itoa::Buffer::new().format(m.offset).as_bytes());
     if let Some((ts, kind)) = m.timestamp {
@@ -157,6 +168,8 @@ fn write_schema_id(out: &mut Vec<u8>, part: &str, decoded: Option<Option<u32>>) 
 pub struct ShardRecord<'a> {
     pub stream: &'a str,
     pub shard: &'a str,
+    /// How many shards the read has started; 0 when not known (not written).
+    pub shards: u32,
     pub sequence: &'a str,
     /// A user record's place in its KPL aggregate.
     pub subsequence: Option<u64>,
@@ -173,7 +186,7 @@ pub struct ShardRecord<'a> {
 /// Appends the envelope of a Kinesis record (one line, no newline) to `out`:
 ///
 /// ```text
-/// {"stream":"s","shard":"shardId-000000000001","sequence":"4959...","subsequence":0,
+/// {"stream":"s","shard":"shardId-000000000001","shards":4,"sequence":"4959...",
 ///  "timestamp":"2026-11-28T12:00:01.234Z","key":"m-42","value":{...}}
 /// ```
 ///
@@ -184,6 +197,10 @@ pub fn write_shard_envelope(out: &mut Vec<u8>, r: &ShardRecord<'_>) {
     write_json_str(out, r.stream);
     out.extend_from_slice(b",\"shard\":");
     write_json_str(out, r.shard);
+    if r.shards > 0 {
+        out.extend_from_slice(b",\"shards\":");
+        out.extend_from_slice(itoa::Buffer::new().format(r.shards).as_bytes());
+    }
     out.extend_from_slice(b",\"sequence\":");
     write_json_str(out, r.sequence);
     if let Some(sub) = r.subsequence {
@@ -814,6 +831,7 @@ mod tests {
         Message {
             topic: "t",
             partition: 3,
+            partitions: 0,
             offset: 1042,
             timestamp: Some((1_795_867_201_234, TimestampType::Create)),
             key,
@@ -923,6 +941,7 @@ mod tests {
         let r = ShardRecord {
             stream: "orders",
             shard: "shardId-000000000001",
+            shards: 0,
             sequence: "4959",
             subsequence: Some(2),
             arrival: Some(1_795_867_201_234),

@@ -258,9 +258,10 @@ impl Watermarks {
         self.advance()
     }
 
-    /// Behind a shuffle: the input has `n` partitions, and each holds the watermark back until
-    /// a writer's marker or a record speaks for it, as every partition a reader of the input
-    /// is assigned does. Returns the new watermark if it advanced.
+    /// The input has `n` partitions (behind a shuffle, or a piped envelope's count), and each
+    /// holds the watermark back until a writer's marker or a record speaks for it, as every
+    /// partition a reader of the input is assigned does. Returns the new watermark if it
+    /// advanced.
     pub fn expect(&mut self, n: usize, now: Millis) -> Option<Millis> {
         if n <= self.partitions.len() {
             return None;

@@ -444,6 +444,12 @@ impl WindowOperator {
         }
     }
 
+    /// The input has `n` partitions (`Watermarks::expect`): those not heard from yet hold the
+    /// watermark back.
+    pub fn expect(&mut self, n: usize, now: Millis) {
+        self.watermarks.expect(n, now);
+    }
+
     /// Behind a shuffle: a writer's marker moves the watermark; fires what that completes.
     pub fn marker(&mut self, marker: &Marker, now: Millis, out: &mut Vec<Row>) {
         if self.watermarks.marker(marker, now).is_some() {
@@ -664,7 +670,13 @@ impl WindowOperator {
     /// alone would have dropped by now (its watermark `w` at their `drop_at`), with their rows
     /// if they have not fired. Only another partition holding the combined watermark back
     /// kept them, and the record must find what it would find in a read of its partition.
-    fn drop_gone_sessions(&mut self, key: KeyId, span: (Millis, Millis), w: Millis, out: &mut Vec<Row>) {
+    fn drop_gone_sessions(
+        &mut self,
+        key: KeyId,
+        span: (Millis, Millis),
+        w: Millis,
+        out: &mut Vec<Row>,
+    ) {
         let Some(starts) = self.sessions.get(&key) else {
             return;
         };
@@ -678,7 +690,10 @@ impl WindowOperator {
             .copied()
             .collect();
         for start in gone {
-            let mut entry = self.windows.remove(&(key, start)).expect("session in state");
+            let mut entry = self
+                .windows
+                .remove(&(key, start))
+                .expect("session in state");
             if let Some(at) = self.cfg.drop_at(entry.end) {
                 self.expiry.remove(at, start, key);
             }
@@ -839,7 +854,7 @@ impl WindowOperator {
         self.expiry.take_due(w, &mut due);
         for &(_, start, key) in &due {
             // A window that fired past its lateness in this step is already gone (a session's
-        // closed entry stays until now).
+            // closed entry stays until now).
             if self.windows.remove(&(key, start)).is_some() {
                 self.forget_window(key, start);
             }
@@ -1341,7 +1356,11 @@ pub(crate) mod tests {
         let (outcome, _) = feed(&mut op, "k", 11);
         assert_eq!(outcome, Outcome::Late, "[11, 16) is past W = 20");
         let (outcome, _) = feed(&mut op, "k", 16);
-        assert_eq!(outcome, Outcome::Late, "[16, 21) would join [10, 17), closed");
+        assert_eq!(
+            outcome,
+            Outcome::Late,
+            "[16, 21) would join [10, 17), closed"
+        );
         // At W = 22, one gap past its end, [10, 17) is forgotten: nothing can join it.
         let (outcome, _) = feed(&mut op, "k", 22);
         assert_eq!(outcome, Outcome::Accepted);
@@ -1770,7 +1789,9 @@ pub(crate) mod tests {
         let mut next = vec![0; parts.len()];
         let mut out = Vec::new();
         for pick in order {
-            let left: Vec<usize> = (0..parts.len()).filter(|p| next[*p] < parts[*p].len()).collect();
+            let left: Vec<usize> = (0..parts.len())
+                .filter(|p| next[*p] < parts[*p].len())
+                .collect();
             if left.is_empty() {
                 break;
             }

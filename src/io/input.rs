@@ -295,6 +295,10 @@ pub struct Partitioning {
     /// `--repartition`: `field` names the input partition of a record that came through a
     /// shuffle, whose envelope also gives its input offset.
     pub shuffled: bool,
+    /// The field that says how many partitions the input has, when `field` is a piped
+    /// envelope's `partition` (its `partitions`) or `shard` (its `shards`): each holds the
+    /// watermark back until its first record, as the partitions of a direct read do.
+    pub count: Option<FieldPath>,
 }
 
 /// A command's input: the source, how a broker's records are rendered, the error policy and
@@ -335,6 +339,7 @@ impl InputPlan {
                 field: self.source_partition_field(),
                 by_source: false,
                 shuffled: true,
+                count: None,
             });
         }
         if per_partition && given.is_some() {
@@ -348,11 +353,19 @@ impl InputPlan {
             (false, Some(f)) => Some(f.clone()),
             (false, None) => source_field.clone(),
         };
+        let by_source = field.is_some() && field == source_field;
+        let count = match field.as_ref().map(FieldPath::as_str) {
+            _ if by_source => None,
+            Some("partition") => Some("partitions"),
+            Some("shard") => Some("shards"),
+            _ => None,
+        };
         Ok(Partitioning {
             per_partition,
-            by_source: field.is_some() && field == source_field,
+            by_source,
             field,
             shuffled: false,
+            count: count.map(|c| c.parse().expect("a valid path")),
         })
     }
 

@@ -402,3 +402,87 @@ fn passed(dirs: &[&Path]) -> (BTreeSet<String>, usize) {
     let records = passed.len();
     (passed.into_values().collect(), records)
 }
+
+/// Where late records go is no part of a group's job: two members writing them to files of
+/// different names run together, and between them write every late record of one reader,
+/// each once.
+#[test]
+fn members_write_late_records_to_files_of_their_own() {
+    let Some(b) = broker() else { return };
+    let _turn = group_turn();
+    let (file, _) = events(EVENTS);
+    let topic = b.topic("own-late-files", 1);
+    b.produce(&topic, file.path(), &["--key", "id"]);
+    let one = tempfile::tempdir().unwrap();
+    let out = weir()
+        .args(window_args(&b, &topic, true))
+        .current_dir(one.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let want = late_of(&[one.path()]);
+    assert!(!want.is_empty());
+    let group = format!("own-late-{topic}");
+    let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut members: Vec<Background> = (dirs.iter().enumerate())
+        .map(|(i, dir)| {
+            let args = window_args(&b, &topic, false)
+                .into_iter()
+                .map(|a| match a.as_str() {
+                    "late.ndjson" => format!("late-of-member-{i}.ndjson"),
+                    _ => a,
+                });
+            let child = weir_std()
+                .args(args)
+                .args([
+                    "-G",
+                    &group,
+                    "--repartition",
+                    "--repartition-partitions",
+                    "4",
+                ])
+                .current_dir(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            Background(child)
+        })
+        .collect();
+    let late_files = |dirs: &[tempfile::TempDir]| -> Vec<String> {
+        (dirs.iter().enumerate())
+            .flat_map(|(i, d)| {
+                let text =
+                    std::fs::read_to_string(d.path().join(format!("late-of-member-{i}.ndjson")));
+                text.unwrap_or_default()
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while late_files(&dirs).len() < want.len() {
+        for m in &mut members {
+            if let Some((code, err)) = exited(m) {
+                panic!("a member ended: exit {code:?}: {err}");
+            }
+        }
+        assert!(Instant::now() < deadline, "not done in two minutes");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    drop(members);
+    let lines = late_files(&dirs);
+    let positions: BTreeSet<(i64, i64)> = (lines.iter())
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            (
+                r["partition"].as_i64().unwrap(),
+                r["offset"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(lines.len(), positions.len(), "a late record written twice");
+    assert_eq!(positions, want);
+}

@@ -611,6 +611,8 @@ impl KafkaSource {
         let keeps_states = self.consumer.context().keeps_states();
         let mut polled_early = HashMap::new();
         let mut rebalances = None;
+        // How many partitions are read, for the envelope's `partitions`.
+        let mut reading = 0;
         loop {
             if feed.cancelled() {
                 return Ok(());
@@ -626,6 +628,7 @@ impl KafkaSource {
                     None => self.consumer.context().assigned(),
                 };
                 if let Some(now) = &assigned {
+                    reading = now.len() as u32;
                     // Records polled before the change go out first.
                     pending.hand_over(feed, &topic)?;
                     self.restore(feed, &mut owned, now, &mut polled_early)?;
@@ -652,7 +655,10 @@ impl KafkaSource {
                     false
                 }
                 Polled::Record(m) => {
-                    let message = message(&m, &topic);
+                    let message = Message {
+                        partitions: reading,
+                        ..message(&m, &topic)
+                    };
                     match decoding.as_mut() {
                         Some(d) => {
                             if let Err(e) = d.render(&render, message, &mut pending) {
@@ -808,6 +814,7 @@ pub fn message<'a>(m: &'a BorrowedMessage<'a>, topic: &'a str) -> Message<'a> {
     Message {
         topic,
         partition: m.partition(),
+        partitions: 0,
         offset: m.offset(),
         timestamp,
         key: m.key(),

@@ -8,7 +8,7 @@
 //! responses held at once, asked for or waiting, share one byte budget (`RESPONSE_BUDGET`):
 //! memory does not grow with the number of shards.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -295,6 +295,7 @@ impl Source for KinesisSource {
             pending: Framing::new(feed),
             handled,
             owned: HashMap::new(),
+            started: HashSet::new(),
         };
         let mut result = renderer.take_events(feed, &self.runtime, &mut rx);
         // A member commits what was handled and hands its shards over as it leaves.
@@ -348,6 +349,8 @@ struct Renderer {
     /// A member that keeps state per shard: the shards whose state the command holds, by
     /// task.
     owned: HashMap<Arc<str>, i32>,
+    /// Every shard the read has started, for the envelope's `shards`.
+    started: HashSet<Arc<str>>,
 }
 
 impl Renderer {
@@ -444,6 +447,8 @@ impl Renderer {
                 }
                 Event::Reading(shards) => {
                     self.pending.hand_over(feed, &self.stream)?;
+                    self.started
+                        .extend(shards.iter().map(|s| Arc::from(s.as_str())));
                     let names = shards
                         .iter()
                         .map(|s| serde_json::to_string(s).expect("a string serialises"))
@@ -522,6 +527,7 @@ impl Renderer {
         let mut message = ShardRecord {
             stream: &self.stream,
             shard,
+            shards: self.started.len() as u32,
             sequence: &sequence,
             subsequence: None,
             arrival,

@@ -1,0 +1,242 @@
+//! A pipe of envelopes gives the direct read's result: `consume -J | window --partition-by
+//! partition` equals `window kafka://...`, rows and late records, whatever order consume wrote
+//! the partitions in; the same for `dedupe`; and the README's opening pipeline, as printed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::process::Output;
+
+use serde_json::{json, Value};
+
+use super::kafka::{broker, Broker};
+use crate::gen::GenConfig;
+use crate::{generated_with, stdout_lines, weir};
+
+const WINDOW: &[&str] = &[
+    "--time",
+    "value.occurred_at",
+    "--key",
+    "value.merchant_id",
+    "--tumbling",
+    "1m",
+    "--count",
+];
+
+const DEDUPE: &[&str] = &["--id", "value.event_id", "--time", "value.occurred_at"];
+
+/// A 3-partition topic holding a backlog of the last half hour: 5,000 checkouts keyed by
+/// merchant (each merchant in one partition, repeats with it), out of order, some hours
+/// late, each stamped with its arrival time.
+fn backlog(b: &Broker) -> String {
+    let topic = b.topic("pipes", 3);
+    let now = chrono::Utc::now().timestamp_millis();
+    let (_, events) = generated_with(GenConfig {
+        events: 5000,
+        seed: 46,
+        keys: 60,
+        rate_per_s: 5.0,
+        start: now - 30 * 60_000,
+        partitions: 3,
+        ..GenConfig::default()
+    });
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    for (i, e) in events.iter().enumerate() {
+        let mut value = Vec::new();
+        e.write_json(&mut value);
+        let value: Value = serde_json::from_slice(&value).unwrap();
+        let envelope = json!({
+            "topic": "t", "partition": e.partition, "offset": i,
+            "timestamp": weir::core::time::format_millis(e.arrived_at),
+            "timestamp_type": "create", "key": format!("m-{:05}", e.merchant), "value": value,
+        });
+        writeln!(file, "{envelope}").unwrap();
+    }
+    b.produce(&topic, file.path(), &["-J", "--keep-partition"]);
+    topic
+}
+
+/// Rows upserted on (key, window_start), and the late records, as a set.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    rows: BTreeMap<(String, String), Value>,
+    late: BTreeSet<String>,
+}
+
+fn window(args: &[&str], delay: &str, stdin: Option<Vec<u8>>) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let late = dir.path().join("late.ndjson");
+    let mut cmd = weir();
+    cmd.arg("window")
+        .args(args)
+        .args(WINDOW)
+        .args(["--delay", delay, "-q"]);
+    cmd.arg("--late-output").arg(&late);
+    if let Some(input) = stdin {
+        cmd.write_stdin(input);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    result(&out, &std::fs::read_to_string(&late).unwrap())
+}
+
+fn result(out: &Output, late: &str) -> Outcome {
+    let mut rows = BTreeMap::new();
+    for line in stdout_lines(out) {
+        let row: Value = serde_json::from_str(&line).unwrap();
+        let at = (
+            row["value_merchant_id"].to_string(),
+            row["window_start"].to_string(),
+        );
+        rows.insert(at, row);
+    }
+    let late = late.lines().map(str::to_string).collect();
+    Outcome { rows, late }
+}
+
+/// The envelopes consume wrote, reordered: partition after partition (as a backlog read
+/// may write them), last partition first, and one record of each partition in turn.
+fn orders(captured: &[u8]) -> Vec<Vec<u8>> {
+    let lines: Vec<&str> = std::str::from_utf8(captured).unwrap().lines().collect();
+    let partition = |l: &&str| serde_json::from_str::<Value>(l).unwrap()["partition"].as_i64();
+    let mut by_partition: BTreeMap<i64, Vec<&str>> = BTreeMap::new();
+    for l in &lines {
+        by_partition
+            .entry(partition(l).unwrap())
+            .or_default()
+            .push(l);
+    }
+    let join = |ls: Vec<&str>| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let ascending: Vec<&str> = by_partition.values().flatten().copied().collect();
+    let descending: Vec<&str> = by_partition.values().rev().flatten().copied().collect();
+    let longest = by_partition.values().map(Vec::len).max().unwrap_or(0);
+    let turns: Vec<&str> = (0..longest)
+        .flat_map(|i| by_partition.values().filter_map(move |p| p.get(i).copied()))
+        .collect();
+    [lines, ascending, descending, turns]
+        .into_iter()
+        .map(|ls| join(ls).into_bytes())
+        .collect()
+}
+
+#[test]
+fn piped_envelopes_give_the_direct_reads_rows_and_late_records() {
+    let Some(b) = broker() else { return };
+    let topic = backlog(&b);
+    let url = b.url(&topic);
+    let direct = window(&[&url, "-e"], "1m", None);
+    assert!(direct.late.len() > 50, "late data: {}", direct.late.len());
+    assert!(direct.rows.len() > 100);
+    let captured = weir()
+        .args(["consume", &url, "-e", "-J", "-q"])
+        .output()
+        .unwrap();
+    assert!(captured.status.success());
+    for (i, piped) in orders(&captured.stdout).into_iter().enumerate() {
+        let got = window(&["--partition-by", "partition"], "1m", Some(piped));
+        assert_eq!(got.rows, direct.rows, "order {i}");
+        assert_eq!(got.late, direct.late, "order {i}");
+    }
+}
+
+#[test]
+fn piped_envelopes_give_the_direct_reads_dedupe() {
+    let Some(b) = broker() else { return };
+    let topic = backlog(&b);
+    let url = b.url(&topic);
+    // A horizon shorter than the time most repeats come after.
+    let dedupe = |args: &[&str], stdin: Option<Vec<u8>>| {
+        let mut cmd = weir();
+        cmd.arg("dedupe")
+            .args(args)
+            .args(DEDUPE)
+            .args(["--horizon", "20s", "-q"]);
+        if let Some(input) = stdin {
+            cmd.write_stdin(input);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        stdout_lines(&out).into_iter().collect::<BTreeSet<_>>()
+    };
+    let direct = dedupe(&[&url, "-e"], None);
+    assert!(
+        direct.len() < 5000 && direct.len() > 4000,
+        "{}",
+        direct.len()
+    );
+    let captured = weir()
+        .args(["consume", &url, "-e", "-J", "-q"])
+        .output()
+        .unwrap();
+    for (i, piped) in orders(&captured.stdout).into_iter().enumerate() {
+        let got = dedupe(&["--partition-by", "partition"], Some(piped));
+        let differ: Vec<_> = got.symmetric_difference(&direct).collect();
+        assert!(
+            differ.is_empty(),
+            "order {i}: {} differ: {:?}",
+            differ.len(),
+            &differ[..1]
+        );
+    }
+}
+
+/// The pipeline the README opens with, as printed but for the broker and topic.
+fn readme_pipeline() -> String {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("    weir consume kafka://localhost:9092/checkouts")
+        .expect("the README opens with a pipeline");
+    let block: Vec<&str> = readme[start..]
+        .lines()
+        .take_while(|l| l.starts_with("    "))
+        .collect();
+    block.join("\n")
+}
+
+#[test]
+fn the_readme_pipeline_gives_the_direct_reads_rows() {
+    let Some(b) = broker() else { return };
+    let topic = backlog(&b);
+    let url = b.url(&topic);
+    let pipeline = readme_pipeline().replace("kafka://localhost:9092/checkouts", &url);
+    assert!(pipeline.contains("weir window"), "{pipeline}");
+    let dir = tempfile::tempdir().unwrap();
+    let late = dir.path().join("late.ndjson");
+    let weir_dir = std::path::Path::new(env!("CARGO_BIN_EXE_weir"))
+        .parent()
+        .unwrap();
+    let out = std::process::Command::new("bash")
+        .args(["-o", "pipefail", "-c"])
+        .arg(format!("{pipeline} --late-output {}", late.display()))
+        .env(
+            "PATH",
+            format!("{}:{}", weir_dir.display(), std::env::var("PATH").unwrap()),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{pipeline}\n{out:?}");
+    let got = result(&out, &std::fs::read_to_string(&late).unwrap());
+    // The direct reads: dedupe from the topic, its output windowed.
+    let deduped = weir()
+        .args([
+            "dedupe",
+            &url,
+            "--from",
+            "-1h",
+            "-e",
+            "--horizon",
+            "1h",
+            "-q",
+        ])
+        .args(DEDUPE)
+        .output()
+        .unwrap();
+    assert!(deduped.status.success());
+    let want = window(
+        &["--partition-by", "partition"],
+        "10m",
+        Some(deduped.stdout),
+    );
+    assert_eq!(got.rows, want.rows);
+    assert_eq!(got.late, want.late);
+    assert!(!want.late.is_empty() && want.rows.len() > 100);
+}
