@@ -209,6 +209,11 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l bucket -
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l format -d 'text: a readable report with an ASCII histogram; json: for scripts' -r -f -a "text\t''
 json\t''"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l plot -d 'Also draw the lateness histogram and the drift series to PATH (.svg, or .html wrapping it)' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l tumbling -d 'Count late records as `window --tumbling SIZE` would, with the same --delay' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l hop -d 'Count late records as `window --hop SIZE --slide SLIDE` would' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l slide -d 'The step between hopping windows, as window\'s --slide' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l offset -d 'Shift window starts by D, as window\'s --offset' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l allowed-lateness -d 'As window\'s --allowed-lateness' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s o -l output -d 'Sink: - (stdout) or a file path' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r

@@ -852,6 +852,10 @@ Examples:
   weir watermark-profile fixtures/checkouts.ndjson --time occurred_at \\
     --arrival arrived_at --by client
 
+  # Exactly what `window --tumbling 1m` would count late with each delay:
+  weir watermark-profile fixtures/checkouts.ndjson --time occurred_at --tumbling 1m \\
+    --delay 10s,1m,10m
+
   # The late share of a 10-second delay per minute of event time, as JSON, and a picture:
   weir watermark-profile events.ndjson --time ts --arrival received_at --delay 10s \\
     --bucket 1m --format json --plot lateness.svg > profile.json
@@ -864,6 +868,10 @@ exactly when its out-of-orderness exceeds D, so the recommended delay for a targ
 quantile of out-of-orderness. Quantiles have 3 significant digits (hdrhistogram), a
 recommended delay rounded up, never below the exact quantile; the late counts for --delay
 values are exact. A record without a usable time is counted, not fatal.
+
+A window counts a record late when its window has closed, not when it is out of order: give
+window's flags (--tumbling, or --hop and --slide, with --offset and --allowed-lateness) and the
+late counts and recommended delays are those of `window` with those flags, exactly.
 
 With -G each member profiles the partitions it owns, each apart, and the profiles merge
 exactly: unlike window and dedupe, watermark-profile needs no topic keyed by any field.";
@@ -921,6 +929,26 @@ pub struct ProfileArgs {
     /// Also draw the lateness histogram and the drift series to PATH (.svg, or .html wrapping it).
     #[arg(long, value_name = "PATH", value_parser = plot_path)]
     pub plot: Option<PathBuf>,
+
+    /// Count late records as `window --tumbling SIZE` would, with the same --delay.
+    #[arg(long, value_name = "SIZE", value_parser = positive_duration_ms, help_heading = "Predicting a window")]
+    pub tumbling: Option<Millis>,
+
+    /// Count late records as `window --hop SIZE --slide SLIDE` would.
+    #[arg(long, value_name = "SIZE", requires = "slide", conflicts_with = "tumbling", value_parser = positive_duration_ms, help_heading = "Predicting a window")]
+    pub hop: Option<Millis>,
+
+    /// The step between hopping windows, as window's --slide.
+    #[arg(long, value_name = "SLIDE", requires = "hop", value_parser = positive_duration_ms, help_heading = "Predicting a window")]
+    pub slide: Option<Millis>,
+
+    /// Shift window starts by D, as window's --offset.
+    #[arg(long, value_name = "D", default_value = "0", value_parser = signed_duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
+    pub offset: Millis,
+
+    /// As window's --allowed-lateness.
+    #[arg(long, value_name = "L", default_value = "0", value_parser = duration_ms, help_heading = "Predicting a window")]
+    pub allowed_lateness: Millis,
 
     /// Sink: - (stdout) or a file path.
     #[arg(short, long, value_name = "SINK", default_value = "-")]

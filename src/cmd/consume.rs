@@ -116,7 +116,7 @@ fn broker_render(args: &ConsumeArgs, sink: &SinkPlan) -> Result<Render> {
             "-f writes text for people; it cannot go to Kafka or Kinesis".into(),
         )),
         (Some(f), _) => Ok(Render::Format(KcatFormat::parse(f).map_err(Error::Usage)?)),
-        (None, true) => Ok(Render::Envelope),
+        (None, true) => Ok(Render::Piped),
         (None, false) => Ok(Render::Value),
     }
 }

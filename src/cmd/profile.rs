@@ -11,12 +11,14 @@ use super::plan::{self, KeepingArgs};
 use crate::cli::ProfileArgs;
 use crate::core::lateness::{Profile, Report};
 use crate::core::partitioned::{PartitionStates, PartitionTask, Tasks};
-use crate::core::profile_task::{self, Task, TaskState};
+use crate::core::profile_task::{self, Task, TaskState, WindowRule};
 use crate::core::record::{Extractor, FieldList, FieldPath, Scalar};
 use crate::core::saved;
-use crate::core::time::{now_millis, Millis, TimeFormat};
+use crate::core::time::{human_duration, now_millis, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, MAX_PARTITIONS};
+use crate::core::window::WindowKind;
 use crate::error::{Error, Fault, Result};
+use crate::io::input::InputPlan;
 use crate::io::sink::{LineSink, SinkPlan};
 use crate::report::profile::{render_plot, render_text, ReportFormat};
 use crate::runtime::{
@@ -35,9 +37,64 @@ struct Profiling {
     output: SinkPlan,
     /// A profile of nothing yet: the delays and targets it reports on, its bucket.
     fresh: Task,
+    /// The window flags the late counts follow, as given.
+    window: Option<String>,
     per_partition: bool,
     reading: Reading,
     shown: Shown,
+}
+
+/// What makes a checkpoint this job's.
+fn job(args: &ProfileArgs, input: &InputPlan, fields: &FieldList, window: Option<&str>) -> String {
+    format!(
+        "inputs {:?}, fields {:?}, {:?}, --target {:?}, --delay {:?}, --bucket {}, --where {:?}, window {:?}",
+        input.job_source(),
+        fields.names(),
+        args.time.time_format,
+        args.target,
+        args.delay,
+        args.bucket,
+        args.input.conditions,
+        window,
+    )
+}
+
+/// The window rule a profile predicts, with its flags as a user types them.
+fn window_rule(args: &ProfileArgs) -> Result<Option<(WindowRule, String)>> {
+    let offset = args.offset;
+    let (kind, flags) = match (args.tumbling, args.hop, args.slide) {
+        (Some(size), ..) => (
+            WindowKind::Tumbling { size, offset },
+            format!("--tumbling {}", human_duration(size)),
+        ),
+        (None, Some(size), Some(slide)) if slide <= size => (
+            WindowKind::Hopping { size, slide, offset },
+            format!("--hop {} --slide {}", human_duration(size), human_duration(slide)),
+        ),
+        (None, Some(_), Some(_)) => {
+            return Err(Error::Usage("--slide is longer than --hop: records between the windows would belong to none".into()))
+        }
+        _ if offset != 0 || args.allowed_lateness != 0 => {
+            return Err(Error::Usage("--offset and --allowed-lateness shape a window: give --tumbling SIZE or --hop SIZE --slide S with them".into()))
+        }
+        _ => return Ok(None),
+    };
+    let mut flags = flags;
+    if offset != 0 {
+        let sign = if offset < 0 { "-" } else { "" };
+        flags += &format!(" --offset {sign}{}", human_duration(offset.abs()));
+    }
+    if args.allowed_lateness != 0 {
+        flags += &format!(
+            " --allowed-lateness {}",
+            human_duration(args.allowed_lateness)
+        );
+    }
+    let rule = WindowRule {
+        kind,
+        allowed_lateness: args.allowed_lateness,
+    };
+    Ok(Some((rule, flags)))
 }
 
 /// Where a record's fields are, and how its times read: the event time is the first.
@@ -81,16 +138,9 @@ impl Profiling {
                 "--checkpoint needs --arrival FIELD: without it the arrival time is when weir reads a record, which a restart cannot repeat".into(),
             ));
         }
-        let job = format!(
-            "inputs {:?}, fields {:?}, {:?}, --target {:?}, --delay {:?}, --bucket {}, --where {:?}",
-            input.job_source(),
-            fields.names(),
-            args.time.time_format,
-            args.target,
-            args.delay,
-            args.bucket,
-            args.input.conditions,
-        );
+        let window = window_rule(args)?;
+        let flags = window.as_ref().map(|w| w.1.clone());
+        let job = job(args, &input, &fields, flags.as_deref());
         let keeping = KeepingArgs {
             command: "watermark-profile",
             checkpoint: &args.checkpoint,
@@ -107,7 +157,9 @@ impl Profiling {
                 args.delay.clone(),
                 args.target.clone(),
                 args.bucket,
-            )),
+            ))
+            .predicting(window.map(|w| w.0)),
+            window: flags,
             per_partition: parts.per_partition,
             reading: Reading {
                 extractor: extractor.clone(),
@@ -146,6 +198,7 @@ impl Command for Profiling {
             ),
             None => (self.fresh.clone(), PartitionIds::default()),
         };
+        let window = self.window;
         let fresh = self.fresh;
         let tasks = Tasks::new(self.per_partition, first, move || fresh.clone());
         Ok(ProfileStep {
@@ -156,6 +209,7 @@ impl Command for Profiling {
             out: ReportOut {
                 sink,
                 shown: self.shown,
+                window,
             },
         })
     }
@@ -165,6 +219,8 @@ impl Command for Profiling {
 struct ReportOut {
     sink: LineSink,
     shown: Shown,
+    /// The window flags the late counts follow.
+    window: Option<String>,
 }
 
 impl ReportOut {
@@ -173,6 +229,7 @@ impl ReportOut {
     fn write(&mut self, tasks: &mut Tasks<Task>, interrupted: bool) -> Result<Report> {
         let mut report = profile_task::report(tasks);
         report.interrupted = interrupted;
+        report.window = self.window.clone();
         let by = self.shown.by.as_ref().map(|b| b.as_str());
         let text = match self.shown.format {
             ReportFormat::Json => serde_json::to_string_pretty(&report).expect("report serialises"),

@@ -41,6 +41,11 @@ pub enum Render {
     /// command but `consume` reads, and `consume -J`.
     #[default]
     Envelope,
+    /// The envelope as `consume -J` writes it for a pipe: with how many partitions (shards)
+    /// the read has, which a command downstream waits to hear from. Left out of the
+    /// envelopes commands read directly, so that their outputs do not vary with a group
+    /// member's assignment.
+    Piped,
     /// Its value: JSON as it is, other text as a JSON string, binary as `{"base64":...}`.
     Value,
     /// A kcat format (`consume -f`).
@@ -51,7 +56,7 @@ impl Render {
     /// Writes a Kafka record as this says.
     pub fn write(&self, out: &mut Vec<u8>, m: &Message<'_>) {
         match self {
-            Render::Envelope => write_envelope(out, m),
+            Render::Envelope | Render::Piped => write_envelope(out, m),
             Render::Value if m.decoded.value.is_some() => {
                 out.extend_from_slice(m.value.unwrap_or(b"null"))
             }

@@ -352,6 +352,7 @@ impl Profile {
             interrupted: false,
             records: self.overall.count,
             no_time,
+            window: None,
             overall: summary(&self.overall),
             groups: self
                 .groups
@@ -509,6 +510,10 @@ pub struct Report {
     pub records: u64,
     /// Records without a usable event or arrival time.
     pub no_time: u64,
+    /// The window whose rule the late counts and recommendations follow (`--tumbling 1m`);
+    /// without one they follow out-of-orderness.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
     pub overall: Summary,
     pub groups: BTreeMap<String, Summary>,
     pub dropped_groups: u64,

@@ -8,6 +8,29 @@ use serde::{Deserialize, Serialize};
 use super::lateness::{Profile, ProfileState, Report};
 use super::partitioned::{Parent, PartitionTask, Tasks};
 use super::time::Millis;
+use super::window::WindowKind;
+
+/// The rule of a window run that a profile predicts (`--tumbling`, `--hop`): a record is
+/// late when the end of its last window, plus the allowed lateness, is at or behind its
+/// partition's watermark, the largest event time before it there minus the delay.
+#[derive(Clone, Copy, Debug)]
+pub struct WindowRule {
+    pub kind: WindowKind,
+    pub allowed_lateness: Millis,
+}
+
+impl WindowRule {
+    /// The measure a delay is compared with: a record is late with delay `d` exactly when it
+    /// exceeds `d`, as out-of-orderness is (late at `max - d >= end + lateness`, so at
+    /// `max - end - lateness + 1 > d`). `None` before any record of the partition.
+    fn lateness(&self, max_before: Millis, event: Millis) -> Millis {
+        let closes = self
+            .kind
+            .last_end(event)
+            .saturating_add(self.allowed_lateness);
+        max_before.saturating_sub(closes).saturating_add(1)
+    }
+}
 
 /// What is profiled: a run's records, or, for a consumer-group member, one partition's.
 #[derive(Clone)]
@@ -17,6 +40,8 @@ pub struct Task {
     max_seen: Vec<Millis>,
     /// Records left out without a usable time.
     pub no_time: u64,
+    /// Late counts and recommendations by a window's rule instead of out-of-orderness.
+    pub window: Option<WindowRule>,
 }
 
 /// What a checkpoint keeps of a task: a run's, or one partition's.
@@ -33,7 +58,13 @@ impl Task {
             profile,
             max_seen: Vec::new(),
             no_time: 0,
+            window: None,
         }
+    }
+
+    /// A task whose late counts follow `window`'s rule, if given.
+    pub fn predicting(self, window: Option<WindowRule>) -> Task {
+        Task { window, ..self }
     }
 
     /// Profiles a record of `group` with its event and arrival times, read in `partition`:
@@ -50,10 +81,11 @@ impl Task {
             max_seen.resize(partition + 1, Millis::MIN);
         }
         let max = &mut max_seen[partition];
-        let out_of_order = if *max == Millis::MIN {
-            0
-        } else {
-            max.saturating_sub(event).max(0)
+        let out_of_order = match (*max, self.window) {
+            // Nothing before it in its partition: no watermark yet, never late.
+            (Millis::MIN, _) => 0,
+            (_, None) => max.saturating_sub(event).max(0),
+            (_, Some(rule)) => rule.lateness(*max, event),
         };
         *max = (*max).max(event);
         self.profile.record(group, event, arrival, out_of_order);

@@ -17,12 +17,13 @@ fn pct(share: f64) -> String {
     format!("{:.3}%", share * 100.0)
 }
 
-fn render_summary(out: &mut String, s: &Summary) {
-    let _ = writeln!(
-        out,
-        "  {:<8} {:>14} {:>18}",
-        "", "lateness", "out-of-orderness"
-    );
+fn render_summary(out: &mut String, s: &Summary, by_window: bool) {
+    let measure = if by_window {
+        "window lateness"
+    } else {
+        "out-of-orderness"
+    };
+    let _ = writeln!(out, "  {:<8} {:>14} {:>18}", "", "lateness", measure);
     let min = s.lateness_min_ms.map(human_duration).unwrap_or_default();
     let _ = writeln!(out, "  {:<8} {:>14} {:>18}", "min", min, human_duration(0));
     for (l, o) in s.lateness.iter().zip(&s.out_of_order) {
@@ -99,8 +100,18 @@ pub fn render_text(r: &Report, by: Option<&str>) -> String {
         "{} records profiled, {} left out without a usable time\n",
         r.records, r.no_time
     );
+    let _ = match &r.window {
+        Some(window) => writeln!(
+            out,
+            "late counts as `window {window}` gives them: a record is late when its last window's end plus the allowed lateness is at or behind its partition's watermark\n"
+        ),
+        None => writeln!(
+            out,
+            "late counts by out-of-orderness (the largest earlier event time in the partition - the event time); give window's flags (--tumbling ...) to count as a window does\n"
+        ),
+    };
     let _ = writeln!(out, "overall");
-    render_summary(&mut out, &r.overall);
+    render_summary(&mut out, &r.overall, r.window.is_some());
     render_histogram(&mut out, &r.overall.lateness_histogram);
     for (group, s) in &r.groups {
         let _ = writeln!(
@@ -109,7 +120,7 @@ pub fn render_text(r: &Report, by: Option<&str>) -> String {
             by.unwrap_or("group"),
             s.count
         );
-        render_summary(&mut out, s);
+        render_summary(&mut out, s, r.window.is_some());
     }
     if r.dropped_groups > 0 {
         let _ = writeln!(

@@ -308,14 +308,18 @@ fn live(
     (lines, closed)
 }
 
-/// A silent partition holds the watermark back, so an id repeated long after the horizon
-/// is still dropped; with `--idle-timeout` it lets go while the other partition keeps the
-/// input busy (a record every 20 ms), and the late repeats pass as the rule says.
+/// A record is judged by its own partition's watermark: a repeat of x 10 s and 15 s after it
+/// in event time passes (past the 2 s horizon), though partition 1, silent, holds the
+/// combined watermark at 0; partition 1's own repeat at 1 s is dropped (its watermark is 0).
+/// With `--idle-timeout` partition 1 lets go while partition 0 keeps the input busy (a record
+/// every 20 ms), and its repeat meets the combined watermark, 19.8 s, and passes: the wall
+/// clock decides, as the README says.
 #[test]
 fn an_idle_partition_lets_ids_expire_with_idle_timeout() {
     let feed = |stdin: &mut std::process::ChildStdin| {
-        // Partition 1 speaks once, at time 0; partition 0 goes on, 100 ms of event time a
-        // record, and repeats x at 10 s and 15 s of event time (2 s and 3 s of wall time).
+        // Partition 1 speaks at time 0; partition 0 goes on, 100 ms of event time a record,
+        // and repeats x at 10 s and 15 s of event time (2 s and 3 s of wall time); then
+        // partition 1 repeats x at 1 s.
         writeln!(stdin, r#"{{"p":1,"t":0,"id":"x"}}"#).unwrap();
         for i in 1..200 {
             let id = match i {
@@ -326,6 +330,7 @@ fn an_idle_partition_lets_ids_expire_with_idle_timeout() {
             stdin.flush().unwrap();
             std::thread::sleep(Duration::from_millis(20));
         }
+        writeln!(stdin, r#"{{"p":1,"t":1000,"id":"x"}}"#).unwrap();
     };
     let args = [
         "--id",
@@ -356,12 +361,16 @@ fn an_idle_partition_lets_ids_expire_with_idle_timeout() {
             .collect()
     };
     let (held, _) = live(&args, feed);
-    assert_eq!(times_of_x(held), [0], "partition 1 holds W at 0");
+    // At 10 s partition 0's watermark is 9.9 s, past 0 + 2 s; at 15 s 14.9 s, past 10 s + 2 s.
+    assert_eq!(
+        times_of_x(held),
+        [0, 10_000, 15_000],
+        "judged by own partition"
+    );
     let mut idle = args.to_vec();
     idle.extend(["--idle-timeout", "300ms"]);
     let (let_go, _) = live(&idle, feed);
-    // At 10 s the watermark is 9.9 s, past 0 + 2 s; at 15 s it is 14.9 s, past 10 s + 2 s.
-    assert_eq!(times_of_x(let_go), [0, 10_000, 15_000]);
+    assert_eq!(times_of_x(let_go), [0, 10_000, 15_000, 1_000]);
 }
 
 /// `--keep last` on a processing-time horizon writes each id's last record once the horizon

@@ -265,3 +265,86 @@ fn records_without_a_usable_time_are_counted() {
         .code(2);
     weir().args(["watermark-profile"]).assert().code(2);
 }
+
+/// How many records `window` with `flags` and `--delay delay` marks late on `input`.
+fn window_late(input: &[&str], flags: &[&str], delay: &str) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let late = dir.path().join("late.ndjson");
+    let out = weir()
+        .arg("window")
+        .args(input)
+        .args(flags)
+        .args(["--count", "--delay", delay, "-q", "-o", "/dev/null"])
+        .arg("--late-output")
+        .arg(&late)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    std::fs::read_to_string(&late).unwrap().lines().count() as u64
+}
+
+/// With window's flags, the profile's late count for each --delay is what `window` with the
+/// same flags and delay marks late, and each recommended delay keeps its target share out of
+/// that count (the delay just below it would not): tumbling, hopping, an offset and an
+/// allowed lateness, on the checkouts fixture and on generated data with four partitions.
+#[test]
+fn the_profile_predicts_what_window_marks_late() {
+    let (generated, _) = gen(46);
+    let generated = generated.path().to_str().unwrap().to_string();
+    let inputs: [(&[&str], &[&str]); 2] = [
+        (&["fixtures/checkouts.ndjson"], &["--time", "occurred_at"]),
+        (
+            &[&generated],
+            &["--time", "occurred_at", "--partition-by", "partition"],
+        ),
+    ];
+    let windows: [&[&str]; 4] = [
+        &["--tumbling", "1m"],
+        &["--hop", "10m", "--slide", "3m"],
+        &[
+            "--tumbling",
+            "1m",
+            "--offset",
+            "15s",
+            "--allowed-lateness",
+            "30s",
+        ],
+        &["--tumbling", "5s"],
+    ];
+    let delays = ["0s", "10s", "1m", "10m"];
+    for (input, fields) in inputs {
+        for window in windows {
+            let out = weir()
+                .arg("watermark-profile")
+                .args(input)
+                .args(fields)
+                .args(window)
+                .args(["--delay", &delays.join(","), "--format", "json", "-q"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert!(report["window"].is_string(), "{report}");
+            let flags = [fields, window].concat();
+            let predicted: Vec<u64> = (report["overall"]["late_for_delay"].as_array().unwrap())
+                .iter()
+                .map(|l| l["late"].as_u64().unwrap())
+                .collect();
+            let actual: Vec<u64> = (delays.iter())
+                .map(|d| window_late(input, &flags, d))
+                .collect();
+            assert_eq!(predicted, actual, "{input:?} {window:?}");
+            assert!(actual[0] > 0, "{input:?} {window:?}: nothing late");
+            // The first target's delay keeps that share on time.
+            let records = report["records"].as_f64().unwrap();
+            let rec = &report["overall"]["recommended"][0];
+            let delay = format!("{}ms", rec["delay_ms"]);
+            let late = window_late(input, &flags, &delay) as f64;
+            let target = rec["target"].as_f64().unwrap();
+            assert!(
+                late / records <= 1.0 - target / 100.0,
+                "{input:?} {window:?} {rec}"
+            );
+        }
+    }
+}

@@ -613,6 +613,7 @@ impl KafkaSource {
         let mut rebalances = None;
         // How many partitions are read, for the envelope's `partitions`.
         let mut reading = 0;
+        let counted = matches!(render, Render::Piped);
         loop {
             if feed.cancelled() {
                 return Ok(());
@@ -623,20 +624,10 @@ impl KafkaSource {
             let seen = self.consumer.context().rebalances();
             if rebalances != Some(seen) {
                 rebalances = Some(seen);
-                let assigned = match &self.own {
-                    Some(own) => Some(own.clone()),
-                    None => self.consumer.context().assigned(),
-                };
-                if let Some(now) = &assigned {
-                    reading = now.len() as u32;
-                    // Records polled before the change go out first.
-                    pending.hand_over(feed, &topic)?;
-                    self.restore(feed, &mut owned, now, &mut polled_early)?;
-                }
-                if assigned.is_some() && assigned != reported {
-                    let names = assigned.iter().flatten().map(i32::to_string).collect();
-                    feed.assigned(names)?;
-                    reported = assigned;
+                let changed = (&mut pending, &mut owned, &mut polled_early);
+                let count = self.follow_assignment(feed, changed, &mut reported)?;
+                if let Some(n) = count.filter(|_| counted) {
+                    reading = n as u32;
                 }
             }
             self.report_ended(&mut pending, feed, &mut reported)?;
@@ -685,6 +676,32 @@ impl KafkaSource {
                 return Ok(());
             }
         }
+    }
+
+    /// At the start and after each rebalance: restores the state of the partitions now
+    /// owned (records polled before the change go out first) and reports the partitions
+    /// read, if they changed; returns how many there are.
+    fn follow_assignment(
+        &mut self,
+        feed: &mut Feed,
+        (pending, owned, polled_early): Changed<'_>,
+        reported: &mut Option<Vec<i32>>,
+    ) -> Result<Option<usize>> {
+        let assigned = match &self.own {
+            Some(own) => Some(own.clone()),
+            None => self.consumer.context().assigned(),
+        };
+        if let Some(now) = &assigned {
+            pending.hand_over(feed, &self.topic.clone())?;
+            self.restore(feed, owned, now, polled_early)?;
+        }
+        let count = assigned.as_ref().map(Vec::len);
+        if assigned.is_some() && assigned != *reported {
+            let names = assigned.iter().flatten().map(i32::to_string).collect();
+            feed.assigned(names)?;
+            *reported = assigned;
+        }
+        Ok(count)
     }
 
     /// The group changed what this member owns (`now`): see `group::restore`. A partition
@@ -746,6 +763,14 @@ impl KafkaSource {
         group::save(&self.consumer, feed.take_saved(), CommitMode::Async)
     }
 }
+
+/// What a change of assignment touches in the read loop: the chunk in the making, the
+/// partitions whose states the command holds, and the records polled before their restore.
+type Changed<'a> = (
+    &'a mut Framing<(i32, i64)>,
+    &'a mut Vec<i32>,
+    &'a mut HashMap<i32, i64>,
+);
 
 /// The partitions of the topic to read, sorted (those `plan` names, which it must have),
 /// and how many the topic has.

@@ -527,7 +527,10 @@ impl Renderer {
         let mut message = ShardRecord {
             stream: &self.stream,
             shard,
-            shards: self.started.len() as u32,
+            shards: match self.render {
+                Render::Piped => self.started.len() as u32,
+                _ => 0,
+            },
             sequence: &sequence,
             subsequence: None,
             arrival,
@@ -630,7 +633,7 @@ fn write(render: &Render, out: &mut Vec<u8>, record: &ShardRecord<'_>) {
     match render {
         Render::Value if record.decoded.is_some() => out.extend_from_slice(record.value),
         Render::Value => write_value_line(out, Some(record.value)),
-        Render::Envelope => write_shard_envelope(out, record),
+        Render::Envelope | Render::Piped => write_shard_envelope(out, record),
         Render::Format(format) => format.write(out, record),
     }
 }
