@@ -106,15 +106,12 @@ fn position(line: &str) -> (i64, i64) {
 
 /// The envelopes consume wrote, reordered: partition after partition (as a backlog read
 /// may write them), last partition first, and one record of each partition in turn.
-fn orders(captured: &[u8]) -> Vec<Vec<u8>> {
+fn orders(captured: &[u8], field: &str) -> Vec<Vec<u8>> {
     let lines: Vec<&str> = std::str::from_utf8(captured).unwrap().lines().collect();
-    let partition = |l: &&str| serde_json::from_str::<Value>(l).unwrap()["partition"].as_i64();
-    let mut by_partition: BTreeMap<i64, Vec<&str>> = BTreeMap::new();
+    let partition = |l: &&str| serde_json::from_str::<Value>(l).unwrap()[field].to_string();
+    let mut by_partition: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for l in &lines {
-        by_partition
-            .entry(partition(l).unwrap())
-            .or_default()
-            .push(l);
+        by_partition.entry(partition(l)).or_default().push(l);
     }
     let join = |ls: Vec<&str>| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
     let ascending: Vec<&str> = by_partition.values().flatten().copied().collect();
@@ -137,12 +134,38 @@ fn piped_envelopes_give_the_direct_reads_rows_and_late_records() {
     let direct = window(&[&url, "-e"], "1m", None);
     assert!(direct.late.len() > 50, "late data: {}", direct.late.len());
     assert!(direct.rows.len() > 100);
+    // Fetches of a few records at a time, and of one partition at a time, interleave the
+    // partitions otherwise: the same rows and late records.
+    for fetch in [
+        [
+            "-X",
+            "max.partition.fetch.bytes=2048",
+            "-X",
+            "fetch.max.bytes=1000000",
+            "-X",
+            "message.max.bytes=1000000",
+        ],
+        [
+            "-X",
+            "max.partition.fetch.bytes=1048576",
+            "-X",
+            "fetch.wait.max.ms=500",
+            "-X",
+            "fetch.min.bytes=100000",
+        ],
+    ] {
+        let got = window(&[&[&url, "-e"][..], &fetch].concat(), "1m", None);
+        assert!(got == direct, "{fetch:?}: the rows or late records differ");
+    }
     let captured = weir()
         .args(["consume", &url, "-e", "-J", "-q"])
         .output()
         .unwrap();
     assert!(captured.status.success());
-    for (i, piped) in orders(&captured.stdout).into_iter().enumerate() {
+    for (i, piped) in orders(&captured.stdout, "partition")
+        .into_iter()
+        .enumerate()
+    {
         let got = window(&["--partition-by", "partition"], "1m", Some(piped));
         assert!(
             got == direct,
@@ -183,7 +206,10 @@ fn piped_envelopes_give_the_direct_reads_dedupe() {
         .args(["consume", &url, "-e", "-J", "-q"])
         .output()
         .unwrap();
-    for (i, piped) in orders(&captured.stdout).into_iter().enumerate() {
+    for (i, piped) in orders(&captured.stdout, "partition")
+        .into_iter()
+        .enumerate()
+    {
         let got = dedupe(&["--partition-by", "partition"], Some(piped));
         let differ: Vec<_> = got.symmetric_difference(&direct).collect();
         assert!(
@@ -237,4 +263,102 @@ fn the_readme_pipeline_gives_the_direct_reads_rows() {
     assert_eq!(got.rows, want.rows);
     assert_eq!(got.late, want.late);
     assert!(!want.late.is_empty() && want.rows.len() > 100);
+}
+
+/// `n` records `{"i":I,"k":"kK","t":T}` on 20 keys, a second apart in event time, every
+/// seventh five minutes behind.
+fn late_records(n: u64) -> String {
+    (0..n)
+        .map(|i| {
+            let late = if i % 7 == 3 { 300_000 } else { 0 };
+            let t = 1_767_225_600_000 + i * 1000 - late;
+            format!("{{\"i\":{i},\"k\":\"k{}\",\"t\":{t}}}\n", i % 20)
+        })
+        .collect()
+}
+
+/// On a 4-shard stream with late data, `consume -J | window --partition-by shard` gives the
+/// rows and late records of `window kinesis://...`, whatever order the shards' records come
+/// in; so do `dedupe` (the records kept) and `watermark-profile` (its late counts).
+#[test]
+fn piped_shard_envelopes_give_the_direct_reads_results() {
+    let Some(s) = super::kinesis::kinesis_local() else {
+        return;
+    };
+    let stream = s.stream("pipes", 4);
+    s.py(&["put", &stream, "k"], &late_records(2000));
+    let url = s.url(&stream);
+    let at = |l: &str| {
+        let e: Value = serde_json::from_str(l).unwrap();
+        (e["shard"].to_string(), e["sequence"].to_string())
+    };
+    let flags = ["--time", "value.t", "--time-format", "ms", "-q"];
+    let window = [
+        "window",
+        "--key",
+        "value.k",
+        "--tumbling",
+        "1m",
+        "--delay",
+        "1m",
+        "--count",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let late = dir.path().join("late.ndjson");
+    let late_arg = ["--late-output", late.to_str().unwrap()];
+    let run = |args: &[&str], stdin: Option<Vec<u8>>| -> Output {
+        let out = match stdin {
+            None => s.weir(args),
+            Some(input) => weir().args(args).write_stdin(input).output().unwrap(),
+        };
+        assert!(out.status.success(), "{out:?}");
+        out
+    };
+    let windowed = |out: &Output| {
+        let mut rows: Vec<String> = stdout_lines(out);
+        rows.sort();
+        let late = std::fs::read_to_string(&late).unwrap();
+        (rows, late.lines().map(at).collect::<BTreeSet<_>>())
+    };
+    let direct_args = [&window[..], &flags, &late_arg, &[&url, "-e"]].concat();
+    let direct = windowed(&run(&direct_args, None));
+    assert!(direct.1.len() > 50, "late: {}", direct.1.len());
+    let dedupe = ["dedupe", "--id", "value.k", "--horizon", "2m"];
+    let kept = |out: &Output| {
+        stdout_lines(out)
+            .iter()
+            .map(|l| at(l))
+            .collect::<BTreeSet<_>>()
+    };
+    let direct_kept = kept(&run(&[&dedupe[..], &flags, &[&url, "-e"]].concat(), None));
+    let profile = [
+        "watermark-profile",
+        "--format",
+        "json",
+        "--tumbling",
+        "1m",
+        "--delay",
+        "0s,1m",
+    ];
+    let report = |out: &Output| {
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        r["overall"]["late_for_delay"].clone()
+    };
+    let direct_report = report(&run(&[&profile[..], &flags, &[&url, "-e"]].concat(), None));
+    let captured = run(&["consume", "-J", "-e", "-q", &url], None);
+    let by_shard = ["--partition-by", "shard"];
+    for (i, piped) in orders(&captured.stdout, "shard").into_iter().enumerate() {
+        let args = [&window[..], &flags, &late_arg, &by_shard].concat();
+        let got = windowed(&run(&args, Some(piped.clone())));
+        assert!(got == direct, "window, order {i}");
+        let args = [&dedupe[..], &flags, &by_shard].concat();
+        let got = kept(&run(&args, Some(piped.clone())));
+        assert!(got == direct_kept, "dedupe, order {i}");
+        let args = [&profile[..], &flags, &by_shard, &["--arrival", "timestamp"]].concat();
+        assert_eq!(
+            report(&run(&args, Some(piped))),
+            direct_report,
+            "profile, order {i}"
+        );
+    }
 }
