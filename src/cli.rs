@@ -873,6 +873,11 @@ A window counts a record late when its window has closed, not when it is out of 
 window's flags (--tumbling, or --hop and --slide, with --offset and --allowed-lateness) and the
 late counts and recommended delays are those of `window` with those flags, exactly.
 
+The drift series (--bucket, at the first --delay) flags a bucket as a jump when its late share
+is over 3 times the median bucket's and over 1%, with at least 5 late records. --plot draws
+the lateness histogram on a log-scale axis with the recommended delays dashed, and the late
+share per bucket on a linear event-time axis (a bucket without records is a gap; jumps red).
+
 With -G each member profiles the partitions it owns, each apart, and the profiles merge
 exactly: unlike window and dedupe, watermark-profile needs no topic keyed by any field.";
 

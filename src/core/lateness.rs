@@ -341,6 +341,7 @@ impl Profile {
             .zip(&shares)
             .map(|((start, b), share)| DriftRow {
                 bucket_start: format_millis(*start),
+                start_ms: *start,
                 count: b.count,
                 late: b.late,
                 late_share: *share,
@@ -361,6 +362,7 @@ impl Profile {
                 .collect(),
             dropped_groups: self.dropped_groups,
             drift_delay_ms: self.delays.first().copied(),
+            drift_bucket_ms: self.bucket,
             drift,
             dropped_buckets: self.dropped_buckets,
         }
@@ -495,6 +497,9 @@ pub struct Summary {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct DriftRow {
     pub bucket_start: String,
+    /// The bucket's start, for the plot.
+    #[serde(skip)]
+    pub start_ms: Millis,
     pub count: u64,
     pub late: u64,
     pub late_share: f64,
@@ -519,6 +524,8 @@ pub struct Report {
     pub dropped_groups: u64,
     /// The delay the drift series counts lateness for.
     pub drift_delay_ms: Option<Millis>,
+    /// The drift series' event-time bucket.
+    pub drift_bucket_ms: Millis,
     pub drift: Vec<DriftRow>,
     pub dropped_buckets: u64,
 }

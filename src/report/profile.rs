@@ -184,61 +184,260 @@ fn render_drift(out: &mut String, r: &Report, delay: Millis) {
 
 /// An SVG of the lateness histogram (bars) and the drift series (bars, jumps in red).
 pub fn render_svg(r: &Report) -> String {
-    let (w, h, pad) = (800.0, 260.0, 40.0);
     let mut svg = String::new();
     let _ = writeln!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{}" font-family="sans-serif" font-size="11">"#,
-        2.0 * h
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{}" font-family="sans-serif" font-size="11">"#,
+        2.0 * PANEL
     );
+    svg.push_str(r#"<rect width="100%" height="100%" fill="white"/>"#);
+    svg.push('\n');
+    lateness_panel(&mut svg, r);
+    drift_panel(&mut svg, r);
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// The plot's width, one panel's height, and the margins around a panel's axes.
+const W: f64 = 860.0;
+const PANEL: f64 = 300.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 30.0;
+const TOP: f64 = 40.0;
+const BOTTOM: f64 = 50.0;
+
+/// A panel's plotting area: x from `LEFT`, y from `top + TOP`, this wide and high.
+struct Area {
+    top: f64,
+    width: f64,
+    height: f64,
+}
+
+impl Area {
+    fn at(top: f64) -> Area {
+        Area {
+            top,
+            width: W - LEFT - RIGHT,
+            height: PANEL - TOP - BOTTOM,
+        }
+    }
+
+    fn bottom(&self) -> f64 {
+        self.top + TOP + self.height
+    }
+
+    /// The axes, the y axis's ticks (`ticks`: (value as a share of the height, label)) and
+    /// the panel's title and axis titles.
+    fn axes(
+        &self,
+        svg: &mut String,
+        title: &str,
+        x_title: &str,
+        y_title: &str,
+        ticks: &[(f64, String)],
+    ) {
+        let (x0, y0) = (LEFT, self.bottom());
+        let _ = writeln!(
+            svg,
+            r#"<text x="{LEFT}" y="{:.1}" font-size="13" font-weight="bold">{}</text>"#,
+            self.top + 20.0,
+            escape(title)
+        );
+        let _ = writeln!(
+            svg,
+            r#"<path d="M{x0} {:.1} V{y0:.1} H{:.1}" stroke="black" fill="none"/>"#,
+            self.top + TOP,
+            LEFT + self.width
+        );
+        for (at, label) in ticks {
+            let y = y0 - at * self.height;
+            let _ = writeln!(
+                svg,
+                r#"<line x1="{:.1}" y1="{y:.1}" x2="{x0}" y2="{y:.1}" stroke="black"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+                x0 - 4.0,
+                x0 - 6.0,
+                y + 4.0,
+                escape(label)
+            );
+        }
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            LEFT + self.width / 2.0,
+            y0 + 38.0,
+            escape(x_title)
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+            self.top + TOP + self.height / 2.0,
+            escape(y_title)
+        );
+    }
+
+    /// A tick and its label under the x axis at `x` (a label near the right end ends there).
+    fn x_tick(&self, svg: &mut String, x: f64, label: &str) {
+        let y0 = self.bottom();
+        let anchor = anchor(x, self.width);
+        let _ = writeln!(
+            svg,
+            r#"<line x1="{x:.1}" y1="{y0:.1}" x2="{x:.1}" y2="{:.1}" stroke="black"/><text x="{x:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
+            y0 + 4.0,
+            y0 + 16.0,
+            escape(label)
+        );
+    }
+}
+
+/// How a label at `x` is anchored so that it stays inside the plot.
+fn anchor(x: f64, width: f64) -> &'static str {
+    if x > LEFT + width * 0.9 {
+        "end"
+    } else {
+        "middle"
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Counts of records at 0, a half and the whole of `peak`, as y ticks.
+fn count_ticks(peak: u64) -> Vec<(f64, String)> {
+    vec![
+        (0.0, "0".into()),
+        (0.5, format!("{}", peak / 2)),
+        (1.0, peak.to_string()),
+    ]
+}
+
+/// The lateness histogram on a log-scale duration axis, with the recommended delays marked.
+fn lateness_panel(svg: &mut String, r: &Report) {
+    let area = Area::at(0.0);
     let bars = &r.overall.lateness_histogram;
-    let peak = bars.iter().map(|b| b.count).max().unwrap_or(1).max(1) as f64;
-    let _ = writeln!(
-        svg,
-        r#"<text x="{pad}" y="20">lateness (log-scale buckets), {} records</text>"#,
+    let peak = bars.iter().map(|b| b.count).max().unwrap_or(0).max(1);
+    let title = format!(
+        "Lateness (arrival - event time) of {} records; dashed: the recommended --delay",
         r.records
     );
-    let bw = (w - 2.0 * pad) / bars.len().max(1) as f64;
+    area.axes(
+        svg,
+        &title,
+        "lateness (log scale: each bar twice as wide as the one before)",
+        "records",
+        &count_ticks(peak),
+    );
+    let bw = area.width / bars.len().max(1) as f64;
+    // Where a duration lies on the axis: bar k covers [2^(k-1), 2^k) ms (bar 0 is [0, 1)).
+    let x_of = |ms: Millis| {
+        let k = if ms < 1 {
+            0.0
+        } else {
+            (ms as f64).log2() + 1.0
+        };
+        LEFT + k.min(bars.len() as f64) * bw
+    };
+    let every = bars.len().div_ceil(12).max(1);
     for (i, b) in bars.iter().enumerate() {
-        let bh = (b.count as f64 / peak) * (h - 2.0 * pad);
-        let x = pad + i as f64 * bw;
+        let bh = b.count as f64 / peak as f64 * area.height;
+        let x = LEFT + i as f64 * bw;
         let _ = writeln!(
             svg,
             r#"<rect class="bar" x="{x:.1}" y="{:.1}" width="{:.1}" height="{bh:.1}" fill="steelblue"><title>[{}, {}): {}</title></rect>"#,
-            h - pad - bh,
-            (bw - 2.0).max(1.0),
+            area.bottom() - bh,
+            (bw - 1.0).max(0.5),
             human_duration(b.from_ms as Millis),
             human_duration(b.to_ms as Millis),
             b.count
         );
+        if i % every == 0 {
+            area.x_tick(svg, x, &human_duration(b.from_ms as Millis));
+        }
     }
+    for (i, rec) in r.overall.recommended.iter().enumerate() {
+        let x = x_of(rec.delay_ms);
+        let label = format!("{}%: --delay {}", rec.target, human_duration(rec.delay_ms));
+        // Left of its line past the middle, so that it stays inside the plot.
+        let (lx, side) = match x > LEFT + area.width / 2.0 {
+            true => (x - 3.0, "end"),
+            false => (x + 3.0, "start"),
+        };
+        let _ = writeln!(
+            svg,
+            r#"<line class="recommended" x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="crimson" stroke-dasharray="4 3"/><text x="{lx:.1}" y="{:.1}" fill="crimson" text-anchor="{side}">{}</text>"#,
+            area.top + TOP,
+            area.bottom(),
+            area.top + TOP + 12.0 + 13.0 * i as f64,
+            escape(&label)
+        );
+    }
+}
+
+/// The late share per event-time bucket on a linear time axis: a bucket without records is a
+/// gap; a jump is red.
+fn drift_panel(svg: &mut String, r: &Report) {
+    let area = Area::at(PANEL);
     let drift = &r.drift;
-    let _ = writeln!(
-        svg,
-        r#"<text x="{pad}" y="{}">late share per event-time bucket (jumps in red)</text>"#,
-        h + 20.0
+    let peak = drift.iter().map(|d| d.late_share).fold(0.0, f64::max);
+    let top_share = if peak > 0.0 { peak } else { 1.0 };
+    let ticks = [
+        (0.0, pct(0.0)),
+        (0.5, pct(top_share / 2.0)),
+        (1.0, pct(top_share)),
+    ];
+    let delay = r.drift_delay_ms.map(human_duration).unwrap_or_default();
+    let title = format!(
+        "Late share at --delay {delay} per {} of event time",
+        human_duration(r.drift_bucket_ms)
     );
-    let dpeak = drift
-        .iter()
-        .map(|d| d.late_share)
-        .fold(0.0, f64::max)
-        .max(1e-9);
-    let dw = (w - 2.0 * pad) / drift.len().max(1) as f64;
-    for (i, d) in drift.iter().enumerate() {
-        let dh = d.late_share / dpeak * (h - 2.0 * pad);
+    area.axes(svg, &title, "event time (UTC)", "late share", &ticks);
+    let (Some(first), Some(last)) = (drift.first(), drift.last()) else {
+        return;
+    };
+    let span = (last.start_ms - first.start_ms + r.drift_bucket_ms).max(1) as f64;
+    let x_of = |t: Millis| LEFT + (t - first.start_ms) as f64 / span * area.width;
+    let width = (r.drift_bucket_ms as f64 / span * area.width - 1.0).max(0.5);
+    for d in drift {
+        let dh = d.late_share / top_share * area.height;
         let color = if d.flagged { "crimson" } else { "gray" };
         let _ = writeln!(
             svg,
-            r#"<rect class="drift" x="{:.1}" y="{:.1}" width="{:.1}" height="{dh:.1}" fill="{color}"><title>{}: {}</title></rect>"#,
-            pad + i as f64 * dw,
-            2.0 * h - pad - dh,
-            dw.max(0.5),
+            r#"<rect class="drift" x="{:.1}" y="{:.1}" width="{width:.1}" height="{dh:.1}" fill="{color}"><title>{}: {} late of {} ({})</title></rect>"#,
+            x_of(d.start_ms),
+            area.bottom() - dh,
             d.bucket_start,
+            d.late,
+            d.count,
             pct(d.late_share)
         );
     }
-    svg.push_str("</svg>\n");
-    svg
+    for i in 0..=4 {
+        let t = first.start_ms + (span as Millis) * i / 4;
+        let label = crate::core::time::format_millis(t);
+        area.x_tick(
+            svg,
+            x_of(t),
+            &label[..16.min(label.len())].replace('T', " "),
+        );
+    }
+    legend(svg, &area);
+}
+
+/// What the drift panel's colours mean.
+fn legend(svg: &mut String, area: &Area) {
+    let (x, y) = (LEFT + area.width - 330.0, area.top + 14.0);
+    let _ = writeln!(
+        svg,
+        r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="gray"/><text x="{:.1}" y="{y:.1}">late share of the bucket</text><rect x="{:.1}" y="{:.1}" width="10" height="10" fill="crimson"/><text x="{:.1}" y="{:.1}">a jump: over 3x the median bucket's, 1% and 5 records</text>"#,
+        y - 9.0,
+        x + 14.0,
+        x,
+        y + 5.0,
+        x + 14.0,
+        y + 14.0
+    );
 }
 
 #[cfg(test)]

@@ -200,6 +200,74 @@ fn svg_is_well_formed_and_has_the_bars() {
         r["overall"]["lateness_histogram"].as_array().unwrap().len()
     );
     assert!(bars > 5);
+    // A dashed line for each recommended delay, labelled with it; axes titled with units.
+    let recommended = r["overall"]["recommended"].as_array().unwrap();
+    assert_eq!(
+        svg.matches("class=\"recommended\"").count(),
+        recommended.len()
+    );
+    assert!(svg.contains("99.9%: --delay "), "{svg}");
+    for words in [
+        "lateness (log scale",
+        "event time (UTC)",
+        "late share",
+        "records",
+    ] {
+        assert!(svg.contains(words), "{words}");
+    }
+    // The drift series is on a linear time axis: each bucket sits where its start is.
+    let xs: Vec<f64> = svg
+        .lines()
+        .filter(|l| l.contains("class=\"drift\""))
+        .map(|l| {
+            let at = l.find(" x=\"").unwrap() + 4;
+            l[at..at + l[at..].find('"').unwrap()].parse().unwrap()
+        })
+        .collect();
+    let starts: Vec<i64> = (r["drift"].as_array().unwrap().iter())
+        .map(|d| {
+            let t = d["bucket_start"].as_str().unwrap();
+            chrono::DateTime::parse_from_rfc3339(t)
+                .unwrap()
+                .timestamp_millis()
+        })
+        .collect();
+    assert_eq!(xs.len(), starts.len());
+    let scale = (xs[xs.len() - 1] - xs[0]) / (starts[starts.len() - 1] - starts[0]) as f64;
+    for (x, t) in xs.iter().zip(&starts) {
+        assert!(
+            (x - xs[0] - (t - starts[0]) as f64 * scale).abs() < 0.2,
+            "{x} at {t}"
+        );
+    }
+    renders(&svg_path);
+}
+
+/// The SVG renders (rsvg-convert, librsvg's, which scripts/test.sh installs) to a picture.
+fn renders(svg: &std::path::Path) {
+    let png = svg.with_extension("png");
+    let out = std::process::Command::new("rsvg-convert")
+        .arg("-o")
+        .arg(&png)
+        .arg(svg)
+        .output();
+    match out {
+        Ok(out) => assert!(out.status.success(), "{out:?}"),
+        Err(e) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "rsvg-convert: {e}"
+            );
+            eprintln!("skipped the render: no rsvg-convert ({e})");
+            return;
+        }
+    }
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(
+        bytes.starts_with(b"\x89PNG") && bytes.len() > 5_000,
+        "{}",
+        bytes.len()
+    );
 }
 
 /// The files a profile writes only at its end are checked before it reads: a plot named
