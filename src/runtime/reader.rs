@@ -11,7 +11,6 @@ use super::checkpoint::{Giving, PartitionState, ShardStart, ShardState};
 use super::chunk::{Chunk, LinePosition, Prepare, Prepared, Scratch, ShardPosition, CHUNK_BYTES};
 use crate::core::record::RecordError;
 use crate::core::shuffle::Marker;
-use crate::core::time::Millis;
 use crate::error::{Error, Result};
 
 /// Chunks in flight between the threads; bounds memory and gives backpressure.
@@ -150,8 +149,6 @@ pub struct Framing<P: FramedPosition> {
     pub input_bytes: u64,
     /// The number of the first record in `data`, counted from 1 over the whole read.
     next_record: u64,
-    /// Behind a shuffle: what each record's writer said of its input partition (`carry`).
-    carried: Vec<Millis>,
 }
 
 impl<P: FramedPosition> Framing<P> {
@@ -163,7 +160,6 @@ impl<P: FramedPosition> Framing<P> {
             bad: Vec::new(),
             input_bytes: 0,
             next_record: 1,
-            carried: Vec::new(),
         }
     }
 
@@ -177,14 +173,6 @@ impl<P: FramedPosition> Framing<P> {
     pub fn push_bad(&mut self, position: P, error: RecordError) {
         self.bad.push((self.ends.len() as u32, error));
         self.push(position);
-    }
-
-    /// Behind a shuffle: the largest event time of the input partition before the record
-    /// just pushed, as its writer forwarded them (`Millis::MIN`: none). Records pushed
-    /// without one have none.
-    pub fn carry(&mut self, before: Millis) {
-        self.carried.resize(self.positions.len() - 1, Millis::MIN);
-        self.carried.push(before);
     }
 
     /// Whether the chunk is full.
@@ -205,15 +193,7 @@ impl<P: FramedPosition> Framing<P> {
             input_bytes: std::mem::take(&mut self.input_bytes),
         };
         let (positions, shard_positions) = P::into_chunk(std::mem::take(&mut self.positions));
-        let carried = std::mem::take(&mut self.carried);
-        feed.framed(
-            origin,
-            self.next_record,
-            framed,
-            positions,
-            shard_positions,
-            carried,
-        )?;
+        feed.framed(origin, self.next_record, framed, positions, shard_positions)?;
         self.ends.clear();
         self.bad.clear();
         self.next_record += count;
@@ -423,7 +403,6 @@ impl Feed {
             input_bytes,
             positions: Vec::new(),
             shard_positions: Vec::new(),
-            carried: Vec::new(),
             end: Some(LinePosition {
                 next_line: first_line + lines,
                 ..end
@@ -443,7 +422,6 @@ impl Feed {
         framed: Framed<'_>,
         positions: Vec<(i32, i64)>,
         shard_positions: Vec<ShardPosition>,
-        carried: Vec<Millis>,
     ) -> Result<()> {
         // Broker records are reported back as handled (their positions are committed).
         self.unhandled += positions.len() + shard_positions.len();
@@ -465,7 +443,6 @@ impl Feed {
             input_bytes: framed.input_bytes,
             positions,
             shard_positions,
-            carried,
             end: None,
             prepared,
         }))

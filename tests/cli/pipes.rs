@@ -362,32 +362,3 @@ fn piped_shard_envelopes_give_the_direct_reads_results() {
         );
     }
 }
-
-/// Behind `--repartition` a record is judged by its input partition's watermark as it stood
-/// at the record, which its writer carries across the shuffle: a member reading a
-/// 3-partition backlog through the shuffle writes the rows and late records of one direct
-/// read of the topic.
-#[test]
-fn a_shuffled_read_gives_the_direct_reads_rows_and_late_records() {
-    let Some(b) = broker() else { return };
-    let _turn = super::kafka::group_turn();
-    let topic = backlog(&b, true);
-    let url = b.url(&topic);
-    let direct = window(&[&url, "-e"], "1m", None);
-    assert!(direct.late.len() > 50, "late data: {}", direct.late.len());
-    let group = format!("shuffled-{topic}");
-    let member = [
-        &url,
-        "-e",
-        "-G",
-        &group,
-        "--repartition",
-        "--from",
-        "beginning",
-        "--timeout",
-        "60s",
-    ];
-    let shuffled = window(&member, "1m", None);
-    assert!(shuffled.rows == direct.rows, "the rows differ");
-    assert_eq!(shuffled.late, direct.late);
-}
