@@ -997,7 +997,7 @@ fn dedupe_and_profile_read_kafka_directly() {
                 e
             })
             .collect();
-        l.sort_by_key(|e| e.to_string());
+        l.sort_by_key(|e| (e["partition"].as_i64(), e["offset"].as_i64()));
         l
     };
     assert_eq!(sorted(&direct), sorted(&piped));
