@@ -14,7 +14,7 @@ use crate::cli::{
 use crate::core::avro::AvroJson;
 use crate::core::filter::Filter;
 use crate::core::record::{Extractor, FieldList, FieldPath};
-use crate::core::time::{Millis, TimeFormat, TimeRange};
+use crate::core::time::{human_duration, Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Result};
 use crate::io::input::{ClientRequest, InputPlan, SchemaRequest, SourcePlan, SourceRequest};
 use crate::io::kafka::{ChangelogPlan, ClientOptions};
@@ -413,6 +413,20 @@ fn checkpoint_plan(
 /// `--from`/`--to` on NDJSON input: an event-time range.
 pub fn ndjson_time_range(broker: &BrokerArgs, now: Millis) -> Result<TimeRange> {
     TimeRange::parse(broker.from.as_deref(), broker.to.as_deref(), now).map_err(Error::Usage)
+}
+
+/// `--hop SIZE --slide SLIDE` (window's, or the profile's predicting one). Flink and Spark take
+/// any slide up to the size; a longer one would leave gaps that no window covers, and the
+/// records there would belong nowhere.
+pub fn check_slide(size: Millis, slide: Millis) -> Result<()> {
+    if slide <= size {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "--slide ({}) is longer than --hop ({}): records between the windows would belong to none",
+        human_duration(slide),
+        human_duration(size)
+    )))
 }
 
 /// How many partitions a piped envelope says its read has, if it says so.

@@ -67,12 +67,12 @@ fn window_rule(args: &ProfileArgs) -> Result<Option<(WindowRule, String)>> {
             WindowKind::Tumbling { size, offset },
             format!("--tumbling {}", human_duration(size)),
         ),
-        (None, Some(size), Some(slide)) if slide <= size => (
-            WindowKind::Hopping { size, slide, offset },
-            format!("--hop {} --slide {}", human_duration(size), human_duration(slide)),
-        ),
-        (None, Some(_), Some(_)) => {
-            return Err(Error::Usage("--slide is longer than --hop: records between the windows would belong to none".into()))
+        (None, Some(size), Some(slide)) => {
+            plan::check_slide(size, slide)?;
+            (
+                WindowKind::Hopping { size, slide, offset },
+                format!("--hop {} --slide {}", human_duration(size), human_duration(slide)),
+            )
         }
         _ if offset != 0 || args.allowed_lateness != 0 => {
             return Err(Error::Usage("--offset and --allowed-lateness shape a window: give --tumbling SIZE or --hop SIZE --slide S with them".into()))

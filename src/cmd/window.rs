@@ -312,15 +312,7 @@ fn window_kind(args: &WindowArgs) -> Result<WindowKind> {
         });
     }
     if let (Some(size), Some(slide)) = (args.hop, args.slide) {
-        // Flink and Spark take any slide up to the size. A longer one would leave gaps that
-        // no window covers, and the records there would belong nowhere.
-        if slide > size {
-            return Err(Error::Usage(format!(
-                "--slide ({}) is longer than --hop ({}): records between the windows would belong to none",
-                human_duration(slide),
-                human_duration(size)
-            )));
-        }
+        plan::check_slide(size, slide)?;
         // Each record opens up to size/slide windows at once: more than the bound allows
         // would stop the run at its first record, after allocating them all.
         let per_record = (size as u64).div_ceil(slide as u64);

@@ -938,6 +938,15 @@ fn rate_holds_within_five_percent() {
 /// timestamp = its arrival time.
 fn events_as_envelopes(n: u64, seed: u64) -> (tempfile::NamedTempFile, tempfile::NamedTempFile) {
     let (plain, events) = super::generated(n, seed);
+    (envelopes_of(&events, |_| Value::Null), plain)
+}
+
+/// A file of `events` as envelopes, keyed by `key`: value = the event, partition = its
+/// partition, broker timestamp = its arrival time.
+pub(super) fn envelopes_of(
+    events: &[super::gen::Event],
+    key: impl Fn(&super::gen::Event) -> Value,
+) -> tempfile::NamedTempFile {
     let mut file = tempfile::NamedTempFile::new().unwrap();
     for (i, e) in events.iter().enumerate() {
         let mut value = Vec::new();
@@ -946,11 +955,11 @@ fn events_as_envelopes(n: u64, seed: u64) -> (tempfile::NamedTempFile, tempfile:
         let envelope = json!({
             "topic": "t", "partition": e.partition, "offset": i,
             "timestamp": weir::core::time::format_millis(e.arrived_at), "timestamp_type": "create",
-            "key": null, "value": value,
+            "key": key(e), "value": value,
         });
         writeln!(file, "{envelope}").unwrap();
     }
-    (file, plain)
+    file
 }
 
 #[test]

@@ -3,12 +3,11 @@
 //! the partitions in; the same for `dedupe`; and the README's opening pipeline, as printed.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::process::Output;
 
 use serde_json::{json, Value};
 
-use super::kafka::{broker, Broker};
+use super::kafka::{broker, envelopes_of, Broker};
 use crate::gen::GenConfig;
 use crate::{generated_with, stdout_lines, weir};
 
@@ -40,18 +39,7 @@ fn backlog(b: &Broker, repeats: bool) -> String {
         duplicate_share: if repeats { 0.02 } else { 0.0 },
         ..GenConfig::default()
     });
-    let mut file = tempfile::NamedTempFile::new().unwrap();
-    for (i, e) in events.iter().enumerate() {
-        let mut value = Vec::new();
-        e.write_json(&mut value);
-        let value: Value = serde_json::from_slice(&value).unwrap();
-        let envelope = json!({
-            "topic": "t", "partition": e.partition, "offset": i,
-            "timestamp": weir::core::time::format_millis(e.arrived_at),
-            "timestamp_type": "create", "key": format!("m-{:05}", e.merchant), "value": value,
-        });
-        writeln!(file, "{envelope}").unwrap();
-    }
+    let file = envelopes_of(&events, |e| json!(format!("m-{:05}", e.merchant)));
     b.produce(&topic, file.path(), &["-J", "--keep-partition"]);
     topic
 }

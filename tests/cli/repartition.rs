@@ -297,6 +297,19 @@ fn window_members_repartition_a_topic_keyed_by_another_field() {
     check_members(&paths, &all);
 }
 
+/// One reader of `topic`, without -G, to its end: the directory it wrote its rows and late
+/// records in.
+fn one_reader(b: &Broker, topic: &str) -> tempfile::TempDir {
+    let one = tempfile::tempdir().unwrap();
+    let out = weir()
+        .args(window_args(b, topic, true))
+        .current_dir(one.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    one
+}
+
 /// Whether the members writing in `dirs` have given what the batch count says.
 fn windows_done(dirs: &[&Path], all: &[Value]) -> bool {
     written(dirs, "rows.ndjson") && written(dirs, "late.ndjson") && wrong(dirs, all).is_none()
@@ -312,13 +325,7 @@ fn repartitioned_members_give_the_rows_and_late_records_of_one_reader() {
     let (file, all) = events(EVENTS);
     let topic = b.topic("one-partition", 1);
     b.produce(&topic, file.path(), &["--key", "id"]);
-    let one = tempfile::tempdir().unwrap();
-    let out = weir()
-        .args(window_args(&b, &topic, true))
-        .current_dir(one.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    let one = one_reader(&b, &topic);
     let group = format!("rp-exact-{topic}");
     let four = ["--repartition-partitions", "4"];
     let spawn = |dir: &Path| member(&b, &topic, &group, dir, &four);
@@ -413,13 +420,7 @@ fn members_write_late_records_to_files_of_their_own() {
     let (file, _) = events(EVENTS);
     let topic = b.topic("own-late-files", 1);
     b.produce(&topic, file.path(), &["--key", "id"]);
-    let one = tempfile::tempdir().unwrap();
-    let out = weir()
-        .args(window_args(&b, &topic, true))
-        .current_dir(one.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    let one = one_reader(&b, &topic);
     let want = late_of(&[one.path()]);
     assert!(!want.is_empty());
     let group = format!("own-late-{topic}");
