@@ -213,7 +213,8 @@ pub struct Feed {
     /// What the command sends back: the positions of records it has handled, in order, and
     /// the partition states it saved.
     handled: Receiver<Back>,
-    /// Saved partition states received and not yet taken by the source.
+    /// Saved partition states received and not yet taken by the source, the latest of each
+    /// partition.
     saved: Vec<PartitionState>,
     /// Saved shard states received and not yet taken by the source.
     saved_shards: Vec<ShardState>,
@@ -271,7 +272,7 @@ impl Feed {
                 self.unhandled = self.unhandled.saturating_sub(positions.len());
                 positions.into_iter().for_each(|(p, o)| done(p, o));
             }
-            Back::Saved(states) => self.saved.extend(states),
+            Back::Saved(states) => keep_latest(&mut self.saved, states),
             Back::SavedShards(states) => self.saved_shards.extend(states),
             Back::Shards(shards) => {
                 self.unhandled = self.unhandled.saturating_sub(shards.records);
@@ -652,5 +653,36 @@ impl Reader {
         // Not cleared: the reader reuses the initialised bytes as read space.
         let _ = self.spare.try_send(chunk.data);
         let _ = self.spare_prepared.try_send(chunk.prepared);
+    }
+}
+
+/// Adds `states` to the `saved` ones not yet taken, keeping one per partition, the latest:
+/// the command may save twice before the source takes them (a due save, then the last), and
+/// a changelog write of one partition twice would leave the first write's parts behind.
+fn keep_latest(saved: &mut Vec<PartitionState>, states: Vec<PartitionState>) {
+    for state in states {
+        saved.retain(|s| s.partition != state.partition);
+        saved.push(state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(partition: i32, next_offset: i64) -> PartitionState {
+        PartitionState {
+            partition,
+            next_offset,
+            state: vec![next_offset as u8],
+        }
+    }
+
+    #[test]
+    fn a_partition_saved_twice_before_it_is_taken_is_kept_once_at_its_latest() {
+        let mut saved = Vec::new();
+        keep_latest(&mut saved, vec![state(0, 5), state(1, 7)]);
+        keep_latest(&mut saved, vec![state(0, 9)]);
+        assert_eq!(saved, vec![state(1, 7), state(0, 9)]);
     }
 }
