@@ -7,9 +7,9 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
-use super::kafka::{broker, envelopes_of, Broker};
+use super::kafka::{broker, envelopes_of, group_turn, Broker};
 use crate::gen::GenConfig;
-use crate::{generated_with, stdout_lines, weir};
+use crate::{generated_with, stdout_lines, wait_until, weir, weir_std, Background};
 
 const WINDOW: &[&str] = &[
     "--time",
@@ -27,15 +27,20 @@ const DEDUPE: &[&str] = &["--id", "value.event_id", "--time", "value.occurred_at
 /// merchant (each merchant in one partition, repeats with it, if `repeats`), out of order,
 /// some hours late, each stamped with its arrival time.
 fn backlog(b: &Broker, repeats: bool) -> String {
-    let topic = b.topic("pipes", 3);
+    backlog_of(b, repeats, 3, 5000)
+}
+
+/// `events` checkouts over the last half hour on `partitions` partitions, as `backlog`.
+fn backlog_of(b: &Broker, repeats: bool, partitions: u32, events: u64) -> String {
+    let topic = b.topic("pipes", partitions);
     let now = chrono::Utc::now().timestamp_millis();
     let (_, events) = generated_with(GenConfig {
-        events: 5000,
+        events,
         seed: 46,
         keys: 60,
-        rate_per_s: 5.0,
+        rate_per_s: events as f64 / 1800.0,
         start: now - 30 * 60_000,
-        partitions: 3,
+        partitions,
         duplicate_share: if repeats { 0.02 } else { 0.0 },
         ..GenConfig::default()
     });
@@ -349,4 +354,104 @@ fn piped_shard_envelopes_give_the_direct_reads_results() {
             "profile, order {i}"
         );
     }
+}
+
+/// Two `window -G -e` members over a 4-partition topic with late data, one killed (SIGKILL)
+/// mid-read and started again: between them they write the rows of one process reading the
+/// topic (each row upserted on its key and window, the last update kept) and its late
+/// records, each at least once and none other. Which records are late and what each window
+/// holds depend on each partition's records alone, not on who read them when.
+#[test]
+fn members_killed_mid_read_give_one_processs_rows_and_late_records() {
+    killed_member_drill(&[]);
+}
+
+#[test]
+fn members_killed_mid_read_through_a_shuffle_give_one_processs_rows_and_late_records() {
+    killed_member_drill(&["--repartition"]);
+}
+
+fn killed_member_drill(extra: &[&str]) {
+    let Some(b) = broker() else { return };
+    let _turn = group_turn();
+    let topic = backlog_of(&b, false, 4, 200_000);
+    let url = b.url(&topic);
+    let lateness = ["--allowed-lateness", "30s"];
+    let mut direct = window(&[&url, "-e", lateness[0], lateness[1]], "1m", None);
+    assert!(direct.late.len() > 100, "late data: {}", direct.late.len());
+    let updated = direct.rows.values_mut().filter_map(|r| r.as_object_mut()?.remove("update"));
+    assert!(updated.count() > 10, "windows updated within the allowed lateness");
+    let dir = tempfile::tempdir().unwrap();
+    let group = format!("kill-{topic}");
+    let member = |name: &str| {
+        let file = |ext: &str| dir.path().join(format!("{name}.{ext}"));
+        let child = weir_std()
+            .args(["window", &url, "-e", "-q", "--delay", "1m"])
+            .args(WINDOW)
+            .args(lateness)
+            .args(extra)
+            .args(["-G", &group, "--from", "beginning", "--checkpoint-interval", "200ms"])
+            .args(["-X", "session.timeout.ms=6000", "--timeout", "60s"])
+            .arg("-o")
+            .arg(file("rows"))
+            .arg("--late-output")
+            .arg(file("late"))
+            .stderr(std::fs::File::create(file("err")).unwrap())
+            .spawn()
+            .unwrap();
+        Background(child)
+    };
+    let mut survivor = member("survivor");
+    let mut killed = member("killed");
+    let rows = dir.path().join("killed.rows");
+    let started = std::time::Instant::now();
+    while !std::fs::metadata(&rows).is_ok_and(|m| m.len() > 0) {
+        if started.elapsed().as_secs() > 30 {
+            let kept = dir.keep();
+            panic!("no rows from the member to be killed: kept in {}", kept.display());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    eprintln!("killed after {:?}", started.elapsed());
+    assert!(killed.0.try_wait().unwrap().is_none(), "it ended unkilled");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    killed.0.kill().unwrap();
+    killed.0.wait().unwrap();
+    let mut again = member("again");
+    for (name, m) in [("survivor", &mut survivor), ("again", &mut again)] {
+        let status = m.0.wait().unwrap();
+        let err = std::fs::read_to_string(dir.path().join(format!("{name}.err")));
+        assert!(status.success(), "{name}: {status:?}: {err:?}");
+    }
+    let mut got = Outcome {
+        rows: BTreeMap::new(),
+        late: BTreeSet::new(),
+    };
+    for name in ["survivor", "killed", "again"] {
+        let read = |ext: &str| std::fs::read_to_string(dir.path().join(format!("{name}.{ext}")));
+        got.late.extend(read("late").unwrap().lines().map(position));
+        for line in read("rows").unwrap().lines() {
+            let mut row: Value = serde_json::from_str(line).unwrap();
+            // Whether a row is a window's first or an update is the emission's, not the
+            // window's: a restarted member may emit a window the killed one did.
+            row.as_object_mut().unwrap().remove("update");
+            let at = (
+                row["value_merchant_id"].to_string(),
+                row["window_start"].to_string(),
+            );
+            // Updates only add records: the last of a window is its fullest.
+            let fuller = |kept: &Value| kept["count"].as_u64() < row["count"].as_u64();
+            if got.rows.get(&at).is_none_or(fuller) {
+                got.rows.insert(at, row);
+            }
+        }
+    }
+    assert_eq!(got.late, direct.late, "the late records differ");
+    let differ: Vec<_> = (direct.rows.iter())
+        .filter(|(at, row)| got.rows.get(at) != Some(row))
+        .map(|(at, row)| (row, got.rows.get(at)))
+        .take(5)
+        .collect();
+    assert!(differ.is_empty(), "rows differ: {differ:?}");
+    assert_eq!(got.rows.len(), direct.rows.len(), "rows no read has");
 }
