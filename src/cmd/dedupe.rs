@@ -368,8 +368,14 @@ impl RecordStep for DedupeStep {
             Some(at) => {
                 let (input, offset) = line.input_position(at, &self.extractor)?;
                 // A record a restarted writer sent again was taken in already.
-                if !(self.tasks.active.watermarks).first_pass(input, offset, self.now) {
+                let watermarks = &mut self.tasks.active.watermarks;
+                if !watermarks.first_pass(input, offset, self.now) {
                     return Ok(Flow::Continue);
+                }
+                // Judged as one reader of the input would judge it (its writer says where
+                // its input partition stood).
+                if let Some(before) = line.carried {
+                    watermarks.heard(input, Some(before), false, self.now);
                 }
                 Some(input)
             }

@@ -597,6 +597,9 @@ impl RecordStep for WindowStep {
                 if !self.ops.active.first_pass(input, offset, self.now) {
                     return Ok(Flow::Continue);
                 }
+                if let Some(before) = line.carried {
+                    (self.ops.active).carried(input, before, self.now, &mut self.rows);
+                }
                 Some(input)
             }
             None => None,

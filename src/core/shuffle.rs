@@ -17,6 +17,16 @@ use super::time::Millis;
 /// The header that makes a record of the internal topic a marker, not a forwarded record.
 pub const MARKER_HEADER: &str = "weir-watermarks";
 
+/// The header of a forwarded record that gives its input partition's largest event time
+/// before it (decimal milliseconds): a reader judges the record by it, as one reader of the
+/// input would, though it sees only the records of its own partitions of the topic.
+pub const BEFORE_HEADER: &str = "weir-before";
+
+/// The value of a forwarded record's `BEFORE_HEADER`, if it has one that reads.
+pub fn carried_before(value: Option<&[u8]>) -> Option<Millis> {
+    std::str::from_utf8(value?).ok()?.parse().ok()
+}
+
 /// What a writer says of the input partitions it reads, to one partition of the topic.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Marker {
@@ -77,6 +87,11 @@ impl InputMarks {
             });
         }
         self.changed = true;
+    }
+
+    /// The largest event time forwarded from `partition` so far.
+    pub fn max_of(&self, partition: u32) -> Option<Millis> {
+        self.marks.get(&partition)?.max_event_time
     }
 
     /// A record of `partition` at event time `t` was forwarded.

@@ -450,6 +450,19 @@ impl WindowOperator {
         self.watermarks.expect(n, now);
     }
 
+    /// Behind a shuffle: the next record of input partition `partition` came after event time
+    /// `before` there (its writer says), so it is judged as one reader of the input would
+    /// judge it; fires what that completes.
+    pub fn carried(&mut self, partition: usize, before: Millis, now: Millis, out: &mut Vec<Row>) {
+        if self
+            .watermarks
+            .heard(partition, Some(before), false, now)
+            .is_some()
+        {
+            self.fire(out);
+        }
+    }
+
     /// Behind a shuffle: a writer's marker moves the watermark; fires what that completes.
     pub fn marker(&mut self, marker: &Marker, now: Millis, out: &mut Vec<Row>) {
         if self.watermarks.marker(marker, now).is_some() {

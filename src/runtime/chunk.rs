@@ -32,6 +32,9 @@ pub struct Chunk {
     pub positions: Vec<(i32, i64)>,
     /// For a Kinesis source: each record's shard, sequence number and subsequence.
     pub shard_positions: Vec<ShardPosition>,
+    /// Behind a shuffle: each record's input partition's largest event time before it, as
+    /// its writer forwarded them (`Millis::MIN`: none).
+    pub carried: Vec<Millis>,
     /// For a line source: where its input stands just past the chunk's last line.
     pub end: Option<LinePosition>,
     pub(crate) prepared: Prepared,
@@ -337,6 +340,8 @@ pub struct Line<'a> {
     pub offset: Option<(i32, i64)>,
     /// Shard and sequence of a Kinesis record.
     pub shard: Option<&'a ShardPosition>,
+    /// Behind a shuffle: the largest event time of the record's input partition before it.
+    pub carried: Option<Millis>,
 }
 
 impl<'a> Line<'a> {
@@ -486,6 +491,7 @@ impl Chunk {
             fields: &p.spans[at as usize..at as usize + p.width],
             offset: self.positions.get(i).copied(),
             shard: self.shard_positions.get(i),
+            carried: self.carried.get(i).copied().filter(|t| *t != Millis::MIN),
         })
     }
 }

@@ -11,6 +11,7 @@ use super::checkpoint::{Giving, PartitionState, ShardStart, ShardState};
 use super::chunk::{Chunk, LinePosition, Prepare, Prepared, Scratch, ShardPosition, CHUNK_BYTES};
 use crate::core::record::RecordError;
 use crate::core::shuffle::Marker;
+use crate::core::time::Millis;
 use crate::error::{Error, Result};
 
 /// Chunks in flight between the threads; bounds memory and gives backpressure.
@@ -149,6 +150,8 @@ pub struct Framing<P: FramedPosition> {
     pub input_bytes: u64,
     /// The number of the first record in `data`, counted from 1 over the whole read.
     next_record: u64,
+    /// Behind a shuffle: what each record's writer said of its input partition (`carry`).
+    carried: Vec<Millis>,
 }
 
 impl<P: FramedPosition> Framing<P> {
@@ -160,6 +163,7 @@ impl<P: FramedPosition> Framing<P> {
             bad: Vec::new(),
             input_bytes: 0,
             next_record: 1,
+            carried: Vec::new(),
         }
     }
 
@@ -173,6 +177,14 @@ impl<P: FramedPosition> Framing<P> {
     pub fn push_bad(&mut self, position: P, error: RecordError) {
         self.bad.push((self.ends.len() as u32, error));
         self.push(position);
+    }
+
+    /// Behind a shuffle: the largest event time of the input partition before the record
+    /// just pushed, as its writer forwarded them (`Millis::MIN`: none). Records pushed
+    /// without one have none.
+    pub fn carry(&mut self, before: Millis) {
+        self.carried.resize(self.positions.len() - 1, Millis::MIN);
+        self.carried.push(before);
     }
 
     /// Whether the chunk is full.
@@ -193,7 +205,15 @@ impl<P: FramedPosition> Framing<P> {
             input_bytes: std::mem::take(&mut self.input_bytes),
         };
         let (positions, shard_positions) = P::into_chunk(std::mem::take(&mut self.positions));
-        feed.framed(origin, self.next_record, framed, positions, shard_positions)?;
+        let carried = std::mem::take(&mut self.carried);
+        feed.framed(
+            origin,
+            self.next_record,
+            framed,
+            positions,
+            shard_positions,
+            carried,
+        )?;
         self.ends.clear();
         self.bad.clear();
         self.next_record += count;
@@ -404,6 +424,7 @@ impl Feed {
             input_bytes,
             positions: Vec::new(),
             shard_positions: Vec::new(),
+            carried: Vec::new(),
             end: Some(LinePosition {
                 next_line: first_line + lines,
                 ..end
@@ -423,6 +444,7 @@ impl Feed {
         framed: Framed<'_>,
         positions: Vec<(i32, i64)>,
         shard_positions: Vec<ShardPosition>,
+        carried: Vec<Millis>,
     ) -> Result<()> {
         // Broker records are reported back as handled (their positions are committed).
         self.unhandled += positions.len() + shard_positions.len();
@@ -444,6 +466,7 @@ impl Feed {
             input_bytes: framed.input_bytes,
             positions,
             shard_positions,
+            carried,
             end: None,
             prepared,
         }))

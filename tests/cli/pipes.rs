@@ -379,8 +379,14 @@ fn killed_member_drill(extra: &[&str]) {
     let lateness = ["--allowed-lateness", "30s"];
     let mut direct = window(&[&url, "-e", lateness[0], lateness[1]], "1m", None);
     assert!(direct.late.len() > 100, "late data: {}", direct.late.len());
-    let updated = direct.rows.values_mut().filter_map(|r| r.as_object_mut()?.remove("update"));
-    assert!(updated.count() > 10, "windows updated within the allowed lateness");
+    let updated = direct
+        .rows
+        .values_mut()
+        .filter_map(|r| r.as_object_mut()?.remove("update"));
+    assert!(
+        updated.count() > 10,
+        "windows updated within the allowed lateness"
+    );
     let dir = tempfile::tempdir().unwrap();
     let group = format!("kill-{topic}");
     let member = |name: &str| {
@@ -390,7 +396,14 @@ fn killed_member_drill(extra: &[&str]) {
             .args(WINDOW)
             .args(lateness)
             .args(extra)
-            .args(["-G", &group, "--from", "beginning", "--checkpoint-interval", "200ms"])
+            .args([
+                "-G",
+                &group,
+                "--from",
+                "beginning",
+                "--checkpoint-interval",
+                "200ms",
+            ])
             .args(["-X", "session.timeout.ms=6000", "--timeout", "60s"])
             .arg("-o")
             .arg(file("rows"))
@@ -408,7 +421,10 @@ fn killed_member_drill(extra: &[&str]) {
     while !std::fs::metadata(&rows).is_ok_and(|m| m.len() > 0) {
         if started.elapsed().as_secs() > 30 {
             let kept = dir.keep();
-            panic!("no rows from the member to be killed: kept in {}", kept.display());
+            panic!(
+                "no rows from the member to be killed: kept in {}",
+                kept.display()
+            );
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -454,4 +470,33 @@ fn killed_member_drill(extra: &[&str]) {
         .collect();
     assert!(differ.is_empty(), "rows differ: {differ:?}");
     assert_eq!(got.rows.len(), direct.rows.len(), "rows no read has");
+}
+
+/// Behind `--repartition` a record is judged by its input partition's watermark as it stood
+/// at the record, which its writer carries across the shuffle: a member reading a
+/// 3-partition backlog through the shuffle writes the rows and late records of one direct
+/// read of the topic.
+#[test]
+fn a_shuffled_read_gives_the_direct_reads_rows_and_late_records() {
+    let Some(b) = broker() else { return };
+    let _turn = super::kafka::group_turn();
+    let topic = backlog(&b, true);
+    let url = b.url(&topic);
+    let direct = window(&[&url, "-e"], "1m", None);
+    assert!(direct.late.len() > 50, "late data: {}", direct.late.len());
+    let group = format!("shuffled-{topic}");
+    let member = [
+        &url,
+        "-e",
+        "-G",
+        &group,
+        "--repartition",
+        "--from",
+        "beginning",
+        "--timeout",
+        "60s",
+    ];
+    let shuffled = window(&member, "1m", None);
+    assert!(shuffled.rows == direct.rows, "the rows differ");
+    assert_eq!(shuffled.late, direct.late);
 }

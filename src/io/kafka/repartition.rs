@@ -29,7 +29,7 @@ use super::source::{KafkaSource, Upstream};
 use super::topic::{self, Cleanup};
 use crate::core::envelope::{write_state_key, Render};
 use crate::core::record::{Extractor, FieldList, FieldPath};
-use crate::core::shuffle::{InputMarks, MARKER_HEADER};
+use crate::core::shuffle::{InputMarks, BEFORE_HEADER, MARKER_HEADER};
 use crate::core::time::{LogPosition, TimeFormat};
 use crate::error::{Error, Fault, Result};
 use crate::io::spec::KafkaSpec;
@@ -244,6 +244,8 @@ impl RecordStep for ShuffleStep {
             return Err(Fault::Fatal(e));
         }
         let (input, _) = line.offset.expect("a Kafka record");
+        // What its input partition had reached before it: a reader judges it by that.
+        let before = self.marks.max_of(input as u32);
         if let Some(at) = self.time_at {
             if let Some(t) = line.time_if_any(at, &self.extractor, &self.time_format) {
                 self.marks.forwarded(input as u32, t);
@@ -252,10 +254,12 @@ impl RecordStep for ShuffleStep {
         let keyed = self.state_key(line);
         // A record without its key goes on all the same, for the reader to report.
         let partition = (!keyed).then_some(input % self.partitions);
+        let mut text = itoa::Buffer::new();
+        let headers = before.map(|t| [(BEFORE_HEADER, Some(text.format(t).as_bytes()))]);
         let record = Outgoing {
             value: Some(line.bytes),
             key: keyed.then_some(self.key.as_bytes()),
-            headers: &[],
+            headers: headers.as_ref().map_or(&[][..], |h| &h[..]),
             timestamp: None,
             partition,
         };
