@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::kafka::{broker, envelopes_of, group_turn, Broker};
 use crate::gen::GenConfig;
-use crate::{generated_with, stdout_lines, wait_until, weir, weir_std, Background};
+use crate::{generated_with, stdout_lines, weir, weir_std, Background};
 
 const WINDOW: &[&str] = &[
     "--time",
@@ -374,7 +374,7 @@ fn members_killed_mid_read_through_a_shuffle_give_one_processs_rows_and_late_rec
 fn killed_member_drill(extra: &[&str]) {
     let Some(b) = broker() else { return };
     let _turn = group_turn();
-    let topic = backlog_of(&b, false, 4, 200_000);
+    let topic = backlog_of(&b, false, 4, 60_000);
     let url = b.url(&topic);
     let lateness = ["--allowed-lateness", "30s"];
     let mut direct = window(&[&url, "-e", lateness[0], lateness[1]], "1m", None);

@@ -29,7 +29,7 @@ use super::source::{KafkaSource, Upstream};
 use super::topic::{self, Cleanup};
 use crate::core::envelope::{write_state_key, Render};
 use crate::core::record::{Extractor, FieldList, FieldPath};
-use crate::core::shuffle::{InputMarks, BEFORE_HEADER, MARKER_HEADER};
+use crate::core::shuffle::{write_forwarded, InputMarks, MARKER_HEADER};
 use crate::core::time::{LogPosition, TimeFormat};
 use crate::error::{Error, Fault, Result};
 use crate::io::spec::KafkaSpec;
@@ -183,6 +183,8 @@ struct ShuffleStep {
     marked_at: Instant,
     /// The composite key being built.
     key: String,
+    /// The forwarded value being built.
+    value: Vec<u8>,
 }
 
 impl ShuffleStep {
@@ -203,6 +205,7 @@ impl ShuffleStep {
             partitions,
             marked_at: Instant::now(),
             key: String::new(),
+            value: Vec::new(),
         }
     }
 
@@ -254,12 +257,11 @@ impl RecordStep for ShuffleStep {
         let keyed = self.state_key(line);
         // A record without its key goes on all the same, for the reader to report.
         let partition = (!keyed).then_some(input % self.partitions);
-        let mut text = itoa::Buffer::new();
-        let headers = before.map(|t| [(BEFORE_HEADER, Some(text.format(t).as_bytes()))]);
+        write_forwarded(before, line.bytes, &mut self.value);
         let record = Outgoing {
-            value: Some(line.bytes),
+            value: Some(&self.value),
             key: keyed.then_some(self.key.as_bytes()),
-            headers: headers.as_ref().map_or(&[][..], |h| &h[..]),
+            headers: &[],
             timestamp: None,
             partition,
         };

@@ -21,7 +21,7 @@ use super::config::ClientOptions;
 use super::group::{self, GroupEnd, Member};
 use super::plan::ReadPlan;
 use crate::core::envelope::{Message, Render, TimestampType};
-use crate::core::shuffle::{carried_before, Marker, BEFORE_HEADER, MARKER_HEADER};
+use crate::core::shuffle::{read_forwarded, Marker, MARKER_HEADER};
 use crate::core::time::{now_millis, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::schema::{Decoders, Decoding};
@@ -646,9 +646,17 @@ impl KafkaSource {
                     false
                 }
                 Polled::Record(m) => {
-                    let message = Message {
+                    let mut message = Message {
                         partitions: reading,
                         ..message(&m, &topic)
+                    };
+                    let carried = match (shuffled, message.value) {
+                        (true, Some(value)) => {
+                            let (before, record) = read_forwarded(value);
+                            message.value = Some(record);
+                            before
+                        }
+                        _ => None,
                     };
                     match decoding.as_mut() {
                         Some(d) => {
@@ -663,7 +671,7 @@ impl KafkaSource {
                             pending.push((message.partition, message.offset));
                         }
                     }
-                    if let Some(before) = shuffled.then(|| carried(&m)).flatten() {
+                    if let Some(before) = carried {
                         pending.carry(before);
                     }
                     pending.input_bytes += (m.payload_len() + m.key_len()) as u64;
@@ -811,13 +819,6 @@ fn topic_partitions(
 fn is_marker(m: &BorrowedMessage<'_>) -> bool {
     m.headers()
         .is_some_and(|h| h.iter().any(|h| h.key == MARKER_HEADER))
-}
-
-/// What a forwarded record's writer said of its input partition (`BEFORE_HEADER`).
-fn carried(m: &BorrowedMessage<'_>) -> Option<Millis> {
-    let headers = m.headers()?;
-    let header = headers.iter().find(|h| h.key == BEFORE_HEADER)?;
-    carried_before(header.value)
 }
 
 /// Hands a writer's marker over in its place among the partition's records.
