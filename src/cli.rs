@@ -35,6 +35,7 @@ Exit codes:
   2 usage or configuration error
   3 bad input data (with --on-error fail)
   4 a source or sink is unreachable or refused us
+  5 nothing to check (lag: a --group without commits, a --group-pattern matching none)
   130 interrupted (SIGINT/SIGTERM); output so far is flushed";
 
 #[derive(Debug, Parser)]
@@ -188,7 +189,7 @@ pub struct BrokerArgs {
 
     /// Kinesis with -G: how long a member's heartbeat may stand still before the others
     /// take its shards.
-    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, help_heading = "Kinesis")]
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Kinesis")]
     pub lease_time: Millis,
 
     #[command(flatten)]
@@ -339,7 +340,7 @@ pub struct ClientArgs {
 
     /// How long to wait for a broker, or to keep retrying a Kinesis call, before giving up
     /// with exit code 4.
-    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, help_heading = "Kafka and Kinesis")]
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Kafka and Kinesis")]
     pub timeout: Millis,
 
     /// Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS's
@@ -404,7 +405,7 @@ pub struct CheckpointArgs {
 
     /// How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often
     /// each partition's state goes to the changelog topic.
-    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, help_heading = "Checkpoints")]
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Checkpoints")]
     pub checkpoint_interval: Millis,
 
     /// Forget the checkpoint and start afresh.
@@ -487,10 +488,10 @@ Examples:
   weir consume kafka://localhost:9092/checkouts --from -1h -e -J -o capture.ndjson.zst
 
   # kcat-style lines: the last 5 records of partitions 0 and 2:
-  weir consume kafka://localhost:9092/checkouts --partitions 0,2 --from -5 -e -f '%p %o %k %s\n'
+  weir consume kafka://localhost:9092/checkouts --partitions 0,2 --from -5 -e -f '%p %o %k %s\\n'
 
   # A stream's partition keys and values, one per line:
-  weir consume kinesis://orders --from -10m -e -f '%k %s\n'
+  weir consume kinesis://orders --from -10m -e -f '%k %s\\n'
 
   # As a member of a consumer group, committing as it goes:
   weir consume kafka://localhost:9092/checkouts -G audit -X session.timeout.ms=10000
@@ -618,20 +619,20 @@ pub struct WindowArgs {
     pub keys: Vec<FieldPath>,
 
     /// Tumbling windows of SIZE (1m, 1h).
-    #[arg(long, value_name = "SIZE", value_parser = positive_duration_ms, help_heading = "Windows")]
+    #[arg(long, value_name = "SIZE", value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Windows")]
     pub tumbling: Option<Millis>,
 
     /// Hopping (sliding) windows of SIZE, one starting every --slide.
-    #[arg(long, value_name = "SIZE", requires = "slide", value_parser = positive_duration_ms, help_heading = "Windows")]
+    #[arg(long, value_name = "SIZE", requires = "slide", value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Windows")]
     pub hop: Option<Millis>,
 
     /// The step between hopping windows, at most SIZE (a record is in every window that
     /// covers it: SIZE / SLIDE of them, rounded up or down).
-    #[arg(long, value_name = "SLIDE", requires = "hop", value_parser = positive_duration_ms, help_heading = "Windows")]
+    #[arg(long, value_name = "SLIDE", requires = "hop", conflicts_with_all = ["tumbling", "session"], value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Windows")]
     pub slide: Option<Millis>,
 
     /// Session windows: a key's session ends after GAP without events.
-    #[arg(long, value_name = "GAP", value_parser = positive_duration_ms, help_heading = "Windows")]
+    #[arg(long, value_name = "GAP", value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Windows")]
     pub session: Option<Millis>,
 
     /// Shift tumbling/hopping window starts by D from the epoch, as Flink's offset does; D
@@ -640,7 +641,7 @@ pub struct WindowArgs {
     pub offset: Millis,
 
     /// Watermark delay: how much out-of-orderness to wait for.
-    #[arg(long, value_name = "D", default_value = "0", value_parser = duration_ms, help_heading = "Watermarks")]
+    #[arg(long, value_name = "D", default_value = "0", value_parser = duration_ms, allow_hyphen_values = true, help_heading = "Watermarks")]
     pub delay: Millis,
 
     /// Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope).
@@ -648,11 +649,11 @@ pub struct WindowArgs {
     pub partition_by: Option<FieldPath>,
 
     /// A partition without records for D (processing time) stops holding the watermark back.
-    #[arg(long, value_name = "D", value_parser = positive_duration_ms, help_heading = "Watermarks")]
+    #[arg(long, value_name = "D", value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Watermarks")]
     pub idle_timeout: Option<Millis>,
 
     /// Keep fired windows for L more of event time; records in that span update them.
-    #[arg(long, value_name = "L", default_value = "0", value_parser = duration_ms, help_heading = "Watermarks")]
+    #[arg(long, value_name = "L", default_value = "0", value_parser = duration_ms, allow_hyphen_values = true, help_heading = "Watermarks")]
     pub allowed_lateness: Millis,
 
     /// Write late records, unchanged, to PATH (.gz or .zst: compressed).
@@ -784,7 +785,7 @@ pub struct DedupeArgs {
     pub time: TimeArgs,
 
     /// How long an id is remembered. Without it, ids are remembered until --max-keys evicts them.
-    #[arg(long, value_name = "D", value_parser = positive_duration_ms)]
+    #[arg(long, value_name = "D", value_parser = positive_duration_ms, allow_hyphen_values = true)]
     pub horizon: Option<Millis>,
 
     /// Measure the horizon in event time (--time, watermark) or processing time.
@@ -792,7 +793,7 @@ pub struct DedupeArgs {
     pub horizon_by: HorizonBy,
 
     /// Watermark delay for an event-time horizon.
-    #[arg(long, value_name = "D", default_value = "0", value_parser = duration_ms)]
+    #[arg(long, value_name = "D", default_value = "0", value_parser = duration_ms, allow_hyphen_values = true)]
     pub delay: Millis,
 
     /// Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope).
@@ -801,7 +802,7 @@ pub struct DedupeArgs {
 
     /// A partition without records for D (processing time) stops holding the watermark back,
     /// so that ids still expire while it is silent.
-    #[arg(long, value_name = "D", value_parser = positive_duration_ms)]
+    #[arg(long, value_name = "D", value_parser = positive_duration_ms, allow_hyphen_values = true)]
     pub idle_timeout: Option<Millis>,
 
     /// Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached.
@@ -920,11 +921,11 @@ pub struct ProfileArgs {
     pub target: Vec<f64>,
 
     /// Delays to count late records for (the first also drives the drift series).
-    #[arg(long, value_name = "DS", value_delimiter = ',', default_value = "10s,1m,10m", value_parser = duration_ms)]
+    #[arg(long, value_name = "DS", value_delimiter = ',', default_value = "10s,1m,10m", value_parser = duration_ms, allow_hyphen_values = true)]
     pub delay: Vec<Millis>,
 
     /// Event-time bucket of the drift series.
-    #[arg(long, value_name = "D", default_value = "1m", value_parser = positive_duration_ms)]
+    #[arg(long, value_name = "D", default_value = "1m", value_parser = positive_duration_ms, allow_hyphen_values = true)]
     pub bucket: Millis,
 
     /// text: a readable report with an ASCII histogram; json: for scripts.
@@ -936,15 +937,15 @@ pub struct ProfileArgs {
     pub plot: Option<PathBuf>,
 
     /// Count late records as `window --tumbling SIZE` would, with the same --delay.
-    #[arg(long, value_name = "SIZE", value_parser = positive_duration_ms, help_heading = "Predicting a window")]
+    #[arg(long, value_name = "SIZE", value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
     pub tumbling: Option<Millis>,
 
     /// Count late records as `window --hop SIZE --slide SLIDE` would.
-    #[arg(long, value_name = "SIZE", requires = "slide", conflicts_with = "tumbling", value_parser = positive_duration_ms, help_heading = "Predicting a window")]
+    #[arg(long, value_name = "SIZE", requires = "slide", conflicts_with = "tumbling", value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
     pub hop: Option<Millis>,
 
     /// The step between hopping windows, as window's --slide.
-    #[arg(long, value_name = "SLIDE", requires = "hop", value_parser = positive_duration_ms, help_heading = "Predicting a window")]
+    #[arg(long, value_name = "SLIDE", requires = "hop", conflicts_with = "tumbling", value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
     pub slide: Option<Millis>,
 
     /// Shift window starts by D, as window's --offset.
@@ -952,7 +953,7 @@ pub struct ProfileArgs {
     pub offset: Millis,
 
     /// As window's --allowed-lateness.
-    #[arg(long, value_name = "L", default_value = "0", value_parser = duration_ms, help_heading = "Predicting a window")]
+    #[arg(long, value_name = "L", default_value = "0", value_parser = duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
     pub allowed_lateness: Millis,
 
     /// Sink: - (stdout) or a file path.
@@ -987,10 +988,7 @@ pub fn duration_ms(s: &str) -> Result<Millis, String> {
 /// A duration that may be negative (`-8h`).
 pub fn signed_duration_ms(s: &str) -> Result<Millis, String> {
     match s.strip_prefix('-') {
-        // A failure is worded by the parser over the whole text, sign included.
-        Some(rest) => duration_ms(rest)
-            .map(|ms| -ms)
-            .map_err(|_| duration_ms(s).unwrap_err()),
+        Some(rest) => duration_ms(rest).map(|ms| -ms),
         None => duration_ms(s),
     }
 }
@@ -1086,10 +1084,13 @@ Examples:
 Time lag is now minus the timestamp of the first record the group has not consumed (read from
 the log), 0 when it is caught up. A partition without a committed offset is reported as such,
 not as zero lag. On Kinesis, per shard: now minus the arrival time of the first record after
-the checkpoint (0 when caught up), MillisBehindLatest and the lease owner. Exit codes: 0 within
-the thresholds, 1 a threshold exceeded or not checkable (a --group without committed offsets, a
---group-pattern that matches no group), 4 the cluster or stream cannot be reached within
---timeout.";
+the checkpoint (0 when caught up), MillisBehindLatest and the lease owner.
+
+Exit codes: 0 within the thresholds (or none given), 1 a threshold exceeded, 5 nothing to check
+(a --group without committed offsets, a --group-pattern that matches no group; with or without
+a threshold, and a breach elsewhere is 1), 4 the cluster or stream cannot be reached within
+--timeout. With --watch the report goes on until a signal (exit 130); breaches and what cannot
+be checked are said on stderr each time.";
 
 /// Consumer lag in messages and in time, with thresholds for scripts.
 #[derive(Debug, Args)]
@@ -1140,7 +1141,7 @@ pub struct LagArgs {
     pub time_mode: LagTimeMode,
 
     /// Exit 1 when a time lag is above this (5m, 30s).
-    #[arg(long, value_name = "D", value_parser = duration_ms)]
+    #[arg(long, value_name = "D", value_parser = duration_ms, allow_hyphen_values = true)]
     pub max_lag: Option<Millis>,
 
     /// Exit 1 when the lag in messages is above N.
@@ -1152,7 +1153,7 @@ pub struct LagArgs {
     pub per: crate::core::lag::Scope,
 
     /// Repeat every D: redraw on a terminal, append into a pipe or file. Stop with Ctrl-C.
-    #[arg(long, value_name = "D", value_parser = positive_duration_ms)]
+    #[arg(long, value_name = "D", value_parser = positive_duration_ms, allow_hyphen_values = true)]
     pub watch: Option<Millis>,
 
     #[arg(long, value_enum, default_value = "table")]

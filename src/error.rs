@@ -12,6 +12,7 @@ pub mod exit {
     pub const USAGE: u8 = 2;
     pub const BAD_INPUT: u8 = 3;
     pub const UNREACHABLE: u8 = 4;
+    pub const NOTHING_TO_CHECK: u8 = 5;
     pub const INTERRUPTED: u8 = 130;
 }
 
@@ -29,6 +30,10 @@ pub enum Error {
     /// A check tripped (`lag --max-lag`).
     #[error("{0}")]
     CheckFailed(String),
+    /// A check found nothing to check (`lag --group` without commits): not a breach, not a
+    /// pass.
+    #[error("{0}")]
+    NothingToCheck(String),
     #[error("interrupted")]
     Interrupted,
     /// The reader of stdout went away (`weir ... | head`): a quiet success.
@@ -43,6 +48,7 @@ impl Error {
             Error::BadInput { .. } => exit::BAD_INPUT,
             Error::Unreachable(_) => exit::UNREACHABLE,
             Error::CheckFailed(_) => exit::CHECK_FAILED,
+            Error::NothingToCheck(_) => exit::NOTHING_TO_CHECK,
             Error::Interrupted => exit::INTERRUPTED,
             Error::BrokenPipe => exit::OK,
         }

@@ -24,6 +24,9 @@ enum FileId {
 }
 
 fn file_id(path: &Path) -> Option<FileId> {
+    if path == Path::new(STDIN) {
+        return stdin_id();
+    }
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() => Some(inode(path, &m)),
         Ok(_) => None,
@@ -53,6 +56,24 @@ fn inode(_: &Path, m: &std::fs::Metadata) -> FileId {
 #[cfg(not(unix))]
 fn inode(path: &Path, _: &std::fs::Metadata) -> FileId {
     FileId::Path(path.canonicalize().unwrap_or_else(|_| path.to_path_buf()))
+}
+
+/// Stands for standard input among the named files.
+const STDIN: &str = "-";
+
+/// The file behind standard input (`weir dedupe -o c.ndjson < c.ndjson`), if it is one: a
+/// shell truncates nothing there, but weir's output would empty the file before it is read.
+#[cfg(unix)]
+fn stdin_id() -> Option<FileId> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let m = std::fs::File::from(fd).metadata().ok()?;
+    m.is_file().then(|| inode(Path::new(STDIN), &m))
+}
+
+#[cfg(not(unix))]
+fn stdin_id() -> Option<FileId> {
+    None
 }
 
 /// A SOURCE or SINK that is not a file: stdin/stdout, a broker URL, a stream's ARN.
@@ -92,7 +113,31 @@ fn named_files(command: &str, m: &clap::ArgMatches) -> Vec<Named> {
     add("--plot", "plot", true);
     // Every command but lag keeps its checkpoint there; lag only reads one.
     add("--checkpoint", "checkpoint", command != "lag");
+    // No SOURCE, or `-`: standard input is read.
+    let sources = m
+        .try_get_raw("sources")
+        .map(|s| s.map(|s| s.collect::<Vec<_>>()));
+    let reads_stdin = match sources {
+        Ok(None) => true,
+        Ok(Some(s)) => s.iter().any(|s| *s == STDIN),
+        Err(_) => false,
+    };
+    if reads_stdin {
+        files.push(Named {
+            flag: "standard input",
+            path: PathBuf::from(STDIN),
+            written: false,
+        });
+    }
     files
+}
+
+/// The path to name of two that lead to one file: standard input has none.
+fn shown<'a>(a: &'a Named, b: &'a Named) -> &'a Path {
+    match b.path == Path::new(STDIN) {
+        true => &a.path,
+        false => &b.path,
+    }
 }
 
 /// Refuses a command line where a written file is also another input or output.
@@ -113,7 +158,7 @@ pub fn check_distinct(command: &str, m: &clap::ArgMatches) -> Result<()> {
                 "{} and {} name the same file ({}): {why}",
                 a.flag,
                 b.flag,
-                b.path.display()
+                shown(a, b).display()
             )));
         }
     }

@@ -30,7 +30,7 @@ use crate::report::lag::{
     describe_breach, describe_shard_breach, render, render_shards, LagFormat, LagReport,
     LagTimeMode, ShardLagReport,
 };
-use crate::runtime::watch::{Measurer, Watch};
+use crate::runtime::watch::{Findings, Measurer, Watch};
 use crate::runtime::Sink;
 
 /// Sampled points kept per partition for `--time-mode estimate --watch`.
@@ -61,7 +61,7 @@ impl Reports {
     fn run(
         self,
         stop: &AtomicBool,
-        measure: impl FnMut() -> Result<(String, Vec<String>)>,
+        measure: impl FnMut() -> Result<(String, Findings)>,
     ) -> Result<()> {
         let output = self.output;
         let open = move || -> Result<Box<dyn Sink>> { Ok(Box::new(LineSink::open(&output)?)) };
@@ -164,16 +164,20 @@ impl KafkaLag {
         });
         reports.run(stop, || {
             let report = measurer.measure(stop)?;
-            let mut breached = breaches(&report.rows, &thresholds);
-            breached.extend(unmeasured_breaches(
+            let breached = breaches(&report.rows, &thresholds);
+            let unchecked = unmeasured_breaches(
                 &report.uncommitted,
                 report.unmatched_pattern.as_deref(),
                 topic.as_deref(),
-                &thresholds,
-            ));
+            );
             let mut text = String::new();
-            render(&report, &breached, format, &mut text);
-            Ok((text, breached.iter().map(describe_breach).collect()))
+            let shown = [&breached[..], &unchecked[..]].concat();
+            render(&report, &shown, format, &mut text);
+            let found = Findings {
+                breached: breached.iter().map(describe_breach).collect(),
+                unchecked: unchecked.iter().map(describe_breach).collect(),
+            };
+            Ok((text, found))
         })
     }
 }
@@ -256,7 +260,13 @@ impl KinesisLag {
                 .collect();
             let mut text = String::new();
             render_shards(&report, &breached, format, &mut text);
-            Ok((text, breached))
+            Ok((
+                text,
+                Findings {
+                    breached,
+                    unchecked: Vec::new(),
+                },
+            ))
         })
     }
 }

@@ -342,7 +342,13 @@ impl<'t, 'p> Parser<'t, 'p> {
                 return Ok((Token::Op(op), op.len()));
             }
         }
-        self.error(column, "an operator: == != < <= > >= =~")
+        // SQL's and the shell's single `=`, `<>`: the likely operator.
+        let meant = match () {
+            _ if rest.starts_with("<>") => " (did you mean '!='?)",
+            _ if rest.starts_with('=') => " (did you mean '=='?)",
+            _ => "",
+        };
+        self.error(column, format!("an operator: == != < <= > >= =~{meant}"))
     }
 
     /// One condition, the whole text.
@@ -715,7 +721,11 @@ mod tests {
                 "a JSON string, number, true, false or null",
             ),
             (r#"status == "failed"#, 11, "a closing \""),
-            (r#"status = "x""#, 8, "an operator"),
+            (
+                r#"status = "x""#,
+                8,
+                "an operator: == != < <= > >= =~ (did you mean '=='?)",
+            ),
             ("(a == 1", 8, "')'"),
             ("a == 1 b == 2", 8, "'and', 'or' or the end"),
             ("a in [1, 2", 11, "',' or ']'"),

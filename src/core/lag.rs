@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::time::{format_millis, Millis};
+use super::time::{format_millis, human_duration, Millis};
 
 /// What the cluster says about one partition for one group.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,6 +181,15 @@ pub struct Breach {
     pub what: String,
 }
 
+/// A time lag over its threshold, as the table shows durations (`2h8m > 5m`).
+fn time_over_what(lag: Option<Millis>, max: Option<Millis>) -> String {
+    format!(
+        "time lag {} > {}",
+        human_duration(lag.unwrap_or(0)),
+        human_duration(max.unwrap_or(0))
+    )
+}
+
 pub fn breaches(rows: &[PartitionLag], th: &Thresholds) -> Vec<Breach> {
     let mut out = Vec::new();
     let time_over = |ms: Option<Millis>| match (ms, th.max_time_ms) {
@@ -197,11 +206,7 @@ pub fn breaches(rows: &[PartitionLag], th: &Thresholds) -> Vec<Breach> {
                     }
                 }
                 if time_over(r.time.millis()) {
-                    what.push(format!(
-                        "{} ms > {} ms",
-                        r.time.millis().unwrap_or(0),
-                        th.max_time_ms.unwrap_or(0)
-                    ));
+                    what.push(time_over_what(r.time.millis(), th.max_time_ms));
                 }
                 if !what.is_empty() {
                     out.push(Breach {
@@ -222,11 +227,7 @@ pub fn breaches(rows: &[PartitionLag], th: &Thresholds) -> Vec<Breach> {
                     }
                 }
                 if time_over(t.max_time_ms) {
-                    what.push(format!(
-                        "{} ms > {} ms",
-                        t.max_time_ms.unwrap_or(0),
-                        th.max_time_ms.unwrap_or(0)
-                    ));
+                    what.push(time_over_what(t.max_time_ms, th.max_time_ms));
                 }
                 if !what.is_empty() {
                     out.push(Breach {
@@ -242,19 +243,14 @@ pub fn breaches(rows: &[PartitionLag], th: &Thresholds) -> Vec<Breach> {
     out
 }
 
-/// What a threshold cannot be checked against, and so trips it: a group named with
-/// `--group` that has no committed offset on the topics asked about (a mistyped or retired
-/// group must not pass an alert as "no lag"), and a `--group-pattern` no group matches.
-/// Nothing trips without a threshold.
+/// What cannot be checked at all, with or without a threshold: a group named with `--group`
+/// that has no committed offset on the topics asked about (a mistyped or retired group must
+/// not pass an alert as "no lag"), and a `--group-pattern` no group matches.
 pub fn unmeasured_breaches(
     groups: &[String],
     pattern_matched_nothing: Option<&str>,
     topic: Option<&str>,
-    th: &Thresholds,
 ) -> Vec<Breach> {
-    if th.max_time_ms.is_none() && th.max_messages.is_none() {
-        return Vec::new();
-    }
     let mut out: Vec<Breach> = groups
         .iter()
         .map(|group| Breach {
@@ -423,25 +419,15 @@ mod tests {
     }
 
     #[test]
-    fn a_group_without_commits_trips_a_threshold_only_when_one_is_set() {
+    fn a_group_without_commits_and_a_pattern_matching_none_are_unchecked() {
         let groups = vec!["typo".to_string()];
-        let none = Thresholds::default();
-        assert!(unmeasured_breaches(&groups, Some("^etl-"), Some("t"), &none).is_empty());
-        let th = Thresholds {
-            max_time_ms: Some(60_000),
-            ..Thresholds::default()
-        };
-        let b = unmeasured_breaches(&groups, None, Some("t"), &th);
+        let b = unmeasured_breaches(&groups, None, Some("t"));
         assert_eq!(b.len(), 1);
         assert_eq!((b[0].group.as_str(), b[0].topic.as_str()), ("typo", "t"));
-        let th = Thresholds {
-            max_messages: Some(10),
-            ..Thresholds::default()
-        };
-        let b = unmeasured_breaches(&[], Some("^etl-"), None, &th);
+        let b = unmeasured_breaches(&[], Some("^etl-"), None);
         assert_eq!(b.len(), 1);
         assert!(b[0].what.contains("'^etl-'"), "{}", b[0].what);
-        assert!(unmeasured_breaches(&[], None, None, &th).is_empty());
+        assert!(unmeasured_breaches(&[], None, None).is_empty());
     }
 
     #[test]

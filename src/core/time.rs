@@ -591,8 +591,29 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if trimmed == "0" {
         return Ok(Duration::ZERO);
     }
+    if trimmed.starts_with('-') {
+        return Err(format!(
+            "'{s}': durations are positive (a negative one has no meaning here)"
+        ));
+    }
+    if let Some(at) = misread_months(trimmed) {
+        let n = &trimmed[..at];
+        return Err(format!(
+            "'{s}': 'M' is months, easily misread for minutes: write {n}m for minutes, {n}months for months"
+        ));
+    }
     humantime::parse_duration(trimmed)
         .map_err(|e| format!("invalid duration '{s}': {e} (examples: 500ms, 10s, 5m, 1h30m, 2d)"))
+}
+
+/// Where a bare `M` unit (humantime's months) follows a number in `s`, if one does.
+fn misread_months(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    (1..b.len()).find(|&i| {
+        b[i] == b'M'
+            && b[i - 1].is_ascii_digit()
+            && !b.get(i + 1).is_some_and(u8::is_ascii_alphabetic)
+    })
 }
 
 /// A duration as whole milliseconds, for the event-time core.
@@ -712,6 +733,9 @@ pub fn check_range_order(
         (LogPosition::Time(a), LogPosition::Time(b))
         | (LogPosition::Offset(a), LogPosition::Offset(b)) => a > b,
         (LogPosition::FromEnd(a), LogPosition::FromEnd(b)) => a < b,
+        // Nothing comes before the beginning.
+        (LogPosition::Beginning, LogPosition::Beginning) => false,
+        (_, LogPosition::Beginning) => true,
         _ => false,
     };
     if backwards {
@@ -800,6 +824,25 @@ fn time_bound(flag: &str, text: Option<&str>, now: Millis) -> Result<Option<Mill
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misreadable_or_negative_duration_is_refused_with_what_was_likely_meant() {
+        let e = parse_duration("10M").unwrap_err();
+        assert!(
+            e.contains("write 10m for minutes, 10months for months"),
+            "{e}"
+        );
+        assert!(parse_duration("1h10M").is_err());
+        assert!(parse_duration("-5s")
+            .unwrap_err()
+            .contains("durations are positive"));
+        // Spelled out, months are what they say.
+        assert_eq!(
+            parse_duration("1months").unwrap(),
+            humantime::parse_duration("1month").unwrap()
+        );
+        assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
+    }
 
     #[test]
     fn bounds_of_an_event_time_range() {

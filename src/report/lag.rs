@@ -425,8 +425,12 @@ fn shard_row_json(r: &ShardLag) -> Map<String, Value> {
 /// The line on stderr for a shard over `--max-lag`.
 pub fn describe_shard_breach(r: &ShardLag, ms: Millis, max: Millis) -> String {
     format!(
-        "consumer '{}' stream '{}' shard {}: {ms} ms > {max} ms",
-        r.consumer, r.stream, r.shard
+        "consumer '{}' stream '{}' shard {}: time lag {} > {}",
+        r.consumer,
+        r.stream,
+        r.shard,
+        human_duration(ms),
+        human_duration(max)
     )
 }
 

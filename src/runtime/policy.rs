@@ -143,9 +143,10 @@ pub fn dead_letter_entry(position: &Position, record: &[u8], error: &RecordError
         }
     }
     entry.insert("reason".into(), json!(error.to_string()));
+    let whole = record.len();
     let (record, truncated) =
-        if matches!(error, RecordError::LineTooLong { .. }) && record.len() > DEAD_LETTER_PREFIX {
-            (&record[..DEAD_LETTER_PREFIX], true)
+        if matches!(error, RecordError::LineTooLong { .. }) && whole > DEAD_LETTER_PREFIX {
+            (utf8_prefix(record, DEAD_LETTER_PREFIX), true)
         } else {
             (record, false)
         };
@@ -158,8 +159,19 @@ pub fn dead_letter_entry(position: &Position, record: &[u8], error: &RecordError
     };
     if truncated {
         entry.insert("truncated".into(), json!(true));
+        entry.insert("record_bytes".into(), json!(whole));
     }
     Value::Object(entry)
+}
+
+/// At most `max` bytes of `record`, not cutting a UTF-8 character in two (a text record
+/// stays text).
+fn utf8_prefix(record: &[u8], max: usize) -> &[u8] {
+    let cut = &record[..max];
+    match std::str::from_utf8(cut) {
+        Err(e) if e.error_len().is_none() => &cut[..e.valid_up_to()],
+        _ => cut,
+    }
 }
 
 #[cfg(test)]
@@ -183,6 +195,21 @@ mod tests {
         );
         let e = dead_letter_entry(&pos(), b"\xff", &RecordError::NotUtf8 { valid_up_to: 0 });
         assert_eq!(e["record_base64"], json!("/w=="));
+    }
+
+    #[test]
+    fn an_oversize_record_is_cut_on_a_character_and_marked_with_its_length() {
+        let mut long = "a".repeat(DEAD_LETTER_PREFIX - 1).into_bytes();
+        long.extend_from_slice("é and more".as_bytes());
+        let too_long = RecordError::LineTooLong {
+            len: long.len() as u64,
+            max: 10,
+        };
+        let e = dead_letter_entry(&pos(), &long, &too_long);
+        assert_eq!(e["truncated"], json!(true));
+        assert_eq!(e["record_bytes"], json!(long.len()));
+        // The two-byte 'é' would straddle the cut: the text ends before it.
+        assert_eq!(e["record"].as_str().unwrap().len(), DEAD_LETTER_PREFIX - 1);
     }
 
     #[test]

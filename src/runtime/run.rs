@@ -124,6 +124,14 @@ impl<C: Command> RunPlan<C> {
         let result = ending.end(read);
         // Flushed whatever the result: what was written goes out.
         let closed = step.close(counters).and(policy.close());
+        if let (Some(r), Keeping::File(plan), Ok(())) = (restored, &self.keeping, &result) {
+            if r.counters.read == counters.read {
+                stats.note = Some(format!(
+                    "nothing was left to read: the checkpoint {} stands at the end of the input (--reset starts afresh)",
+                    plan.path.display()
+                ));
+            }
+        }
         result.and(closed)
     }
 

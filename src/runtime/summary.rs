@@ -71,6 +71,8 @@ pub struct Stats {
     pub dry_run: bool,
     /// The schema the output's values are encoded with, resolved at the start.
     pub encoding: Option<String>,
+    /// Said after the summary line: what a user would otherwise wonder about.
+    pub note: Option<String>,
     started: Instant,
 }
 
@@ -81,6 +83,7 @@ impl Stats {
             counters: Counters::default(),
             dry_run: false,
             encoding: None,
+            note: None,
             started: Instant::now(),
         }
     }
@@ -169,6 +172,9 @@ pub fn finish(stats: &Stats, report: &ReportPlan, result: Result<()>) -> Result<
         !matches!(result, Ok(()) | Err(Error::Interrupted)) && c.read == 0 && c.blank_lines == 0;
     if !report.quiet && !broken_pipe && !usage && !failed_before_input {
         eprintln!("{}", stats.summary_line());
+        if let Some(note) = &stats.note {
+            eprintln!("weir {}: {note}", stats.command);
+        }
     }
     if let Some(path) = &report.stats {
         let (code, message) = match &result {

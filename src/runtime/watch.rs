@@ -13,6 +13,14 @@ use crate::error::{Error, Result};
 /// How often a wait looks at the stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(20);
 
+/// What a report found: the checks it breached, and what it could not check at all (a
+/// group without commits, a pattern matching none), each as stderr says it.
+#[derive(Debug, Default)]
+pub struct Findings {
+    pub breached: Vec<String>,
+    pub unchecked: Vec<String>,
+}
+
 /// How reports are written: once or every `every`, redrawing a terminal's screen.
 pub struct Watch {
     /// The command, as its messages name it.
@@ -23,19 +31,20 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Writes what `measure` renders (the report's text and the checks it breached) to the
-    /// sink `open` opens before the first report, once or every `every`; a breach is exit 1
-    /// at the end of a single run. Each breach is said on stderr.
+    /// Writes what `measure` renders (the report's text and its findings) to the sink `open`
+    /// opens before the first report, once or every `every`; at the end of a single run a
+    /// breach is exit 1, else nothing to check exit 5. Each finding is said on stderr; a
+    /// watch goes on until a signal (exit 130).
     pub fn run(
         self,
         stop: &AtomicBool,
         open: impl FnOnce() -> Result<Box<dyn Sink>>,
-        mut measure: impl FnMut() -> Result<(String, Vec<String>)>,
+        mut measure: impl FnMut() -> Result<(String, Findings)>,
     ) -> Result<()> {
         let mut open = Some(open);
         let mut out: Option<Box<dyn Sink>> = None;
         loop {
-            let (report, breached) = measure()?;
+            let (report, found) = measure()?;
             let mut text = String::new();
             if self.redraw {
                 text.push_str("\x1b[H\x1b[2J");
@@ -50,24 +59,30 @@ impl Watch {
                 Some(_) => sink.flush()?,
                 None => sink.close()?,
             }
-            for b in &breached {
-                eprintln!("weir {}: {b}", self.command);
+            for said in found.breached.iter().chain(&found.unchecked) {
+                eprintln!("weir {}: {said}", self.command);
             }
             let Some(every) = self.every else {
-                return self.verdict(&breached);
+                return self.verdict(&found);
             };
             wait(stop, Duration::from_millis(every as u64))?;
         }
     }
 
-    /// A single run's result: a failed check is exit 1.
-    fn verdict(&self, breached: &[String]) -> Result<()> {
-        match breached.len() {
-            0 => Ok(()),
-            n => Err(Error::CheckFailed(format!(
+    /// A single run's result: a failed check is exit 1; else nothing to check, exit 5.
+    fn verdict(&self, found: &Findings) -> Result<()> {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        match (found.breached.len(), found.unchecked.len()) {
+            (0, 0) => Ok(()),
+            (0, n) => Err(Error::NothingToCheck(format!(
+                "{n} {} check{} found nothing to check",
+                self.command,
+                plural(n)
+            ))),
+            (n, _) => Err(Error::CheckFailed(format!(
                 "{n} {} check{} failed",
                 self.command,
-                if n == 1 { "" } else { "s" }
+                plural(n)
             ))),
         }
     }

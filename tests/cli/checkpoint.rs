@@ -412,6 +412,36 @@ fn a_checkpoint_of_another_job_is_refused_and_reset_starts_afresh() {
     assert!(String::from_utf8_lossy(&torn.stderr).contains("--reset"));
 }
 
+/// A finished job run again reads nothing, and says why: its checkpoint stands at the end of
+/// the input. A run that went on with new records does not say it.
+#[test]
+fn a_finished_job_run_again_says_its_checkpoint_is_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ndjson");
+    std::fs::write(&input, "{\"n\":1}\n{\"n\":2}\n").unwrap();
+    let (out, ck) = (dir.path().join("out"), dir.path().join("ck"));
+    let run = || {
+        weir()
+            .arg("consume")
+            .arg(&input)
+            .arg("-o")
+            .arg(&out)
+            .arg("--checkpoint")
+            .arg(&ck)
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(first.status.success(), "{first:?}");
+    let said = "nothing was left to read: the checkpoint";
+    assert!(!String::from_utf8_lossy(&first.stderr).contains(said));
+    let again = run();
+    assert!(again.status.success(), "{again:?}");
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains(said) && err.contains("--reset"), "{err}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 2);
+}
+
 #[test]
 fn checkpoints_need_a_file_or_topic_sink() {
     for source in ["fixtures/checkouts.ndjson", "kafka://127.0.0.1:1/t"] {

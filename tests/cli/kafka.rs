@@ -625,12 +625,16 @@ fn a_new_group_starts_at_the_end_unless_from_says_otherwise() {
     let file = super::fixture("checkouts.ndjson");
     b.produce(&topic, &file, &["--key", "merchant_id"]);
     let records = std::fs::read_to_string(&file).unwrap().lines().count();
+    let said = "has no committed offsets";
     let read = |group: &str, from: &[&str]| {
         let out = b.consume(
             &topic,
             &[&["-G", group, "-e", "-q", "--timeout", "60s"], from].concat(),
         );
         assert!(out.status.success(), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        // Said only where nothing says where to start.
+        assert_eq!(err.contains(said), from.is_empty(), "{err}");
         super::stdout_lines(&out).len()
     };
     let group = format!("{topic}-fresh");
@@ -1267,11 +1271,12 @@ fn lag_thresholds_set_the_exit_code() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("15 messages > 14"));
 }
 
-/// A threshold cannot pass a group it cannot measure: a --group without committed offsets
-/// (mistyped, or retired) and a --group-pattern that matches no group fail the check, named
-/// on stderr and in the JSON breaches; without a threshold they are only said.
+/// A group lag cannot measure is neither a pass nor a breach: a --group without committed
+/// offsets (mistyped, or retired) and a --group-pattern that matches no group are exit 5,
+/// nothing to check, with or without a threshold, named on stderr and in the JSON breaches;
+/// a real breach beside them is exit 1.
 #[test]
-fn lag_thresholds_fail_on_a_group_they_cannot_measure() {
+fn lag_says_nothing_to_check_on_a_group_it_cannot_measure() {
     let Some(b) = broker() else { return };
     let s = lag_setup(&b);
     let run = |url: &str, args: &[&str]| {
@@ -1287,9 +1292,9 @@ fn lag_thresholds_fail_on_a_group_they_cannot_measure() {
     let typo = format!("{}-typo", s.group);
     for url in [b.url(&s.topic), format!("kafka://{}", b.addr)] {
         let out = run(&url, &["--group", &typo]);
-        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(out.status.code(), Some(5), "{out:?}");
         let out = run(&url, &["--group", &typo, "--max-lag", "1h"]);
-        assert_eq!(out.status.code(), Some(1), "{url}: {out:?}");
+        assert_eq!(out.status.code(), Some(5), "{url}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(&format!("group '{typo}'")), "{err}");
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -1303,18 +1308,20 @@ fn lag_thresholds_fail_on_a_group_they_cannot_measure() {
             "--max-messages",
             "15",
         ];
-        assert_eq!(run(&url, &both).status.code(), Some(1));
+        assert_eq!(run(&url, &both).status.code(), Some(5));
+        let breached = ["--group", &s.group, "--group", &typo, "--max-messages", "0"];
+        assert_eq!(run(&url, &breached).status.code(), Some(1));
         let alone = ["--group", &s.group, "--max-messages", "15"];
         assert_eq!(run(&url, &alone).status.code(), Some(0));
     }
     let pattern = format!("^{}-nothing$", s.group);
     let out = run(&b.url(&s.topic), &["--group-pattern", &pattern]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.status.code(), Some(5), "{out:?}");
     let out = run(
         &b.url(&s.topic),
         &["--group-pattern", &pattern, "--max-messages", "1"],
     );
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.status.code(), Some(5), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no group matches --group-pattern"), "{err}");
 }

@@ -315,3 +315,44 @@ fn a_signal_stops_a_wait_for_an_unreachable_source() {
         assert_eq!(status.code(), Some(130), "{args:?}");
     }
 }
+
+/// coreutils `timeout` signals weir and then its process group, so weir gets the signal
+/// twice at once: one request, a clean stop with its checkpoint and summary, as a single
+/// signal gives.
+#[test]
+fn a_signal_repeated_at_once_is_one_request_for_a_clean_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("ck.json");
+    let out = dir.path().join("out.ndjson");
+    for signal in ["INT", "TERM"] {
+        let _ = std::fs::remove_file(&checkpoint);
+        let mut child = spawn_live(
+            Command::new("timeout")
+                .args(["--preserve-status", "-s", signal, "1"])
+                .arg(assert_cmd::cargo::cargo_bin("weir"))
+                .args(["window", "--time", "t", "--time-format", "ms"])
+                .args(["--tumbling", "1s", "--count", "--checkpoint"])
+                .arg(&checkpoint)
+                .arg("-o")
+                .arg(&out),
+        );
+        let mut stdin = child.stdin.take().unwrap();
+        for t in 0..100 {
+            writeln!(stdin, "{{\"t\":{}}}", t * 100).unwrap();
+        }
+        stdin.flush().unwrap();
+        // stdin stays open: weir is waiting for input when the signals come.
+        let status = child.wait().unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(status.code(), Some(130), "{signal}: {err}");
+        assert!(err.contains("weir window: read 100"), "{signal}: {err}");
+        assert!(checkpoint.exists(), "{signal}: no checkpoint: {err}");
+        drop(stdin);
+    }
+}

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::weir;
+use crate::{weir, weir_std};
 
 /// What the output files hold before the run; a usage error must leave them so.
 const OUT: &str = "{\"kept\":\"out\"}\n";
@@ -555,6 +555,62 @@ fn an_output_that_is_the_input_is_refused_and_the_input_kept() {
     }
 }
 
+/// A file weir writes that is the file behind standard input (`weir dedupe -o c.ndjson <
+/// c.ndjson`) is refused as a named input is, by device and inode: the file is kept. Its own
+/// copy, or a pipe of it, is read.
+#[test]
+fn an_output_that_is_the_file_behind_stdin_is_refused_and_the_file_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("c.ndjson");
+    let content = std::fs::read(CHECKOUTS).unwrap();
+    std::fs::write(&input, &content).unwrap();
+    let link = dir.path().join("link.ndjson");
+    std::fs::hard_link(&input, &link).unwrap();
+    let plot = dir.path().join("plot.svg");
+    std::fs::hard_link(&input, &plot).unwrap();
+    let (input, link, plot) = (
+        input.to_str().unwrap(),
+        link.to_str().unwrap(),
+        plot.to_str().unwrap(),
+    );
+    for args in [
+        vec!["dedupe", "--id", "event_id", "-o", input],
+        vec!["consume", "-", "-o", link],
+        vec![
+            "window",
+            "--time",
+            "occurred_at",
+            "--tumbling",
+            "1m",
+            "--count",
+        ]
+        .into_iter()
+        .chain(["--late-output", input])
+        .collect(),
+        vec!["watermark-profile", "--time", "occurred_at", "--plot", plot],
+        vec!["replay", "--checkpoint", link],
+        vec!["dedupe", "--id", "event_id", "--dead-letter", input],
+        vec!["consume", "--stats", input],
+    ] {
+        let stdin = std::fs::File::open(input).unwrap();
+        let out = weir_std().args(&args).stdin(stdin).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("standard input"), "{err}");
+        assert_eq!(std::fs::read(input).unwrap(), content, "{args:?}");
+    }
+    // Another file of the same text is read.
+    let copy = dir.path().join("copy.ndjson");
+    std::fs::write(&copy, &content).unwrap();
+    let out = weir_std()
+        .args(["consume", "-q", "-o", input])
+        .stdin(std::fs::File::open(&copy).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(std::fs::read(input).unwrap(), content);
+}
+
 /// A `--where` that does not parse is exit 2, with its column and what was expected there,
 /// before any file is touched, in every command that takes one.
 #[test]
@@ -599,4 +655,53 @@ fn a_malformed_where_names_its_column_and_leaves_files_as_they_were() {
         args.extend(["--where", "a =="]);
         leaves_files_as_they_were(&args, 2, "--where 'a ==': column 5");
     }
+}
+
+/// Flags that would silently mean something else are exit 2, saying what was likely meant:
+/// `M` (months, beside `m`), a negative duration, `--slide` beside `--tumbling`, a mistyped
+/// `-X` key (never printing its value, which may be a secret), SQL's `=` in `--where`, and a
+/// range that ends before the beginning.
+#[test]
+fn flags_that_would_mean_something_else_are_refused_with_the_likely_meaning() {
+    let window = ["window", CHECKOUTS, "--time", "occurred_at", "--count"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--tumbling", "10M"],
+            "write 10m for minutes, 10months for months",
+        ),
+        (
+            vec!["--tumbling", "1m", "--delay", "-5s"],
+            "durations are positive",
+        ),
+        (
+            vec!["--tumbling", "1m", "--slide", "30s"],
+            "cannot be used with '--slide",
+        ),
+        (
+            vec!["--session", "1m", "--slide", "30s"],
+            "cannot be used with '--slide",
+        ),
+    ];
+    for (extra, message) in cases {
+        let args: Vec<&str> = window.iter().copied().chain(extra).collect();
+        leaves_files_as_they_were(&args, 2, message);
+    }
+    let profile = ["watermark-profile", CHECKOUTS, "--time", "occurred_at"];
+    let args = [&profile[..], &["--tumbling", "1m", "--slide", "30s"]].concat();
+    leaves_files_as_they_were(&args, 2, "cannot be used with '--slide");
+    let args = ["consume", CHECKOUTS, "-X", "sasl.pasword=hunter2x"];
+    leaves_files_as_they_were(&args, 2, "did you mean 'sasl.password'?");
+    let out = weir().args(args).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("hunter2x"));
+    let args = ["consume", CHECKOUTS, "--where", r#"status = "failed""#];
+    leaves_files_as_they_were(&args, 2, "did you mean '=='?");
+    let args = [
+        "consume",
+        "kafka://127.0.0.1:1/t",
+        "--from",
+        "end",
+        "--to",
+        "beginning",
+    ];
+    leaves_files_as_they_were(&args, 2, "--from end comes after --to beginning");
 }

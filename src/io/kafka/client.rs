@@ -11,7 +11,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::metadata::Metadata;
 use rdkafka::ClientContext;
 
-use super::config::is_secret;
+use super::config::{is_secret, refused_property};
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
 use crate::runtime::signals;
@@ -111,6 +111,9 @@ pub(crate) fn topic_error(
 
 /// An error text without secret values (librdkafka quotes property values in some errors).
 pub(crate) fn scrub(e: &KafkaError) -> String {
+    if let KafkaError::ClientConfig(_, desc, key, value) = e {
+        return refused_property(desc, key, value);
+    }
     let text = e.to_string();
     if is_secret(&text) {
         "invalid security property (value not shown)".into()

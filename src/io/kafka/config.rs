@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::error::KafkaError;
 
+use super::properties::PROPERTIES;
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
 
@@ -70,9 +72,10 @@ impl ClientOptions {
             let (k, v) = split_property(p).map_err(|e| Error::Usage(format!("-X {e}")))?;
             out.push((k.to_string(), v.to_string()));
         }
-        let (registry, out) = out
+        let (registry, out): (Vec<_>, Vec<_>) = out
             .into_iter()
             .partition(|(k, _)| k.starts_with("schema.registry."));
+        check_properties(&out)?;
         Ok(ClientOptions {
             properties: out,
             registry,
@@ -90,6 +93,44 @@ impl ClientOptions {
         }
         config
     }
+}
+
+/// Sets every property on a client configuration librdkafka checks (no client is made, no
+/// broker called): an unknown key or a bad value is a usage error before anything opens.
+fn check_properties(properties: &[(String, String)]) -> Result<()> {
+    let mut config = ClientConfig::new();
+    for (k, v) in properties {
+        config.set(k, v);
+    }
+    match config.create_native_config() {
+        Ok(_) => Ok(()),
+        Err(KafkaError::ClientConfig(_, desc, key, value)) => {
+            Err(Error::Usage(refused_property(&desc, &key, &value)))
+        }
+        // Setting properties fails only as above.
+        Err(_) => Err(Error::Usage("-X: librdkafka refused a property".into())),
+    }
+}
+
+/// A property librdkafka refused, said without its value (a mistyped secret's key would
+/// print the secret) and with the property a mistyped key likely meant.
+pub(crate) fn refused_property(desc: &str, key: &str, value: &str) -> String {
+    let desc = match value.is_empty() {
+        true => desc.to_string(),
+        false => desc.replace(value, "(value not shown)"),
+    };
+    let mut text = format!("-X {key}: {desc}");
+    if !PROPERTIES.contains(&key) {
+        let near = PROPERTIES
+            .iter()
+            .map(|p| (strsim::damerau_levenshtein(p, key), p))
+            .min()
+            .filter(|(d, _)| *d <= 2 + key.len() / 10);
+        if let Some((_, p)) = near {
+            text.push_str(&format!(" (did you mean '{p}'?)"));
+        }
+    }
+    text
 }
 
 fn split_property(s: &str) -> std::result::Result<(&str, &str), String> {
@@ -135,6 +176,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("kafka.conf:1"), "{e}");
+    }
+
+    #[test]
+    fn a_refused_property_is_named_without_its_value_and_with_the_likely_key() {
+        let timeout = Duration::from_secs(1);
+        let refused = |p: &str| {
+            ClientOptions::resolve(None, &[p.to_string()], timeout)
+                .unwrap_err()
+                .to_string()
+        };
+        let e = refused("sasl.pasword=hunter2x");
+        assert!(!e.contains("hunter2x"), "{e}");
+        assert!(e.contains("did you mean 'sasl.password'?"), "{e}");
+        let e = refused("fetch.wait.max.ms=soon-ish");
+        assert!(
+            !e.contains("soon-ish") && e.contains("fetch.wait.max.ms"),
+            "{e}"
+        );
+        let e = refused("no.such.thing.at.all=1");
+        assert!(!e.contains("did you mean"), "{e}");
+        // Known and well formed: taken.
+        assert!(ClientOptions::resolve(None, &["fetch.wait.max.ms=5".into()], timeout).is_ok());
     }
 
     #[test]

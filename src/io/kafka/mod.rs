@@ -10,6 +10,7 @@ pub mod client;
 pub mod config;
 pub mod group;
 pub mod plan;
+mod properties;
 pub mod repartition;
 pub mod sink;
 pub mod source;

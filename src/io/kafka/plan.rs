@@ -194,7 +194,13 @@ mod tests {
 
     #[test]
     fn a_range_that_runs_backwards_is_refused() {
-        for (from, to) in [("100", "42"), ("-5", "-10"), ("-1m", "-2m")] {
+        for (from, to) in [
+            ("100", "42"),
+            ("-5", "-10"),
+            ("-1m", "-2m"),
+            ("end", "beginning"),
+            ("5", "beginning"),
+        ] {
             let message = usage(plan(None, &[0], Some(from), Some(to), false));
             assert!(
                 message.contains(&format!("--from {from} comes after --to {to}")),

@@ -190,10 +190,43 @@ impl KafkaSource {
             source.changelog = Some(Changelog::open(spec, client, topic, job, count)?);
         }
         match plan.balanced {
-            true => source.join(spec)?,
+            true => {
+                source.say_a_new_group_starts_at_the_end(plan, &partitions);
+                source.join(spec)?
+            }
             false => source.assign(&partitions, plan, spec)?,
         }
         Ok(source)
+    }
+
+    /// A group without a commit on the topic, told nothing of where to start, starts at the
+    /// end of each partition (Kafka's default): a first run that reads nothing says why.
+    fn say_a_new_group_starts_at_the_end(&self, plan: &ReadPlan, partitions: &[i32]) {
+        let from_end = matches!(
+            self.config.get("auto.offset.reset"),
+            None | Some("latest" | "end" | "largest")
+        );
+        if plan.from != LogPosition::Stored || !from_end {
+            return;
+        }
+        let mut all = TopicPartitionList::new();
+        for &p in partitions {
+            all.add_partition(&self.topic, p);
+        }
+        let Ok(committed) = self.consumer.committed_offsets(all, self.timeout) else {
+            return;
+        };
+        if committed
+            .elements()
+            .iter()
+            .all(|e| e.offset() == Offset::Invalid)
+        {
+            eprintln!(
+                "weir: group '{}' has no committed offsets on '{}': it starts at the end of each partition, as Kafka's consumers do (--from beginning reads what the topic holds)",
+                plan.group.as_deref().unwrap_or_default(),
+                self.topic
+            );
+        }
     }
 
     /// Joins the group, which gives the partitions; a bounded read takes the ends of all of
@@ -646,34 +679,12 @@ impl KafkaSource {
                     false
                 }
                 Polled::Record(m) => {
-                    let mut message = Message {
+                    let message = Message {
                         partitions: reading,
                         ..message(&m, &topic)
                     };
-                    let carried = match (shuffled, message.value) {
-                        (true, Some(value)) => {
-                            let (before, record) = read_forwarded(value);
-                            message.value = Some(record);
-                            before
-                        }
-                        _ => None,
-                    };
-                    match decoding.as_mut() {
-                        Some(d) => {
-                            if let Err(e) = d.render(&render, message, &mut pending) {
-                                // The records before the one that stopped the run go on.
-                                pending.hand_over(feed, &topic)?;
-                                return Err(e);
-                            }
-                        }
-                        None => {
-                            render.write(&mut pending.data, &message);
-                            pending.push((message.partition, message.offset));
-                        }
-                    }
-                    if let Some(before) = carried {
-                        pending.carry(before);
-                    }
+                    let framing = (&mut pending, &mut *feed, &topic);
+                    frame(message, shuffled, &render, decoding.as_mut(), framing)?;
                     pending.input_bytes += (m.payload_len() + m.key_len()) as u64;
                     pending.is_full()
                 }
@@ -819,6 +830,42 @@ fn topic_partitions(
 fn is_marker(m: &BorrowedMessage<'_>) -> bool {
     m.headers()
         .is_some_and(|h| h.iter().any(|h| h.key == MARKER_HEADER))
+}
+
+/// Frames one record for the command: rendered as `render` says (through the schema
+/// `decoding`, if any), with what its writer carried when `shuffled`. A record that cannot be
+/// decoded stops the run once the records before it are handed over.
+fn frame(
+    mut message: Message<'_>,
+    shuffled: bool,
+    render: &Render,
+    decoding: Option<&mut Decoding>,
+    (pending, feed, topic): (&mut Framing<(i32, i64)>, &mut Feed, &Arc<str>),
+) -> Result<()> {
+    let carried = match (shuffled, message.value) {
+        (true, Some(value)) => {
+            let (before, record) = read_forwarded(value);
+            message.value = Some(record);
+            before
+        }
+        _ => None,
+    };
+    match decoding {
+        Some(d) => {
+            if let Err(e) = d.render(render, message, pending) {
+                pending.hand_over(feed, topic)?;
+                return Err(e);
+            }
+        }
+        None => {
+            render.write(&mut pending.data, &message);
+            pending.push((message.partition, message.offset));
+        }
+    }
+    if let Some(before) = carried {
+        pending.carry(before);
+    }
+    Ok(())
 }
 
 /// Hands a writer's marker over in its place among the partition's records.
