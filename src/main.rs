@@ -20,6 +20,15 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // `weir ... | head`: the reader has all it wanted.
         Err(Error::BrokenPipe) => ExitCode::SUCCESS,
+        // A stop asked for by a signal is no error: said as such, and not under -q (exit 130
+        // says it).
+        Err(Error::Interrupted) => {
+            let quiet = matches!(sub_matches.try_get_one::<bool>("quiet"), Ok(Some(true)));
+            if !quiet {
+                eprintln!("weir: stopped by a signal");
+            }
+            ExitCode::from(Error::Interrupted.exit_code())
+        }
         Err(e) => {
             eprintln!("weir: error: {e}");
             ExitCode::from(e.exit_code())

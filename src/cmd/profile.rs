@@ -199,6 +199,7 @@ impl Command for Profiling {
             None => (self.fresh.clone(), PartitionIds::default()),
         };
         let window = self.window;
+        let read_time = self.reading.arrival_at.is_none();
         let fresh = self.fresh;
         let tasks = Tasks::new(self.per_partition, first, move || fresh.clone());
         Ok(ProfileStep {
@@ -210,6 +211,7 @@ impl Command for Profiling {
                 sink,
                 shown: self.shown,
                 window,
+                read_time,
             },
         })
     }
@@ -221,6 +223,8 @@ struct ReportOut {
     shown: Shown,
     /// The window flags the late counts follow.
     window: Option<String>,
+    /// The arrival time is when weir reads a record (no --arrival, no broker timestamp).
+    read_time: bool,
 }
 
 impl ReportOut {
@@ -230,6 +234,7 @@ impl ReportOut {
         let mut report = profile_task::report(tasks);
         report.interrupted = interrupted;
         report.window = self.window.clone();
+        report.arrival_is_read_time = self.read_time;
         let by = self.shown.by.as_ref().map(|b| b.as_str());
         let text = match self.shown.format {
             ReportFormat::Json => serde_json::to_string_pretty(&report).expect("report serialises"),

@@ -23,7 +23,7 @@ use regex::Regex;
 use smallvec::SmallVec;
 
 use super::record::{time_of, FieldPath};
-use super::time::{parse_time_str, Millis, TimeFormat};
+use super::time::{parse_instant, Millis, TimeFormat};
 
 /// A condition, parsed; its field paths are numbered in the order `paths` gives them.
 #[derive(Debug)]
@@ -534,11 +534,12 @@ impl<'t, 'p> Parser<'t, 'p> {
             }
         };
         let (text, column) = self.string_literal()?;
-        match parse_time_str(&text, &TimeFormat::Rfc3339) {
-            Ok(at) => Ok(Expr::Time(i, op, at)),
-            Err(e) => self.error(
+        match parse_instant(&text) {
+            Some(Ok(at)) => Ok(Expr::Time(i, op, at)),
+            Some(Err(e)) => self.error(column, format!("a time within range ({e})")),
+            None => self.error(
                 column,
-                format!("an RFC 3339 instant such as \"2026-11-28T12:00:00Z\" ({e})"),
+                format!("an RFC 3339 instant such as \"2026-11-28T12:00:00Z\", or a date and time read as UTC (\"2026-11-28 12:10\"), not \"{text}\""),
             ),
         }
     }

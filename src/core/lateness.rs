@@ -354,6 +354,7 @@ impl Profile {
             records: self.overall.count,
             no_time,
             window: None,
+            arrival_is_read_time: false,
             overall: summary(&self.overall),
             groups: self
                 .groups
@@ -519,6 +520,9 @@ pub struct Report {
     /// without one they follow out-of-orderness.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window: Option<String>,
+    /// No arrival field: a record arrived when weir read it (on an old file, its age).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub arrival_is_read_time: bool,
     pub overall: Summary,
     pub groups: BTreeMap<String, Summary>,
     pub dropped_groups: u64,

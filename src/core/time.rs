@@ -141,17 +141,34 @@ pub fn parse_time_number(literal: &str, format: &TimeFormat) -> Result<Millis, T
 }
 
 /// Not RFC 3339. A date and time without a UTC offset is common (a naive ISO 8601 export);
-/// weir does not guess its zone, but says how to read it as UTC.
+/// weir does not guess its zone, but says how to read it as UTC. Other common layouts
+/// (slashed, dotted) get the pattern that reads them; anything else the general hint.
 fn unparsable_rfc3339(s: &str, shown: String) -> TimeError {
-    let pattern = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
+    let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
         .into_iter()
         .find(|p| chrono::NaiveDateTime::parse_from_str(s.trim(), p).is_ok());
-    match pattern {
-        Some(p) => TimeError::Unparsable(format!(
+    if let Some(p) = naive {
+        return TimeError::Unparsable(format!(
             "{shown}: it has no UTC offset; to read it as UTC, pass --time-format '{p}'"
-        )),
-        None => TimeError::Unparsable(shown),
+        ));
     }
+    const LAYOUTS: [&str; 6] = [
+        "%Y/%m/%d %H:%M:%S%.f",
+        "%Y/%m/%dT%H:%M:%S%.f",
+        "%d/%m/%Y %H:%M:%S%.f",
+        "%d.%m.%Y %H:%M:%S%.f",
+        "%Y/%m/%d %H:%M:%S%.f %z",
+        "%d/%b/%Y:%H:%M:%S %z",
+    ];
+    let layout = LAYOUTS.into_iter().find(|p| {
+        chrono::NaiveDateTime::parse_from_str(s.trim(), p).is_ok()
+            || chrono::DateTime::parse_from_str(s.trim(), p).is_ok()
+    });
+    TimeError::Unparsable(match layout {
+        // Day first or month first cannot be told from one value: the pattern says which.
+        Some(p) => format!("{shown}: not RFC 3339; to read this layout, pass --time-format '{p}' (a strftime pattern: check the day and month order; without %z it is UTC)"),
+        None => format!("{shown}: not RFC 3339 (2026-11-28T12:00:00Z) nor epoch digits; pass --time-format with its strftime pattern"),
+    })
 }
 
 fn relabel(e: TimeError, shown: String) -> TimeError {
@@ -695,15 +712,22 @@ impl LogPosition {
             let d = parse_duration(rel)?;
             return Ok(LogPosition::Time(now.saturating_sub(duration_millis(d))));
         }
-        if let Some(Ok(ms)) = parse_rfc3339(s) {
-            return Ok(LogPosition::Time(ms));
-        }
-        if let Some(ms) = parse_utc_date_time(s) {
-            return ms.map(LogPosition::Time).map_err(|e| e.to_string());
+        if let Some(at) = parse_instant(s) {
+            return at.map(LogPosition::Time).map_err(|e| e.to_string());
         }
         Err(format!(
             "invalid position '{s}': use beginning, end, stored, an offset, -N, an RFC 3339 time, a date, now or a relative time such as -1h"
         ))
+    }
+}
+
+/// An instant as a person types one, the one reader of `--from`/`--to` times and of `--where`'s
+/// `time(...)` comparisons: RFC 3339, or a date or date and time read as UTC. `None`: not one.
+pub fn parse_instant(s: &str) -> Option<Result<Millis, TimeError>> {
+    let s = s.trim();
+    match parse_rfc3339(s) {
+        Some(Ok(ms)) => Some(Ok(ms)),
+        _ => parse_utc_date_time(s),
     }
 }
 
@@ -1105,6 +1129,21 @@ mod tests {
             assert_eq!(Ok(as_utc), z);
         }
         assert!(matches!(auto(""), Err(TimeError::Unparsable(_))));
+        // A slashed or dotted layout gets the pattern that reads it, which does.
+        for (other, pattern) in [
+            ("2026/11/28 12:00:01", "%Y/%m/%d %H:%M:%S%.f"),
+            ("28.11.2026 12:00:01", "%d.%m.%Y %H:%M:%S%.f"),
+        ] {
+            let e = auto(other).unwrap_err().to_string();
+            assert!(e.contains(&format!("--time-format '{pattern}'")), "{e}");
+            let read = parse_time_str(other, &TimeFormat::Pattern(pattern.into()));
+            assert_eq!(
+                read,
+                parse_time_str("2026-11-28T12:00:01Z", &TimeFormat::Auto)
+            );
+        }
+        let e = auto("yesterday").unwrap_err().to_string();
+        assert!(e.contains("pass --time-format"), "{e}");
         // A pattern names itself when it does not match.
         let pattern = TimeFormat::from_str("%d/%m/%Y").unwrap();
         assert_eq!(

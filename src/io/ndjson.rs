@@ -2,7 +2,7 @@
 //! reader thread in big blocks and handed over as chunks of whole lines.
 
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufReader, IsTerminal, Read};
 use std::sync::Arc;
 
 use flate2::read::MultiGzDecoder;
@@ -82,7 +82,14 @@ impl NdjsonSource {
         let origin: Arc<str> = Arc::from(input.display_name());
         let cannot = |e: io::Error| Error::Unreachable(format!("cannot read {origin}: {e}"));
         let raw: Box<dyn Read + Send> = match input {
-            Input::Stdin => Box::new(io::stdin()),
+            Input::Stdin => {
+                // As `cat` and `jq` do, weir reads a terminal; unlike them, it says so first,
+                // so that a forgotten SOURCE does not look like a hang.
+                if io::stdin().is_terminal() {
+                    eprintln!("weir: reading NDJSON from the terminal (stdin); end it with Ctrl-D, or give a SOURCE");
+                }
+                Box::new(io::stdin())
+            }
             Input::File(path) => {
                 let file = File::open(path).map_err(cannot)?;
                 match &self.progress {

@@ -100,6 +100,16 @@ pub fn render_text(r: &Report, by: Option<&str>) -> String {
         "{} records profiled, {} left out without a usable time\n",
         r.records, r.no_time
     );
+    if r.records == 0 {
+        let _ = writeln!(out, "no records to profile: nothing to recommend");
+        return out;
+    }
+    if r.arrival_is_read_time {
+        let _ = writeln!(
+            out,
+            "arrival time: when weir read each record (no --arrival); on data written earlier, lateness is its age\n"
+        );
+    }
     let _ = match &r.window {
         Some(window) => writeln!(
             out,

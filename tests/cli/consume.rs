@@ -145,7 +145,7 @@ fn bad_fixture_known_answers() {
     let expect = [
         (2, "not valid JSON"),
         (3, "missing field 't'"),
-        (4, "field 't': unparsable time \"yesterday\""),
+        (4, "field 't': unparsable time \"yesterday\": not RFC 3339"),
         (7, "invalid UTF-8 at byte"),
         (9, "not a JSON object"),
         (10, "field 't': ambiguous epoch time 12345"),

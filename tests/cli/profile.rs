@@ -416,3 +416,34 @@ fn the_profile_predicts_what_window_marks_late() {
         }
     }
 }
+
+/// An empty input recommends nothing and says so; without --arrival the report says that the
+/// arrival time is when weir read each record (on an old file, lateness is its age), and
+/// with it does not.
+#[test]
+fn the_report_says_when_there_is_nothing_to_profile_and_what_arrival_means() {
+    let out = weir()
+        .args(["watermark-profile", "--time", "t", "-q"])
+        .write_stdin("")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("no records to profile"), "{text}");
+    assert!(!text.contains("recommended"), "{text}");
+    let fixture = super::fixture("checkouts.ndjson");
+    let report = |extra: &[&str]| {
+        let out = weir()
+            .arg("watermark-profile")
+            .arg(&fixture)
+            .args(["--time", "occurred_at", "-q"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let said = "arrival time: when weir read each record";
+    assert!(report(&[]).contains(said));
+    assert!(!report(&["--arrival", "arrived_at"]).contains(said));
+}

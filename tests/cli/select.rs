@@ -276,3 +276,29 @@ fn the_main_job_counts_the_failed_checkouts_a_batch_count_finds() {
     assert_eq!(stats["filtered"], filtered, "{stats}");
     assert_eq!(stats["late"], 1, "{stats}");
 }
+
+/// `--where`'s `time(...)` reads an instant as `--from` does: RFC 3339, or a date and time
+/// read as UTC. Both spellings of one instant select the same records, as `--from` does.
+#[test]
+fn where_reads_times_as_from_does() {
+    let fixture = super::fixture("checkouts.ndjson");
+    let count = |args: &[&str]| {
+        let out = weir()
+            .arg("consume")
+            .arg(&fixture)
+            .arg("-q")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        super::stdout_lines(&out).len()
+    };
+    let rfc = count(&["--where", r#"time(occurred_at) >= "2026-11-28T12:05:00Z""#]);
+    assert!(rfc > 100 && rfc < 400, "{rfc}");
+    assert_eq!(
+        count(&["--where", r#"time(occurred_at) >= "2026-11-28 12:05""#]),
+        rfc
+    );
+    let from = ["--time", "occurred_at", "--from", "2026-11-28 12:05"];
+    assert_eq!(count(&from), rfc);
+}

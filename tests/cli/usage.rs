@@ -705,3 +705,42 @@ fn flags_that_would_mean_something_else_are_refused_with_the_likely_meaning() {
     ];
     leaves_files_as_they_were(&args, 2, "--from end comes after --to beginning");
 }
+
+/// With no SOURCE and a terminal on stdin, weir reads the terminal (as `cat` and `jq` do)
+/// and says so first, so that a forgotten SOURCE does not look like a hang. A pipe is read
+/// without a word. The terminal is a pseudo-terminal made by Python's `pty`.
+#[test]
+fn a_terminal_on_stdin_is_read_and_said_to_be() {
+    let weir = assert_cmd::cargo::cargo_bin("weir");
+    let script = r#"
+import os, pty, subprocess, sys, time
+m, s = pty.openpty()
+p = subprocess.Popen([sys.argv[1], "consume"], stdin=s, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+os.close(s)
+time.sleep(0.3)
+os.write(m, b'{"a":1}\n\x04')
+out, err = p.communicate(timeout=20)
+sys.stdout.write(out.decode() + "--\n" + err.decode() + "--\n" + str(p.returncode))
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&weir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.starts_with("{\"a\":1}\n--\n"), "{text}");
+    assert!(text.contains("reading NDJSON from the terminal"), "{text}");
+    assert!(text.ends_with("--\n0"), "{text}");
+    let piped = weir_std_piped();
+    assert!(!piped.contains("terminal"), "{piped}");
+}
+
+fn weir_std_piped() -> String {
+    let out = weir()
+        .arg("consume")
+        .write_stdin("{\"a\":1}\n")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
