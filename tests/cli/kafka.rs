@@ -2,7 +2,7 @@
 //! kcat as the independent client. Without a broker these tests skip, except under CI=true,
 //! where they fail.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -2642,4 +2642,48 @@ fn exit_at_end_drill(extra: &[&str]) {
         }
         assert_eq!(got.len(), want.len(), "round {round}: rows missing");
     }
+}
+
+/// A keyed record weir writes lands in the partition the Java client's partitioner picks
+/// (murmur2), as the same keys produced by confluent-kafka with `partitioner=murmur2_random`
+/// land: topics weir writes are co-partitioned with Java producers'.
+#[test]
+fn keys_weir_writes_land_where_java_clients_put_them() {
+    let Some(b) = broker() else { return };
+    let (ours, theirs) = (b.topic("murmur-weir", 6), b.topic("murmur-ref", 6));
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    for i in 0..200 {
+        writeln!(file, "{{\"k\":\"key-{i}\"}}").unwrap();
+    }
+    b.produce(&ours, file.path(), &["--key", "k"]);
+    let script = r#"
+import sys
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "partitioner": "murmur2_random"})
+for i in range(200):
+    p.produce(sys.argv[2], key=f"key-{i}".encode(), value=b"{}")
+assert p.flush(30) == 0
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, &b.addr, &theirs])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let placed = |topic: &str| -> BTreeMap<String, i64> {
+        let records = b.kcat_envelopes(topic);
+        assert_eq!(records.len(), 200, "{topic}");
+        records
+            .iter()
+            .map(|r| {
+                (
+                    r["key"].as_str().unwrap().to_string(),
+                    r["partition"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (weir_placed, java_placed) = (placed(&ours), placed(&theirs));
+    let used: BTreeSet<i64> = weir_placed.values().copied().collect();
+    assert_eq!(used.len(), 6, "the keys spread over every partition");
+    assert_eq!(weir_placed, java_placed);
 }

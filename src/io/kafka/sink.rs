@@ -120,6 +120,11 @@ impl KafkaSink {
         config.set("enable.idempotence", "true");
         config.set("message.timeout.ms", "30000");
         config.set("linger.ms", "20");
+        // The Java client's partitioner (murmur2 of the key; keyless records spread): a key
+        // weir writes lands where a Java or Kafka Streams producer puts it, so topics weir
+        // writes are co-partitioned with the rest of a Kafka estate. librdkafka's default
+        // (CRC32) would not be.
+        config.set("partitioner", "murmur2_random");
         for (k, v) in client.config(spec).config_map() {
             config.set(k, v);
         }
