@@ -718,7 +718,15 @@ impl RecordStep for WindowStep {
         ended?;
         // A bounded input ended: the watermark goes to +infinity and every window fires.
         self.each_op(|op, rows| op.finish(rows));
-        self.write_rows()
+        self.write_rows()?;
+        // A CSV of no rows still has its header.
+        let empty = self.ops.active.empty_row(self.key_columns.len());
+        let columns = RowColumns {
+            row: &empty,
+            key_columns: &self.key_columns,
+            aggs: self.ops.active.aggs(),
+        };
+        self.table.write_header(&columns, self.marks)
     }
 
     fn close(&mut self, counters: &mut Counters) -> Result<()> {

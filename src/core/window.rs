@@ -384,6 +384,24 @@ impl WindowOperator {
         }
     }
 
+    /// A row of `keys` empty key fields and no records, for the names of a row's columns.
+    pub fn empty_row(&self, keys: usize) -> Row {
+        let key: String = vec![""; keys].join(&KEY_SEPARATOR.to_string());
+        Row {
+            key: Rc::from(key),
+            start: 0,
+            end: 0,
+            update: false,
+            retract: false,
+            states: self
+                .cfg
+                .aggs
+                .iter()
+                .map(|a| AggState::new(&a.kind))
+                .collect(),
+        }
+    }
+
     pub fn aggs(&self) -> &[AggSpec] {
         &self.cfg.aggs
     }

@@ -851,3 +851,86 @@ fn keys_compare_by_their_json_text() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("<stdin>:6") && err.contains("'k'"), "{err}");
 }
+
+/// A CSV of no rows still has its header, the columns a row would have (key fields, window
+/// bounds, every aggregate's columns, and the update marks where rows can be updates), so a
+/// reader of the file takes it as an empty table.
+#[test]
+fn a_csv_of_no_rows_has_its_header() {
+    let header = |args: &[&str]| {
+        let out = weir()
+            .args(["window", "--time", "t", "--format", "csv", "-q"])
+            .args(args)
+            .write_stdin("")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(
+        header(&["--key", "a", "--key", "b", "--tumbling", "1m", "--count"])
+            + &header(&[
+                "--hop",
+                "2m",
+                "--slide",
+                "1m",
+                "--sum",
+                "v",
+                "--percentile",
+                "v:p50,p99"
+            ])
+            + &header(&[
+                "--key",
+                "k",
+                "--tumbling",
+                "1m",
+                "--allowed-lateness",
+                "1m",
+                "--avg",
+                "v"
+            ]),
+        "a,b,window_start,window_end,count\n\
+         window_start,window_end,sum_v,p50_v,p99_v\n\
+         k,window_start,window_end,avg_v,update,retract\n"
+    );
+    // The same columns a row brings.
+    let fixture = super::fixture("checkouts.ndjson");
+    let out = weir()
+        .arg("window")
+        .arg(&fixture)
+        .args([
+            "--time",
+            "occurred_at",
+            "--key",
+            "merchant_id",
+            "--tumbling",
+            "1m",
+        ])
+        .args([
+            "--allowed-lateness",
+            "1m",
+            "--avg",
+            "amount",
+            "--format",
+            "csv",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    let first = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let empty = header(&[
+        "--key",
+        "merchant_id",
+        "--tumbling",
+        "1m",
+        "--allowed-lateness",
+        "1m",
+        "--avg",
+        "amount",
+    ]);
+    assert_eq!(format!("{first}\n"), empty);
+}

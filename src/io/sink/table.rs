@@ -107,6 +107,35 @@ impl TableWriter {
         }
     }
 
+    /// A CSV without a row yet gets its header, the columns `row` would have: a run that
+    /// produced no row still writes a CSV a reader can take. NDJSON has no header.
+    pub fn write_header(&mut self, row: &impl ToColumns, marks: bool) -> Result<()> {
+        let TableWriter::Csv { cells, columns, .. } = self else {
+            return Ok(());
+        };
+        if columns.is_some() {
+            return Ok(());
+        }
+        let mut cells = std::mem::take(cells);
+        cells.clear();
+        row.fill(&mut cells);
+        if marks {
+            cells.put_missing("update", Cell::Bool(false));
+            cells.put_missing("retract", Cell::Bool(false));
+        }
+        let header: Vec<String> = cells.cells.iter().map(|(n, _)| n.clone()).collect();
+        let TableWriter::Csv {
+            out, columns, name, ..
+        } = self
+        else {
+            unreachable!("matched above")
+        };
+        out.write_record(&header)
+            .map_err(|e| Error::Unreachable(format!("cannot write CSV to {name}: {e}")))?;
+        *columns = Some(header);
+        Ok(())
+    }
+
     /// Writes one CSV row.
     fn write_csv_row(&mut self, row: &CsvRow) -> Result<()> {
         match self {
