@@ -1594,3 +1594,18 @@ fn peak_resident_kib(pid: u32) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM in /proc/PID/status")
 }
+
+/// A shard the stream lacks (`--shards 0` for `shardId-000000000000`) is a usage mistake, exit
+/// 2, naming the shards the stream has.
+#[test]
+fn a_shard_the_stream_lacks_is_a_usage_error_naming_its_shards() {
+    let Some(s) = kinesis_local() else { return };
+    let stream = s.stream("no-shard", 2);
+    let out = s.weir(&["consume", "-e", &s.url(&stream), "--shards", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("has no shard '0'; its shards: shardId-000000000000, shardId-000000000001"),
+        "{err}"
+    );
+}

@@ -61,6 +61,18 @@ impl StoreSpec {
             None if arg.is_empty() => {
                 Err("--state-store: give s3://BUCKET/PREFIX or a directory".into())
             }
+            // `gs://b/p` would otherwise be a directory `gs:` here: a scheme weir does not
+            // know is a mistake, not a path.
+            None if arg.split_once("://").is_some_and(|(s, _)| {
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            }) =>
+            {
+                Err(format!(
+                    "--state-store {arg}: an unknown scheme; give s3://BUCKET/PREFIX or a directory"
+                ))
+            }
             None => Ok(StoreSpec::Dir(PathBuf::from(arg))),
         }
     }

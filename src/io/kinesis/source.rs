@@ -82,21 +82,21 @@ impl KinesisSource {
         resume: &BTreeMap<String, ShardResume>,
     ) -> Result<KinesisSource> {
         let started = now_millis();
-        let listed = runtime
-            .block_on(list_shards(&client))?
+        let all = runtime.block_on(list_shards(&client))?;
+        // A shard the stream lacks is a mistake in the command line (exit 2), nothing opened.
+        if let Some(missing) = (plan.shards.iter()).find(|id| !all.iter().any(|s| &s.id == *id)) {
+            let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).take(8).collect();
+            return Err(Error::Usage(format!(
+                "stream '{}' has no shard '{missing}'; its shards: {}{}",
+                client.stream.name,
+                ids.join(", "),
+                if all.len() > ids.len() { ", ..." } else { "" }
+            )));
+        }
+        let listed = all
             .into_iter()
             .filter(|s| plan.shards.is_empty() || plan.shards.contains(&s.id))
             .collect::<Vec<_>>();
-        if let Some(missing) = plan
-            .shards
-            .iter()
-            .find(|id| !listed.iter().any(|s| &s.id == *id))
-        {
-            return Err(Error::Unreachable(format!(
-                "stream '{}' has no shard '{missing}'",
-                client.stream.name
-            )));
-        }
         // A member joins before any output is opened: a table that is not weir's is exit 2,
         // DynamoDB out of reach exit 4.
         let member = match &plan.group {

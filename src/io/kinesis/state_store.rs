@@ -229,6 +229,13 @@ mod tests {
             })
         );
         assert!(StoreSpec::parse("s3:///x").is_err());
+        // A scheme weir does not know is refused, not taken as a directory `gs:`.
+        let e = StoreSpec::parse("gs://x/y").unwrap_err();
+        assert!(e.contains("unknown scheme"), "{e}");
+        assert_eq!(
+            StoreSpec::parse("./states:2026"),
+            Ok(StoreSpec::Dir("./states:2026".into()))
+        );
         assert_eq!(
             StoreSpec::parse("state"),
             Ok(StoreSpec::Dir("state".into()))
