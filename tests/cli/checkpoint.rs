@@ -398,7 +398,14 @@ fn a_checkpoint_of_another_job_is_refused_and_reset_starts_afresh() {
     let before = std::fs::read(&out).unwrap();
     let other = run("2026-01-01T00:00:00Z", &[]);
     assert_eq!(other.status.code(), Some(2), "{other:?}");
-    assert!(String::from_utf8_lossy(&other.stderr).contains("another job"));
+    let err = String::from_utf8_lossy(&other.stderr);
+    // The flag that differs, as typed, not the job's inner spelling.
+    assert!(
+        err.contains(
+            "another job (--from 2026-01-01T00:10:00Z then, --from 2026-01-01T00:00:00Z now)"
+        ),
+        "{err}"
+    );
     // Refused before anything was touched.
     assert_eq!(std::fs::read(&out).unwrap(), before);
     let fresh = run("2026-01-01T00:00:00Z", &["--reset"]);

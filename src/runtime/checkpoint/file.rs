@@ -99,6 +99,9 @@ pub struct Checkpoint {
     /// What makes two runs the same job (the command's spec: keys, windows, aggregates,
     /// source): a checkpoint of another job is refused.
     pub job: String,
+    /// The command line that wrote it, after the command's name: a refusal says which flags
+    /// differ, as a user typed them.
+    pub args: Vec<String>,
     pub taken_at_ms: i64,
     pub partitions: Vec<PartitionCheckpoint>,
     /// State that is no partition's: the run's counters, a command's shared tables.
@@ -111,6 +114,9 @@ struct Header {
     weir: String,
     command: String,
     job: String,
+    /// Absent from checkpoints written before it was kept.
+    #[serde(default)]
+    args: Vec<String>,
     taken_at_ms: i64,
     partitions: Vec<PartitionHeader>,
     shared_len: u64,
@@ -144,6 +150,7 @@ impl Checkpoint {
             weir: self.weir.clone(),
             command: self.command.clone(),
             job: self.job.clone(),
+            args: self.args.clone(),
             taken_at_ms: self.taken_at_ms,
             partitions: self
                 .partitions
@@ -234,6 +241,7 @@ impl Checkpoint {
             weir: header.weir,
             command: header.command,
             job: header.job,
+            args: header.args,
             taken_at_ms: header.taken_at_ms,
             partitions,
             shared,
@@ -243,7 +251,13 @@ impl Checkpoint {
 
     /// Refuses a checkpoint that another weir version, another command or another job wrote
     /// (exit 2): restoring it would misread its state.
-    pub fn check_matches(&self, weir: &str, command: &str, job: &str) -> Result<()> {
+    pub fn check_matches(
+        &self,
+        weir: &str,
+        command: &str,
+        job: &str,
+        args: &[String],
+    ) -> Result<()> {
         let refuse = |what: String| {
             Err(Error::Usage(format!(
                 "the checkpoint was written by {what}; start afresh with --reset"
@@ -256,10 +270,77 @@ impl Checkpoint {
             return refuse(format!("weir {} (this is weir {command})", self.command));
         }
         if self.job != job {
-            return refuse(format!("another job: {} (this run is {job})", self.job));
+            return refuse(format!(
+                "another job ({})",
+                flags_that_differ(&self.args, args)
+            ));
         }
         Ok(())
     }
+}
+
+/// Flags that change a job's result but not where it writes or how it reports.
+const NOT_THE_JOB: [&str; 8] = [
+    "-q",
+    "--quiet",
+    "--stats",
+    "--checkpoint",
+    "--checkpoint-interval",
+    "--reset",
+    "--progress",
+    "--no-progress",
+];
+
+/// What differs between two command lines, as a user typed them: `--hop 10m --slide 1m then,
+/// --tumbling 1m now`. Flags are compared with their values, in any order; an input (a
+/// SOURCE) counts as a flag of its own.
+pub fn flags_that_differ(then: &[String], now: &[String]) -> String {
+    let (then, now) = (flag_groups(then), flag_groups(now));
+    let only = |a: &[String], b: &[String]| {
+        let gone: Vec<&str> = a
+            .iter()
+            .filter(|g| !b.contains(g))
+            .map(String::as_str)
+            .collect();
+        gone.join(" ")
+    };
+    match (only(&then, &now), only(&now, &then)) {
+        _ if then.is_empty() => "its command line was not kept".into(),
+        (t, n) if t.is_empty() && n.is_empty() => {
+            "the same flags: another input's identity, or another build".into()
+        }
+        (t, n) if t.is_empty() => format!("{n} now, not then"),
+        (t, n) if n.is_empty() => format!("{t} then, not now"),
+        (t, n) => format!("{t} then, {n} now"),
+    }
+}
+
+/// A command line cut into flags with their value (`--key merchant_id`), inputs alone. A
+/// flag takes the word after it unless that is a flag (weir's lists are comma-separated), so
+/// an input after a switch (`--count in.ndjson`) goes with it: shown so, still told apart.
+fn flag_groups(args: &[String]) -> Vec<String> {
+    // `-8h` or `-1` is a value; `-e` or `--key` a flag.
+    let is_flag = |a: &str| {
+        a.len() > 1 && a.starts_with('-') && !a[1..].starts_with(|c: char| c.is_ascii_digit())
+    };
+    let mut groups: Vec<Vec<&str>> = Vec::new();
+    let mut in_flag = false;
+    for a in args {
+        if is_flag(a) {
+            groups.push(a.splitn(2, '=').collect());
+            in_flag = !a.contains('=');
+        } else if in_flag {
+            groups.last_mut().expect("a flag before").push(a);
+            in_flag = false;
+        } else {
+            groups.push(vec![a]);
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|g| !NOT_THE_JOB.contains(&g[0]))
+        .map(|g| g.join(" "))
+        .collect()
 }
 
 /// Where a checkpoint lives, with its temporary and previous files beside it.
@@ -398,6 +479,7 @@ mod tests {
             weir: "0.1.0".into(),
             command: "window".into(),
             job: "tumbling 1m by k".into(),
+            args: Vec::new(),
             taken_at_ms: 1_767_225_600_000 + n as i64,
             partitions: vec![
                 PartitionCheckpoint {
@@ -474,14 +556,14 @@ mod tests {
     fn another_version_command_or_job_is_refused_with_exit_2() {
         let c = sample(1);
         assert!(c
-            .check_matches("0.1.0", "window", "tumbling 1m by k")
+            .check_matches("0.1.0", "window", "tumbling 1m by k", &[])
             .is_ok());
         for (weir, command, job) in [
             ("0.2.0", "window", "tumbling 1m by k"),
             ("0.1.0", "dedupe", "tumbling 1m by k"),
             ("0.1.0", "window", "tumbling 5m by k"),
         ] {
-            let e = c.check_matches(weir, command, job).unwrap_err();
+            let e = c.check_matches(weir, command, job, &[]).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{e}");
             assert!(e.to_string().contains("--reset"), "{e}");
         }
@@ -489,6 +571,29 @@ mod tests {
         other_format[8] = FORMAT as u8 + 1;
         let e = Checkpoint::decode(&other_format).unwrap_err();
         assert!(e.contains(&format!("format {}", FORMAT + 1)), "{e}");
+    }
+
+    #[test]
+    fn a_refusal_names_the_flags_that_differ_as_typed() {
+        let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let then = words("in.ndjson --time t --hop 10m --slide 1m --count --offset -8h -q");
+        let now = words("--time=t in.ndjson --tumbling 1m --count --offset -8h --stats s.json");
+        assert_eq!(
+            flags_that_differ(&then, &now),
+            "--hop 10m --slide 1m then, --tumbling 1m now"
+        );
+        assert_eq!(
+            flags_that_differ(&words("a.ndjson --key k"), &words("b.ndjson --key k")),
+            "a.ndjson then, b.ndjson now"
+        );
+        assert_eq!(
+            flags_that_differ(&words("--count"), &words("--count --sum v")),
+            "--sum v now, not then"
+        );
+        assert_eq!(
+            flags_that_differ(&[], &words("--count")),
+            "its command line was not kept"
+        );
     }
 
     #[test]

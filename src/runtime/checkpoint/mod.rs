@@ -295,6 +295,11 @@ impl Restored {
     }
 }
 
+/// This run's command line after the command's name, as a checkpoint keeps it.
+fn command_line() -> Vec<String> {
+    std::env::args().skip(2).collect()
+}
+
 /// The checkpoints of one run: kept in a file, or, for a consumer-group member whose state is
 /// kept per partition, handed partition by partition to the source, which saves them (in the
 /// changelog topic) and commits their offsets.
@@ -581,7 +586,8 @@ impl Checkpoints {
                 c
             }
         };
-        checkpoint.check_matches(env!("CARGO_PKG_VERSION"), self.command, &self.job)?;
+        let args = command_line();
+        checkpoint.check_matches(env!("CARGO_PKG_VERSION"), self.command, &self.job, &args)?;
         let shared: Shared = saved::decode(&checkpoint.shared).map_err(Error::Usage)?;
         let counters = serde_json::from_slice(&shared.counters)
             .map_err(|e| Error::Usage(format!("the checkpoint's counters: {e}")))?;
@@ -848,6 +854,7 @@ impl Checkpoints {
             weir: env!("CARGO_PKG_VERSION").into(),
             command: self.command.into(),
             job: self.job.clone(),
+            args: command_line(),
             taken_at_ms: now_millis(),
             partitions,
             shared: saved::encode(&shared),
