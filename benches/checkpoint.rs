@@ -25,6 +25,7 @@ fn checkpoint_of(command: &str, state: Vec<u8>) -> Checkpoint {
         weir: env!("CARGO_PKG_VERSION").into(),
         command: command.into(),
         job: "bench".into(),
+        args: Vec::new(),
         taken_at_ms: 0,
         partitions: vec![PartitionCheckpoint {
             partition: PartitionId::File {

@@ -278,6 +278,8 @@ impl Command for Windowing {
             started: Instant::now(),
             now: 0,
             written: 0,
+            // Restored without a state: the job had ended, and its output is whole.
+            header_due: restored.is_none() || saved.is_some(),
         };
         if let Some(saved) = saved {
             step.table.set_columns(saved.csv_columns);
@@ -471,6 +473,8 @@ struct WindowStep {
     /// Processing time, read once per batch of records.
     now: Millis,
     written: u64,
+    /// A CSV of no rows gets its header at the end, unless the job had ended before.
+    header_due: bool,
 }
 
 fn recycle_inputs<'b>(mut v: Vec<AggInput<'_>>) -> Vec<AggInput<'b>> {
@@ -720,6 +724,9 @@ impl RecordStep for WindowStep {
         self.each_op(|op, rows| op.finish(rows));
         self.write_rows()?;
         // A CSV of no rows still has its header.
+        if !self.header_due {
+            return Ok(());
+        }
         let empty = self.ops.active.empty_row(self.key_columns.len());
         let columns = RowColumns {
             row: &empty,

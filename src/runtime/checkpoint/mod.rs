@@ -295,6 +295,25 @@ impl Restored {
     }
 }
 
+/// The input a line source was reading, with the command's state; none when every input was
+/// done.
+fn input_being_read(partitions: Vec<PartitionCheckpoint>) -> Option<(LinePosition, Vec<u8>)> {
+    partitions
+        .into_iter()
+        .enumerate()
+        .find_map(|(index, p)| match (p.partition, p.resume) {
+            (PartitionId::File { .. }, Resume::File { offset, line }) => Some((
+                LinePosition {
+                    input: index as u32,
+                    offset,
+                    next_line: line,
+                },
+                p.state,
+            )),
+            _ => None,
+        })
+}
+
 /// This run's command line after the command's name, as a checkpoint keeps it.
 fn command_line() -> Vec<String> {
     std::env::args().skip(2).collect()
@@ -586,8 +605,8 @@ impl Checkpoints {
                 c
             }
         };
-        let args = command_line();
-        checkpoint.check_matches(env!("CARGO_PKG_VERSION"), self.command, &self.job, &args)?;
+        let (weir, args) = (env!("CARGO_PKG_VERSION"), command_line());
+        checkpoint.check_matches(weir, self.command, &self.job, &args)?;
         let shared: Shared = saved::decode(&checkpoint.shared).map_err(Error::Usage)?;
         let counters = serde_json::from_slice(&shared.counters)
             .map_err(|e| Error::Usage(format!("the checkpoint's counters: {e}")))?;
@@ -601,24 +620,7 @@ impl Checkpoints {
         };
         match &self.inputs {
             CheckpointInputs::Files(inputs) => {
-                // The input being read, with the command's state; none when every input was
-                // done.
-                let current =
-                    checkpoint
-                        .partitions
-                        .into_iter()
-                        .enumerate()
-                        .find_map(|(index, p)| match (p.partition, p.resume) {
-                            (PartitionId::File { .. }, Resume::File { offset, line }) => Some((
-                                LinePosition {
-                                    input: index as u32,
-                                    offset,
-                                    next_line: line,
-                                },
-                                p.state,
-                            )),
-                            _ => None,
-                        });
+                let current = input_being_read(checkpoint.partitions);
                 // Past the last input, the state stayed with the counters.
                 let (at, state) = current.unwrap_or_else(|| {
                     let state = std::mem::take(&mut restored.state);
