@@ -38,8 +38,8 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l on-error -d 'What 
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand consume" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -l where -d 'Keep only the records for which EXPR holds; repeated, all must hold. Fields as --time takes them (value.status, a\\.b); JSON literals; == != < <= > >= (numbers as exact decimals, strings by their text; values of different kinds are unequal and unordered); PATH in [LIT, ...]; PATH =~ "regex"; exists(PATH), missing(PATH), startswith(PATH, "s"), contains(PATH, "s"); time(PATH) >= "2026-11-28T12:00:00Z" (read as --time-format reads times); and, or, not, parentheses. A test of a missing field is false. Dropped records are counted as filtered' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time, a date or a time without an offset (UTC: 2026-01-01, \'2026-01-01 12:30\'), now, or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l where -d 'Keep only the records for which EXPR holds (repeatable: all must hold), as \'status == "failed" and amount >= 100\'' -r
+complete -c weir -n "__fish_weir_using_subcommand consume" -l from -d 'First position: beginning, end, an offset, -N, a time (\'2026-11-28 12:00\', -1h) or stored (the group\'s)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l to -d 'End position, exclusive, in the same forms as --from (not stored); a time still ahead is waited for' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -75,7 +75,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -s f -l format -d 'Ka
 complete -c weir -n "__fish_weir_using_subcommand consume" -s o -l output -d 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (or the stream\'s ARN)' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l key -d 'Kafka or Kinesis sink: the record key (Kinesis: the partition key) is this field\'s value (strings as they are, other JSON as its text); a record without the field is bad' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)' -r
-complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
+complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint -d 'Keep a checkpoint at PATH, and resume from it when it exists' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
@@ -87,12 +87,40 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l reset -d 'Forget t
 complete -c weir -n "__fish_weir_using_subcommand consume" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand consume" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand window" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l key -d 'Group by this field (repeatable for a composite key; without --key, one global key)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l tumbling -d 'Tumbling windows of SIZE (1m, 1h)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l hop -d 'Hopping (sliding) windows of SIZE, one starting every --slide' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l slide -d 'The step between hopping windows, at most SIZE (a record is in every window that covers it: SIZE / SLIDE of them, rounded up or down)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l session -d 'Session windows: a key\'s session ends after GAP without events' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l offset -d 'Shift tumbling/hopping window starts by D from the epoch, as Flink\'s offset does; D may be negative: --tumbling 1d --offset -8h gives days from midnight at UTC+8' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l delay -d 'Watermark delay: how much out-of-orderness to wait for' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l partition-by -d 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l idle-timeout -d 'A partition without records for D (processing time) stops holding the watermark back' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l allowed-lateness -d 'Keep fired windows for L more of event time; records in that span update them' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l late-output -d 'Write late records, unchanged, to PATH (.gz or .zst: compressed)' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l emit -d 'final: one row per window when complete; updates: a row on every change' -r -f -a "final\t'One row per window when it is complete (and an update row per late change)'
+updates\t'A row on every change, as Kafka Streams without suppress'"
+complete -c weir -n "__fish_weir_using_subcommand window" -l sum -d 'Exact decimal sum of FIELD' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l min -d 'Smallest value of FIELD' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l max -d 'Largest value of FIELD' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l avg -d 'Mean of FIELD' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l distinct -d 'Distinct values of FIELD: exact up to 10,000 per window, then a HyperLogLog++ estimate flagged by distinct_F_estimated' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l percentile -d 'Percentiles of FIELD (non-negative numbers), as FIELD:p50,p99,p99.9; exact up to 256 values per window, then 3 significant digits' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l first -d 'Value of FIELD at the earliest event time' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l last -d 'Value of FIELD at the latest event time' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l as -d 'Names the output column of the aggregate just before it' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l max-open-windows -d 'Bound on (key, window) pairs held at once; exceeding it stops with exit 3' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l format -d 'Output rows as ndjson or csv' -r -f -a "ndjson\t'One JSON object per row'
+csv\t'A header row, then one row per result (RFC 4180 quoting)'"
+complete -c weir -n "__fish_weir_using_subcommand window" -s o -l output -d 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand window" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l where -d 'Keep only the records for which EXPR holds; repeated, all must hold. Fields as --time takes them (value.status, a\\.b); JSON literals; == != < <= > >= (numbers as exact decimals, strings by their text; values of different kinds are unequal and unordered); PATH in [LIT, ...]; PATH =~ "regex"; exists(PATH), missing(PATH), startswith(PATH, "s"), contains(PATH, "s"); time(PATH) >= "2026-11-28T12:00:00Z" (read as --time-format reads times); and, or, not, parentheses. A test of a missing field is false. Dropped records are counted as filtered' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time, a date or a time without an offset (UTC: 2026-01-01, \'2026-01-01 12:30\'), now, or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l where -d 'Keep only the records for which EXPR holds (repeatable: all must hold), as \'status == "failed" and amount >= 100\'' -r
+complete -c weir -n "__fish_weir_using_subcommand window" -l from -d 'First position: beginning, end, an offset, -N, a time (\'2026-11-28 12:00\', -1h) or stored (the group\'s)' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l to -d 'End position, exclusive, in the same forms as --from (not stored); a time still ahead is waited for' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -121,55 +149,44 @@ complete -c weir -n "__fish_weir_using_subcommand window" -s X -d 'A librdkafka 
 complete -c weir -n "__fish_weir_using_subcommand window" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l timeout -d 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l endpoint-url -d 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS\'s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l key -d 'Group by this field (repeatable for a composite key). Without --key, one global key. Keys compare by their JSON text ("1" and 1 differ, as do 1.5 and 1.50); null is a key, a missing field makes the record bad' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l tumbling -d 'Tumbling windows of SIZE (1m, 1h)' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l hop -d 'Hopping (sliding) windows of SIZE, one starting every --slide' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l slide -d 'The step between hopping windows, at most SIZE (a record is in every window that covers it: SIZE / SLIDE of them, rounded up or down)' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l session -d 'Session windows: a key\'s session ends after GAP without events' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l offset -d 'Shift tumbling/hopping window starts by D from the epoch, as Flink\'s offset does; D may be negative: --tumbling 1d --offset -8h gives days from midnight at UTC+8' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l delay -d 'Watermark delay: how much out-of-orderness to wait for' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l partition-by -d 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l idle-timeout -d 'A partition without records for D (processing time) stops holding the watermark back' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l allowed-lateness -d 'Keep fired windows for L more of event time; records in that span update them' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l late-output -d 'Write late records, unchanged, to PATH (.gz or .zst: compressed)' -r -F
-complete -c weir -n "__fish_weir_using_subcommand window" -l emit -d 'final: one row per window when complete; updates: a row on every change' -r -f -a "final\t'One row per window when it is complete (and an update row per late change)'
-updates\t'A row on every change, as Kafka Streams without suppress'"
-complete -c weir -n "__fish_weir_using_subcommand window" -l sum -d 'Exact decimal sum of FIELD' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l min -d 'Smallest value of FIELD' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l max -d 'Largest value of FIELD' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l avg -d 'Mean of FIELD' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l distinct -d 'Distinct values of FIELD: exact up to 10,000 per window, then a HyperLogLog++ estimate flagged by distinct_F_estimated' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l percentile -d 'Percentiles of FIELD (non-negative numbers), as FIELD:p50,p99,p99.9; exact up to 256 values per window, then 3 significant digits' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l first -d 'Value of FIELD at the earliest event time' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l last -d 'Value of FIELD at the latest event time' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l as -d 'Names the output column of the aggregate just before it' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l max-open-windows -d 'Bound on (key, window) pairs held at once; exceeding it stops with exit 3' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l format -d 'Output rows as ndjson or csv' -r -f -a "ndjson\t'One JSON object per row'
-csv\t'A header row, then one row per result (RFC 4180 quoting)'"
-complete -c weir -n "__fish_weir_using_subcommand window" -s o -l output -d 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l checkpoint -d 'Keep a checkpoint at PATH, and resume from it when it exists' -r -F
 complete -c weir -n "__fish_weir_using_subcommand window" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l state-store -d 'With -G on a Kinesis source: where each shard\'s state goes, for whichever member reads the shard next: s3://BUCKET/PREFIX (endpoint from AWS_ENDPOINT_URL_S3), or a directory all members share' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l repartition-partitions -d 'The partitions of the repartition topic, when it is created [default: the input\'s]' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l count -d 'Number of records'
 complete -c weir -n "__fish_weir_using_subcommand window" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand window" -l register -d 'Sink: register --value-schema under its subject (TOPIC-value, or --value-subject) in the registry of -r, and frame values with the id it gives (a schema the subject has keeps its id)'
 complete -c weir -n "__fish_weir_using_subcommand window" -l validate -d 'Check each JSON Schema value against its schema (the registry\'s or --value-schema\'s); one that fails is a bad record naming where and why. Off by default'
-complete -c weir -n "__fish_weir_using_subcommand window" -l count -d 'Number of records'
 complete -c weir -n "__fish_weir_using_subcommand window" -l reset -d 'Forget the checkpoint and start afresh'
-complete -c weir -n "__fish_weir_using_subcommand window" -l repartition -d 'With -G: first send every record through the topic GROUP-COMMAND-repartition (created when missing), keyed by its state key, so that each member\'s state is exact on a topic keyed by anything. Costs one more write and read of every record'
+complete -c weir -n "__fish_weir_using_subcommand window" -l repartition -d 'With -G on a topic keyed otherwise: shuffle every record by its state key first'
 complete -c weir -n "__fish_weir_using_subcommand window" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand window" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand window" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l arrival -d 'Arrival-time field (same formats as --time). Default: a Kafka record\'s timestamp or a Kinesis record\'s arrival time, else the time weir reads the record' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l by -d 'Also profile per value of FIELD (e.g. client type)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partition-by -d 'Track out-of-orderness per value of FIELD (e.g. `partition`)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l target -d 'Shares (percent) to recommend a delay for' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l delay -d 'Delays to count late records for (the first also drives the drift series)' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l bucket -d 'Event-time bucket of the drift series' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l format -d 'text: a readable report with an ASCII histogram; json: for scripts' -r -f -a "text\t''
+json\t''"
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l plot -d 'Also draw the lateness histogram and the drift series to PATH (.svg, or .html wrapping it)' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l tumbling -d 'Count late records as `window --tumbling SIZE` would, with the same --delay' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l hop -d 'Count late records as `window --hop SIZE --slide SLIDE` would' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l slide -d 'The step between hopping windows, as window\'s --slide' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l offset -d 'Shift window starts by D, as window\'s --offset' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l allowed-lateness -d 'As window\'s --allowed-lateness' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s o -l output -d 'Sink: - (stdout) or a file path' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l where -d 'Keep only the records for which EXPR holds; repeated, all must hold. Fields as --time takes them (value.status, a\\.b); JSON literals; == != < <= > >= (numbers as exact decimals, strings by their text; values of different kinds are unequal and unordered); PATH in [LIT, ...]; PATH =~ "regex"; exists(PATH), missing(PATH), startswith(PATH, "s"), contains(PATH, "s"); time(PATH) >= "2026-11-28T12:00:00Z" (read as --time-format reads times); and, or, not, parentheses. A test of a missing field is false. Dropped records are counted as filtered' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time, a date or a time without an offset (UTC: 2026-01-01, \'2026-01-01 12:30\'), now, or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l where -d 'Keep only the records for which EXPR holds (repeatable: all must hold), as \'status == "failed" and amount >= 100\'' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l from -d 'First position: beginning, end, an offset, -N, a time (\'2026-11-28 12:00\', -1h) or stored (the group\'s)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l to -d 'End position, exclusive, in the same forms as --from (not stored); a time still ahead is waited for' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -198,24 +215,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s X -d 'A 
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l timeout -d 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l endpoint-url -d 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS\'s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l arrival -d 'Arrival-time field (same formats as --time). Default: a Kafka record\'s timestamp or a Kinesis record\'s arrival time, else the time weir reads the record' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l by -d 'Also profile per value of FIELD (e.g. client type)' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l partition-by -d 'Track out-of-orderness per value of FIELD (e.g. `partition`)' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l target -d 'Shares (percent) to recommend a delay for' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l delay -d 'Delays to count late records for (the first also drives the drift series)' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l bucket -d 'Event-time bucket of the drift series' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l format -d 'text: a readable report with an ASCII histogram; json: for scripts' -r -f -a "text\t''
-json\t''"
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l plot -d 'Also draw the lateness histogram and the drift series to PATH (.svg, or .html wrapping it)' -r -F
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l tumbling -d 'Count late records as `window --tumbling SIZE` would, with the same --delay' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l hop -d 'Count late records as `window --hop SIZE --slide SLIDE` would' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l slide -d 'The step between hopping windows, as window\'s --slide' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l offset -d 'Shift window starts by D, as window\'s --offset' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l allowed-lateness -d 'As window\'s --allowed-lateness' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s o -l output -d 'Sink: - (stdout) or a file path' -r
-complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint -d 'Keep a checkpoint at PATH, and resume from it when it exists' -r -F
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l state-store -d 'With -G on a Kinesis source: where each shard\'s state goes, for whichever member reads the shard next: s3://BUCKET/PREFIX (endpoint from AWS_ENDPOINT_URL_S3), or a directory all members share' -r
@@ -227,12 +227,28 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l reset -d
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s V -l version -d 'Print version'
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l id -d 'The id field (repeatable for a composite id)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l horizon -d 'How long an id is remembered. Without it, ids are remembered until --max-keys evicts them' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l horizon-by -d 'Measure the horizon in event time (--time, watermark) or processing time' -r -f -a "event\t'Event time, from --time and the watermark'
+arrival\t'Processing time: when weir reads the record'"
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l delay -d 'Watermark delay for an event-time horizon' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partition-by -d 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l idle-timeout -d 'A partition without records for D (processing time) stops holding the watermark back, so that ids still expire while it is silent' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-keys -d 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l duplicates -d 'Write the dropped repeats, unchanged, to PATH (.gz or .zst: compressed)' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l keep -d 'Which record of an id\'s group to write: the first, at once, or the last, held until the id is forgotten (expired, evicted, or the input ends)' -r -f -a "first\t'The first record of each id within the horizon, written as it arrives'
+last\t'The last record of each id within the horizon, written when the id is forgotten'"
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -s o -l output -d 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (or the stream\'s ARN)' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key -d 'Kafka or Kinesis sink: the record key (Kinesis: the partition key) is this field\'s value (strings as they are, other JSON as its text); a record without the field is bad' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l where -d 'Keep only the records for which EXPR holds; repeated, all must hold. Fields as --time takes them (value.status, a\\.b); JSON literals; == != < <= > >= (numbers as exact decimals, strings by their text; values of different kinds are unequal and unordered); PATH in [LIT, ...]; PATH =~ "regex"; exists(PATH), missing(PATH), startswith(PATH, "s"), contains(PATH, "s"); time(PATH) >= "2026-11-28T12:00:00Z" (read as --time-format reads times); and, or, not, parentheses. A test of a missing field is false. Dropped records are counted as filtered' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time, a date or a time without an offset (UTC: 2026-01-01, \'2026-01-01 12:30\'), now, or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l where -d 'Keep only the records for which EXPR holds (repeatable: all must hold), as \'status == "failed" and amount >= 100\'' -r
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l from -d 'First position: beginning, end, an offset, -N, a time (\'2026-11-28 12:00\', -1h) or stored (the group\'s)' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l to -d 'End position, exclusive, in the same forms as --from (not stored); a time still ahead is waited for' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -261,34 +277,18 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -s X -d 'A librdkafka 
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l timeout -d 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l endpoint-url -d 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS\'s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l id -d 'The id field (repeatable for a composite id)' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l time -d 'Event-time field, as a dotted path (`occurred_at`, `value.ts`)' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l time-format -d 'How --time values are written: auto (RFC 3339, or epoch numbers told apart by size), rfc3339, s, ms, us, ns, or a strftime pattern such as \'%Y-%m-%d %H:%M:%S\'' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l horizon -d 'How long an id is remembered. Without it, ids are remembered until --max-keys evicts them' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l horizon-by -d 'Measure the horizon in event time (--time, watermark) or processing time' -r -f -a "event\t'Event time, from --time and the watermark'
-arrival\t'Processing time: when weir reads the record'"
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l delay -d 'Watermark delay for an event-time horizon' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l partition-by -d 'Track the watermark per value of FIELD (e.g. `partition` of a `consume -J` envelope)' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l idle-timeout -d 'A partition without records for D (processing time) stops holding the watermark back, so that ids still expire while it is silent' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l max-keys -d 'Hard bound on remembered ids; the oldest are evicted (and counted) when it is reached' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l duplicates -d 'Write the dropped repeats, unchanged, to PATH (.gz or .zst: compressed)' -r -F
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l keep -d 'Which record of an id\'s group to write: the first, at once, or the last, held until the id is forgotten (expired, evicted, or the input ends)' -r -f -a "first\t'The first record of each id within the horizon, written as it arrives'
-last\t'The last record of each id within the horizon, written when the id is forgotten'"
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -s o -l output -d 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (or the stream\'s ARN)' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l key -d 'Kafka or Kinesis sink: the record key (Kinesis: the partition key) is this field\'s value (strings as they are, other JSON as its text); a record without the field is bad' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)' -r
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l checkpoint -d 'Keep a checkpoint at PATH, and resume from it when it exists' -r -F
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l state-store -d 'With -G on a Kinesis source: where each shard\'s state goes, for whichever member reads the shard next: s3://BUCKET/PREFIX (endpoint from AWS_ENDPOINT_URL_S3), or a directory all members share' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l repartition-partitions -d 'The partitions of the repartition topic, when it is created [default: the input\'s]' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l exact-ids -d 'Remember ids as text instead of 128-bit hashes (more memory, no hash collisions)'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l register -d 'Sink: register --value-schema under its subject (TOPIC-value, or --value-subject) in the registry of -r, and frame values with the id it gives (a schema the subject has keeps its id)'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l validate -d 'Check each JSON Schema value against its schema (the registry\'s or --value-schema\'s); one that fails is a bad record naming where and why. Off by default'
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l exact-ids -d 'Remember ids as text instead of 128-bit hashes (more memory, no hash collisions)'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l reset -d 'Forget the checkpoint and start afresh'
-complete -c weir -n "__fish_weir_using_subcommand dedupe" -l repartition -d 'With -G: first send every record through the topic GROUP-COMMAND-repartition (created when missing), keyed by its state key, so that each member\'s state is exact on a topic keyed by anything. Costs one more write and read of every record'
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l repartition -d 'With -G on a topic keyed otherwise: shuffle every record by its state key first'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s V -l version -d 'Print version'
@@ -296,8 +296,8 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l on-error -d 'What t
 skip\t'Count the bad record (and dead-letter it) and go on'"
 complete -c weir -n "__fish_weir_using_subcommand replay" -l dead-letter -d 'Write each bad record to PATH as JSON with its position and the reason (.gz or .zst: compressed)' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l max-line-bytes -d 'Longest line accepted; a longer one is a bad record (suffixes K, M, G: powers of 1024)' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -l where -d 'Keep only the records for which EXPR holds; repeated, all must hold. Fields as --time takes them (value.status, a\\.b); JSON literals; == != < <= > >= (numbers as exact decimals, strings by their text; values of different kinds are unequal and unordered); PATH in [LIT, ...]; PATH =~ "regex"; exists(PATH), missing(PATH), startswith(PATH, "s"), contains(PATH, "s"); time(PATH) >= "2026-11-28T12:00:00Z" (read as --time-format reads times); and, or, not, parentheses. A test of a missing field is false. Dropped records are counted as filtered' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -l from -d 'First position: beginning, end, stored (the group\'s), an offset (Kinesis: a sequence number), -N (N before the end, Kafka), an RFC 3339 time, a date or a time without an offset (UTC: 2026-01-01, \'2026-01-01 12:30\'), now, or a relative time (-1h) of the broker timestamps (Kinesis: arrival times). Default: beginning, or the group\'s offsets with --group (and, where the group has none, the end, as Kafka\'s consumers start: give --from beginning to read a new group\'s backlog). On NDJSON input (consume, replay) a time filters by --time' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l where -d 'Keep only the records for which EXPR holds (repeatable: all must hold), as \'status == "failed" and amount >= 100\'' -r
+complete -c weir -n "__fish_weir_using_subcommand replay" -l from -d 'First position: beginning, end, an offset, -N, a time (\'2026-11-28 12:00\', -1h) or stored (the group\'s)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l to -d 'End position, exclusive, in the same forms as --from (not stored); a time still ahead is waited for' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l partitions -d 'Read only these partitions' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l shards -d 'Kinesis: read only these shards (their children are not followed)' -r
@@ -334,7 +334,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -s n -l count -d 'Stop
 complete -c weir -n "__fish_weir_using_subcommand replay" -s o -l output -d 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (or the stream\'s ARN)' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l key -d 'Kafka or Kinesis sink: the record key (Kinesis: the partition key) is this field\'s value (strings as they are, other JSON as its text); a record without the field is bad' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l header -d 'Kafka sink: a header NAME from FIELD (repeatable; Kinesis records have no headers)' -r
-complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint -d 'Keep a checkpoint at PATH (input position, the command\'s state, counters, output lengths) and resume from it when it exists: a killed run, started again, loses nothing and writes nothing twice to its -o, side and --dead-letter files' -r -F
+complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint -d 'Keep a checkpoint at PATH, and resume from it when it exists' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'

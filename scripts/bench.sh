@@ -285,7 +285,7 @@ data "$EVENTS"
 echo "# weir consume: $LINES lines, $((BYTES / 1000000)) MB ($FILE), every line checked to be JSON"
 run "cat" 3 cat "$FILE"
 run "weir consume" 3 "$WEIR" consume -q "$FILE"
-run "weir consume (one core)" 1 taskset -c 0 "$WEIR" consume -q "$FILE"
+run "weir consume (one core)" 3 taskset -c 0 "$WEIR" consume -q "$FILE"
 run "weir consume --time (filter)" 3 "$WEIR" consume -q "$FILE" --time occurred_at --from 2026-11-28T12:05:00Z
 run "jq -c ." 1 jq -c . "$FILE"
 run "mlr --ijsonl --ojsonl cat" 1 mlr --ijsonl --ojsonl cat "$FILE"

@@ -44,8 +44,92 @@ pub fn write_docs(out_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// One man page: clap_mangen's title, name, synopsis, description and options, then the
+/// commands (each its own page), the text after the options (examples kept line for line, so
+/// that they paste as from `--help`) and the version. Left-aligned and unhyphenated: a flag
+/// or a path is never cut or stretched.
 fn write_man(cmd: &clap::Command, name: &str, dir: &Path) -> std::io::Result<()> {
+    let man = clap_mangen::Man::new(cmd.clone());
     let mut page = Vec::new();
-    clap_mangen::Man::new(cmd.clone()).render(&mut page)?;
+    man.render_title(&mut page)?;
+    page.extend_from_slice(b".ad l\n.nh\n");
+    man.render_name_section(&mut page)?;
+    man.render_synopsis_section(&mut page)?;
+    man.render_description_section(&mut page)?;
+    man.render_options_section(&mut page)?;
+    write_commands(cmd, &mut page);
+    if let Some(after) = cmd.get_after_long_help().or(cmd.get_after_help()) {
+        write_after_help(&after.to_string(), &mut page);
+    }
+    man.render_version_section(&mut page)?;
     fs::write(dir.join(format!("{name}.1")), page)
+}
+
+/// The COMMANDS section of weir(1): each command's page, as `man` names it.
+fn write_commands(cmd: &clap::Command, page: &mut Vec<u8>) {
+    let subs: Vec<&clap::Command> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        .collect();
+    if subs.is_empty() {
+        return;
+    }
+    page.extend_from_slice(b".SH COMMANDS\n");
+    for sub in subs {
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        let entry = format!(".TP\nweir\\-{}(1)\n{}\n", sub.get_name(), roff_text(&about));
+        page.extend_from_slice(entry.as_bytes());
+    }
+}
+
+/// The text `--help` prints after the options, as man sections: a line such as `Examples:`
+/// opens one; indented lines (commands, their comments) are kept as they are (`.nf`), other
+/// lines are filled as prose.
+fn write_after_help(text: &str, page: &mut Vec<u8>) {
+    let mut out = String::new();
+    let mut section = false;
+    let mut verbatim = false;
+    for line in text.lines() {
+        let indented = line.starts_with(' ');
+        if verbatim && !indented && !line.is_empty() {
+            out.push_str(".fi\n");
+            verbatim = false;
+        }
+        if !indented && line.ends_with(':') && !line.contains(". ") && line.len() < 40 {
+            out.push_str(&format!(
+                ".SH {}\n",
+                line.trim_end_matches(':').to_uppercase()
+            ));
+            section = true;
+            continue;
+        }
+        if !section {
+            out.push_str(".SH NOTES\n");
+            section = true;
+        }
+        if line.is_empty() {
+            out.push_str(if verbatim { "\n" } else { ".PP\n" });
+            continue;
+        }
+        if indented && !verbatim {
+            out.push_str(".nf\n");
+            verbatim = true;
+        }
+        out.push_str(&roff_text(line));
+        out.push('\n');
+    }
+    if verbatim {
+        out.push_str(".fi\n");
+    }
+    page.extend_from_slice(out.as_bytes());
+}
+
+/// A line as roff text: backslashes and leading control characters escaped, minus signs
+/// kept as minus signs.
+fn roff_text(line: &str) -> String {
+    let escaped = line.replace('\\', "\\e").replace('-', "\\-");
+    match escaped.starts_with(['.', '\'']) {
+        true => format!("\\&{escaped}"),
+        false => escaped,
+    }
 }

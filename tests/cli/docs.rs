@@ -216,3 +216,56 @@ fn architecture_names_every_source_file() {
         "docs/ARCHITECTURE.md does not name {missing:?}"
     );
 }
+
+/// The man pages' examples paste as `--help`'s do: rendered by `man` at 80 columns, every
+/// example line of `--help` is a line of the page as it is (not filled, justified,
+/// hyphenated or wrapped), the sections have names (no EXTRA), and weir(1) lists only pages
+/// that exist.
+#[test]
+fn man_page_examples_paste_as_help_examples_do() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pages = std::iter::once(("weir".to_string(), vec!["--help"]))
+        .chain(SUBCOMMANDS.map(|sub| (format!("weir-{sub}"), vec![sub, "--help"])));
+    for (page, help_args) in pages {
+        let path = root.join("man").join(format!("{page}.1"));
+        let out = std::process::Command::new("man")
+            .arg("-l")
+            .arg(&path)
+            .env("MANWIDTH", "80")
+            .env("MAN_KEEP_FORMATTING", "0")
+            .output()
+            .expect("man on PATH");
+        assert!(out.status.success(), "{page}: {out:?}");
+        let rendered = String::from_utf8(out.stdout).unwrap();
+        assert!(!rendered.contains("EXTRA"), "{page}");
+        assert!(!rendered.contains('\u{2010}'), "{page}: a hyphenated word");
+        let lines: Vec<&str> = rendered.lines().map(str::trim).collect();
+        let help = weir().args(&help_args).output().unwrap();
+        let help = String::from_utf8(help.stdout).unwrap();
+        let examples = help
+            .lines()
+            .skip_while(|l| !l.starts_with("Examples"))
+            .skip(1)
+            .take_while(|l| l.is_empty() || l.starts_with("  "))
+            .filter(|l| !l.trim().is_empty());
+        let mut n = 0;
+        for line in examples {
+            assert!(
+                lines.contains(&line.trim()),
+                "{page}: not pasteable: {line}"
+            );
+            n += 1;
+        }
+        assert!(n > 0, "{page}: no examples");
+        if page == "weir" {
+            for sub in SUBCOMMANDS {
+                assert!(rendered.contains(&format!("weir-{sub}(1)")), "{sub}");
+                assert!(root.join("man").join(format!("weir-{sub}.1")).exists());
+            }
+            assert!(
+                !rendered.contains("weir-help"),
+                "weir(1) lists weir-help(1)"
+            );
+        }
+    }
+}
