@@ -73,12 +73,15 @@ impl Dedupe {
         fields.add_all(args.ids.iter().cloned());
         let time_at = fields.add_some(args.time.time.clone().filter(|_| event_time));
         let partition_at = fields.add_some(parts.field.clone().filter(|_| event_time));
-        let count_at = fields.add_some(parts.count.clone().filter(|_| event_time));
+        let count_at = fields.add_some_internal(parts.count.clone().filter(|_| event_time));
         // Behind a shuffle: where each record stood in the input (repeats are dropped).
         let shuffle_at = parts.shuffled.then(|| {
             let field = parts.field.clone().expect("a Kafka source");
-            let partition = partition_at.unwrap_or_else(|| fields.add(field));
-            (partition, fields.add("offset".parse().expect("a path")))
+            let partition = partition_at.unwrap_or_else(|| fields.add_internal(field));
+            (
+                partition,
+                fields.add_internal("offset".parse().expect("a path")),
+            )
         });
         let select = plan::selection(&args.input.conditions, &args.time.time_format, &mut fields)?;
         let s = &args.sink;

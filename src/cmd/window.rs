@@ -88,12 +88,12 @@ impl Fields {
         let partition_at = list.add_some(parts.field.clone());
         let keys_at = list.add_all(keys.iter().cloned());
         let values_at = list.add_all(values);
-        let count_at = list.add_some(parts.count.clone());
+        let count_at = list.add_some_internal(parts.count.clone());
         let message_key_at =
             (parts.per_partition && !parts.shuffled).then(|| list.add_message_key());
         let offset_at = parts
             .shuffled
-            .then(|| list.add("offset".parse().expect("a path")));
+            .then(|| list.add_internal("offset".parse().expect("a path")));
         let selection = select(&mut list)?;
         let fields = Fields {
             shuffle_at: partition_at.zip(offset_at),

@@ -257,6 +257,9 @@ pub fn as_utf8(line: &[u8]) -> Result<&str, RecordError> {
 #[derive(Debug, Default)]
 pub struct FieldList {
     paths: Vec<FieldPath>,
+    /// The fields weir reads for itself (an envelope's `key_encoding`, a pipe's partition
+    /// count), which a record may well lack: no user named them.
+    internal: Vec<usize>,
 }
 
 impl FieldList {
@@ -264,6 +267,18 @@ impl FieldList {
     pub fn add(&mut self, path: FieldPath) -> usize {
         self.paths.push(path);
         self.paths.len() - 1
+    }
+
+    /// Adds `path`, which weir reads for itself; its index.
+    pub fn add_internal(&mut self, path: FieldPath) -> usize {
+        let at = self.add(path);
+        self.internal.push(at);
+        at
+    }
+
+    /// Adds `path`, which weir reads for itself, if there is one; its index.
+    pub fn add_some_internal(&mut self, path: Option<FieldPath>) -> Option<usize> {
+        path.map(|p| self.add_internal(p))
     }
 
     /// Adds `path` if there is one; its index.
@@ -284,8 +299,8 @@ impl FieldList {
 
     /// Adds the envelope's `key`, then its `key_encoding`; the index of the first.
     pub fn add_message_key(&mut self) -> usize {
-        let at = self.add("key".parse().expect("a valid path"));
-        self.add("key_encoding".parse().expect("a valid path"));
+        let at = self.add_internal("key".parse().expect("a valid path"));
+        self.add_internal("key_encoding".parse().expect("a valid path"));
         at
     }
 
@@ -295,7 +310,9 @@ impl FieldList {
     }
 
     pub fn extractor(self) -> Extractor {
-        Extractor::new(self.paths)
+        let mut x = Extractor::new(self.paths);
+        x.internal = self.internal;
+        x
     }
 }
 
@@ -304,6 +321,8 @@ impl FieldList {
 pub struct Extractor {
     paths: Vec<FieldPath>,
     trie: PathTrie,
+    /// The indexes of the fields weir reads for itself (`FieldList::add_internal`).
+    internal: Vec<usize>,
 }
 
 /// Where each requested field's raw JSON lies in the line, in the order the paths were given.
@@ -321,11 +340,20 @@ impl Extractor {
         for (i, path) in paths.iter().enumerate() {
             trie.insert(path.segments(), i);
         }
-        Extractor { paths, trie }
+        Extractor {
+            paths,
+            trie,
+            internal: Vec::new(),
+        }
     }
 
     pub fn paths(&self) -> &[FieldPath] {
         &self.paths
+    }
+
+    /// The fields a user named (the command's flags, `--where`), with their indexes.
+    pub fn named(&self) -> impl Iterator<Item = (usize, &FieldPath)> {
+        (self.paths.iter().enumerate()).filter(|(i, _)| !self.internal.contains(i))
     }
 
     /// Validates `line` as one JSON object and fills `out` with where the fields are.

@@ -604,3 +604,42 @@ mod tests {
         }
     }
 }
+
+/// Which of the located fields some record of the run had, and the run's first record (a
+/// field no record had is most likely mistyped: the end of the run says so, with the path
+/// of that record closest to it).
+#[derive(Clone, Debug, Default)]
+pub struct FieldsSeen {
+    pub seen: Vec<bool>,
+    pub sample: Option<String>,
+}
+
+/// The longest first record kept to suggest paths from.
+const SAMPLE_BYTES: usize = 64 * 1024;
+
+impl FieldsSeen {
+    /// Notes the fields each record of `chunk` has.
+    pub fn tally(&mut self, chunk: &Chunk) {
+        let p = &chunk.prepared;
+        if p.width == 0 {
+            return;
+        }
+        self.seen.resize(p.width, false);
+        if self.seen.iter().all(|s| *s) && self.sample.is_some() {
+            return;
+        }
+        for info in &p.lines {
+            let Status::Record(at) = info.status else {
+                continue;
+            };
+            let spans = &p.spans[at as usize..at as usize + p.width];
+            for (seen, span) in self.seen.iter_mut().zip(spans) {
+                *seen |= span.is_some();
+            }
+            if self.sample.is_none() && ((info.end - info.start) as usize) < SAMPLE_BYTES {
+                let line = &chunk.data[info.start as usize..info.end as usize];
+                self.sample = Some(String::from_utf8_lossy(line).into_owned());
+            }
+        }
+    }
+}

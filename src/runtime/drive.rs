@@ -265,6 +265,7 @@ impl<S: RecordStep> Driver<'_, S> {
     fn records(&mut self, chunk: Chunk) -> Result<Read> {
         self.step.batch();
         self.d.counters.bytes_read += chunk.input_bytes;
+        self.d.counters.fields.tally(&chunk);
         // How many of the chunk's broker positions are already pending release (a wait
         // inside the chunk hands over those before it).
         let mut released = 0;

@@ -19,13 +19,14 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::checkpoint::{CheckpointInputs, CheckpointPlan, Checkpoints, Restored};
-use super::chunk::Prepare;
+use super::chunk::{FieldsSeen, Prepare};
 use super::drive::{drive_with, Drive};
 use super::policy::{ErrorPolicy, OnError};
 use super::reader::{Reader, Source};
 use super::select::Selection;
 use super::step::RecordStep;
 use super::summary::{finish, Counters, ReportPlan, Stats};
+use crate::core::record::suggest_path;
 use crate::core::time::Millis;
 use crate::error::{Error, Result};
 
@@ -101,6 +102,7 @@ impl<C: Command> RunPlan<C> {
         let mut step = self.command.open(restored)?;
         stats.encoding = step.encoding();
         let counters = &mut stats.counters;
+        let prepare = self.prepare.clone();
         let read = match limit_reached(self.limit, counters) {
             // A restored run that had written all it was to write reads nothing.
             true => Ok(()),
@@ -124,6 +126,7 @@ impl<C: Command> RunPlan<C> {
         let result = ending.end(read);
         // Flushed whatever the result: what was written goes out.
         let closed = step.close(counters).and(policy.close());
+        let warnings = unseen_fields(&prepare, &counters.fields);
         if let (Some(r), Keeping::File(plan), Ok(())) = (restored, &self.keeping, &result) {
             if r.counters.read == counters.read {
                 stats.note = Some(format!(
@@ -132,6 +135,7 @@ impl<C: Command> RunPlan<C> {
                 ));
             }
         }
+        stats.warnings = warnings;
         result.and(closed)
     }
 
@@ -221,6 +225,23 @@ impl<S: RecordStep> Ending<'_, S> {
         }
         result
     }
+}
+
+/// The fields a user named (a command's flags, `--where`) that no record of the run had,
+/// each with the path of the run's first record most like it: a typo that would otherwise
+/// pass as a filter that drops everything, or an aggregate of nulls.
+fn unseen_fields(prepare: &Prepare, fields: &FieldsSeen) -> Vec<String> {
+    let (Prepare::Extract(x) | Prepare::Select(x)) = prepare else {
+        return Vec::new();
+    };
+    let sample = fields.sample.as_deref().unwrap_or("{}");
+    x.named()
+        .filter(|(i, _)| fields.seen.get(*i) == Some(&false))
+        .map(|(_, path)| match suggest_path(sample, path) {
+            Some(near) => format!("no record had the field '{path}' (did you mean '{near}'?)"),
+            None => format!("no record had the field '{path}'"),
+        })
+        .collect()
 }
 
 /// The start of a processing-time clock that reads `now` at once: a resumed run's clock goes

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::chunk::FieldsSeen;
 use crate::error::{Error, Result};
 
 /// How a run reports itself: `--stats PATH` and `--quiet`.
@@ -43,6 +44,9 @@ pub struct Counters {
     /// Most keys held at once (window, dedupe).
     #[serde(skip_serializing_if = "is_zero")]
     pub peak_keys: u64,
+    /// Which located fields this run's records had (not kept across a restart).
+    #[serde(skip)]
+    pub fields: FieldsSeen,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -62,6 +66,9 @@ pub struct Report<'a> {
     /// The schema the output's values were encoded with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value_schema: Option<&'a str>,
+    /// Likely mistakes, as stderr said them (a named field no record had).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub warnings: &'a [String],
 }
 
 pub struct Stats {
@@ -73,6 +80,8 @@ pub struct Stats {
     pub encoding: Option<String>,
     /// Said after the summary line: what a user would otherwise wonder about.
     pub note: Option<String>,
+    /// Said on stderr whatever -q says, and kept in --stats: likely mistakes.
+    pub warnings: Vec<String>,
     started: Instant,
 }
 
@@ -84,6 +93,7 @@ impl Stats {
             dry_run: false,
             encoding: None,
             note: None,
+            warnings: Vec::new(),
             started: Instant::now(),
         }
     }
@@ -152,6 +162,7 @@ impl Stats {
             exit_code,
             error,
             value_schema: self.encoding.as_deref(),
+            warnings: &self.warnings,
         };
         let mut text = serde_json::to_string_pretty(&report).expect("stats serialise");
         text.push('\n');
@@ -174,6 +185,11 @@ pub fn finish(stats: &Stats, report: &ReportPlan, result: Result<()>) -> Result<
         eprintln!("{}", stats.summary_line());
         if let Some(note) = &stats.note {
             eprintln!("weir {}: {note}", stats.command);
+        }
+    }
+    if !usage {
+        for warning in &stats.warnings {
+            eprintln!("weir {}: warning: {warning}", stats.command);
         }
     }
     if let Some(path) = &report.stats {

@@ -302,3 +302,87 @@ fn where_reads_times_as_from_does() {
     let from = ["--time", "occurred_at", "--from", "2026-11-28 12:05"];
     assert_eq!(count(&from), rfc);
 }
+
+/// A field a command names that no record had is most likely a typo: the run goes on (exit
+/// 0, the result as asked), and stderr and --stats say so, with the closest path of a record
+/// (`--where 'stauts == ...'` used to say only "filtered 500"; `--sum amont` wrote nulls).
+#[test]
+fn a_named_field_no_record_had_is_a_warning_with_the_likely_path() {
+    let fixture = super::fixture("checkouts.ndjson");
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats.json");
+    let run = |args: &[&str]| {
+        let out = weir()
+            .args(args)
+            .arg(&fixture)
+            .arg("--stats")
+            .arg(&stats)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let report: Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+        (String::from_utf8_lossy(&out.stderr).into_owned(), report)
+    };
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["consume", "--where", r#"stauts == "failed""#],
+            "'stauts' (did you mean 'status'?)",
+        ),
+        (
+            &[
+                "window",
+                "--time",
+                "occurred_at",
+                "--tumbling",
+                "1m",
+                "--sum",
+                "amont",
+            ],
+            "'amont' (did you mean 'amount'?)",
+        ),
+        (
+            &[
+                "watermark-profile",
+                "--time",
+                "occurred_at",
+                "--by",
+                "clinet",
+            ],
+            "'clinet' (did you mean 'client'?)",
+        ),
+        (
+            &[
+                "dedupe",
+                "--id",
+                "event_id",
+                "--where",
+                "amount > 0 and exists(coupon)",
+            ],
+            "no record had the field 'coupon'",
+        ),
+    ];
+    for (args, said) in cases {
+        let (err, report) = run(args);
+        assert!(
+            err.contains(&format!("warning: no record had the field {said}")) || err.contains(said),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            report["warnings"].as_array().map(Vec::len),
+            Some(1),
+            "{report}"
+        );
+    }
+    // Fields every record has: nothing said, nothing kept.
+    let (err, report) = run(&[
+        "window",
+        "--time",
+        "occurred_at",
+        "--tumbling",
+        "1m",
+        "--sum",
+        "amount",
+    ]);
+    assert!(!err.contains("warning"), "{err}");
+    assert!(report.get("warnings").is_none(), "{report}");
+}
