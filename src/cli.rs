@@ -113,9 +113,10 @@ pub struct InputArgs {
     /// Fields as --time takes them (value.status, a\.b); JSON literals; == != < <= > >=
     /// (numbers as exact decimals, strings by their text; values of different kinds are
     /// unequal and unordered); PATH in [LIT, ...]; PATH =~ "regex"; exists(PATH),
-    /// missing(PATH), startswith(PATH, "s"), contains(PATH, "s"); time(PATH) >= "2026-11-28
-    /// 12:00" (the field read as --time-format says, the literal as --from reads a time); and,
-    /// or, not, parentheses. A test of a missing field is false. Dropped records are counted
+    /// missing(PATH), startswith(PATH, "s"), contains(PATH, "s"); num(PATH) > 10 (a number or
+    /// a numeric string, as the aggregates read it; "12.50" > 10 is false, as kinds differ);
+    /// time(PATH) >= "2026-11-28 12:00" (the field read as --time-format says, the literal as
+    /// --from reads a time); and, or, not, parentheses. A test of a missing field is false. Dropped records are counted
     /// as filtered.
     #[arg(long = "where", value_name = "EXPR", help_heading = "Filter")]
     pub conditions: Vec<String>,

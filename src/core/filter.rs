@@ -46,6 +46,9 @@ enum Expr {
     Contains(usize, String),
     Matches(usize, Regex),
     Time(usize, Op, Millis),
+    /// `num(PATH) OP NUMBER`: the field as the aggregates read it, a number or a string
+    /// holding one.
+    Num(usize, Op, Decimal),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,6 +152,9 @@ impl Filter {
             Expr::Time(i, op, at) => field(*i)
                 .and_then(|raw| time_of(raw, &self.paths[*i], &self.time_format).ok())
                 .is_some_and(|t| op.holds(t.cmp(at))),
+            Expr::Num(i, op, n) => field(*i)
+                .and_then(numeric)
+                .is_some_and(|d| op.holds(d.cmp(n))),
         }
     }
 }
@@ -164,6 +170,14 @@ fn text_of(raw: Option<&str>) -> Option<Cow<'_, str>> {
 
 /// A field's raw JSON against a literal: values of different kinds are unequal and
 /// unordered.
+/// A field's number as the aggregates take it: a JSON number, or a string holding one.
+fn numeric(raw: &str) -> Option<Decimal> {
+    match raw.as_bytes().first() {
+        Some(b'"') => Decimal::parse(&text_of(Some(raw))?),
+        _ => Decimal::parse(raw),
+    }
+}
+
 fn compare(raw: &str, op: Op, lit: &Literal) -> bool {
     let order = match (raw.as_bytes().first(), lit) {
         (Some(b'"'), Literal::Str(s)) => text_of(Some(raw)).map(|t| t.as_ref().cmp(s.as_str())),
@@ -509,6 +523,10 @@ impl<'t, 'p> Parser<'t, 'p> {
                 self.expect(Token::Close, "')'")?;
                 return self.time(i);
             }
+            _ if name == "num" => {
+                self.expect(Token::Close, "')'")?;
+                return self.num(i);
+            }
             _ => {
                 self.expect(Token::Comma, "','")?;
                 let (s, _) = self.string_literal()?;
@@ -520,6 +538,26 @@ impl<'t, 'p> Parser<'t, 'p> {
         };
         self.expect(Token::Close, "')'")?;
         Ok(expr)
+    }
+
+    /// `num(PATH)` then a comparison with a number.
+    fn num(&mut self, i: usize) -> Result<Expr, FilterError> {
+        let op = match self.next()? {
+            (Token::Op(op), _) if op != "=~" => parse_op(op),
+            (t, column) => {
+                return self.error(
+                    column,
+                    format!("a comparison after num(...), not {}", shown(&t)),
+                )
+            }
+        };
+        match self.next()? {
+            (Token::Num(text), column) => match Decimal::parse(&text) {
+                Some(n) => Ok(Expr::Num(i, op, n)),
+                None => self.error(column, format!("a JSON number, not {text}")),
+            },
+            (t, column) => self.error(column, format!("a number, not {}", shown(&t))),
+        }
     }
 
     /// `time(PATH)` then a comparison with an instant.
@@ -548,7 +586,7 @@ impl<'t, 'p> Parser<'t, 'p> {
 fn is_function(word: &str) -> bool {
     matches!(
         word,
-        "exists" | "missing" | "startswith" | "contains" | "time"
+        "exists" | "missing" | "startswith" | "contains" | "time" | "num"
     )
 }
 
@@ -695,6 +733,27 @@ mod tests {
             (r#"v.s =~ "^café""#, true),
             (r#"status == "ok" or amount > 10 and ok == true"#, true),
             (r#"(status == "ok" or amount > 10) and ok == false"#, false),
+        ] {
+            assert_eq!(holds(text, r), want, "{text}");
+        }
+    }
+
+    /// `num(PATH)` reads a field as the aggregates do: a number, or a string holding one
+    /// exactly ("12.50" is 12.5); anything else is no number, and the test is false.
+    #[test]
+    fn num_reads_numeric_strings_as_the_aggregates_do() {
+        let r = r#"{"s":"12.50","n":9,"neg":"-6","text":"x","pad":" 11 ","b":true}"#;
+        for (text, want) in [
+            ("num(s) > 10", true),
+            ("num(s) == 12.5", true),
+            ("s > 10", false),
+            ("num(n) < 10", true),
+            ("num(neg) < -5", true),
+            ("num(text) > 0", false),
+            ("num(text) != 0", false),
+            ("num(pad) > 0", false),
+            ("num(b) > 0", false),
+            ("num(missing) > 0", false),
         ] {
             assert_eq!(holds(text, r), want, "{text}");
         }
