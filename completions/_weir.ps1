@@ -400,6 +400,8 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4')
             [CompletionResult]::new('--endpoint-url', '--endpoint-url', [CompletionResultType]::ParameterName, 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS''s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain')
             [CompletionResult]::new('--all-groups', '--all-groups', [CompletionResultType]::ParameterName, 'Every consumer group the cluster lists')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Say nothing on stderr of breaches or of what cannot be checked: the exit code says it')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Say nothing on stderr of breaches or of what cannot be checked: the exit code says it')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

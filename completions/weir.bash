@@ -649,7 +649,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__lag)
-            opts="-G -o -X -F -h -V --checkpoint --kcl-app --dynamodb-endpoint-url --group --all-groups --group-pattern --time-mode --max-lag --max-messages --per --watch --format --output --kafka-config --timeout --endpoint-url --help --version"
+            opts="-G -o -q -X -F -h -V --checkpoint --kcl-app --dynamodb-endpoint-url --group --all-groups --group-pattern --time-mode --max-lag --max-messages --per --watch --format --output --quiet --kafka-config --timeout --endpoint-url --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -391,6 +391,8 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --timeout 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4'
             cand --endpoint-url 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS''s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain'
             cand --all-groups 'Every consumer group the cluster lists'
+            cand -q 'Say nothing on stderr of breaches or of what cannot be checked: the exit code says it'
+            cand --quiet 'Say nothing on stderr of breaches or of what cannot be checked: the exit code says it'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'

@@ -371,6 +371,7 @@ complete -c weir -n "__fish_weir_using_subcommand lag" -s F -l kafka-config -d '
 complete -c weir -n "__fish_weir_using_subcommand lag" -l timeout -d 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4' -r
 complete -c weir -n "__fish_weir_using_subcommand lag" -l endpoint-url -d 'Kinesis (and DynamoDB, for lag): the endpoint to call instead of AWS\'s (AWS_ENDPOINT_URL works too); region and credentials come from the AWS chain' -r
 complete -c weir -n "__fish_weir_using_subcommand lag" -l all-groups -d 'Every consumer group the cluster lists'
+complete -c weir -n "__fish_weir_using_subcommand lag" -s q -l quiet -d 'Say nothing on stderr of breaches or of what cannot be checked: the exit code says it'
 complete -c weir -n "__fish_weir_using_subcommand lag" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c weir -n "__fish_weir_using_subcommand lag" -s V -l version -d 'Print version'
 complete -c weir -n "__fish_weir_using_subcommand generate" -l out-dir -d 'Folder that receives man/ and completions/' -r -F

@@ -1316,6 +1316,10 @@ pub struct LagArgs {
     #[arg(short, long, value_name = "PATH", default_value = "-")]
     pub output: String,
 
+    /// Say nothing on stderr of breaches or of what cannot be checked: the exit code says it.
+    #[arg(short, long)]
+    pub quiet: bool,
+
     #[command(flatten)]
     pub client: ClientArgs,
 }

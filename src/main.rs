@@ -21,13 +21,15 @@ fn main() -> ExitCode {
         // `weir ... | head`: the reader has all it wanted.
         Err(Error::BrokenPipe) => ExitCode::SUCCESS,
         // A stop asked for by a signal is no error: said as such, and not under -q (exit 130
-        // says it).
-        Err(Error::Interrupted) => {
+        // says it); nor is a check's verdict under -q (exit 1 or 5 says it).
+        Err(e @ (Error::Interrupted | Error::CheckFailed(_) | Error::NothingToCheck(_))) => {
             let quiet = matches!(sub_matches.try_get_one::<bool>("quiet"), Ok(Some(true)));
-            if !quiet {
-                eprintln!("weir: stopped by a signal");
+            match (&e, quiet) {
+                (_, true) => {}
+                (Error::Interrupted, false) => eprintln!("weir: stopped by a signal"),
+                (e, false) => eprintln!("weir: {e}"),
             }
-            ExitCode::from(Error::Interrupted.exit_code())
+            ExitCode::from(e.exit_code())
         }
         Err(e) => {
             eprintln!("weir: error: {e}");

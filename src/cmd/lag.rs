@@ -106,6 +106,7 @@ impl LagPlan {
                 command: "lag",
                 redraw,
                 every: args.watch,
+                quiet: args.quiet,
             },
         };
         Ok(match is_kinesis(&args.cluster) {

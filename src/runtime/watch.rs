@@ -28,6 +28,8 @@ pub struct Watch {
     /// Clears the screen before each report (a terminal, watched).
     pub redraw: bool,
     pub every: Option<Millis>,
+    /// Findings go unsaid on stderr (the exit code still says them).
+    pub quiet: bool,
 }
 
 impl Watch {
@@ -60,7 +62,9 @@ impl Watch {
                 None => sink.close()?,
             }
             for said in found.breached.iter().chain(&found.unchecked) {
-                eprintln!("weir {}: {said}", self.command);
+                if !self.quiet {
+                    eprintln!("weir {}: {said}", self.command);
+                }
             }
             let Some(every) = self.every else {
                 return self.verdict(&found);

@@ -1293,6 +1293,10 @@ fn lag_says_nothing_to_check_on_a_group_it_cannot_measure() {
     for url in [b.url(&s.topic), format!("kafka://{}", b.addr)] {
         let out = run(&url, &["--group", &typo]);
         assert_eq!(out.status.code(), Some(5), "{out:?}");
+        // -q, as the other commands take it: the exit code alone says it.
+        let out = run(&url, &["--group", &typo, "-q"]);
+        assert_eq!(out.status.code(), Some(5), "{out:?}");
+        assert!(out.stderr.is_empty(), "{out:?}");
         let out = run(&url, &["--group", &typo, "--max-lag", "1h"]);
         assert_eq!(out.status.code(), Some(5), "{url}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);

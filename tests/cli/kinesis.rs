@@ -1609,3 +1609,24 @@ fn a_shard_the_stream_lacks_is_a_usage_error_naming_its_shards() {
         "{err}"
     );
 }
+
+/// `--efo` on a server without enhanced fan-out (kinesalite) says what is missing and where,
+/// not the service's bare `UnknownOperationException`.
+#[test]
+fn efo_on_a_server_without_it_says_so_and_names_the_endpoint() {
+    let Some(s) = kinesalite() else { return };
+    let stream = s.stream("no-efo", 1);
+    let out = s.weir(&[
+        "consume",
+        "-e",
+        &s.url(&stream),
+        "--efo",
+        "audit",
+        "--timeout",
+        "5s",
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not offer enhanced fan-out"), "{err}");
+    assert!(err.contains(&s.endpoint), "{err}");
+}

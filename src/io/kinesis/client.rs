@@ -165,12 +165,15 @@ impl KinesisClient {
         }
     }
 
-    /// Where the client connects, for messages.
+    /// Where the client connects, for messages: as the SDK picks it, `--endpoint-url`, then
+    /// the service's own variable, then the general one, else the region's AWS endpoint.
     pub fn endpoint(&self) -> String {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         self.options
             .endpoint_url
             .clone()
-            .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok())
+            .or_else(|| var("AWS_ENDPOINT_URL_KINESIS"))
+            .or_else(|| var("AWS_ENDPOINT_URL"))
             .unwrap_or_else(|| "AWS".into())
     }
 }

@@ -1388,6 +1388,16 @@ async fn efo_consumer(client: &KinesisClient, name: &str) -> Result<String> {
                 continue;
             }
             Err(e) => match classify(&e) {
+                // A server without enhanced fan-out (kinesalite, some emulators).
+                Failure::Refused(why) | Failure::Invalid(why)
+                    if why.contains("UnknownOperation") =>
+                {
+                    return Err(Error::Unreachable(format!(
+                        "Kinesis stream '{}': {} does not offer enhanced fan-out (DescribeStreamConsumer is unknown there): read without --efo",
+                        stream.name,
+                        client.endpoint()
+                    )));
+                }
                 Failure::Refused(why) | Failure::Invalid(why) => {
                     return Err(Error::Unreachable(format!(
                         "Kinesis stream '{}': consumer '{name}': {why}",
