@@ -1229,7 +1229,7 @@ Examples:
 
 Time lag is now minus the timestamp of the first record the group has not consumed (read from
 the log), 0 when it is caught up. A partition without a committed offset is reported as such,
-not as zero lag. On Kinesis, per shard: now minus the arrival time of the first record after
+not as zero lag, and counts all it holds against --max-messages. On Kinesis, per shard: now minus the arrival time of the first record after
 the checkpoint (0 when caught up), MillisBehindLatest and the lease owner.
 
 Exit codes: 0 within the thresholds (or none given), 1 a threshold exceeded, 5 nothing to check

@@ -181,6 +181,14 @@ pub struct Breach {
     pub what: String,
 }
 
+/// The messages a partition counts against `--max-messages`: its lag, or, where the group has
+/// no commit, everything the partition holds (the group has consumed none of it; counting it
+/// as nothing would pass a group that never read two of three partitions).
+fn counted_messages(r: &PartitionLag) -> i64 {
+    r.messages
+        .unwrap_or((r.offsets.log_end - r.offsets.log_start).max(0))
+}
+
 /// A time lag over its threshold, as the table shows durations (`2h8m > 5m`).
 fn time_over_what(lag: Option<Millis>, max: Option<Millis>) -> String {
     format!(
@@ -200,7 +208,8 @@ pub fn breaches(rows: &[PartitionLag], th: &Thresholds) -> Vec<Breach> {
         Scope::Partition => {
             for r in rows {
                 let mut what = Vec::new();
-                if let (Some(m), Some(max)) = (r.messages, th.max_messages) {
+                if let Some(max) = th.max_messages {
+                    let m = counted_messages(r);
                     if m > max {
                         what.push(format!("{m} messages > {max}"));
                     }
@@ -219,11 +228,17 @@ pub fn breaches(rows: &[PartitionLag], th: &Thresholds) -> Vec<Breach> {
             }
         }
         Scope::Group => {
+            let mut counted: BTreeMap<(&str, &str), i64> = BTreeMap::new();
+            for r in rows {
+                let at = (r.offsets.group.as_str(), r.offsets.topic.as_str());
+                *counted.entry(at).or_default() += counted_messages(r);
+            }
             for ((group, topic), t) in totals(rows) {
                 let mut what = Vec::new();
                 if let Some(max) = th.max_messages {
-                    if t.messages > max {
-                        what.push(format!("{} messages > {max}", t.messages));
+                    let m = counted[&(group.as_str(), topic.as_str())];
+                    if m > max {
+                        what.push(format!("{m} messages > {max}"));
                     }
                 }
                 if time_over(t.max_time_ms) {
@@ -522,17 +537,20 @@ mod tests {
             max_messages: msgs,
             scope,
         };
-        assert!(breaches(&rows, &th(Some(60_000), Some(60), Scope::Group)).is_empty());
-        assert_eq!(breaches(&rows, &th(None, Some(59), Scope::Group)).len(), 1);
+        // Against --max-messages the uncommitted partition counts all it holds: 10 + 50 + 100.
+        assert!(breaches(&rows, &th(Some(60_000), Some(160), Scope::Group)).is_empty());
+        let b = breaches(&rows, &th(None, Some(159), Scope::Group));
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].what, "160 messages > 159");
         assert_eq!(
             breaches(&rows, &th(Some(59_999), None, Scope::Group)).len(),
             1
         );
-        // Per partition: 60 in all, but no single partition is over 50.
-        assert!(breaches(&rows, &th(None, Some(50), Scope::Partition)).is_empty());
+        // Per partition: no single partition is over 100.
+        assert!(breaches(&rows, &th(None, Some(100), Scope::Partition)).is_empty());
         let b = breaches(&rows, &th(None, Some(49), Scope::Partition));
-        assert_eq!(b.len(), 1);
-        assert_eq!(b[0].partition, Some(1));
+        let over: Vec<Option<i32>> = b.iter().map(|b| b.partition).collect();
+        assert_eq!(over, [Some(1), Some(2)]);
     }
 
     #[test]

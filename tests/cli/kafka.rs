@@ -1254,21 +1254,22 @@ fn lag_thresholds_set_the_exit_code() {
             .status
             .code()
     };
-    // The group is 15 messages and about 59m45s behind.
-    assert_eq!(code(&["--max-messages", "15"]), Some(0));
-    assert_eq!(code(&["--max-messages", "14"]), Some(1));
+    // The group is 15 messages and about 59m45s behind on partitions 0 and 1; partition 2,
+    // never committed, counts all its 20 records against --max-messages: 35 in all.
+    assert_eq!(code(&["--max-messages", "35"]), Some(0));
+    assert_eq!(code(&["--max-messages", "34"]), Some(1));
     assert_eq!(code(&["--max-lag", "2h"]), Some(0));
     assert_eq!(code(&["--max-lag", "59m"]), Some(1));
     assert_eq!(
-        code(&["--max-messages", "14", "--per", "partition"]),
+        code(&["--max-messages", "19", "--per", "partition"]),
         Some(1)
     );
     assert_eq!(
-        code(&["--max-messages", "15", "--per", "partition"]),
+        code(&["--max-messages", "20", "--per", "partition"]),
         Some(0)
     );
-    let out = lag(&b, &s, &["--max-messages", "14"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("15 messages > 14"));
+    let out = lag(&b, &s, &["--max-messages", "34"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("35 messages > 34"));
 }
 
 /// A group lag cannot measure is neither a pass nor a breach: a --group without committed
