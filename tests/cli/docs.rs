@@ -269,3 +269,38 @@ fn man_page_examples_paste_as_help_examples_do() {
         }
     }
 }
+
+/// `-h` is a command's essentials on about one screen, its own options first; `--help` the
+/// whole reference, the command's own options before the shared source, broker and schema
+/// groups. Examples print as typed (consume's `-f '%p %o %k %s\n'` once printed a line break).
+#[test]
+fn short_help_fits_a_screen_and_long_help_puts_the_commands_own_options_first() {
+    for sub in SUBCOMMANDS {
+        let short = weir().args([sub, "-h"]).output().unwrap();
+        let short = String::from_utf8(short.stdout).unwrap();
+        assert!(
+            short.lines().count() <= 100,
+            "weir {sub} -h: {} lines",
+            short.lines().count()
+        );
+        assert!(
+            !short.contains("Schemas:"),
+            "weir {sub} -h shows the schema options"
+        );
+        let long = weir().args([sub, "--help"]).output().unwrap();
+        let long = String::from_utf8(long.stdout).unwrap();
+        assert!(long.lines().count() > short.lines().count(), "{sub}");
+        let own = ["Windows:", "Deduplication:", "Predicting a window:"]
+            .iter()
+            .find_map(|h| long.find(h));
+        if let (Some(own), Some(shared)) = (own, long.find("Kafka and Kinesis:")) {
+            assert!(
+                own < shared,
+                "weir {sub} --help: shared options before its own"
+            );
+        }
+    }
+    let consume = weir().args(["consume", "--help"]).output().unwrap();
+    let consume = String::from_utf8(consume.stdout).unwrap();
+    assert!(consume.contains("-f '%p %o %k %s\\n'"), "{consume}");
+}
