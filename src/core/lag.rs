@@ -2,7 +2,7 @@
 //! partition and per group/topic, with the thresholds scripts alert on. Pure: offsets, sampled
 //! timestamps and "now" come in as numbers.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::time::{format_millis, human_duration, Millis};
 
@@ -138,7 +138,9 @@ pub struct Total {
     pub max_time_ms: Option<Millis>,
 }
 
-pub fn totals(rows: &[PartitionLag]) -> BTreeMap<(String, String), Total> {
+pub fn totals<'a>(
+    rows: impl IntoIterator<Item = &'a PartitionLag>,
+) -> BTreeMap<(String, String), Total> {
     let mut out: BTreeMap<(String, String), Total> = BTreeMap::new();
     for r in rows {
         let t = out
@@ -204,6 +206,15 @@ pub fn breaches(rows: &[PartitionLag], th: &Thresholds) -> Vec<Breach> {
         (Some(ms), Some(max)) => ms > max,
         _ => false,
     };
+    // A group with no commit at all on a topic cannot be checked there (said apart, by
+    // `unmeasured_breaches`): none of its partitions count against the threshold.
+    let measured: BTreeSet<(&str, &str)> = (rows.iter())
+        .filter(|r| r.messages.is_some())
+        .map(|r| (r.offsets.group.as_str(), r.offsets.topic.as_str()))
+        .collect();
+    let rows: Vec<&PartitionLag> = (rows.iter())
+        .filter(|r| measured.contains(&(r.offsets.group.as_str(), r.offsets.topic.as_str())))
+        .collect();
     match th.scope {
         Scope::Partition => {
             for r in rows {
@@ -229,11 +240,11 @@ pub fn breaches(rows: &[PartitionLag], th: &Thresholds) -> Vec<Breach> {
         }
         Scope::Group => {
             let mut counted: BTreeMap<(&str, &str), i64> = BTreeMap::new();
-            for r in rows {
+            for r in &rows {
                 let at = (r.offsets.group.as_str(), r.offsets.topic.as_str());
                 *counted.entry(at).or_default() += counted_messages(r);
             }
-            for ((group, topic), t) in totals(rows) {
+            for ((group, topic), t) in totals(rows.iter().copied()) {
                 let mut what = Vec::new();
                 if let Some(max) = th.max_messages {
                     let m = counted[&(group.as_str(), topic.as_str())];

@@ -1311,12 +1311,12 @@ fn lag_says_nothing_to_check_on_a_group_it_cannot_measure() {
             "--group",
             &typo,
             "--max-messages",
-            "15",
+            "35",
         ];
         assert_eq!(run(&url, &both).status.code(), Some(5));
         let breached = ["--group", &s.group, "--group", &typo, "--max-messages", "0"];
         assert_eq!(run(&url, &breached).status.code(), Some(1));
-        let alone = ["--group", &s.group, "--max-messages", "15"];
+        let alone = ["--group", &s.group, "--max-messages", "35"];
         assert_eq!(run(&url, &alone).status.code(), Some(0));
     }
     let pattern = format!("^{}-nothing$", s.group);
