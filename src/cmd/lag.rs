@@ -281,10 +281,13 @@ impl KafkaLag {
         describe: &mut bool,
     ) -> Result<LagReport> {
         let topics = cluster.topics(self.spec.topic.as_deref())?;
-        let found = self.groups(cluster)?;
+        let mut found = self.groups(cluster)?;
         let log = cluster.log_offsets(&topics)?;
         let committed = cluster.committed(&found.groups, &topics)?;
         let (mut rows, uncommitted) = self.rows(&found.groups, &committed, &topics, &log);
+        // Groups that never read these topics are no part of the report, unless named.
+        let shown: BTreeSet<&str> = rows.iter().map(|r| r.offsets.group.as_str()).collect();
+        (found.groups).retain(|g| self.groups.contains(g) || shown.contains(g.as_str()));
         match self.time_mode {
             LagTimeMode::Exact => exact_times(cluster, &mut rows)?,
             LagTimeMode::None => {}
@@ -343,8 +346,11 @@ impl KafkaLag {
                 let commit_of = |p: i32| offsets.get(&(topic.clone(), p)).copied().flatten();
                 let has_commit = partitions.iter().any(|p| commit_of(*p).is_some());
                 any_commit |= has_commit;
-                // Without a topic in the URL, a group's topics are those it has committed on.
-                if self.spec.topic.is_none() && !has_commit {
+                // Without a topic in the URL, a group's topics are those it has committed on;
+                // with one, a group found by --all-groups or a pattern that never committed
+                // on it has not read it, and is left out (a named group's partitions show).
+                let named = self.groups.contains(group);
+                if !has_commit && (self.spec.topic.is_none() || !named) {
                     continue;
                 }
                 for &p in partitions {

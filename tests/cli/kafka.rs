@@ -2692,3 +2692,34 @@ assert p.flush(30) == 0
     assert_eq!(used.len(), 6, "the keys spread over every partition");
     assert_eq!(weir_placed, java_placed);
 }
+
+/// `--all-groups` on a topic lists the groups that read it, not every group of the cluster
+/// (as `kafka-consumer-groups.sh --describe --all-groups` keeps to a group's own topics).
+#[test]
+fn all_groups_on_a_topic_lists_only_the_groups_that_read_it() {
+    let Some(b) = broker() else { return };
+    let s = lag_setup(&b);
+    let other_topic = b.topic("lag-other", 1);
+    let file = super::fixture("checkouts.ndjson");
+    b.produce(&other_topic, &file, &[]);
+    let other_group = format!("other-{other_topic}");
+    let read = b.consume(
+        &other_topic,
+        &["-G", &other_group, "-e", "-q", "--from", "beginning"],
+    );
+    assert!(read.status.success(), "{read:?}");
+    let out = weir()
+        .arg("lag")
+        .arg(b.url(&s.topic))
+        .args(["--all-groups", "--format", "json"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let groups: Vec<&str> = (report["groups"].as_array().unwrap().iter())
+        .map(|g| g["group"].as_str().unwrap())
+        .collect();
+    assert!(groups.contains(&s.group.as_str()), "{report}");
+    assert!(!groups.contains(&other_group.as_str()), "{report}");
+}
