@@ -2302,7 +2302,8 @@ fn window_from_kafka_to_kafka_killed_ten_times_loses_nothing() {
 /// `-G` keeps state per partition, exact only when every record is keyed by its state key.
 /// On a topic keyed by event id, `window -G` by merchant and `dedupe -G` by another field stop
 /// at the first record (exit 3), naming its position, both keys and the remedy, and write no
-/// row; on the same records keyed by merchant, `window -G` gives one process's rows.
+/// row nor make a changelog topic; on the same records keyed by merchant, `window -G` gives
+/// one process's rows.
 #[test]
 fn group_members_refuse_a_topic_not_keyed_by_their_state_key() {
     let Some(b) = broker() else { return };
@@ -2366,6 +2367,11 @@ fn group_members_refuse_a_topic_not_keyed_by_their_state_key() {
         "",
         "no row is written"
     );
+    // Refused before its first save: no changelog topic was made for it.
+    let changelog = format!("g-{by_id}-window-changelog");
+    let listed = b.kcat().args(["-L", "-t", &changelog]).output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains("Unknown topic"), "{changelog}: {listed}");
     let dedupe = weir()
         .args(["dedupe", &b.url(&by_id), "-G", &format!("d-{by_id}")])
         .args(["--from", "beginning", "-e", "--id", "value.m", "-q"])
@@ -2381,6 +2387,14 @@ fn group_members_refuse_a_topic_not_keyed_by_their_state_key() {
     let grouped = dir.path().join("grouped.ndjson");
     let out = window(&by_merchant, &format!("g-{by_merchant}"), &grouped);
     assert!(out.status.success(), "{out:?}");
+    // Its first save made its changelog (so the name looked for above is the right one).
+    let changelog = format!("g-{by_merchant}-window-changelog");
+    let listed = b.kcat().args(["-L", "-t", &changelog]).output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("with 4 partitions"),
+        "{changelog}: {listed}"
+    );
     let one = weir()
         .args(["window", &b.url(&by_merchant), "--from", "beginning", "-e"])
         .args([

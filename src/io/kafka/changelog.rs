@@ -61,14 +61,19 @@ pub struct Changelog {
     job: String,
     spec: KafkaSpec,
     client: ClientOptions,
-    sink: Mutex<KafkaSink>,
+    /// `None` until the topic exists: it is created by the first write, so that a run
+    /// refused before it saves anything (a topic not keyed by the state key) leaves none.
+    sink: Mutex<Option<KafkaSink>>,
+    /// The input's partition count, the least the topic may have.
+    partitions: usize,
     /// Per partition, the part keys that the next head makes stale.
     stale: Mutex<HashMap<i32, Vec<String>>>,
 }
 
 impl Changelog {
-    /// Opens the changelog `topic` of `job`, creating it (compacted, `partitions` partitions)
-    /// when the cluster lacks it. One with fewer partitions than the input is refused.
+    /// Opens the changelog `topic` of `job`; the first write creates it (compacted,
+    /// `partitions` partitions) when the cluster lacks it. One with fewer partitions than the
+    /// input is refused.
     pub fn open(
         spec: &KafkaSpec,
         client: &ClientOptions,
@@ -76,9 +81,13 @@ impl Changelog {
         job: &str,
         partitions: usize,
     ) -> Result<Changelog> {
-        ensure_topic(spec, client, topic, partitions)?;
         let mut at = spec.clone();
         at.topic = Some(topic.to_string());
+        let sink = match topic::partitions(spec, client, topic)? {
+            Some(n) if n < partitions => return Err(too_few(topic, n, partitions)),
+            Some(_) => Some(KafkaSink::open(&at, client)?),
+            None => None,
+        };
         Ok(Changelog {
             topic: topic.to_string(),
             // The weir version too, as a checkpoint file has it: another version's state may
@@ -86,7 +95,8 @@ impl Changelog {
             job: format!("weir {}: {job}", env!("CARGO_PKG_VERSION")),
             spec: at.clone(),
             client: client.clone(),
-            sink: Mutex::new(KafkaSink::open(&at, client)?),
+            sink: Mutex::new(sink),
+            partitions,
             stale: Mutex::new(HashMap::new()),
         })
     }
@@ -98,6 +108,11 @@ impl Changelog {
             return Ok(());
         }
         let mut sink = self.sink.lock().expect("not poisoned");
+        if sink.is_none() {
+            ensure_topic(&self.spec, &self.client, &self.topic, self.partitions)?;
+            *sink = Some(KafkaSink::open(&self.spec, &self.client)?);
+        }
+        let sink = sink.as_mut().expect("opened above");
         let job = [(JOB_HEADER, Some(self.job.as_bytes()))];
         let mut heads = Vec::with_capacity(states.len());
         let mut made_stale = Vec::new();
@@ -115,7 +130,7 @@ impl Changelog {
             } else {
                 for (i, part) in s.state.chunks(PART_BYTES).enumerate() {
                     let key = format!("{p}/{stamp}/{i}");
-                    send(&mut sink, p, &key, Some(part), &job)?;
+                    send(sink, p, &key, Some(part), &job)?;
                     made_stale.push((p, key));
                     head.parts += 1;
                 }
@@ -125,13 +140,13 @@ impl Changelog {
         // The parts are delivered before a head names them.
         sink.flush()?;
         for (p, head) in &heads {
-            send(&mut sink, *p, &p.to_string(), Some(head), &job)?;
+            send(sink, *p, &p.to_string(), Some(head), &job)?;
         }
         sink.flush()?;
         let mut stale = self.stale.lock().expect("not poisoned");
         for s in states {
             for key in stale.remove(&s.partition).unwrap_or_default() {
-                send(&mut sink, s.partition, &key, None, &job)?;
+                send(sink, s.partition, &key, None, &job)?;
             }
         }
         for (p, key) in made_stale {
@@ -142,7 +157,7 @@ impl Changelog {
 
     /// The saved state of each of these partitions that has one.
     pub fn read(&self, partitions: &[i32]) -> Result<Vec<PartitionState>> {
-        if partitions.is_empty() {
+        if partitions.is_empty() || !self.exists()? {
             return Ok(Vec::new());
         }
         let records = self.read_records(partitions)?;
@@ -183,6 +198,18 @@ impl Changelog {
             });
         }
         Ok(states)
+    }
+
+    /// Whether the topic exists yet: this member has written it, or another member has (a
+    /// topic that another created with too few partitions is refused).
+    fn exists(&self) -> Result<bool> {
+        if self.sink.lock().expect("not poisoned").is_some() {
+            return Ok(true);
+        }
+        match topic::partitions(&self.spec, &self.client, &self.topic)? {
+            Some(n) if n < self.partitions => Err(too_few(&self.topic, n, self.partitions)),
+            found => Ok(found.is_some()),
+        }
     }
 
     fn damaged(&self, partition: i32, why: &str) -> Error {
@@ -349,9 +376,13 @@ fn ensure_topic(
 ) -> Result<()> {
     let count = topic::ensure(spec, client, topic, partitions, Cleanup::Compact)?;
     if count < partitions {
-        return Err(Error::Usage(format!(
-            "the changelog topic '{topic}' has {count} partitions, fewer than the input's {partitions}"
-        )));
+        return Err(too_few(topic, count, partitions));
     }
     Ok(())
+}
+
+fn too_few(topic: &str, count: usize, partitions: usize) -> Error {
+    Error::Usage(format!(
+        "the changelog topic '{topic}' has {count} partitions, fewer than the input's {partitions}"
+    ))
 }

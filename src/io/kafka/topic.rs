@@ -76,6 +76,15 @@ pub fn ensure(
     }
 }
 
+/// How many partitions `topic` has, if the cluster has it; creates nothing.
+pub fn partitions(spec: &KafkaSpec, client: &ClientOptions, topic: &str) -> Result<Option<usize>> {
+    let admin: AdminClient<DefaultClientContext> = client
+        .config(spec)
+        .create()
+        .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+    partitions_of(&admin, spec, topic, client.timeout)
+}
+
 /// How many partitions `topic` has, if the cluster has it.
 fn partitions_of(
     admin: &AdminClient<DefaultClientContext>,
