@@ -1241,6 +1241,7 @@ be checked are said on stderr each time.";
 /// Consumer lag in messages and in time, with thresholds for scripts.
 #[derive(Debug, Args)]
 #[command(after_help = LAG_AFTER_HELP)]
+#[command(group(clap::ArgGroup::new("threshold").multiple(true).args(["max_lag", "max_messages"])))]
 pub struct LagArgs {
     /// kafka://HOST:PORT[,HOST:PORT][/TOPIC]: the cluster (port 9092 if left out), and
     /// optionally one topic; or kinesis://STREAM (or the stream's ARN).
@@ -1282,7 +1283,7 @@ pub struct LagArgs {
     pub groups: Vec<String>,
 
     /// Every consumer group the cluster lists.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["groups", "group_pattern"])]
     pub all_groups: bool,
 
     /// The listed groups whose names match this regular expression.
@@ -1302,7 +1303,7 @@ pub struct LagArgs {
     pub max_messages: Option<i64>,
 
     /// What --max-messages applies to: a group's sum over a topic, or each partition.
-    #[arg(long, value_enum, default_value = "group")]
+    #[arg(long, value_enum, default_value = "group", requires = "threshold")]
     pub per: crate::core::lag::Scope,
 
     /// Repeat every D: redraw on a terminal, append into a pipe or file. Stop with Ctrl-C.

@@ -704,6 +704,28 @@ fn flags_that_would_mean_something_else_are_refused_with_the_likely_meaning() {
         "beginning",
     ];
     leaves_files_as_they_were(&args, 2, "--from end comes after --to beginning");
+    // lag: --per without a threshold to apply it to, --all-groups beside named groups.
+    for (args, message) in [
+        (
+            &["--group", "g", "--per", "partition"][..],
+            "--max-lag <D>|--max-messages <N>",
+        ),
+        (
+            &["--group", "g", "--all-groups"][..],
+            "cannot be used with '--all-groups'",
+        ),
+    ] {
+        let out = weir()
+            .args(["lag", "kafka://127.0.0.1:1"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(message),
+            "{out:?}"
+        );
+    }
 }
 
 /// With no SOURCE and a terminal on stdin, weir reads the terminal (as `cat` and `jq` do)
