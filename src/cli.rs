@@ -564,23 +564,29 @@ pub struct ReportArgs {
     pub quiet: bool,
 }
 
-const CONSUME_SHORT_HELP: &str = "\
-Examples:
+/// The examples `weir consume -h` shows, which open its `--help` too.
+macro_rules! consume_first_examples {
+    () => {
+        "Examples:
   # Records with event time in a range, to a file:
   weir consume fixtures/checkouts.ndjson --time occurred_at \\
     --from 2026-11-28T12:00:00Z --to 2026-11-28T12:05:00Z -o recent.ndjson
+"
+    };
+}
 
+const CONSUME_SHORT_HELP: &str = concat!(
+    consume_first_examples!(),
+    "
   # The last hour of a topic as envelopes, up to the end offsets at start:
   weir consume kafka://localhost:9092/checkouts --from -1h -e -J -o capture.ndjson.zst
 
-More examples, the Kafka, Kinesis, schema and checkpoint options: weir consume --help";
+More examples, the Kafka, Kinesis, schema and checkpoint options: weir consume --help"
+);
 
-const CONSUME_AFTER_HELP: &str = "\
-Examples:
-  # Records with event time in a range, to a file:
-  weir consume fixtures/checkouts.ndjson --time occurred_at \\
-    --from 2026-11-28T12:00:00Z --to 2026-11-28T12:05:00Z -o recent.ndjson
-
+const CONSUME_AFTER_HELP: &str = concat!(
+    consume_first_examples!(),
+    "
   # The first 3 valid records; bad lines counted and kept aside:
   weir consume fixtures/bad.ndjson -n 3 --dead-letter bad-lines.ndjson
 
@@ -607,7 +613,8 @@ Examples:
   weir consume kafka://localhost:9092/checkouts -G audit -X session.timeout.ms=10000
 
   # As one of several instances sharing a stream's shards (leases in DynamoDB table 'audit'):
-  weir consume kinesis://orders -G audit -o orders-$HOSTNAME.ndjson";
+  weir consume kinesis://orders -G audit -o orders-$HOSTNAME.ndjson"
+);
 
 /// Read records from a source and write them to a sink, unchanged.
 ///
@@ -657,22 +664,28 @@ pub struct ConsumeArgs {
     pub report: ReportArgs,
 }
 
-const WINDOW_SHORT_HELP: &str = "\
-Examples:
-  # Failed checkouts per merchant per minute of event time, stragglers up to 10m counted:
-  weir window fixtures/checkouts.ndjson --where 'status == \"failed\"' --time occurred_at \\
-    --key merchant_id --tumbling 1m --delay 10m --count --sum amount --late-output late.ndjson
-
-More examples, the output's columns, the Kafka, Kinesis, schema and group options:
-weir window --help";
-
-const WINDOW_AFTER_HELP: &str = "\
-Examples:
+/// The examples `weir window -h` shows, which open its `--help` too.
+macro_rules! window_first_examples {
+    () => {
+        "Examples:
   # Failed checkouts per merchant per minute of event time, waiting up to 10 minutes for
   # stragglers; a checkout later than that is counted late and kept aside:
   weir window fixtures/checkouts.ndjson --where 'status == \"failed\"' --time occurred_at \\
     --key merchant_id --tumbling 1m --delay 10m --count --sum amount --late-output late.ndjson
+"
+    };
+}
 
+const WINDOW_SHORT_HELP: &str = concat!(
+    window_first_examples!(),
+    "
+More examples, the output's columns, the Kafka, Kinesis, schema and group options:
+weir window --help"
+);
+
+const WINDOW_AFTER_HELP: &str = concat!(
+    window_first_examples!(),
+    "
   # --where takes exact decimals, and, or, not, in, =~ and time(); all checkouts of 100 or
   # more from the web or iOS:
   weir window fixtures/checkouts.ndjson --time occurred_at --key merchant_id \\
@@ -711,7 +724,8 @@ On a Kinesis stream, -G APP shares the shards through APP's DynamoDB lease table
 each shard's windows in --state-store; the stream must be keyed by --key (else exit 2), and
 a split or merge hands each child its parents' windows of its keys:
   weir window kinesis://checkouts -G billing --state-store s3://my-bucket/weir \\
-    --time value.ts --key value.merchant_id --tumbling 1m --delay 10m --count";
+    --time value.ts --key value.merchant_id --tumbling 1m --delay 10m --count"
+);
 
 /// Aggregate events per key per event-time window, with watermarks and a late-data policy.
 ///
@@ -853,18 +867,25 @@ pub struct WindowArgs {
     pub report: ReportArgs,
 }
 
-const DEDUPE_SHORT_HELP: &str = "\
-Examples:
+/// The examples `weir dedupe -h` shows, which open its `--help` too.
+macro_rules! dedupe_first_examples {
+    () => {
+        "Examples:
   # Drop redeliveries: the first of each event_id within an hour of event time passes:
   weir dedupe fixtures/checkouts.ndjson --id event_id --time occurred_at --horizon 1h
+"
+    };
+}
 
-More examples, the Kafka, Kinesis, schema and group options: weir dedupe --help";
+const DEDUPE_SHORT_HELP: &str = concat!(
+    dedupe_first_examples!(),
+    "
+More examples, the Kafka, Kinesis, schema and group options: weir dedupe --help"
+);
 
-const DEDUPE_AFTER_HELP: &str = "\
-Examples:
-  # Drop redeliveries: the first of each event_id within an hour of event time passes:
-  weir dedupe fixtures/checkouts.ndjson --id event_id --time occurred_at --horizon 1h
-
+const DEDUPE_AFTER_HELP: &str = concat!(
+    dedupe_first_examples!(),
+    "
   # Composite ids, a processing-time horizon, the dropped repeats kept aside:
   weir consume kafka://localhost:9092/orders -e | weir dedupe --id order_id --id line \\
     --horizon 10m --horizon-by arrival --duplicates dups.ndjson
@@ -888,7 +909,8 @@ also holds one record per remembered id.
 With -G each member remembers the ids of its partitions, which is exact only when every
 record of an id is in one partition: each record's message key must spell its --id value (as
 window's --key). The first record that does not stops the run (exit 3); --repartition
-shuffles the records by --id through GROUP-dedupe-repartition first, as window's does.";
+shuffles the records by --id through GROUP-dedupe-repartition first, as window's does."
+);
 
 /// Drop repeated records: keep the first (or last) of each id within a horizon, with bounded memory.
 ///
@@ -974,8 +996,10 @@ pub enum HorizonBy {
     Arrival,
 }
 
-const PROFILE_SHORT_HELP: &str = "\
-Examples:
+/// The examples `weir watermark-profile -h` shows, which open its `--help` too.
+macro_rules! profile_first_examples {
+    () => {
+        "Examples:
   # How late do checkouts arrive, per client type, and what delay covers 99.9% of them?
   weir watermark-profile fixtures/checkouts.ndjson --time occurred_at \\
     --arrival arrived_at --by client
@@ -983,19 +1007,19 @@ Examples:
   # Exactly what `window --tumbling 1m` would count late with each delay:
   weir watermark-profile fixtures/checkouts.ndjson --time occurred_at --tumbling 1m \\
     --delay 10s,1m,10m
+"
+    };
+}
 
-More examples and the Kafka, Kinesis, schema and group options: weir watermark-profile --help";
+const PROFILE_SHORT_HELP: &str = concat!(
+    profile_first_examples!(),
+    "
+More examples and the Kafka, Kinesis, schema and group options: weir watermark-profile --help"
+);
 
-const PROFILE_AFTER_HELP: &str = "\
-Examples:
-  # How late do checkouts arrive, per client type, and what delay covers 99.9% of them?
-  weir watermark-profile fixtures/checkouts.ndjson --time occurred_at \\
-    --arrival arrived_at --by client
-
-  # Exactly what `window --tumbling 1m` would count late with each delay:
-  weir watermark-profile fixtures/checkouts.ndjson --time occurred_at --tumbling 1m \\
-    --delay 10s,1m,10m
-
+const PROFILE_AFTER_HELP: &str = concat!(
+    profile_first_examples!(),
+    "
   # The late share of a 10-second delay per minute of event time, as JSON, and a picture:
   weir watermark-profile events.ndjson --time ts --arrival received_at --delay 10s \\
     --bucket 1m --format json --plot lateness.svg > profile.json
@@ -1019,7 +1043,8 @@ the lateness histogram on a log-scale axis with the recommended delays dashed, a
 share per bucket on a linear event-time axis (a bucket without records is a gap; jumps red).
 
 With -G each member profiles the partitions it owns, each apart, and the profiles merge
-exactly: unlike window and dedupe, watermark-profile needs no topic keyed by any field.";
+exactly: unlike window and dedupe, watermark-profile needs no topic keyed by any field."
+);
 
 /// Measure how late events arrive and recommend a watermark delay.
 ///
@@ -1140,18 +1165,25 @@ pub fn positive_duration_ms(s: &str) -> Result<Millis, String> {
     }
 }
 
-const REPLAY_SHORT_HELP: &str = "\
-Examples:
+/// The examples `weir replay -h` shows, which open its `--help` too.
+macro_rules! replay_first_examples {
+    () => {
+        "Examples:
   # Put an envelope file (from consume -J) back on a topic: keys, headers, timestamps restored:
   weir replay -J capture.ndjson.zst -o kafka://localhost:9092/checkouts --rate 5000/s
+"
+    };
+}
 
-More examples and the Kafka, Kinesis and schema options: weir replay --help";
+const REPLAY_SHORT_HELP: &str = concat!(
+    replay_first_examples!(),
+    "
+More examples and the Kafka, Kinesis and schema options: weir replay --help"
+);
 
-const REPLAY_AFTER_HELP: &str = "\
-Examples:
-  # Put an envelope file (from consume -J) back on a topic: keys, headers, timestamps restored:
-  weir replay -J capture.ndjson.zst -o kafka://localhost:9092/checkouts --rate 5000/s
-
+const REPLAY_AFTER_HELP: &str = concat!(
+    replay_first_examples!(),
+    "
   # Copy the last hour of a topic to another at ten times the original pace:
   weir replay kafka://localhost:9092/checkouts --from -1h -e \\
     -o kafka://localhost:9092/copy --speed 10x
@@ -1160,7 +1192,8 @@ Examples:
   weir replay events.ndjson -o kafka://localhost:9092/events --key merchant_id --dry-run
 
   # A day-long paced replay that can be stopped and started again, keeping its pace:
-  weir replay -J day.ndjson -o kafka://localhost:9092/load --speed 1x --checkpoint day.ckpt";
+  weir replay -J day.ndjson -o kafka://localhost:9092/load --speed 1x --checkpoint day.ckpt"
+);
 
 /// Re-read a range of records into a sink, at a controlled rate.
 ///
