@@ -92,12 +92,7 @@ impl TableWriter {
             }
             TableWriter::Csv { cells, .. } => {
                 let mut cells = std::mem::take(cells);
-                cells.clear();
-                row.fill(&mut cells);
-                if marks {
-                    cells.put_missing("update", Cell::Bool(false));
-                    cells.put_missing("retract", Cell::Bool(false));
-                }
+                cells.fill_from(row, marks);
                 let written = self.write_csv_row(&cells);
                 if let TableWriter::Csv { cells: kept, .. } = self {
                     *kept = cells;
@@ -116,58 +111,52 @@ impl TableWriter {
         if columns.is_some() {
             return Ok(());
         }
+        // The first row's header is the one `write_csv_row` writes; the row itself is not.
         let mut cells = std::mem::take(cells);
-        cells.clear();
-        row.fill(&mut cells);
-        if marks {
-            cells.put_missing("update", Cell::Bool(false));
-            cells.put_missing("retract", Cell::Bool(false));
+        cells.fill_from(row, marks);
+        let header = self.write_csv_header(&cells);
+        if let TableWriter::Csv { cells: kept, .. } = self {
+            *kept = cells;
         }
-        let header: Vec<String> = cells.cells.iter().map(|(n, _)| n.clone()).collect();
+        header
+    }
+
+    /// Writes the CSV header, the names of `row`'s cells, unless it is written already: the
+    /// first row fixes the columns.
+    fn write_csv_header(&mut self, row: &CsvRow) -> Result<()> {
         let TableWriter::Csv {
             out, columns, name, ..
         } = self
         else {
-            unreachable!("matched above")
+            unreachable!("NDJSON has no header")
         };
-        out.write_record(&header)
-            .map_err(|e| Error::Unreachable(format!("cannot write CSV to {name}: {e}")))?;
-        *columns = Some(header);
+        if columns.is_none() {
+            let header: Vec<String> = row.cells.iter().map(|(n, _)| n.clone()).collect();
+            out.write_record(&header).map_err(|e| csv_error(name, e))?;
+            *columns = Some(header);
+        }
         Ok(())
     }
 
-    /// Writes one CSV row.
+    /// Writes one CSV row, after the header if it is the first.
     fn write_csv_row(&mut self, row: &CsvRow) -> Result<()> {
-        match self {
-            TableWriter::Ndjson { .. } => unreachable!("NDJSON rows are written as lines"),
-            TableWriter::Csv {
-                out,
-                columns,
-                name,
-                line_buffered,
-                ..
-            } => {
-                let csv_err = |e: csv::Error| match e.into_kind() {
-                    csv::ErrorKind::Io(e) => Error::write(name, e),
-                    other => Error::Unreachable(format!("cannot write CSV to {name}: {other:?}")),
-                };
-                let columns = match columns {
-                    Some(c) => c,
-                    None => {
-                        let header: Vec<String> =
-                            row.cells.iter().map(|(n, _)| n.clone()).collect();
-                        out.write_record(&header).map_err(csv_err)?;
-                        columns.insert(header)
-                    }
-                };
-                let cells = columns.iter().map(|c| row.get(c).unwrap_or(""));
-                out.write_record(cells).map_err(csv_err)?;
-                if *line_buffered {
-                    out.flush().map_err(|e| Error::write(name, e))?;
-                }
-                Ok(())
-            }
+        self.write_csv_header(row)?;
+        let TableWriter::Csv {
+            out,
+            columns: Some(columns),
+            name,
+            line_buffered,
+            ..
+        } = self
+        else {
+            unreachable!("a CSV writer with its header written")
+        };
+        let cells = columns.iter().map(|c| row.get(c).unwrap_or(""));
+        out.write_record(cells).map_err(|e| csv_error(name, e))?;
+        if *line_buffered {
+            out.flush().map_err(|e| Error::write(name, e))?;
         }
+        Ok(())
     }
 
     /// Flushes and syncs a file's rows; its path and length, for a checkpoint.
@@ -247,9 +236,28 @@ pub struct CsvRow {
     cells: Vec<(String, String)>,
 }
 
+/// A CSV write's failure: a closed pipe or full disk as any write's, else the csv crate's.
+fn csv_error(name: &str, e: csv::Error) -> Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => Error::write(name, e),
+        other => Error::Unreachable(format!("cannot write CSV to {name}: {other:?}")),
+    }
+}
+
 impl CsvRow {
     pub fn clear(&mut self) {
         self.cells.clear();
+    }
+
+    /// The cells of `row`, and, where rows can be updates or retractions (`marks`), both
+    /// marks: CSV columns come from the first row, so every row carries them.
+    fn fill_from(&mut self, row: &impl ToColumns, marks: bool) {
+        self.clear();
+        row.fill(self);
+        if marks {
+            self.put_missing("update", Cell::Bool(false));
+            self.put_missing("retract", Cell::Bool(false));
+        }
     }
 
     fn get(&self, name: &str) -> Option<&str> {
