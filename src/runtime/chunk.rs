@@ -618,28 +618,32 @@ pub struct FieldsSeen {
 const SAMPLE_BYTES: usize = 64 * 1024;
 
 impl FieldsSeen {
-    /// Notes the fields each record of `chunk` has.
+    /// Notes the fields the records of `chunk` have. Only the fields not seen yet are looked
+    /// at, and the look stops once every field is seen: in a run where they all turn up, this
+    /// costs the first records, not each one.
     pub fn tally(&mut self, chunk: &Chunk) {
         let p = &chunk.prepared;
         if p.width == 0 {
             return;
         }
         self.seen.resize(p.width, false);
-        if self.seen.iter().all(|s| *s) && self.sample.is_some() {
-            return;
-        }
+        let mut unseen: Vec<usize> = (0..p.width).filter(|&i| !self.seen[i]).collect();
         for info in &p.lines {
+            if unseen.is_empty() && self.sample.is_some() {
+                break;
+            }
             let Status::Record(at) = info.status else {
                 continue;
             };
             let spans = &p.spans[at as usize..at as usize + p.width];
-            for (seen, span) in self.seen.iter_mut().zip(spans) {
-                *seen |= span.is_some();
-            }
+            unseen.retain(|&i| spans[i].is_none());
             if self.sample.is_none() && ((info.end - info.start) as usize) < SAMPLE_BYTES {
                 let line = &chunk.data[info.start as usize..info.end as usize];
                 self.sample = Some(String::from_utf8_lossy(line).into_owned());
             }
+        }
+        for (i, seen) in self.seen.iter_mut().enumerate() {
+            *seen = !unseen.contains(&i);
         }
     }
 }
