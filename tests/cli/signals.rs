@@ -16,6 +16,14 @@ fn spawn_live(command: &mut Command) -> Child {
         .unwrap()
 }
 
+/// Everything `child` wrote to its piped stderr, once it has ended.
+fn stderr_of(child: &mut Child) -> String {
+    let mut err = String::new();
+    let stderr = child.stderr.as_mut().expect("stderr piped");
+    stderr.read_to_string(&mut err).unwrap();
+    err
+}
+
 fn stops_cleanly_on(signal: &str) {
     let mut child = spawn_live(weir_std().arg("consume"));
     let mut stdin = child.stdin.take().unwrap();
@@ -44,13 +52,7 @@ fn stops_cleanly_on(signal: &str) {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("weir consume: read 2, written 2"), "{err}");
     assert!(err.contains("weir: stopped by a signal"), "{err}");
@@ -156,13 +158,7 @@ fn replay_stops_in_the_middle_of_a_pace_wait() {
     assert_eq!(code, Some(130));
     assert!(took < Duration::from_millis(100), "took {took:?}");
     assert_eq!(std::fs::read_to_string(&output).unwrap(), "{\"n\":0}\n");
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     // The record it waited for was not taken: the run stopped before it (a run restored
     // from a checkpoint taken there reads it, and counts it, then).
     assert!(err.contains("read 1, written 1"), "{err}");
@@ -345,13 +341,7 @@ fn a_signal_repeated_at_once_is_one_request_for_a_clean_stop() {
         stdin.flush().unwrap();
         // stdin stays open: weir is waiting for input when the signals come.
         let status = child.wait().unwrap();
-        let mut err = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
+        let err = stderr_of(&mut child);
         assert_eq!(status.code(), Some(130), "{signal}: {err}");
         match quiet {
             false => assert!(err.contains("weir window: read 100"), "{signal}: {err}"),
