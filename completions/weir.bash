@@ -933,7 +933,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__watermark__subcmd__profile)
-            opts="-o -e -G -r -I -X -F -q -h -V --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --tumbling --hop --slide --offset --allowed-lateness --output --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --stats --quiet --help --version"
+            opts="-o -e -G -r -I -X -F -q -h -V --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --tumbling --hop --slide --session --key --offset --allowed-lateness --max-open-windows --output --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -991,11 +991,23 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --offset)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --allowed-lateness)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-open-windows)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

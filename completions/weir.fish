@@ -178,8 +178,11 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l plot -d 
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l tumbling -d 'Count late records as `window --tumbling SIZE` would, with the same --delay' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l hop -d 'Count late records as `window --hop SIZE --slide SLIDE` would' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l slide -d 'The step between hopping windows, as window\'s --slide' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l session -d 'Count late records as `window --session GAP` would (with its --key): the window runs once per delay, so the recommendations are the smallest of the delays tried' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l key -d 'As window\'s --key, with --session (repeatable; without it, one global key)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l offset -d 'Shift window starts by D, as window\'s --offset' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l allowed-lateness -d 'As window\'s --allowed-lateness' -r
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l max-open-windows -d 'As window\'s --max-open-windows, with --session (per delay tried)' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s o -l output -d 'Sink: - (stdout) or a file path' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l on-error -d 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given' -r -f -a "fail\t'Stop at the first bad record, exit 3'
 skip\t'Count the bad record (and dead-letter it) and go on'"

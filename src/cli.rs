@@ -1109,6 +1109,20 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "SLIDE", requires = "hop", conflicts_with = "tumbling", value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
     pub slide: Option<Millis>,
 
+    /// Count late records as `window --session GAP` would (with its --key): the window runs
+    /// once per delay, so the recommendations are the smallest of the delays tried.
+    #[arg(long, value_name = "GAP", conflicts_with_all = ["tumbling", "hop"], value_parser = positive_duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
+    pub session: Option<Millis>,
+
+    /// As window's --key, with --session (repeatable; without it, one global key).
+    #[arg(
+        long = "key",
+        value_name = "FIELD",
+        requires = "session",
+        help_heading = "Predicting a window"
+    )]
+    pub keys: Vec<FieldPath>,
+
     /// Shift window starts by D, as window's --offset.
     #[arg(long, value_name = "D", default_value = "0", value_parser = signed_duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
     pub offset: Millis,
@@ -1116,6 +1130,10 @@ pub struct ProfileArgs {
     /// As window's --allowed-lateness.
     #[arg(long, value_name = "L", default_value = "0", value_parser = duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
     pub allowed_lateness: Millis,
+
+    /// As window's --max-open-windows, with --session (per delay tried).
+    #[arg(long, value_name = "N", default_value = "5000000", value_parser = state_bound, requires = "session", help_heading = "Predicting a window")]
+    pub max_open_windows: usize,
 
     /// Sink: - (stdout) or a file path.
     #[arg(short, long, value_name = "SINK", default_value = "-")]

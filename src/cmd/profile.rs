@@ -16,7 +16,7 @@ use crate::core::record::{Extractor, FieldList, FieldPath, Scalar};
 use crate::core::saved;
 use crate::core::time::{human_duration, now_millis, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, MAX_PARTITIONS};
-use crate::core::window::WindowKind;
+use crate::core::window::{TooManyWindows, WindowKind, KEY_SEPARATOR};
 use crate::error::{Error, Fault, Result};
 use crate::io::input::InputPlan;
 use crate::io::sink::{LineSink, SinkPlan};
@@ -42,6 +42,7 @@ struct Profiling {
     per_partition: bool,
     reading: Reading,
     shown: Shown,
+    max_open_windows: usize,
 }
 
 /// What makes a checkpoint this job's.
@@ -74,8 +75,22 @@ fn window_rule(args: &ProfileArgs) -> Result<Option<(WindowRule, String)>> {
                 format!("--hop {} --slide {}", human_duration(size), human_duration(slide)),
             )
         }
+        _ if args.session.is_some() && offset != 0 => {
+            return Err(Error::Usage(
+                "--offset has no effect with --session: sessions start at their first event"
+                    .into(),
+            ))
+        }
+        (None, None, None) if args.session.is_some() => {
+            let gap = args.session.unwrap_or_default();
+            let keys: Vec<String> = args.keys.iter().map(|k| format!(" --key {k}")).collect();
+            (
+                WindowKind::Session { gap },
+                format!("--session {}{}", human_duration(gap), keys.concat()),
+            )
+        }
         _ if offset != 0 || args.allowed_lateness != 0 => {
-            return Err(Error::Usage("--offset and --allowed-lateness shape a window: give --tumbling SIZE or --hop SIZE --slide S with them".into()))
+            return Err(Error::Usage("--offset and --allowed-lateness shape a window: give --tumbling SIZE, --hop SIZE --slide S or --session GAP with them".into()))
         }
         _ => return Ok(None),
     };
@@ -93,6 +108,7 @@ fn window_rule(args: &ProfileArgs) -> Result<Option<(WindowRule, String)>> {
     let rule = WindowRule {
         kind,
         allowed_lateness: args.allowed_lateness,
+        max_open_windows: args.max_open_windows,
     };
     Ok(Some((rule, flags)))
 }
@@ -104,6 +120,13 @@ struct Reading {
     arrival_at: Option<usize>,
     by_at: Option<usize>,
     partition_at: Option<usize>,
+    /// An envelope's count of its source's partitions.
+    count_at: Option<usize>,
+    /// The partitions are the source's own, which it names as it assigns them.
+    by_source: bool,
+    /// The --key fields (with --session), `keys` of them from this index.
+    keys_at: usize,
+    keys: usize,
 }
 
 /// How the report is shown: its groups' name, its format, the plot.
@@ -132,6 +155,8 @@ impl Profiling {
         let arrival_at = fields.add_some(arrival);
         let by_at = fields.add_some(args.by.clone());
         let partition_at = fields.add_some(parts.field);
+        let count_at = fields.add_some_internal(parts.count.clone());
+        let keys_at = fields.add_all(args.keys.iter().cloned());
         let select = plan::selection(&args.input.conditions, &args.time.time_format, &mut fields)?;
         if args.checkpoint.checkpoint.is_some() && arrival_at.is_none() {
             return Err(Error::Usage(
@@ -161,12 +186,17 @@ impl Profiling {
             .predicting(window.map(|w| w.0)),
             window: flags,
             per_partition: parts.per_partition,
+            max_open_windows: args.max_open_windows,
             reading: Reading {
                 extractor: extractor.clone(),
                 time_format: args.time.time_format.clone(),
                 arrival_at,
                 by_at,
                 partition_at,
+                count_at,
+                by_source: parts.by_source,
+                keys_at,
+                keys: args.keys.len(),
             },
             shown: Shown {
                 by: args.by.clone(),
@@ -207,6 +237,8 @@ impl Command for Profiling {
             reading: self.reading,
             partitions,
             read_time: 0,
+            key: String::new(),
+            max_open_windows: self.max_open_windows,
             out: ReportOut {
                 sink,
                 shown: self.shown,
@@ -263,6 +295,9 @@ struct ProfileStep {
     /// Read time (the arrival time without --arrival), once per batch of records.
     read_time: Millis,
     out: ReportOut,
+    /// Several --key fields' texts joined, reused from record to record.
+    key: String,
+    max_open_windows: usize,
 }
 
 impl RecordStep for ProfileStep {
@@ -294,12 +329,32 @@ impl RecordStep for ProfileStep {
             Some(_) => line.field(i).unwrap_or("null").to_string(),
             None => "(missing)".to_string(),
         });
-        (self.tasks.active).record(group.as_deref(), event, arrival, partition);
+        if let Some(n) = plan::partition_count(line, r.count_at) {
+            self.tasks.active.expect(n);
+        }
+        let key = key_text(line, r, &mut self.key)?;
+        let record = (self.tasks.active).record((group.as_deref(), key), event, arrival, partition);
+        record.map_err(|TooManyWindows| {
+            Fault::Fatal(Error::BadInput {
+                position: line.position().to_string(),
+                reason: format!(
+                    "more than {} open sessions for one of the delays tried (--max-open-windows); raise it",
+                    self.max_open_windows
+                ),
+            })
+        })?;
         Ok(Flow::Continue)
     }
 
     fn idle(&mut self) -> Result<()> {
         Ok(())
+    }
+
+    fn assigned(&mut self, partitions: &[String]) {
+        if self.reading.by_source {
+            let ids = self.partitions.ids_of(partitions);
+            self.tasks.active.assign(&ids);
+        }
     }
 
     fn partition_states(&mut self) -> Option<&mut dyn PartitionStates> {
@@ -329,6 +384,23 @@ impl RecordStep for ProfileStep {
         }
         ended
     }
+}
+
+/// A record's --key text as window makes it: one field's JSON text, several joined by
+/// `KEY_SEPARATOR`; empty without --key (one global key).
+fn key_text<'a>(line: &'a Line<'_>, r: &Reading, joined: &'a mut String) -> Result<&'a str, Fault> {
+    let x = &*r.extractor;
+    if r.keys == 1 {
+        return Ok(line.require(r.keys_at, x)?);
+    }
+    joined.clear();
+    for i in r.keys_at..r.keys_at + r.keys {
+        if i > r.keys_at {
+            joined.push(KEY_SEPARATOR);
+        }
+        joined.push_str(line.require(i, x)?);
+    }
+    Ok(joined)
 }
 
 /// What a checkpoint keeps of a profile run.

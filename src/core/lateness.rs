@@ -52,7 +52,9 @@ impl Distribution {
         }
     }
 
-    fn record(&mut self, lateness: Millis, out_of_order: Millis, delays: &[Millis]) {
+    /// Counts a record; it is late for delay `i` when `verdicts` says so, or, without
+    /// verdicts, when its out-of-orderness exceeds the delay.
+    fn record(&mut self, lateness: Millis, out_of_order: Millis, late: Late<'_>) {
         self.count += 1;
         self.min_lateness = self.min_lateness.min(lateness);
         self.max_lateness = self.max_lateness.max(lateness);
@@ -62,10 +64,26 @@ impl Distribution {
         record(&mut self.lateness, lateness.max(0));
         record(&mut self.out_of_order, out_of_order.max(0));
         self.max_out_of_order = self.max_out_of_order.max(out_of_order);
-        for (late, d) in self.late_for.iter_mut().zip(delays) {
-            if out_of_order > *d {
-                *late += 1;
-            }
+        for (i, count) in self.late_for.iter_mut().enumerate() {
+            *count += late.at(i, out_of_order) as u64;
+        }
+    }
+}
+
+/// Whether a record is late for each delay of a profile.
+#[derive(Clone, Copy)]
+pub enum Late<'a> {
+    /// When its measure (out-of-orderness, or a window's closing) exceeds the delay.
+    ByMeasure(&'a [Millis]),
+    /// As a window run with each delay judged it (sessions: `profile_task`).
+    Verdicts(&'a [bool]),
+}
+
+impl Late<'_> {
+    fn at(&self, i: usize, measure: Millis) -> bool {
+        match self {
+            Late::ByMeasure(delays) => measure > delays[i],
+            Late::Verdicts(late) => late[i],
         }
     }
 }
@@ -173,7 +191,10 @@ fn add_recent(drift: &mut BTreeMap<Millis, DriftBucket>, (start, counts): &(Mill
 /// The whole profile, pure: the command feeds it records.
 #[derive(Clone)]
 pub struct Profile {
+    /// The delays late counts are kept for: the `shown` ones asked for, then the ones
+    /// recommendations are chosen among (sessions only; empty otherwise).
     delays: Vec<Millis>,
+    shown: usize,
     targets: Vec<f64>,
     bucket: Millis,
     overall: Distribution,
@@ -193,6 +214,7 @@ impl Profile {
     pub fn new(delays: Vec<Millis>, targets: Vec<f64>, bucket: Millis) -> Profile {
         Profile {
             overall: Distribution::new(delays.len()),
+            shown: delays.len(),
             delays,
             targets,
             bucket: bucket.max(1),
@@ -204,6 +226,7 @@ impl Profile {
         }
     }
 
+    /// Counts a record whose late verdicts follow its measure `out_of_order`.
     pub fn record(
         &mut self,
         group: Option<&str>,
@@ -211,22 +234,46 @@ impl Profile {
         arrival: Millis,
         out_of_order: Millis,
     ) {
+        let delays = std::mem::take(&mut self.delays);
+        self.record_judged(
+            group,
+            (event, arrival),
+            out_of_order,
+            Late::ByMeasure(&delays),
+        );
+        self.delays = delays;
+    }
+
+    /// Counts a record with (event, arrival) `times`, late for each delay as `late` says.
+    pub fn record_judged(
+        &mut self,
+        group: Option<&str>,
+        (event, arrival): (Millis, Millis),
+        out_of_order: Millis,
+        late: Late<'_>,
+    ) {
         let lateness = arrival.saturating_sub(event);
-        self.overall.record(lateness, out_of_order, &self.delays);
+        // Not `self.delays`: `record` lends them out for the call.
+        let delays = self.overall.late_for.len();
+        self.overall.record(lateness, out_of_order, late);
         if let Some(g) = group {
             let room = self.groups.len() < MAX_GROUPS;
             match self.groups.get_mut(g) {
-                Some(d) => d.record(lateness, out_of_order, &self.delays),
+                Some(d) => d.record(lateness, out_of_order, late),
                 None if room => {
-                    let mut d = Distribution::new(self.delays.len());
-                    d.record(lateness, out_of_order, &self.delays);
+                    let mut d = Distribution::new(delays);
+                    d.record(lateness, out_of_order, late);
                     self.groups.insert(g.to_string(), d);
                 }
                 None => self.dropped_groups += 1,
             }
         }
         let start = event - event.rem_euclid(self.bucket);
-        let late = self.delays.first().is_some_and(|d| out_of_order > *d) as u64;
+        let late = (delays > 0 && late.at(0, out_of_order)) as u64;
+        self.count_drift(start, late);
+    }
+
+    fn count_drift(&mut self, start: Millis, late: u64) {
         if let Some((recent, counts)) = &mut self.recent {
             if *recent == start {
                 counts.count += 1;
@@ -363,10 +410,48 @@ impl Profile {
                 .collect(),
             dropped_groups: self.dropped_groups,
             drift_delay_ms: self.delays.first().copied(),
+            delays_tried: self.delays[self.shown..].to_vec(),
             drift_bucket_ms: self.bucket,
             drift,
             dropped_buckets: self.dropped_buckets,
         }
+    }
+
+    /// Delays whose late counts are kept to choose recommendations among, besides the ones
+    /// asked for: where lateness is not one measure per record (sessions), recommendations
+    /// are the smallest of these delays that meet each target.
+    pub fn trying(mut self, delays: &[Millis]) -> Profile {
+        self.delays.extend_from_slice(delays);
+        self.overall = Distribution::new(self.delays.len());
+        self
+    }
+
+    /// The delays late counts are kept for, those asked for first.
+    pub fn delays(&self) -> &[Millis] {
+        &self.delays
+    }
+
+    /// For each target, the smallest delay keeping that share of `d`'s records on time: the
+    /// top of the measure's quantile bucket (a delay rounded down could leave more late), or,
+    /// with delays tried, the smallest of them that does.
+    fn recommended(&self, d: &Distribution) -> Vec<Recommendation> {
+        let tried = self.delays.len() > self.shown;
+        let recommend = |t: f64| {
+            if tried {
+                return smallest_meeting(&self.delays, &d.late_for, d.count, t);
+            }
+            let delay_ms = if d.out_of_order.is_empty() {
+                0
+            } else {
+                (percentile_upper_bound(&d.out_of_order, t) as Millis).min(d.max_out_of_order)
+            };
+            Recommendation {
+                target: t,
+                delay_ms,
+                above_tried: false,
+            }
+        };
+        self.targets.iter().map(|t| recommend(*t)).collect()
     }
 
     fn summary(&self, d: &Distribution) -> Summary {
@@ -396,23 +481,8 @@ impl Profile {
                 0.0
             },
             out_of_order: quantiles(&d.out_of_order, 0, d.max_out_of_order),
-            recommended: self
-                .targets
-                .iter()
-                .map(|t| Recommendation {
-                    target: *t,
-                    // The top of the quantile's bucket: a delay rounded down could leave
-                    // more than the target late.
-                    delay_ms: if d.out_of_order.is_empty() {
-                        0
-                    } else {
-                        (percentile_upper_bound(&d.out_of_order, *t) as Millis)
-                            .min(d.max_out_of_order)
-                    },
-                })
-                .collect(),
-            late_for_delay: self
-                .delays
+            recommended: self.recommended(d),
+            late_for_delay: self.delays[..self.shown]
                 .iter()
                 .zip(&d.late_for)
                 .map(|(delay, late)| LateForDelay {
@@ -427,6 +497,21 @@ impl Profile {
                 .collect(),
             lateness_histogram: log_buckets(&d.lateness),
         }
+    }
+}
+
+/// The smallest of `delays` whose late count keeps `target` percent of `count` records on
+/// time; the largest, marked, when none does.
+fn smallest_meeting(delays: &[Millis], late: &[u64], count: u64, target: f64) -> Recommendation {
+    let allowed = count as f64 * (1.0 - target / 100.0);
+    let meets = (delays.iter().zip(late))
+        .filter(|(_, late)| **late as f64 <= allowed + 1e-9)
+        .map(|(d, _)| *d)
+        .min();
+    Recommendation {
+        target,
+        delay_ms: meets.unwrap_or_else(|| delays.iter().copied().max().unwrap_or(0)),
+        above_tried: meets.is_none(),
     }
 }
 
@@ -463,6 +548,9 @@ pub struct Recommendation {
     /// Share of records to keep on time, in percent.
     pub target: f64,
     pub delay_ms: Millis,
+    /// No delay tried met the target: it needs more than `delay_ms`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub above_tried: bool,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -528,6 +616,10 @@ pub struct Report {
     pub dropped_groups: u64,
     /// The delay the drift series counts lateness for.
     pub drift_delay_ms: Option<Millis>,
+    /// The delays recommendations were chosen among, where lateness is not one measure per
+    /// record (sessions); empty when they are quantiles of the measure.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub delays_tried: Vec<Millis>,
     /// The drift series' event-time bucket.
     pub drift_bucket_ms: Millis,
     pub drift: Vec<DriftRow>,
@@ -538,6 +630,35 @@ pub struct Report {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// With delays tried, each record's verdicts are counted as given (the asked-for delays
+    /// shown, the tried ones not), and a recommendation is the smallest delay, asked for or
+    /// tried, whose late count meets the target; past every one, the largest, marked.
+    #[test]
+    fn tried_delays_recommend_the_smallest_that_meets_the_target() {
+        let mut p = Profile::new(vec![30], vec![50.0, 90.0, 100.0], 1000).trying(&[0, 10, 60]);
+        assert_eq!(p.delays(), &[30, 0, 10, 60]);
+        // Ten records: late at 0 for 6, at 10 for 4, at 30 for 1, at 60 for 1.
+        for i in 0..10 {
+            let late = [i < 1, i < 6, i < 4, i < 1];
+            p.record_judged(None, (i, i), 0, Late::Verdicts(&late));
+        }
+        let r = p.report(0);
+        let shown: Vec<(Millis, u64)> = (r.overall.late_for_delay.iter())
+            .map(|l| (l.delay_ms, l.late))
+            .collect();
+        assert_eq!(shown, vec![(30, 1)]);
+        assert_eq!(r.delays_tried, vec![0, 10, 60]);
+        let recs: Vec<(Millis, bool)> = (r.overall.recommended.iter())
+            .map(|r| (r.delay_ms, r.above_tried))
+            .collect();
+        // 50%: 5 may be late, so 10 (4 late); 90%: 1 may be, so 30; 100%: none meets.
+        assert_eq!(recs, vec![(10, false), (30, false), (60, true)]);
+        assert_eq!(
+            r.drift[0].late, 1,
+            "the drift follows the first delay asked for"
+        );
+    }
 
     proptest! {
         /// The drift series counts every record in its bucket, however the records jump

@@ -17,6 +17,12 @@ fn pct(share: f64) -> String {
     format!("{:.3}%", share * 100.0)
 }
 
+/// The delays tried, as `--delay` takes them: `0s,1s,2s,...`.
+fn tried(delays: &[Millis]) -> String {
+    let all: Vec<String> = delays.iter().map(|d| human_duration(*d)).collect();
+    all.join(",")
+}
+
 fn render_summary(out: &mut String, s: &Summary, by_window: bool) {
     let measure = if by_window {
         "window lateness"
@@ -54,8 +60,9 @@ fn render_summary(out: &mut String, s: &Summary, by_window: bool) {
         .recommended
         .iter()
         .map(|r| {
+            let more = if r.above_tried { "more than " } else { "" };
             format!(
-                "{}% on time: --delay {}",
+                "{}% on time: --delay {more}{}",
                 r.target,
                 human_duration(r.delay_ms)
             )
@@ -110,7 +117,13 @@ pub fn render_text(r: &Report, by: Option<&str>) -> String {
             "arrival time: when weir read each record (no --arrival); on data written earlier, lateness is its age\n"
         );
     }
+    let session = !r.delays_tried.is_empty();
     let _ = match &r.window {
+        Some(window) if session => writeln!(
+            out,
+            "late counts as `window {window}` gives them, the window run with each delay: a record is late when the session it would join (or its own) has ended, plus the allowed lateness, at or behind its partition's watermark; recommended: the smallest of the delays asked for and {} that keeps the share on time\n",
+            tried(&r.delays_tried)
+        ),
         Some(window) => writeln!(
             out,
             "late counts as `window {window}` gives them: a record is late when its last window's end plus the allowed lateness is at or behind its partition's watermark\n"
@@ -121,7 +134,8 @@ pub fn render_text(r: &Report, by: Option<&str>) -> String {
         ),
     };
     let _ = writeln!(out, "overall");
-    render_summary(&mut out, &r.overall, r.window.is_some());
+    let by_window = r.window.is_some() && !session;
+    render_summary(&mut out, &r.overall, by_window);
     render_histogram(&mut out, &r.overall.lateness_histogram);
     for (group, s) in &r.groups {
         let _ = writeln!(
@@ -130,7 +144,7 @@ pub fn render_text(r: &Report, by: Option<&str>) -> String {
             by.unwrap_or("group"),
             s.count
         );
-        render_summary(&mut out, s, r.window.is_some());
+        render_summary(&mut out, s, by_window);
     }
     if r.dropped_groups > 0 {
         let _ = writeln!(

@@ -500,3 +500,68 @@ fn a_shuffled_read_gives_the_direct_reads_rows_and_late_records() {
     assert!(shuffled.rows == direct.rows, "the rows differ");
     assert_eq!(shuffled.late, direct.late);
 }
+
+/// On a 3-partition topic with late data, the profile's late count for each --delay is what
+/// `window kafka://...` with the same window flags marks late: tumbling, hopping and
+/// sessions, with an allowed lateness, each partition judged by its own watermark.
+#[test]
+fn the_profile_of_a_topic_predicts_the_windows_late_records() {
+    let Some(b) = broker() else { return };
+    let topic = backlog(&b, false);
+    let url = b.url(&topic);
+    let time = ["--time", "value.occurred_at", "-q", "-e"];
+    let windows: [&[&str]; 4] = [
+        &["--tumbling", "1m"],
+        &["--hop", "5m", "--slide", "1m", "--allowed-lateness", "30s"],
+        &["--session", "1m", "--key", "value.merchant_id"],
+        &[
+            "--session",
+            "20s",
+            "--key",
+            "value.merchant_id",
+            "--allowed-lateness",
+            "10s",
+        ],
+    ];
+    let delays = ["0s", "30s", "2m", "10m"];
+    let dir = tempfile::tempdir().unwrap();
+    let late = dir.path().join("late.ndjson");
+    for flags in windows {
+        let out = weir()
+            .args(["watermark-profile", &url, "--format", "json"])
+            .args(time)
+            .args(flags)
+            .args(["--delay", &delays.join(",")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let predicted: Vec<u64> = (report["overall"]["late_for_delay"].as_array().unwrap())
+            .iter()
+            .map(|l| l["late"].as_u64().unwrap())
+            .collect();
+        let mut marked = Vec::new();
+        for delay in delays {
+            let out = weir()
+                .args([
+                    "window",
+                    &url,
+                    "--count",
+                    "-o",
+                    "/dev/null",
+                    "--delay",
+                    delay,
+                ])
+                .args(time)
+                .args(flags)
+                .arg("--late-output")
+                .arg(&late)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            marked.push(std::fs::read_to_string(&late).unwrap().lines().count() as u64);
+        }
+        assert_eq!(predicted, marked, "{flags:?}");
+        assert!(marked[0] > 10, "{flags:?}: little late data: {marked:?}");
+    }
+}

@@ -353,8 +353,8 @@ fn window_late(input: &[&str], flags: &[&str], delay: &str) -> u64 {
 
 /// With window's flags, the profile's late count for each --delay is what `window` with the
 /// same flags and delay marks late, and each recommended delay keeps its target share out of
-/// that count (the delay just below it would not): tumbling, hopping, an offset and an
-/// allowed lateness, on the checkouts fixture and on generated data with four partitions.
+/// that count: tumbling, hopping and sessions (by one key, two keys and none), an offset and
+/// an allowed lateness, on the checkouts fixture and on generated data with four partitions.
 #[test]
 fn the_profile_predicts_what_window_marks_late() {
     let (generated, _) = gen(46);
@@ -366,7 +366,19 @@ fn the_profile_predicts_what_window_marks_late() {
             &["--time", "occurred_at", "--partition-by", "partition"],
         ),
     ];
-    let windows: [&[&str]; 4] = [
+    let windows: [&[&str]; 7] = [
+        &["--session", "2m", "--key", "merchant_id"],
+        &[
+            "--session",
+            "30s",
+            "--key",
+            "merchant_id",
+            "--key",
+            "client",
+            "--allowed-lateness",
+            "20s",
+        ],
+        &["--session", "10s"],
         &["--tumbling", "1m"],
         &["--hop", "10m", "--slide", "3m"],
         &[
