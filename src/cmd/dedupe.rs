@@ -68,6 +68,7 @@ impl Dedupe {
         // A group member's partitions are tasks of their own, each with its own watermark.
         let parts =
             input.partitioning(args.partition_by.as_ref(), "has its own ids and watermark")?;
+        plan::check_idle_timeout(args.idle_timeout, &parts)?;
         // The id fields, then the time and partition an event-time horizon reads.
         let mut fields = FieldList::default();
         fields.add_all(args.ids.iter().cloned());

@@ -434,3 +434,23 @@ pub fn partition_count(line: &crate::runtime::Line<'_>, at: Option<usize>) -> Op
     let n: usize = line.field(at?)?.parse().ok()?;
     Some(n.min(crate::core::watermark::MAX_PARTITIONS))
 }
+
+/// `--idle-timeout` lets a silent partition stop holding the watermark back: where a
+/// watermark has one partition (one NDJSON stream, or a group member's task of one
+/// partition), it would change nothing, so it is refused rather than ignored.
+pub fn check_idle_timeout(
+    idle: Option<crate::core::time::Millis>,
+    parts: &crate::io::input::Partitioning,
+) -> Result<()> {
+    if idle.is_none() || parts.field.is_some() {
+        return Ok(());
+    }
+    let one = if parts.per_partition {
+        "with -G each partition has a watermark of its own"
+    } else {
+        "one stream is one partition; give --partition-by FIELD for several"
+    };
+    Err(Error::Usage(format!(
+        "--idle-timeout has no effect here: it lets a silent partition stop holding back a watermark of several, and {one}"
+    )))
+}

@@ -125,6 +125,7 @@ impl Windowing {
             args.partition_by.as_ref(),
             "has its own windows and watermark",
         )?;
+        plan::check_idle_timeout(args.idle_timeout, &parts)?;
         let kind = window_kind(args)?;
         let (aggs, value_paths) = aggregate_specs(args, matches)?;
         let key_columns: Vec<String> = args.keys.iter().map(FieldPath::column_name).collect();

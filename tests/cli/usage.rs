@@ -376,6 +376,14 @@ fn dedupe_usage_errors_leave_files_as_they_were() {
         ),
         // Watermark flags that would do nothing are refused, not ignored.
         (
+            &["dedupe", CHECKOUTS, "--id", "event_id", "--time", "occurred_at", "--horizon", "1h", "--idle-timeout", "1m"],
+            "--idle-timeout has no effect here: it lets a silent partition stop holding back a watermark of several, and one stream is one partition; give --partition-by FIELD for several",
+        ),
+        (
+            &["window", CHECKOUTS, "--time", "occurred_at", "--tumbling", "1m", "--count", "--idle-timeout", "1m"],
+            "--idle-timeout has no effect here",
+        ),
+        (
             &["dedupe", CHECKOUTS, "--id", "event_id", "--time", "occurred_at"],
             "--time is read for the watermark: it needs an event-time --horizon D; without --horizon, ids are kept until --max-keys evicts them",
         ),
