@@ -1278,7 +1278,7 @@ _weir() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "ndjson csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "ndjson csv table" -- "${cur}"))
                     return 0
                     ;;
                 --output)

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use clap::ArgMatches;
+use clap::{ArgMatches, ValueEnum};
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
@@ -189,10 +189,11 @@ impl Windowing {
 fn row_sink(args: &WindowArgs) -> Result<SinkPlan> {
     let sink_spec = SinkSpec::parse(&args.output).map_err(Error::Usage)?;
     let to_broker = matches!(sink_spec, SinkSpec::Kafka(_) | SinkSpec::Kinesis(_));
-    if to_broker && args.format == TableFormat::Csv {
-        return Err(Error::Usage(
-            "--format csv cannot go to Kafka or Kinesis; rows go there as NDJSON".into(),
-        ));
+    if to_broker && args.format != TableFormat::Ndjson {
+        return Err(Error::Usage(format!(
+            "--format {} cannot go to Kafka or Kinesis; rows go there as NDJSON",
+            args.format.to_possible_value().expect("a value").get_name()
+        )));
     }
     let first_key = args.keys.first().map(|k| k.column_name());
     let row_key = match (&sink_spec, first_key) {

@@ -934,3 +934,97 @@ fn a_csv_of_no_rows_has_its_header() {
     ]);
     assert_eq!(format!("{first}\n"), empty);
 }
+
+/// `--format table` writes the rows `--format ndjson` writes, as aligned columns under one
+/// header: every line splits into the same cells in the same places, numbers to the right.
+#[test]
+fn a_table_holds_the_ndjson_rows_aligned() {
+    let run = |format: &str| {
+        let out = weir()
+            .args([
+                "window",
+                "fixtures/checkouts.ndjson",
+                "--time",
+                "occurred_at",
+            ])
+            .args(["--key", "merchant_id", "--tumbling", "5m", "--count"])
+            .args(["--sum", "amount", "--format", format, "-q"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let rows: Vec<Value> = (run("ndjson").lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let table = run("table");
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        [
+            "merchant_id",
+            "window_start",
+            "window_end",
+            "count",
+            "sum_amount"
+        ]
+    );
+    assert_eq!(lines.len(), rows.len() + 1);
+    let width = lines.iter().map(|l| l.len()).max().unwrap();
+    for (line, row) in lines[1..].iter().zip(&rows) {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let want: Vec<String> = [
+            "merchant_id",
+            "window_start",
+            "window_end",
+            "count",
+            "sum_amount",
+        ]
+        .iter()
+        .map(|c| match &row[c] {
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        })
+        .collect();
+        assert_eq!(cells, want);
+        // The last column is numbers, aligned right: every line ends at the same place.
+        assert_eq!(line.len(), width, "{line}");
+    }
+    // An empty input still shows the columns; rows in a table cannot go to a topic.
+    let out = weir()
+        .args([
+            "window",
+            "--time",
+            "t",
+            "--tumbling",
+            "1m",
+            "--count",
+            "--format",
+            "table",
+            "-q",
+        ])
+        .write_stdin("")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "window_start  window_end  count\n"
+    );
+    weir()
+        .args([
+            "window",
+            "--time",
+            "t",
+            "--tumbling",
+            "1m",
+            "--count",
+            "--format",
+            "table",
+        ])
+        .args(["-o", "kafka://127.0.0.1:1/t"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "--format table cannot go to Kafka",
+        ));
+}

@@ -14,6 +14,9 @@ pub enum TableFormat {
     Ndjson,
     /// A header row, then one row per result (RFC 4180 quoting).
     Csv,
+    /// Aligned columns for a person at a terminal, as `weir lag` prints them: rows are held
+    /// until the input pauses or ends (or 1,000 are held) and then written as a block.
+    Table,
 }
 
 /// Rows of named columns, as NDJSON objects or CSV. The first row fixes the CSV columns.
@@ -32,6 +35,7 @@ pub enum TableWriter {
         name: String,
         line_buffered: bool,
     },
+    Table(Box<Aligned>),
 }
 
 impl TableWriter {
@@ -43,6 +47,7 @@ impl TableWriter {
                 scratch: Vec::new(),
                 plain_names,
             },
+            TableFormat::Table => TableWriter::Table(Box::new(Aligned::new(sink))),
             TableFormat::Csv => {
                 let name = sink.name().to_string();
                 let line_buffered = sink.line_buffered();
@@ -66,7 +71,7 @@ impl TableWriter {
     pub fn encoding(&self) -> Option<String> {
         match self {
             TableWriter::Ndjson { sink, .. } => sink.encoding(),
-            TableWriter::Csv { .. } => None,
+            TableWriter::Csv { .. } | TableWriter::Table(_) => None,
         }
     }
 
@@ -90,6 +95,7 @@ impl TableWriter {
                 scratch.push(b'}');
                 sink.write_line(scratch)
             }
+            TableWriter::Table(aligned) => aligned.hold(row, marks),
             TableWriter::Csv { cells, .. } => {
                 let mut cells = std::mem::take(cells);
                 cells.fill_from(row, marks);
@@ -105,6 +111,9 @@ impl TableWriter {
     /// A CSV without a row yet gets its header, the columns `row` would have: a run that
     /// produced no row still writes a CSV a reader can take. NDJSON has no header.
     pub fn write_header(&mut self, row: &impl ToColumns, marks: bool) -> Result<()> {
+        if let TableWriter::Table(aligned) = self {
+            return aligned.header_only(row, marks);
+        }
         let TableWriter::Csv { cells, columns, .. } = self else {
             return Ok(());
         };
@@ -163,6 +172,10 @@ impl TableWriter {
     pub fn durable(&mut self) -> Result<Option<SinkLength>> {
         match self {
             TableWriter::Ndjson { sink, .. } => sink.durable(),
+            TableWriter::Table(aligned) => {
+                aligned.write_block()?;
+                aligned.sink.durable()
+            }
             TableWriter::Csv { out, name, .. } => {
                 out.flush().map_err(|e| Error::write(name, e))?;
                 out.get_ref().0.synced()
@@ -175,7 +188,7 @@ impl TableWriter {
     pub fn columns(&self) -> Option<&[String]> {
         match self {
             TableWriter::Csv { columns, .. } => columns.as_deref(),
-            TableWriter::Ndjson { .. } => None,
+            TableWriter::Ndjson { .. } | TableWriter::Table(_) => None,
         }
     }
 
@@ -190,6 +203,10 @@ impl TableWriter {
     pub fn close(&mut self) -> Result<()> {
         match self {
             TableWriter::Ndjson { sink, .. } => sink.close(),
+            TableWriter::Table(aligned) => {
+                aligned.write_block()?;
+                aligned.sink.close()
+            }
             TableWriter::Csv { out, name, .. } => {
                 out.flush().map_err(|e| Error::write(name, e))?;
                 out.get_ref().0.closed()
@@ -200,8 +217,151 @@ impl TableWriter {
     pub fn flush(&mut self) -> Result<()> {
         match self {
             TableWriter::Ndjson { sink, .. } => sink.flush(),
+            TableWriter::Table(aligned) => {
+                aligned.write_block()?;
+                aligned.sink.flush()
+            }
             TableWriter::Csv { out, name, .. } => out.flush().map_err(|e| Error::write(name, e)),
         }
+    }
+}
+
+/// Rows held to be written in aligned columns. The first block fixes the columns and writes
+/// the header; a column only ever widens, so a later block lines up with the earlier ones
+/// unless its cells are wider. Numbers are aligned right, an empty cell shows as `-`.
+pub struct Aligned {
+    sink: LineSink,
+    /// Column names, and whether each holds numbers, from the first row.
+    columns: Option<Vec<(String, bool)>>,
+    widths: Vec<usize>,
+    held: Vec<Vec<String>>,
+    cells: CsvRow,
+    numbers: Vec<String>,
+    header_written: bool,
+}
+
+/// Rows held before a block is written even while the input flows.
+const HELD_ROWS: usize = 1000;
+
+impl Aligned {
+    fn new(sink: LineSink) -> Aligned {
+        Aligned {
+            sink,
+            columns: None,
+            widths: Vec::new(),
+            held: Vec::new(),
+            cells: CsvRow::default(),
+            numbers: Vec::new(),
+            header_written: false,
+        }
+    }
+
+    /// The columns of `row`, fixed by the first row, as CSV's are.
+    fn fill(&mut self, row: &impl ToColumns, marks: bool) {
+        let mut numbers = NumberColumns {
+            cells: std::mem::take(&mut self.cells),
+            numbers: std::mem::take(&mut self.numbers),
+        };
+        numbers.cells.clear();
+        numbers.numbers.clear();
+        row.fill(&mut numbers);
+        self.cells = numbers.cells;
+        self.numbers = numbers.numbers;
+        if marks {
+            self.cells.put_missing("update", Cell::Bool(false));
+            self.cells.put_missing("retract", Cell::Bool(false));
+        }
+        if self.columns.is_none() {
+            let columns: Vec<(String, bool)> = (self.cells.cells.iter())
+                .map(|(n, _)| (n.clone(), self.numbers.contains(n)))
+                .collect();
+            self.widths = columns.iter().map(|(n, _)| n.chars().count()).collect();
+            self.columns = Some(columns);
+        }
+    }
+
+    fn hold(&mut self, row: &impl ToColumns, marks: bool) -> Result<()> {
+        self.fill(row, marks);
+        let columns = self.columns.as_deref().unwrap_or_default();
+        let cells: Vec<String> = (columns.iter())
+            .map(|(c, _)| match self.cells.get(c) {
+                None | Some("") => "-".to_string(),
+                Some(text) => text.to_string(),
+            })
+            .collect();
+        self.held.push(cells);
+        if self.held.len() >= HELD_ROWS {
+            self.write_block()?;
+        }
+        Ok(())
+    }
+
+    /// A run with no row still shows the columns it would have had.
+    fn header_only(&mut self, row: &impl ToColumns, marks: bool) -> Result<()> {
+        if self.columns.is_none() {
+            self.fill(row, marks);
+        }
+        self.write_block()
+    }
+
+    /// Writes the held rows (after the header, the first time) in aligned columns.
+    fn write_block(&mut self) -> Result<()> {
+        let Some(columns) = &self.columns else {
+            return Ok(());
+        };
+        if self.header_written && self.held.is_empty() {
+            return Ok(());
+        }
+        for row in &self.held {
+            for (w, cell) in self.widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let mut line = String::new();
+        if !self.header_written {
+            let names: Vec<String> = columns.iter().map(|(n, _)| n.clone()).collect();
+            aligned_line(&names, columns, &self.widths, &mut line);
+            self.sink.write_line(line.as_bytes())?;
+            self.header_written = true;
+        }
+        for row in std::mem::take(&mut self.held) {
+            aligned_line(&row, columns, &self.widths, &mut line);
+            self.sink.write_line(line.as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// One line of `cells` padded to `widths`, numbers to the right, without trailing blanks.
+fn aligned_line(cells: &[String], columns: &[(String, bool)], widths: &[usize], line: &mut String) {
+    use std::fmt::Write as _;
+    line.clear();
+    for ((cell, (_, number)), w) in cells.iter().zip(columns).zip(widths) {
+        let _ = match number {
+            true => write!(line, "{cell:>w$}  "),
+            false => write!(line, "{cell:<w$}  "),
+        };
+    }
+    line.truncate(line.trim_end().len());
+}
+
+/// A row's cells as CSV has them, and which of them are numbers.
+struct NumberColumns {
+    cells: CsvRow,
+    numbers: Vec<String>,
+}
+
+impl Columns for NumberColumns {
+    fn put(&mut self, name: &str, value: Cell<'_>) {
+        let number = match &value {
+            Cell::U64(_) | Cell::Decimal(_) | Cell::F64(_) => true,
+            Cell::Json(text) => text.starts_with(|c: char| c == '-' || c.is_ascii_digit()),
+            _ => false,
+        };
+        if number {
+            self.numbers.push(name.to_string());
+        }
+        self.cells.put(name, value);
     }
 }
 
@@ -312,6 +472,58 @@ fn json_cell(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Aligned rows: a header, strings left and numbers right (by the first row; a null there
+    /// leaves its column left), a null as `-`, columns
+    /// that widen for a later block's wider cell.
+    #[test]
+    fn a_table_aligns_its_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let sink = LineSink::open_file(&path, "output file", None).unwrap();
+        let mut t = TableWriter::new(sink, TableFormat::Table, true);
+        let rows: [&[(&str, Cell)]; 3] = [
+            &[
+                ("key", Cell::Json("\"m-1\"")),
+                ("count", Cell::U64(3)),
+                ("avg", Cell::Null),
+            ],
+            &[
+                ("key", Cell::Json("\"m-22\"")),
+                ("count", Cell::U64(12)),
+                ("avg", Cell::F64(1.5)),
+            ],
+            &[
+                ("key", Cell::Json("\"m-333333\"")),
+                ("count", Cell::U64(7)),
+                ("avg", Cell::F64(2.0)),
+            ],
+        ];
+        for (i, r) in rows.iter().enumerate() {
+            let row: Vec<(String, Cell)> =
+                r.iter().map(|(n, c)| (n.to_string(), c.clone())).collect();
+            t.write_row(&Listed(row), false).unwrap();
+            if i == 1 {
+                t.flush().unwrap();
+            }
+        }
+        t.close().unwrap();
+        drop(t);
+        assert_eq!(
+            std::fs::read_to_string(path).unwrap(),
+            "key   count  avg\nm-1       3  -\nm-22     12  1.5\nm-333333      7  2.0\n"
+        );
+    }
+
+    struct Listed<'a>(Vec<(String, Cell<'a>)>);
+
+    impl ToColumns for Listed<'_> {
+        fn fill(&self, out: &mut impl Columns) {
+            for (n, c) in &self.0 {
+                out.put(n, c.clone());
+            }
+        }
+    }
 
     fn csv(rows: &[&[(&str, Cell<'_>)]]) -> String {
         let dir = tempfile::tempdir().unwrap();
