@@ -123,7 +123,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('--last', '--last', [CompletionResultType]::ParameterName, 'Value of FIELD at the latest event time')
             [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'Names the output column of the aggregate just before it')
             [CompletionResult]::new('--max-open-windows', '--max-open-windows', [CompletionResultType]::ParameterName, 'Bound on (key, window) pairs held at once; exceeding it stops with exit 3')
-            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output rows as ndjson, csv, or table (aligned columns for reading, written as the input pauses or ends)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output rows as ndjson, csv, or table (aligned, for reading)')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)')
             [CompletionResult]::new('--on-error', '--on-error', [CompletionResultType]::ParameterName, 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given')

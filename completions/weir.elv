@@ -118,7 +118,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand --last 'Value of FIELD at the latest event time'
             cand --as 'Names the output column of the aggregate just before it'
             cand --max-open-windows 'Bound on (key, window) pairs held at once; exceeding it stops with exit 3'
-            cand --format 'Output rows as ndjson, csv, or table (aligned columns for reading, written as the input pauses or ends)'
+            cand --format 'Output rows as ndjson, csv, or table (aligned, for reading)'
             cand -o 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)'
             cand --output 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)'
             cand --on-error 'What to do with a bad record (not JSON, missing field, unparsable time). Default: fail, or skip when --dead-letter is given'

@@ -112,7 +112,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l first -d 'Value of 
 complete -c weir -n "__fish_weir_using_subcommand window" -l last -d 'Value of FIELD at the latest event time' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l as -d 'Names the output column of the aggregate just before it' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l max-open-windows -d 'Bound on (key, window) pairs held at once; exceeding it stops with exit 3' -r
-complete -c weir -n "__fish_weir_using_subcommand window" -l format -d 'Output rows as ndjson, csv, or table (aligned columns for reading, written as the input pauses or ends)' -r -f -a "ndjson\t'One JSON object per row'
+complete -c weir -n "__fish_weir_using_subcommand window" -l format -d 'Output rows as ndjson, csv, or table (aligned, for reading)' -r -f -a "ndjson\t'One JSON object per row'
 csv\t'A header row, then one row per result (RFC 4180 quoting)'
 table\t'Aligned columns for a person at a terminal, as `weir lag` prints them: rows are held until the input pauses or ends (or 1,000 are held) and then written as a block'"
 complete -c weir -n "__fish_weir_using_subcommand window" -s o -l output -d 'Sink: - (stdout), a file path (gzip or zstd when it ends in .gz or .zst), kafka://HOST:PORT/TOPIC or kinesis://STREAM (NDJSON rows, keyed by the first --key field; on Kinesis without --key, by window_start)' -r

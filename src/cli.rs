@@ -841,8 +841,7 @@ pub struct WindowArgs {
     #[arg(long, value_name = "N", default_value = "5000000", value_parser = state_bound)]
     pub max_open_windows: usize,
 
-    /// Output rows as ndjson, csv, or table (aligned columns for reading, written as the
-    /// input pauses or ends).
+    /// Output rows as ndjson, csv, or table (aligned, for reading).
     #[arg(long, value_enum, default_value = "ndjson")]
     pub format: TableFormat,
 
