@@ -432,8 +432,9 @@ impl<'a> Line<'a> {
     /// Stops the run (exit 3) unless the record's message key (the envelope's `key` at field
     /// `at`, its `key_encoding` after it) spells its state key, made of the fields `parts` that
     /// `flag` names: see `core::envelope::check_keyed`.
-    /// A Kinesis record's partition key is checked alike, and one that is not its state key
-    /// is a usage error (exit 2): the stream must be written again keyed by it.
+    /// A Kinesis record's partition key is checked alike. Either is found in the data, after
+    /// the member joined: exit 3, as for any input the command cannot take (exit 2 is kept for
+    /// what is refused before anything is opened).
     pub fn check_keyed(&self, at: usize, parts: &[&str], flag: &str) -> Result<(), Fault> {
         let base64 = self.field(at + 1).is_some_and(|e| e == "\"base64\"");
         let by = match self.shard {
@@ -442,10 +443,7 @@ impl<'a> Line<'a> {
         };
         check_keyed(self.field(at), base64, parts, (flag, by)).map_err(|reason| {
             let position = self.position().to_string();
-            Fault::Fatal(match by {
-                KeyedBy::MessageKey => Error::BadInput { position, reason },
-                KeyedBy::PartitionKey => Error::Usage(format!("{position}: {reason}")),
-            })
+            Fault::Fatal(Error::BadInput { position, reason })
         })
     }
 

@@ -1289,6 +1289,35 @@ fn lag_of_a_kcl_application_reads_its_lease_table() {
         "shardId-000000000000" => middle.clone(),
         _ => "TRIM_HORIZON".into(),
     });
+    // The same table measured against another stream with the same shard names: its
+    // checkpoint is before that stream's first records, so it is refused (exit 2) rather than
+    // shown as that stream's lag. A multi-stream table with none of the stream's leases too.
+    let other = s.stream("lag-kcl-other", 2);
+    let dynamo_at = ["--dynamodb-endpoint-url", dynamo.endpoint.as_str()];
+    let out = s.weir(&[&["lag", &s.url(&other), "--kcl-app", &app][..], &dynamo_at].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("another stream's"), "{err}");
+    let multi = format!("{stream}-multi");
+    let key = format!("123:{stream}:1:shardId-000000000000");
+    let leases = serde_json::json!([{"leaseKey": key, "checkpoint": middle, "leaseOwner": "w"}]);
+    s.py(
+        &["lease-table", &dynamo.endpoint, &multi],
+        &leases.to_string(),
+    );
+    let out = s.weir(
+        &[
+            &["lag", &s.url(&other), "--kcl-app", &multi][..],
+            &dynamo_at,
+        ]
+        .concat(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("holds leases of stream(s) {stream}")),
+        "{err}"
+    );
     // An application without a lease table: exit 4.
     let out = s.weir(&[
         "lag",

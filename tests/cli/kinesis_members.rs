@@ -353,8 +353,8 @@ fn a_killed_members_shards_are_taken_after_the_lease_time() {
 }
 
 /// What a member refuses: state per shard without a state store, an end, a KCL
-/// application's table (exit 2); and a DynamoDB out of reach (exit 4), never a run without
-/// its application.
+/// application's table, or the table of an application of another stream (exit 2); and a
+/// DynamoDB out of reach (exit 4), never a run without its application.
 #[test]
 fn members_refuse_what_they_cannot_share_and_need_their_table() {
     let Some(app) = App::new("members-refuse", 1) else {
@@ -397,6 +397,26 @@ fn members_refuse_what_they_cannot_share_and_need_their_table() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(&kcl), "{err}");
+    // The application's table is marked with its stream: a member on another stream is
+    // refused before it takes a lease there.
+    let mut first = app.member("first");
+    let started = std::time::Instant::now();
+    while !app.owners().iter().any(|o| !o.is_empty()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no lease taken"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    first.stop();
+    let other = app.s.stream("members-refuse-other", 1);
+    let out = app.run(&["consume", &app.s.url(&other), "-G", name], dynamo);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("reads stream '{}'", app.stream)),
+        "{err}"
+    );
     // Nothing answers at DynamoDB's endpoint.
     let out = app.run(&["consume", &url, "-G", name], "http://127.0.0.1:9");
     let err = String::from_utf8_lossy(&out.stderr);

@@ -421,16 +421,19 @@ fn members_keeping_state_need_a_stream_keyed_by_it_and_their_store() {
         std::thread::sleep(Duration::from_millis(100));
     };
     let err = read_err(&m);
-    assert_eq!(status.code(), Some(2), "{err}");
+    // Found in the data after the member joined: exit 3, as a Kafka topic not keyed by it.
+    assert_eq!(status.code(), Some(3), "{err}");
     assert!(err.contains("partition key is '0'"), "{err}");
     assert!(err.contains("-o kinesis://"), "{err}");
+    // A store out of reach is found before the application's table is made.
     let unreachable = [&window[..], &["--state-store", "s3://weir-test/x"]].concat();
+    let fresh = format!("{}-fresh", app.name);
     let mut c = weir_std();
     let out = aws_env(&mut c)
         .env("AWS_ENDPOINT_URL_DYNAMODB", &app.dynamo.endpoint)
         .env("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
         .args(&unreachable)
-        .args([&app.s.url(&app.stream), "-G", &app.name, "--timeout", "2s"])
+        .args([&app.s.url(&app.stream), "-G", &fresh, "--timeout", "2s"])
         .args(["--endpoint-url", &app.s.endpoint])
         .output()
         .unwrap();
@@ -438,6 +441,15 @@ fn members_keeping_state_need_a_stream_keyed_by_it_and_their_store() {
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(err.contains("state store"), "{err}");
     assert!(out.stdout.is_empty());
+    let lag = ["lag", &app.s.url(&app.stream), "--kcl-app", &fresh];
+    let out = app
+        .s
+        .weir(&[&lag[..], &["--dynamodb-endpoint-url", &app.dynamo.endpoint]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ResourceNotFoundException"),
+        "a lease table was made: {err}"
+    );
 }
 
 /// `watermark-profile` members: a member stopped hands its shards' profiles on; the member

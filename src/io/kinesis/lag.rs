@@ -11,6 +11,7 @@ use aws_sdk_kinesis::types::{Record, ShardIteratorType};
 use super::client::{
     arrival_millis, not_reached_by_service, retry_passing, retrying, Failure, KinesisClient,
 };
+use super::lease::{lag_entry, marked_stream};
 use super::source::list_shards;
 use crate::core::kpl;
 use crate::core::lag::{shard_time_lag, ShardCheckpoint, ShardLag};
@@ -99,6 +100,7 @@ async fn lease_positions(
     client: &KinesisClient,
 ) -> Result<BTreeMap<String, (ShardCheckpoint, Option<String>)>> {
     let mut positions = BTreeMap::new();
+    let mut others = std::collections::BTreeSet::new();
     let mut start = None;
     loop {
         let scan = || {
@@ -122,15 +124,34 @@ async fn lease_positions(
                 Failure::ExpiredIterator => unreachable!("a scan has no iterator"),
             })?;
         for item in out.items() {
-            if let Some((shard, position, owner)) = super::lease::lag_entry(item) {
-                positions.insert(shard, (position, owner));
+            let stream = &client.stream.name;
+            if let Some(other) = marked_stream(item).filter(|s| s != stream) {
+                return Err(Error::Usage(format!(
+                    "the application '{app}' reads stream '{other}', not '{stream}'"
+                )));
+            }
+            match lag_entry(item) {
+                Some(e) if e.stream.as_ref().is_none_or(|s| s == stream) => {
+                    positions.insert(e.shard, (e.checkpoint, e.owner));
+                }
+                Some(e) => others.extend(e.stream),
+                None => {}
             }
         }
         match out.last_evaluated_key {
             Some(key) if !key.is_empty() => start = Some(key),
-            _ => return Ok(positions),
+            _ => break,
         }
     }
+    if positions.is_empty() && !others.is_empty() {
+        let others: Vec<String> = others.into_iter().collect();
+        return Err(Error::Usage(format!(
+            "the application '{app}' holds leases of stream(s) {}, none of '{}'",
+            others.join(", "),
+            client.stream.name
+        )));
+    }
+    Ok(positions)
 }
 
 /// The lag of `consumer` on every shard of the client's stream.
@@ -138,6 +159,7 @@ pub async fn measure(client: &KinesisClient, consumer: &Consumer) -> Result<Vec<
     let stream = client.stream.name.clone();
     let shards = list_shards(client).await?;
     let positions = consumer.positions(client).await?;
+    check_positions_fit(&consumer.name(), &client.stream.name, &shards, &positions)?;
     let consumer_name = consumer.name();
     let mut rows = Vec::new();
     for shard in shards {
@@ -158,6 +180,47 @@ pub async fn measure(client: &KinesisClient, consumer: &Consumer) -> Result<Vec<
         });
     }
     Ok(rows)
+}
+
+/// Refuses positions that cannot be this stream's: a checkpoint before its shard's first
+/// sequence number (a table or checkpoint of another stream of the same shard names, or of
+/// this stream before it was made again), or positions in shards the stream has none of.
+fn check_positions_fit(
+    consumer: &str,
+    stream: &str,
+    shards: &[super::plan::ShardInfo],
+    positions: &BTreeMap<String, (ShardCheckpoint, Option<String>)>,
+) -> Result<()> {
+    for shard in shards {
+        let Some((ShardCheckpoint::At { sequence, .. }, _)) = positions.get(&shard.id) else {
+            continue;
+        };
+        if sequence_before(sequence, &shard.first_sequence) {
+            return Err(Error::Usage(format!(
+                "'{consumer}' stands at {sequence} in {}, before that shard's first record ({}) in stream '{stream}': it is another stream's (or this stream's before it was made again)",
+                shard.id, shard.first_sequence
+            )));
+        }
+    }
+    let known = |id: &String| shards.iter().any(|s| &s.id == id);
+    if !positions.is_empty() && !positions.keys().any(known) {
+        let theirs: Vec<&str> = positions.keys().map(String::as_str).take(4).collect();
+        return Err(Error::Usage(format!(
+            "'{consumer}' has positions in {}, none a shard of stream '{stream}': it is another stream's",
+            theirs.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Whether decimal sequence number `a` comes before `b` (which may be unknown: empty).
+fn sequence_before(a: &str, b: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+    if !digits(a) || !digits(b) {
+        return false;
+    }
+    let (a, b) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
+    (a.len(), a) < (b.len(), b)
 }
 
 /// The arrival time of the first record after `checkpoint` in `shard` (none when there is

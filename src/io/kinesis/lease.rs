@@ -88,7 +88,13 @@ impl LeaseTable {
             table.create(client).await?;
         }
         match table.get(client, TABLE_MARK).await? {
-            Some(_) => Ok(table),
+            Some(mark) => match marked_stream(&mark) {
+                Some(other) if other != client.stream.name => Err(Error::Usage(format!(
+                    "the application '{app}' reads stream '{other}', not '{}': give -G another name",
+                    client.stream.name
+                ))),
+                _ => Ok(table),
+            },
             None => table.claim(client).await.map(|()| table),
         }
     }
@@ -183,6 +189,7 @@ impl LeaseTable {
             ("leaseKey", s(TABLE_MARK)),
             ("entityType", s("WEIR_TABLE")),
             ("weirVersion", n(1)),
+            ("weirStream", s(&client.stream.name)),
         ];
         // Losing this race means another member marked it: the table is weir's either way.
         self.put_new(client, &mark).await.map(|_| ())
@@ -445,18 +452,31 @@ fn lease_of(i: &HashMap<String, AttributeValue>) -> Lease {
     }
 }
 
+/// A lease as `weir lag` shows it.
+#[derive(Debug, PartialEq)]
+pub struct LagEntry {
+    /// The stream a multi-stream application's lease names; none in a single-stream table.
+    pub stream: Option<String>,
+    pub shard: String,
+    pub checkpoint: ShardCheckpoint,
+    pub owner: Option<String>,
+}
+
 /// A lease's shard, checkpoint and owner for `weir lag`, from a KCL table (2.x, or 3.x with
 /// its other entities skipped; a multi-stream application's key `account:stream:epoch:shard`)
 /// or weir's (its mark and heartbeats skipped). During a KCL 3.x graceful handoff the owner
 /// shown is `checkpointOwner`, the one still reading, handing to `leaseOwner`.
-pub fn lag_entry(
-    item: &HashMap<String, AttributeValue>,
-) -> Option<(String, ShardCheckpoint, Option<String>)> {
+pub fn lag_entry(item: &HashMap<String, AttributeValue>) -> Option<LagEntry> {
     if !is_lease(item) {
         return None;
     }
     let key = text(item, "leaseKey")?;
-    let shard = key.rsplit(':').next().unwrap_or(&key).to_string();
+    let parts: Vec<&str> = key.split(':').collect();
+    let stream = match parts[..] {
+        [_, stream, _, _] => Some(stream.to_string()),
+        _ => None,
+    };
+    let shard = parts.last().copied().unwrap_or_default().to_string();
     let sub = (item.get("checkpointSubSequenceNumber"))
         .and_then(|v| v.as_n().ok())
         .and_then(|n| n.parse().ok());
@@ -465,7 +485,20 @@ pub fn lag_entry(
         (Some(from), Some(to)) if from != to => Some(format!("{from} (handing to {to})")),
         (from, to) => from.or(to),
     };
-    Some((shard, checkpoint, owner))
+    Some(LagEntry {
+        stream,
+        shard,
+        checkpoint,
+        owner,
+    })
+}
+
+/// The stream a weir table's mark says the table is for (tables marked before it was kept
+/// say nothing).
+pub fn marked_stream(item: &HashMap<String, AttributeValue>) -> Option<String> {
+    (text(item, "leaseKey").as_deref() == Some(TABLE_MARK))
+        .then(|| text(item, "weirStream"))
+        .flatten()
 }
 
 /// A `checkpoint` attribute as KCL writes it: a sentinel or a sequence number.
@@ -561,10 +594,13 @@ mod tests {
             ("checkpoint", "42"),
             ("leaseOwner", "w1"),
         ]);
-        assert_eq!(
-            lag_entry(&plain),
-            Some(("shardId-1".into(), at("42"), Some("w1".into())))
-        );
+        let entry = LagEntry {
+            stream: None,
+            shard: "shardId-1".into(),
+            checkpoint: at("42"),
+            owner: Some("w1".into()),
+        };
+        assert_eq!(lag_entry(&plain), Some(entry));
         // KCL 3.x: a handoff in progress, a multi-stream key, its other entities.
         let handoff = i(&[
             ("leaseKey", "123:orders:1:shardId-2"),
@@ -573,12 +609,12 @@ mod tests {
             ("leaseOwner", "w2"),
             ("checkpointOwner", "w1"),
         ]);
-        let (shard, checkpoint, owner) = lag_entry(&handoff).unwrap();
+        let e = lag_entry(&handoff).unwrap();
         assert_eq!(
-            (shard.as_str(), checkpoint),
-            ("shardId-2", ShardCheckpoint::ShardEnd)
+            (e.stream.as_deref(), e.shard.as_str(), e.checkpoint),
+            (Some("orders"), "shardId-2", ShardCheckpoint::ShardEnd)
         );
-        assert_eq!(owner.as_deref(), Some("w1 (handing to w2)"));
+        assert_eq!(e.owner.as_deref(), Some("w1 (handing to w2)"));
         for other in [
             i(&[("leaseKey", "w1"), ("entityType", "WORKER_METRIC_STATS")]),
             i(&[("leaseKey", TABLE_MARK), ("entityType", "WEIR_TABLE")]),

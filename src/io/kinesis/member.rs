@@ -170,7 +170,7 @@ impl Membership {
                 ))
             }
         };
-        let table = LeaseTable::open(&plan.app, dynamo, client).await?;
+        // The store first: a run refused for it leaves no lease table behind.
         let states = match (store, &plan.states) {
             (Some(store), Some(p)) => {
                 store.check(client).await?;
@@ -179,6 +179,7 @@ impl Membership {
             }
             _ => None,
         };
+        let table = LeaseTable::open(&plan.app, dynamo, client).await?;
         let lease_ms = plan.lease_time.as_millis() as Millis;
         Ok(Membership {
             table,

@@ -255,6 +255,8 @@ pub struct ShardInfo {
     pub closed: bool,
     /// Its hash key range, as decimal text (empty when not known).
     pub hash_range: (String, String),
+    /// The sequence number of its first record, as decimal text (empty when not known).
+    pub first_sequence: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -589,6 +591,7 @@ mod tests {
             parents: parents.iter().map(|p| p.to_string()).collect(),
             closed: false,
             hash_range: Default::default(),
+            first_sequence: String::new(),
         }
     }
 

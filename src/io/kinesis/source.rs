@@ -186,6 +186,9 @@ pub async fn list_shards(client: &KinesisClient) -> Result<Vec<ShardInfo>> {
                     .hash_key_range()
                     .map(|r| (r.starting_hash_key().into(), r.ending_hash_key().into()))
                     .unwrap_or_default(),
+                first_sequence: (s.sequence_number_range())
+                    .map(|r| r.starting_sequence_number().to_string())
+                    .unwrap_or_default(),
             });
         }
         match out.next_token() {
@@ -1339,6 +1342,7 @@ fn children_of(children: Option<Vec<aws_sdk_kinesis::types::ChildShard>>) -> Vec
                 .hash_key_range
                 .map(|r| (r.starting_hash_key, r.ending_hash_key))
                 .unwrap_or_default(),
+            first_sequence: String::new(),
         })
         .collect()
 }
