@@ -19,6 +19,8 @@ benchmarks check it against. One subcommand per action; results are JSON on stdo
                                               (the arrival time, in ms, of the first record
                                               after it, or null)
     kinesis.py ENDPOINT lease-table DYNAMO_ENDPOINT APP < leases.json
+    kinesis.py ENDPOINT ghost-member DYNAMO_ENDPOINT APP MEMBER BEAT
+    kinesis.py ENDPOINT members DYNAMO_ENDPOINT APP
                                               (a KCL lease table, as KCL writes it)
 
 Credentials and region: the AWS chain (the tests set AWS_ACCESS_KEY_ID and friends).
@@ -223,6 +225,21 @@ def main():
             if lease.get("parentShardId"):
                 item["parentShardId"] = {"SS": lease["parentShardId"]}
             d.put_item(TableName=app, Item=item)
+    elif action == "ghost-member":
+        # A member's heartbeat item as weir writes it, for a member that never beats again.
+        dynamo_endpoint, app, member, beat = args
+        item = {
+            "leaseKey": {"S": "weir-member:" + member},
+            "entityType": {"S": "WEIR_MEMBER"},
+            "weirHeartbeat": {"N": beat},
+        }
+        client(dynamo_endpoint, "dynamodb").put_item(TableName=app, Item=item)
+    elif action == "members":
+        dynamo_endpoint, app = args
+        items = client(dynamo_endpoint, "dynamodb").scan(TableName=app, ConsistentRead=True)["Items"]
+        for i in items:
+            if i["leaseKey"]["S"].startswith("weir-member:"):
+                print(i["leaseKey"]["S"][len("weir-member:"):])
     else:
         raise SystemExit(f"unknown action {action}")
 

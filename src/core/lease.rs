@@ -129,8 +129,16 @@ fn rank(shard: &str, member: &str) -> u64 {
 #[derive(Debug)]
 pub struct Liveness {
     lease_time: Millis,
-    /// Each one's last counter seen and when (local time) it was first seen.
-    seen: HashMap<String, (u64, Millis)>,
+    /// Each one's last counter seen, when (local time) it was first seen, and whether it was
+    /// seen to move at all.
+    seen: HashMap<String, Seen>,
+}
+
+#[derive(Debug)]
+struct Seen {
+    counter: u64,
+    since: Millis,
+    moved: bool,
 }
 
 impl Liveness {
@@ -144,17 +152,44 @@ impl Liveness {
     /// Notes `id`'s counter as read at local time `now`.
     pub fn observe(&mut self, id: &str, counter: u64, now: Millis) {
         match self.seen.get_mut(id) {
-            Some(seen) if seen.0 == counter => {}
-            Some(seen) => *seen = (counter, now),
+            Some(seen) if seen.counter == counter => {}
+            Some(seen) => {
+                *seen = Seen {
+                    counter,
+                    since: now,
+                    moved: true,
+                }
+            }
             None => {
-                self.seen.insert(id.to_string(), (counter, now));
+                let seen = Seen {
+                    counter,
+                    since: now,
+                    moved: false,
+                };
+                self.seen.insert(id.to_string(), seen);
             }
         }
     }
 
-    /// Whether `id` moved within the lease time before `now`. One never seen is not alive.
+    /// Whether `id` may be alive: it moved within the lease time before `now`, or it was first
+    /// seen less than a lease time ago (the benefit of the doubt a newcomer's plan gives it).
     pub fn alive(&self, id: &str, now: Millis) -> bool {
-        (self.seen.get(id)).is_some_and(|(_, since)| now - since < self.lease_time)
+        (self.seen.get(id)).is_some_and(|s| now - s.since < self.lease_time)
+    }
+
+    /// Whether `id` was seen to move, within the lease time before `now`: the only members
+    /// a leaving member hands its shards to (one merely not watched long enough may be dead).
+    pub fn seen_alive(&self, id: &str, now: Millis) -> bool {
+        (self.seen.get(id)).is_some_and(|s| s.moved && now - s.since < self.lease_time)
+    }
+
+    /// Those watched for a whole lease time without moving, with the counter they stopped at:
+    /// known dead.
+    pub fn dead(&self, now: Millis) -> Vec<(String, u64)> {
+        (self.seen.iter())
+            .filter(|(_, s)| now - s.since >= self.lease_time)
+            .map(|(id, s)| (id.clone(), s.counter))
+            .collect()
     }
 
     /// Forgets what is no longer in the table.
@@ -239,6 +274,21 @@ mod tests {
         assert!(live.alive("a", 12_000));
         live.retain(|id| id != "a");
         assert!(!live.alive("a", 12_000));
+    }
+
+    /// A member first seen may be alive for a lease time, but is seen alive only once its
+    /// counter moved; one watched a whole lease time without moving is dead.
+    #[test]
+    fn a_member_is_seen_alive_once_it_moves_and_dead_after_a_still_lease_time() {
+        let mut live = Liveness::new(10_000);
+        live.observe("dead", 3, 0);
+        live.observe("new", 1, 0);
+        assert!(live.alive("dead", 5_000) && !live.seen_alive("dead", 5_000));
+        live.observe("new", 2, 4_000);
+        assert!(live.seen_alive("new", 5_000));
+        assert_eq!(live.dead(9_999), vec![]);
+        live.observe("new", 3, 9_000);
+        assert_eq!(live.dead(10_000), vec![("dead".to_string(), 3)]);
     }
 
     /// A table: `n` shards, each owned by one of the `owners` (or none), a few ended with

@@ -504,3 +504,46 @@ fn shards_handed_back_go_on_from_where_the_other_member_stood() {
     app.wait_all_read(&[&a, &b]);
     app.assert_each_read_once(&[&a, &b]);
 }
+
+/// A member that leaves hands its shards only to members it saw beat: a heartbeat item left
+/// by a member killed long ago (a ghost, first seen less than a lease time before) gets
+/// nothing. A member that watches the ghost for a lease time removes its item.
+#[test]
+fn a_leaving_member_hands_nothing_to_a_dead_member_and_dead_members_are_removed() {
+    let Some(app) = App::new("ghost", 2) else {
+        return;
+    };
+    let dynamo = app.dynamo.endpoint.clone();
+    let mut first = app.member("first");
+    let started = std::time::Instant::now();
+    while app.owners().iter().any(|o| o.is_empty()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "shards not taken"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    app.s
+        .py(&["ghost-member", &dynamo, &app.name, "ghost", "5"], "");
+    // A few of its ticks see the ghost, well within a lease time (3 s).
+    std::thread::sleep(Duration::from_millis(1000));
+    first.stop();
+    let owners = app.owners();
+    assert!(
+        !owners.iter().any(|o| o == "ghost"),
+        "handed to the ghost: {owners:?}"
+    );
+    let members = || app.s.py(&["members", &dynamo, &app.name], "");
+    assert!(members().contains("ghost"));
+    let mut second = app.member("second");
+    let started = std::time::Instant::now();
+    while members().contains("ghost") {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the ghost's heartbeat stays: {}",
+            members()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    second.stop();
+}

@@ -384,6 +384,21 @@ impl LeaseTable {
             .map_err(|f| self.failed("DeleteItem", f))
     }
 
+    /// Removes a dead member's heartbeat, unless it beat since `beat` was read.
+    pub async fn forget_member(&self, client: &KinesisClient, id: &str, beat: u64) -> Result<()> {
+        let key = format!("{MEMBER_PREFIX}{id}");
+        let delete = || {
+            (self.dynamo.delete_item().table_name(&self.name))
+                .key("leaseKey", s(&key))
+                .condition_expression("weirHeartbeat = :beat")
+                .expression_attribute_values(":beat", n(beat))
+                .send()
+        };
+        self.conditional("DeleteItem", client, delete)
+            .await
+            .map(|_| ())
+    }
+
     /// Runs a conditional write: whether its condition held.
     async fn conditional<T, E, F, Fut>(
         &self,

@@ -237,6 +237,7 @@ impl Membership {
         self.commit(client).await?;
         let scan = self.table.scan(client).await?;
         let starts = self.follow(client, &scan).await?;
+        self.forget_dead(client).await?;
         self.known = (scan.leases.into_iter())
             .map(|l| (l.shard.clone(), l))
             .collect();
@@ -245,7 +246,20 @@ impl Membership {
         Ok(starts)
     }
 
-    /// The live members: those whose heartbeat moved within the lease time, and this one.
+    /// Removes the heartbeat items of members watched for a lease time without a beat (if
+    /// still at the beat seen), so that no member joining later takes them for alive.
+    async fn forget_dead(&mut self, client: &KinesisClient) -> Result<()> {
+        for (id, beat) in self.liveness.dead(now_millis()) {
+            if id != self.me {
+                self.table.forget_member(client, &id, beat).await?;
+                self.liveness.retain(|m| m != id);
+            }
+        }
+        Ok(())
+    }
+
+    /// The live members: those whose heartbeat was seen to move within the lease time, and
+    /// this one.
     fn live(&mut self, scan: &TableScan) -> Vec<String> {
         let now = now_millis();
         for (id, beat) in &scan.members {
@@ -253,8 +267,10 @@ impl Membership {
         }
         self.liveness
             .retain(|id| scan.members.iter().any(|(m, _)| m == id));
+        // Seen to beat: a heartbeat not watched for a lease time yet may be a dead member's,
+        // which must be planned no shard (nor handed one).
         let mut live: Vec<String> = (scan.members.iter())
-            .filter(|(id, _)| *id == self.me || self.liveness.alive(id, now))
+            .filter(|(id, _)| *id == self.me || self.liveness.seen_alive(id, now))
             .map(|(id, _)| id.clone())
             .collect();
         if !live.contains(&self.me) {
