@@ -2737,3 +2737,80 @@ fn all_groups_on_a_topic_lists_only_the_groups_that_read_it() {
     assert!(groups.contains(&s.group.as_str()), "{report}");
     assert!(!groups.contains(&other_group.as_str()), "{report}");
 }
+
+/// A group member rides out a broker restart (down for 2 s, within --timeout): it reads on
+/// what is written after, with nothing lost or repeated; with the broker gone for good it
+/// exits 4 about --timeout after, the output written so far intact.
+#[test]
+fn a_group_member_rides_out_a_broker_restart_and_exits_4_when_it_stays_down() {
+    let Some(shared) = broker() else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut own = OwnBroker::start(port);
+    let b = Broker {
+        addr: format!("127.0.0.1:{port}"),
+        kcat: shared.kcat.clone(),
+    };
+    let topic = b.topic("restart", 3);
+    b.kcat_produce(&topic, 0, "k\ta\nk\tb\nk\tc\n", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.ndjson");
+    let lines = || std::fs::read_to_string(&out).unwrap_or_default();
+    let member = |group: &str, timeout: &str| {
+        weir_std()
+            .args([
+                "consume",
+                &b.url(&topic),
+                "-G",
+                group,
+                "--from",
+                "beginning",
+            ])
+            .args([
+                "--timeout",
+                timeout,
+                "-q",
+                "-u",
+                "-o",
+                out.to_str().unwrap(),
+            ])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut m = Background(member("riders", "20s"));
+    wait_until("the first records", || lines().lines().count() == 3);
+    own.kill();
+    std::thread::sleep(Duration::from_secs(2));
+    own.restart();
+    b.kcat_produce(&topic, 1, "k\td\nk\te\n", &[]);
+    wait_until("the records after the restart", || {
+        lines().lines().count() == 5
+    });
+    let pid = m.0.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert_eq!(m.0.wait().unwrap().code(), Some(130));
+    let mut got: Vec<String> = lines().lines().map(String::from).collect();
+    got.sort();
+    assert_eq!(got, ["\"a\"", "\"b\"", "\"c\"", "\"d\"", "\"e\""]);
+    // Gone for good: exit 4 after --timeout, not at once, and not long after.
+    std::fs::remove_file(&out).unwrap();
+    let mut m = Background(member("stayers", "3s"));
+    wait_until("a read from the start", || lines().lines().count() == 5);
+    own.kill();
+    let downed = Instant::now();
+    let status = m.0.wait().unwrap();
+    let took = downed.elapsed();
+    let mut err = String::new();
+    std::io::Read::read_to_string(m.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(4), "{err}");
+    assert!(err.contains("out of reach for 3s"), "{err}");
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(15),
+        "{took:?}"
+    );
+    assert_eq!(lines().lines().count(), 5);
+}

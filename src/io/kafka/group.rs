@@ -74,6 +74,11 @@ impl Member {
         self.reporter.error_since(since)
     }
 
+    /// Notes an error the consumer returned, as the error callback notes its own.
+    pub fn record(&self, error: &rdkafka::error::KafkaError) {
+        self.reporter.record(error, "")
+    }
+
     /// Counts the group's rebalances: when it moves, `assigned` may have changed.
     pub fn rebalances(&self) -> u64 {
         self.rebalances.load(Ordering::Acquire)

@@ -62,6 +62,10 @@ pub struct KafkaSource {
     timeout: Duration,
     /// When the last record (or the start) was seen, to tell a dead broker from a quiet one.
     last_progress: Instant,
+    /// When the cluster last answered, and since when it has not (a restart, a rolling
+    /// upgrade): the read waits for it up to `timeout`.
+    answered: Instant,
+    down_since: Option<Instant>,
     /// How long the next poll waits: nothing while records flow, a little once they stop.
     wait: Duration,
     progress: Option<ProgressBar>,
@@ -171,6 +175,8 @@ impl KafkaSource {
             wait: Duration::ZERO,
             progress: None,
             last_progress: Instant::now(),
+            answered: Instant::now(),
+            down_since: None,
             render,
             resume: resume.iter().copied().collect(),
             starts: Vec::new(),
@@ -442,17 +448,18 @@ impl KafkaSource {
         } else {
             IDLE_WAIT
         };
+        let watch = Watch {
+            timeout: self.timeout,
+            answered: &mut self.answered,
+            down_since: &mut self.down_since,
+        };
         match polled {
-            None => {
-                if self.last_progress.elapsed() >= self.timeout {
-                    if let Some(e) = self.consumer.context().error_since(self.last_progress) {
-                        return Err(Error::Unreachable(format!(
-                            "Kafka: no progress for {:?}: {e}",
-                            self.timeout
-                        )));
-                    }
-                }
-                Ok(Polled::Idle)
+            None => quiet(&self.consumer, &self.topic, watch),
+            // The brokers went away: librdkafka reconnects, and the read waits for them.
+            Some(Err(e)) if is_outage(&e) => {
+                self.consumer.context().record(&e);
+                watch.down_since.get_or_insert_with(Instant::now);
+                quiet(&self.consumer, &self.topic, watch)
             }
             Some(Err(KafkaError::PartitionEOF(p))) => {
                 if self.close_at_eof && self.past_end(p) {
@@ -466,6 +473,8 @@ impl KafkaSource {
             Some(Err(e)) => Err(Error::Unreachable(format!("Kafka: {e}"))),
             Some(Ok(m)) => {
                 self.last_progress = Instant::now();
+                *watch.answered = self.last_progress;
+                *watch.down_since = None;
                 if let Some(bar) = &self.progress {
                     bar.inc(1);
                 }
@@ -616,6 +625,14 @@ impl Source for KafkaSource {
         let read = said.and_then(|()| self.read_records(feed));
         // Records still in flight are committed once the command has handled them.
         feed.wait_handled(|partition, offset| self.done(partition, offset));
+        if self.down_since.is_some() {
+            // The cluster is out of reach: a save or commit would wait for it, and so would
+            // closing the consumer (its leave of the group), which is therefore left to the
+            // process's exit. The next owner reads on from the last commit (at least once);
+            // the output so far is intact.
+            std::mem::forget(self);
+            return read;
+        }
         // The states saved as the read ended (at its end, or on a stop) go to the changelog;
         // then the consumer gives its partitions up without them.
         let saved = group::save(&self.consumer, feed.take_saved(), CommitMode::Sync);
@@ -905,4 +922,60 @@ pub fn message<'a>(m: &'a BorrowedMessage<'a>, topic: &'a str) -> Message<'a> {
         headers,
         decoded: Default::default(),
     }
+}
+
+/// What tells a quiet read from a cluster out of reach.
+struct Watch<'a> {
+    timeout: Duration,
+    /// When the cluster last answered: a record, or a check after an error.
+    answered: &'a mut Instant,
+    /// Since when the client has reported errors without the cluster answering.
+    down_since: &'a mut Option<Instant>,
+}
+
+/// Nothing came: fine while the cluster answers. An error the client reports starts a wait
+/// for it (a broker restarting, a rolling upgrade: librdkafka reconnects on its own); once
+/// `timeout` has passed and it still does not answer, exit 4.
+fn quiet(consumer: &BaseConsumer<Member>, topic: &str, w: Watch<'_>) -> Result<Polled<'static>> {
+    let context = consumer.context();
+    if w.down_since.is_none() && context.error_since(*w.answered).is_some() {
+        *w.down_since = Some(Instant::now());
+    }
+    if let Some(since) = w.down_since.filter(|s| s.elapsed() >= w.timeout) {
+        if consumer.fetch_metadata(Some(topic), QUICK).is_ok() {
+            // It answers, with nothing new to read: the outage is over.
+            *w.down_since = None;
+            *w.answered = Instant::now();
+        } else {
+            let e = context.error_since(since).unwrap_or_default();
+            return Err(Error::Unreachable(format!(
+                "Kafka: out of reach for {:?}: {e}",
+                w.timeout
+            )));
+        }
+    }
+    Ok(Polled::Idle)
+}
+
+/// How long a check that the cluster answers again may take.
+const QUICK: Duration = Duration::from_secs(1);
+
+/// A consumer error that says the brokers are (for now) out of reach, which librdkafka
+/// recovers from on its own once they are back.
+fn is_outage(e: &KafkaError) -> bool {
+    use rdkafka::error::RDKafkaErrorCode as C;
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            C::AllBrokersDown
+                | C::BrokerTransportFailure
+                | C::OperationTimedOut
+                | C::RequestTimedOut
+                | C::NetworkException
+                | C::CoordinatorNotAvailable
+                | C::NotCoordinator
+                | C::LeaderNotAvailable
+                | C::NotLeaderForPartition
+        )
+    )
 }
