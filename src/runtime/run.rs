@@ -126,7 +126,13 @@ impl<C: Command> RunPlan<C> {
         let result = ending.end(read);
         // Flushed whatever the result: what was written goes out.
         let closed = step.close(counters).and(policy.close());
-        let warnings = unseen_fields(&prepare, &counters.fields);
+        // A run stopped by a bad record has said what was wrong with it; the fields it did
+        // not see by then say little more.
+        let stopped_by_input = matches!(result, Err(Error::BadInput { .. }));
+        let warnings = match stopped_by_input {
+            true => Vec::new(),
+            false => unseen_fields(&prepare, &counters.fields),
+        };
         if let (Some(r), Keeping::File(plan), Ok(())) = (restored, &self.keeping, &result) {
             if r.counters.read == counters.read {
                 stats.note = Some(format!(

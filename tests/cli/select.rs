@@ -385,4 +385,24 @@ fn a_named_field_no_record_had_is_a_warning_with_the_likely_path() {
     ]);
     assert!(!err.contains("warning"), "{err}");
     assert!(report.get("warnings").is_none(), "{report}");
+    // A run stopped at a record without its --time says so once, in its error.
+    let out = weir()
+        .args([
+            "window",
+            "--time",
+            "occured_at",
+            "--tumbling",
+            "1m",
+            "--count",
+        ])
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(
+        err.matches("did you mean 'occurred_at'").count(),
+        1,
+        "{err}"
+    );
 }
