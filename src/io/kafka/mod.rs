@@ -9,6 +9,7 @@ pub mod changelog;
 pub mod client;
 pub mod config;
 pub mod group;
+pub mod msk_iam;
 pub mod plan;
 mod properties;
 pub mod repartition;
