@@ -81,6 +81,8 @@ pub type FirstRecords = HashMap<(String, i32, i64), (i64, Millis)>;
 pub struct Cluster {
     spec: KafkaSpec,
     config: ClientConfig,
+    /// The options the clients are made with (MSK IAM's token source among them).
+    options: ClientOptions,
     timeout: Duration,
     /// For metadata and log offsets.
     probe: BaseConsumer<Reporter>,
@@ -143,15 +145,15 @@ impl Cluster {
         config.set("auto.offset.reset", "earliest");
         let mut probe_config = config.clone();
         probe_config.set("group.id", "weir-lag");
-        let probe: BaseConsumer<Reporter> =
-            probe_config
-                .create_with_context(Reporter::default())
-                .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+        let probe: BaseConsumer<Reporter> = probe_config
+            .create_with_context(Reporter::for_client(client, spec)?)
+            .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
         // One metadata round trip proves the cluster is there.
         reach(probe.client(), None, timeout, spec)?;
         Ok(Cluster {
             spec: spec.clone(),
             config,
+            options: client.clone(),
             timeout,
             probe,
         })
@@ -322,8 +324,9 @@ impl Cluster {
         config.set("max.partition.fetch.bytes", "262144");
         config.set("queued.max.messages.kbytes", "8192");
         let consumer: BaseConsumer<Reporter> = config
-            .create_with_context(Reporter::default())
+            .create_with_context(Reporter::for_client(&self.options, &self.spec)?)
             .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+        super::client::prime_token(consumer.client())?;
         let deadline = Instant::now() + self.timeout;
         for round in rounds {
             let mut tpl = TopicPartitionList::new();

@@ -226,8 +226,9 @@ impl Changelog {
         config.set("enable.auto.commit", "false");
         config.set("enable.partition.eof", "true");
         let consumer: BaseConsumer<Reporter> = config
-            .create_with_context(Reporter::default())
+            .create_with_context(Reporter::for_client(&self.client, &self.spec)?)
             .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+        super::client::prime_token(consumer.client())?;
         let ends = self.assign_all(&consumer, partitions)?;
         let mut out: BTreeMap<i32, Keyed> = BTreeMap::new();
         let mut next: HashMap<i32, i64> = HashMap::new();

@@ -30,6 +30,8 @@ pub struct ClientOptions {
     pub registry: Vec<(String, String)>,
     /// How long to wait for a broker before giving up.
     pub timeout: Duration,
+    /// `-X sasl.mechanism=AWS_MSK_IAM`: librdkafka is given OAUTHBEARER, and weir the tokens.
+    pub msk_iam: bool,
 }
 
 impl Default for ClientOptions {
@@ -38,6 +40,7 @@ impl Default for ClientOptions {
             properties: Vec::new(),
             registry: Vec::new(),
             timeout: Duration::from_secs(10),
+            msk_iam: false,
         }
     }
 }
@@ -72,14 +75,16 @@ impl ClientOptions {
             let (k, v) = split_property(p).map_err(|e| Error::Usage(format!("-X {e}")))?;
             out.push((k.to_string(), v.to_string()));
         }
-        let (registry, out): (Vec<_>, Vec<_>) = out
+        let (registry, mut out): (Vec<_>, Vec<_>) = out
             .into_iter()
             .partition(|(k, _)| k.starts_with("schema.registry."));
+        let msk_iam = take_msk_iam(&mut out)?;
         check_properties(&out)?;
         Ok(ClientOptions {
             properties: out,
             registry,
             timeout,
+            msk_iam,
         })
     }
 
@@ -93,6 +98,27 @@ impl ClientOptions {
         }
         config
     }
+}
+
+/// Whether the properties ask for MSK IAM (`sasl.mechanism=AWS_MSK_IAM`, which becomes
+/// librdkafka's OAUTHBEARER with weir's tokens). OAUTHBEARER asked for otherwise is refused:
+/// weir supplies its tokens, and this librdkafka has no OIDC of its own.
+fn take_msk_iam(properties: &mut [(String, String)]) -> Result<bool> {
+    let mut msk = false;
+    for (k, v) in properties.iter_mut() {
+        if k != "sasl.mechanism" && k != "sasl.mechanisms" {
+            continue;
+        }
+        if v.eq_ignore_ascii_case(super::msk_iam::MECHANISM) {
+            *v = "OAUTHBEARER".into();
+            msk = true;
+        } else if v.eq_ignore_ascii_case("OAUTHBEARER") {
+            return Err(Error::Usage(format!(
+                "-X {k}=OAUTHBEARER: weir supplies OAUTHBEARER tokens for Amazon MSK only; give -X {k}=AWS_MSK_IAM"
+            )));
+        }
+    }
+    Ok(msk)
 }
 
 /// Sets every property on a client configuration librdkafka checks (no client is made, no

@@ -69,6 +69,14 @@ pub struct Member {
 }
 
 impl Member {
+    /// A member whose client reports to `reporter` (and takes its tokens from it).
+    pub fn new(reporter: Reporter) -> Member {
+        Member {
+            reporter,
+            ..Member::default()
+        }
+    }
+
     /// The latest error the client reported, if it is newer than `since`.
     pub fn error_since(&self, since: Instant) -> Option<String> {
         self.reporter.error_since(since)
@@ -120,8 +128,23 @@ impl Member {
     }
 }
 
+impl super::client::Reports for Member {
+    fn reporter(&self) -> &Reporter {
+        &self.reporter
+    }
+}
+
 impl ClientContext for Member {
+    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
+
     fn log(&self, _level: RDKafkaLogLevel, _fac: &str, _message: &str) {}
+
+    fn generate_oauth_token(
+        &self,
+        _config: Option<&str>,
+    ) -> std::result::Result<rdkafka::client::OAuthToken, Box<dyn std::error::Error>> {
+        self.reporter.oauth_token()
+    }
 
     fn error(&self, error: KafkaError, reason: &str) {
         self.reporter.record(&error, reason);

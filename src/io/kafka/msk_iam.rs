@@ -118,9 +118,9 @@ impl TokenSource {
                     "AWS_MSK_IAM: no AWS region: set AWS_REGION (or a profile's region)".into(),
                 )
             })?;
-        let credentials = config.credentials_provider().ok_or_else(|| {
-            Error::Usage("AWS_MSK_IAM: no AWS credentials provider".into())
-        })?;
+        let credentials = config
+            .credentials_provider()
+            .ok_or_else(|| Error::Usage("AWS_MSK_IAM: no AWS credentials provider".into()))?;
         Ok(Arc::new(TokenSource {
             region,
             credentials,

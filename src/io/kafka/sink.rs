@@ -29,8 +29,23 @@ pub struct Deliveries {
     reporter: Reporter,
 }
 
+impl super::client::Reports for Deliveries {
+    fn reporter(&self) -> &Reporter {
+        &self.reporter
+    }
+}
+
 impl ClientContext for Deliveries {
+    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
+
     fn log(&self, _level: RDKafkaLogLevel, _fac: &str, _message: &str) {}
+
+    fn generate_oauth_token(
+        &self,
+        _config: Option<&str>,
+    ) -> std::result::Result<rdkafka::client::OAuthToken, Box<dyn std::error::Error>> {
+        self.reporter.oauth_token()
+    }
 
     fn error(&self, error: KafkaError, reason: &str) {
         self.reporter.record(&error, reason);
@@ -132,7 +147,10 @@ impl KafkaSink {
             config.set(*k, *v);
         }
         let producer: BaseProducer<Deliveries> = config
-            .create_with_context(Deliveries::default())
+            .create_with_context(Deliveries {
+                reporter: Reporter::for_client(client, spec)?,
+                ..Deliveries::default()
+            })
             .map_err(|e| Error::Usage(format!("Kafka producer configuration: {}", scrub(&e))))?;
         // Fail fast and clearly when the cluster or topic is not there.
         let metadata = reach(producer.client(), Some(&topic), timeout, spec)?;

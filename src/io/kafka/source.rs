@@ -16,7 +16,7 @@ use rdkafka::message::{BorrowedMessage, Headers, Message as _};
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
 use super::changelog::Changelog;
-use super::client::{reach, scrub, topic_error, unreachable};
+use super::client::{reach, scrub, topic_error, unreachable, Reporter};
 use super::config::ClientOptions;
 use super::group::{self, GroupEnd, Member};
 use super::plan::ReadPlan;
@@ -155,7 +155,7 @@ impl KafkaSource {
         };
         config.set("enable.partition.eof", eof);
         let consumer: BaseConsumer<Member> = config
-            .create_with_context(Member::default())
+            .create_with_context(Member::new(Reporter::for_client(client, spec)?))
             .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
         let (partitions, count) = topic_partitions(&consumer, spec, plan, client.timeout)?;
         let mut source = KafkaSource {

@@ -3,10 +3,9 @@
 use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::error::RDKafkaErrorCode;
 
-use super::client::{scrub, unreachable};
+use super::client::{scrub, unreachable, Reporter};
 use super::config::ClientOptions;
 use crate::error::{Error, Result};
 use crate::io::spec::KafkaSpec;
@@ -30,10 +29,11 @@ pub fn ensure(
     cleanup: Cleanup,
 ) -> Result<usize> {
     let timeout = client.timeout;
-    let admin: AdminClient<DefaultClientContext> = client
+    let admin: AdminClient<Reporter> = client
         .config(spec)
-        .create()
+        .create_with_context(Reporter::for_client(client, spec)?)
         .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+    super::client::prime_token(admin.inner())?;
     if let Some(n) = partitions_of(&admin, spec, topic, timeout)? {
         return Ok(n);
     }
@@ -78,16 +78,17 @@ pub fn ensure(
 
 /// How many partitions `topic` has, if the cluster has it; creates nothing.
 pub fn partitions(spec: &KafkaSpec, client: &ClientOptions, topic: &str) -> Result<Option<usize>> {
-    let admin: AdminClient<DefaultClientContext> = client
+    let admin: AdminClient<Reporter> = client
         .config(spec)
-        .create()
+        .create_with_context(Reporter::for_client(client, spec)?)
         .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
+    super::client::prime_token(admin.inner())?;
     partitions_of(&admin, spec, topic, client.timeout)
 }
 
 /// How many partitions `topic` has, if the cluster has it.
 fn partitions_of(
-    admin: &AdminClient<DefaultClientContext>,
+    admin: &AdminClient<Reporter>,
     spec: &KafkaSpec,
     topic: &str,
     timeout: Duration,
