@@ -39,6 +39,11 @@ install_tools() {
     log "installing confluent-kafka[avro,json,protobuf] $CONFLUENT_KAFKA_VERSION and grpcio-tools (PyPI)"
     python3 -m pip install -q "confluent-kafka[avro,json,protobuf]==$CONFLUENT_KAFKA_VERSION" "grpcio-tools==1.85.1" >&2
   fi
+  # The MSK IAM tests: the test front checks tokens with botocore; the reference signer made
+  # the tokens the unit tests compare with (scripts/peers/msk_token.py).
+  if ! python3 -c "import botocore, aws_msk_iam_sasl_signer" 2>/dev/null; then
+    python3 -m pip install -q "boto3==1.43.11" "aws-msk-iam-sasl-signer-python==1.0.2" >&2
+  fi
   # The lag tests check the Prometheus output with the official client's parser.
   if ! python3 -c "import prometheus_client" 2>/dev/null; then
     python3 -m pip install -q "prometheus-client==0.21.1" >&2

@@ -10,6 +10,7 @@ mod kinesis;
 mod kinesis_members;
 mod kinesis_state;
 mod layers;
+mod msk_iam;
 mod pipes;
 mod profile;
 mod repartition;

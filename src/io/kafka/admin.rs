@@ -149,7 +149,13 @@ impl Cluster {
             .create_with_context(Reporter::for_client(client, spec)?)
             .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;
         // One metadata round trip proves the cluster is there.
-        reach(probe.client(), None, timeout, spec)?;
+        reach(
+            probe.client(),
+            &|| drop(probe.poll(Duration::from_millis(100))),
+            None,
+            timeout,
+            spec,
+        )?;
         Ok(Cluster {
             spec: spec.clone(),
             config,

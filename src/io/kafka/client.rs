@@ -23,6 +23,8 @@ use crate::runtime::signals;
 #[derive(Default)]
 pub struct Reporter {
     last_error: Mutex<Option<(Instant, String)>>,
+    /// The last refusal of our credentials: later transport errors would hide it.
+    refused: Mutex<Option<String>>,
     tokens: Option<Arc<TokenSource>>,
 }
 
@@ -75,7 +77,15 @@ impl Reporter {
         } else {
             reason.to_string()
         };
+        if text.to_lowercase().contains("authenticat") {
+            *self.refused.lock().expect("not poisoned") = Some(text.clone());
+        }
         *self.last_error.lock().expect("not poisoned") = Some((Instant::now(), text));
+    }
+
+    /// Why the cluster refused our credentials, if it did.
+    pub(crate) fn refused(&self) -> Option<String> {
+        self.refused.lock().expect("not poisoned").clone()
     }
 
     /// The latest error, if it is newer than `since`.
@@ -108,19 +118,20 @@ impl ClientContext for Reporter {
 /// A plain consumer (the changelog's, `lag`'s) rebalances nothing of ours.
 impl ConsumerContext for Reporter {}
 
-/// The cluster's metadata at first contact, asked for in short waits up to `timeout`: a
+/// The cluster's metadata at first contact (`serve` polls the client's events), asked for in
+/// short waits up to `timeout`: a
 /// signal during a wait for an unreachable cluster then stops the run at once (exit 130),
 /// not once the whole timeout has passed.
 pub(crate) fn reach<C: ClientContext + Reports>(
     client: &Client<C>,
+    serve: &dyn Fn(),
     topic: Option<&str>,
     timeout: Duration,
     spec: &KafkaSpec,
 ) -> Result<Metadata> {
     const WAIT: Duration = Duration::from_millis(250);
     prime_token(client)?;
-    let started = Instant::now();
-    let deadline = started + timeout;
+    let deadline = Instant::now() + timeout;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let asked = Instant::now();
@@ -130,9 +141,10 @@ pub(crate) fn reach<C: ClientContext + Reports>(
             // An answer that came at once (a refused connection) is not asked again at once.
             Err(_) if left > WAIT => std::thread::sleep(WAIT.saturating_sub(asked.elapsed())),
             Err(e) => {
-                // Refused credentials show only in what the client reported: say so.
-                let reported = client.context().reporter().error_since(started);
-                if let Some(why) = reported.filter(|r| r.to_lowercase().contains("authenticat")) {
+                // Refused credentials show only in what the client reported, which its
+                // events carry (served by `serve`, a short poll): say so.
+                serve();
+                if let Some(why) = client.context().reporter().refused() {
                     return Err(Error::Unreachable(format!(
                         "Kafka at {}: authentication failed: {why}",
                         spec.bootstrap_servers()

@@ -153,7 +153,8 @@ impl KafkaSink {
             })
             .map_err(|e| Error::Usage(format!("Kafka producer configuration: {}", scrub(&e))))?;
         // Fail fast and clearly when the cluster or topic is not there.
-        let metadata = reach(producer.client(), Some(&topic), timeout, spec)?;
+        let serve = || producer.poll(Duration::from_millis(100));
+        let metadata = reach(producer.client(), &serve, Some(&topic), timeout, spec)?;
         match metadata.topics().iter().find(|t| t.name() == topic) {
             Some(t) if t.error().is_none() && !t.partitions().is_empty() => {}
             t => {

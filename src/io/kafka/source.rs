@@ -820,7 +820,8 @@ fn topic_partitions(
     timeout: Duration,
 ) -> Result<(Vec<i32>, usize)> {
     let topic = &plan.topic;
-    let metadata = reach(consumer.client(), Some(topic), timeout, spec)?;
+    let serve = || drop(consumer.poll(Duration::from_millis(100)));
+    let metadata = reach(consumer.client(), &serve, Some(topic), timeout, spec)?;
     let meta = metadata
         .topics()
         .iter()
