@@ -678,7 +678,11 @@ impl WindowOperator {
         let joins_closed = starts
             .get(lo)
             .is_some_and(|s| lo < hi && w >= windows[&(key, *s)].end.saturating_add(lateness));
-        if joins_closed || (lo >= hi && late_alone) {
+        // A record late on its own may join an open session, but not move its start earlier:
+        // the gap before that session may have held a session of the key already dropped
+        // (known for one gap past its lateness only), which the record would have joined.
+        let extends_left = lo < hi && start < starts[lo];
+        if joins_closed || (late_alone && (lo >= hi || extends_left)) {
             if starts.is_empty() {
                 self.sessions.remove(&key);
             }
