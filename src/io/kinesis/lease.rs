@@ -19,6 +19,7 @@ use aws_sdk_dynamodb::Client;
 
 use super::client::{retry_passing, Failure, KinesisClient};
 use crate::core::lag::ShardCheckpoint;
+use crate::core::time::Millis;
 use crate::error::{Error, Result};
 
 /// The lease key of the item that marks a table as weir's.
@@ -43,6 +44,9 @@ pub struct Lease {
     pub owner_switches: u64,
     /// Where the shard's state as of the checkpoint is kept (weir's own attribute).
     pub state: Option<String>,
+    /// A member with -e read it to the records that arrived before this time (ms) and
+    /// stopped there (weir's own attribute).
+    pub read_to: Option<Millis>,
 }
 
 /// What a scan of the table finds: the leases, and each member's heartbeat counter.
@@ -69,6 +73,8 @@ pub struct Commit<'a> {
     pub state: Option<&'a str>,
     /// Hands the lease to this member in the same write.
     pub hand_to: Option<&'a str>,
+    /// The shard was read to the records that arrived before this time (-e).
+    pub read_to: Option<Millis>,
 }
 
 pub struct LeaseTable {
@@ -331,6 +337,9 @@ impl LeaseTable {
         if commit.state.is_some() {
             set.push_str(", weirState = :state");
         }
+        if commit.read_to.is_some() {
+            set.push_str(", weirReadTo = :readTo");
+        }
         let update = || {
             let mut u = (self.dynamo.update_item().table_name(&self.name))
                 .key("leaseKey", s(shard))
@@ -345,6 +354,9 @@ impl LeaseTable {
                 .expression_attribute_values(":me", s(me));
             if let Some(state) = commit.state {
                 u = u.expression_attribute_values(":state", s(state));
+            }
+            if let Some(t) = commit.read_to {
+                u = u.expression_attribute_values(":readTo", n(t.max(0) as u64));
             }
             u.send()
         };
@@ -464,6 +476,9 @@ fn lease_of(i: &HashMap<String, AttributeValue>) -> Lease {
         ),
         owner_switches: number(i, "ownerSwitchesSinceCheckpoint"),
         state: text(i, "weirState"),
+        read_to: (i.get("weirReadTo"))
+            .and_then(|v| v.as_n().ok())
+            .and_then(|v| v.parse().ok()),
     }
 }
 
@@ -701,6 +716,7 @@ mod tests {
                     subsequence: None,
                 },
                 state: Some("s3://x/stale"),
+                read_to: None,
                 hand_to: None,
             };
             let mut last_winner: Option<(String, u64)> = None;
@@ -744,6 +760,7 @@ mod tests {
         let commit = Commit {
             checkpoint: &at,
             state: Some("s3://b/p/1"),
+            read_to: None,
             hand_to: Some("member-9"),
         };
         let next = table

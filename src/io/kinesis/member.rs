@@ -100,6 +100,8 @@ pub enum Leaving {
     Ended,
     /// Another member's write took it: nothing more is written to its lease.
     Lost,
+    /// Read to the run's end (-e): kept, unread, until the member leaves.
+    ReadTo,
 }
 
 /// A shard this member reads.
@@ -128,6 +130,8 @@ struct Step {
     hand_to: Option<String>,
     /// The shard is let go with this write.
     done: bool,
+    /// Read to the records that arrived before this time (-e), said on the lease.
+    read_to: Option<Millis>,
 }
 
 /// One member of an application.
@@ -147,6 +151,9 @@ pub struct Membership {
     pub states: Option<States>,
     /// Every lease as the last scan read it (a child's parents' states are found here).
     known: HashMap<String, Lease>,
+    /// With -e: the run's end, the member's start; a shard read to the records that arrived
+    /// before it is done.
+    ends_at: Option<Millis>,
 }
 
 /// Shards are listed again this often, for those resharding added.
@@ -156,7 +163,7 @@ impl Membership {
     /// Joins APP's table (created when missing) as a new member.
     pub async fn join(
         plan: &GroupPlan,
-        from: &StartAt,
+        (from, ends_at): (&StartAt, Option<Millis>),
         client: &KinesisClient,
         dynamo: aws_sdk_dynamodb::Client,
         store: Option<StateStore>,
@@ -197,7 +204,27 @@ impl Membership {
             listed: None,
             states,
             known: HashMap::new(),
+            ends_at,
         })
+    }
+
+    /// With -e, whether every shard in the table is done for this member's end: closed and
+    /// read through, read to at least its end, or a child of shards that were stopped at it
+    /// before they closed (so every record of the child arrived after the end).
+    pub fn all_read_to_end(&self) -> bool {
+        let Some(end) = self.ends_at else {
+            return false;
+        };
+        let stopped_at_end = |l: &Lease| {
+            l.checkpoint != ShardCheckpoint::ShardEnd && l.read_to.is_some_and(|t| t >= end)
+        };
+        let done = |l: &Lease| {
+            l.checkpoint == ShardCheckpoint::ShardEnd
+                || l.read_to.is_some_and(|t| t >= end)
+                || (!l.parents.is_empty()
+                    && (l.parents.iter()).all(|p| self.known.get(p).is_some_and(stopped_at_end)))
+        };
+        !self.known.is_empty() && self.known.values().all(done)
     }
 
     /// Adds a lease for each of `shards` the table lacks: a child of a shard in the table
@@ -308,6 +335,7 @@ impl Membership {
                     checkpoint: &l.checkpoint,
                     state: None,
                     hand_to: planned.map(String::as_str),
+                    read_to: None,
                 };
                 (self.table)
                     .commit(client, (&l.shard, l.counter), &self.me, &commit)
@@ -388,6 +416,10 @@ impl Membership {
                 (Some(Leaving::To(to)), true) => Some(to.clone()),
                 _ => None,
             };
+            // Read to the run's end: said on the lease, which the member keeps holding.
+            let read_to = (held.leaving == Some(Leaving::ReadTo) && done)
+                .then_some(self.ends_at)
+                .flatten();
             if !done && checkpoint == held.committed && state.is_none() {
                 continue;
             }
@@ -395,7 +427,8 @@ impl Membership {
                 checkpoint,
                 state,
                 hand_to,
-                done,
+                done: done && read_to.is_none(),
+                read_to,
             };
             self.write(client, &shard, step).await?;
         }
@@ -442,6 +475,7 @@ impl Membership {
             checkpoint: &step.checkpoint,
             state: pointer.as_deref(),
             hand_to: step.hand_to.as_deref(),
+            read_to: step.read_to,
         };
         let written = (self.table)
             .commit(client, (shard, held.counter), &self.me, &commit)
@@ -533,6 +567,7 @@ impl Membership {
                 state,
                 hand_to: plan.get(&shard).cloned(),
                 done: true,
+                read_to: None,
             };
             self.write(client, &shard, step).await?;
         }

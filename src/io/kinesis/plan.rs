@@ -192,8 +192,8 @@ impl ReadPlan {
 
 /// `-G APP`: a member reads on, every shard it is given, from its lease.
 fn group_plan(app: &str, request: &ReadRequest, from: &StartAt) -> Result<GroupPlan> {
-    let refused = if request.exit_at_end || request.to.is_some() {
-        Some("-G reads on as a member of the application; -e and --to end a read of the whole stream without it")
+    let refused = if request.to.is_some() {
+        Some("-G reads on as a member of the application; --to ends a read of the whole stream without it (-e ends members once every shard is read to what had arrived by their start)")
     } else if !request.shards.is_empty() {
         Some("-G shares every shard among the members; --shards reads given ones without it")
     } else if !matches!(from, StartAt::Beginning | StartAt::End) {

@@ -115,7 +115,8 @@ impl KinesisSource {
                     )?),
                     None => None,
                 };
-                Membership::join(group, &plan.from, &client, dynamo, store).await
+                let ends_at = plan.exit_at_end.then_some(started);
+                Membership::join(group, (&plan.from, ends_at), &client, dynamo, store).await
             })?),
             None => None,
         };
@@ -218,6 +219,8 @@ enum Event {
     Failed(Error),
     /// Every shard is finished (a bounded read, or only closed shards).
     Done,
+    /// A member with -e read a shard to the run's end: its task has all its input.
+    ReadToEnd(Arc<str>),
     /// A member stopped reading a shard; all of its records read were sent before this. Its
     /// state is saved for the next owner (`save`), or dropped (another member took it).
     Released {
@@ -368,6 +371,28 @@ impl Renderer {
         }
     }
 
+    /// The shards read from now on, said before any of their records.
+    fn reading(&mut self, feed: &mut Feed, shards: Vec<String>) -> Result<()> {
+        self.pending.hand_over(feed, &self.stream)?;
+        (self.started).extend(shards.iter().map(|s| Arc::from(s.as_str())));
+        let names = shards
+            .iter()
+            .map(|s| serde_json::to_string(s).expect("a string serialises"))
+            .collect();
+        feed.assigned(names)
+    }
+
+    /// A member with -e read `shard` to the run's end: its last output goes out while the
+    /// member owns it (as a Kafka partition's at -e); what is saved for a next owner is the
+    /// state before it.
+    fn read_to_end(&mut self, feed: &mut Feed, shard: &str) -> Result<()> {
+        self.pending.hand_over(feed, &self.stream)?;
+        match self.owned.get(shard) {
+            Some(task) => feed.partition_ended(*task),
+            None => Ok(()),
+        }
+    }
+
     /// A member's shard stopped (handed on, lost or ended): once every record of it handed
     /// over is handled, and the command gave up its state (saved, with `save`), the member
     /// may write its last checkpoint.
@@ -448,16 +473,7 @@ impl Renderer {
                         self.render_all(feed, &shard, records)?;
                     }
                 }
-                Event::Reading(shards) => {
-                    self.pending.hand_over(feed, &self.stream)?;
-                    self.started
-                        .extend(shards.iter().map(|s| Arc::from(s.as_str())));
-                    let names = shards
-                        .iter()
-                        .map(|s| serde_json::to_string(s).expect("a string serialises"))
-                        .collect();
-                    feed.assigned(names)?;
-                }
+                Event::Reading(shards) => self.reading(feed, shards)?,
                 Event::Ended(shard) => {
                     self.pending.hand_over(feed, &self.stream)?;
                     feed.shard_ended(shard)?;
@@ -467,6 +483,7 @@ impl Renderer {
                     feed.starts(Starts::Shard(shard, arrival))?;
                 }
                 Event::Released { shard, save } => self.released(feed, &shard, save)?,
+                Event::ReadToEnd(shard) => self.read_to_end(feed, &shard)?,
                 Event::Own { shard, start } => {
                     self.pending.hand_over(feed, &self.stream)?;
                     let task = shard_task(&shard);
@@ -672,7 +689,14 @@ impl Coordinator {
         // Every step answers `None` once the reader thread has gone or the read failed.
         match self.member.take() {
             Some(mut member) => {
-                let _ = self.as_member(&mut member, efo).await;
+                if self.as_member(&mut member, efo).await == Some(true) {
+                    // -e: every shard read to the run's end. The read ends, and the member
+                    // leaves once the command has given up its states (the cancel flag).
+                    let _ = self.out.send(Event::Done).await;
+                    while !self.cancel.load(Ordering::Relaxed) {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
                 member.leave(&self.client).await
             }
             None => {
@@ -684,12 +708,16 @@ impl Coordinator {
 
     /// A member's read: every tick, the plan's changes; between ticks, shards that stop.
     /// Returns once the run is cancelled (or the reader thread is gone).
-    async fn as_member(&mut self, member: &mut Membership, efo: Option<Arc<str>>) -> Option<()> {
+    /// `Some(true)` when, with -e, every shard of the application is read to the run's end.
+    async fn as_member(&mut self, member: &mut Membership, efo: Option<Arc<str>>) -> Option<bool> {
         let (stopped_tx, mut stopped_rx) = mpsc::unbounded_channel();
         while !self.cancel.load(Ordering::Relaxed) {
             if let Err(e) = self.member_tick(member, &stopped_tx, &efo).await {
                 let _ = self.out.send(Event::Failed(e)).await;
                 return None;
+            }
+            if member.all_read_to_end() {
+                return Some(true);
             }
             let tick = tokio::time::sleep(member.tick);
             tokio::pin!(tick);
@@ -703,7 +731,7 @@ impl Coordinator {
         for held in member.held.values() {
             held.stop.store(true, Ordering::Relaxed);
         }
-        Some(())
+        Some(false)
     }
 
     /// Lists the shards when due (their leases added), runs the member's tick, and starts
@@ -785,7 +813,15 @@ impl Coordinator {
                 }
                 shard
             }
-            Stopped::AtEnd { shard } => shard,
+            Stopped::AtEnd { shard } => {
+                // -e: read to the records that arrived before the member's start.
+                if let Some(held) = member.held.get_mut(&shard) {
+                    held.leaving.get_or_insert(Leaving::ReadTo);
+                }
+                let ended = Event::ReadToEnd(Arc::from(shard.as_str()));
+                self.out.send(ended).await.ok()?;
+                shard
+            }
             Stopped::Failed(e) => {
                 let _ = self.out.send(Event::Failed(e)).await;
                 return None;
