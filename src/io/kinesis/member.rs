@@ -153,7 +153,7 @@ pub struct Membership {
     known: HashMap<String, Lease>,
     /// With -e: the run's end, the member's start; a shard read to the records that arrived
     /// before it is done.
-    ends_at: Option<Millis>,
+    pub ends_at: Option<Millis>,
 }
 
 /// Shards are listed again this often, for those resharding added.

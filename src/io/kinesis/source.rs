@@ -814,12 +814,17 @@ impl Coordinator {
                 shard
             }
             Stopped::AtEnd { shard } => {
-                // -e: read to the records that arrived before the member's start.
-                if let Some(held) = member.held.get_mut(&shard) {
-                    held.leaving.get_or_insert(Leaving::ReadTo);
+                // Stopped as asked (handed on, lost, the run over), or, with -e, read to the
+                // records that arrived before the member's start.
+                let cancelled = self.cancel.load(Ordering::Relaxed);
+                let held = member.held.get_mut(&shard);
+                if let Some(held) = held.filter(|h| h.leaving.is_none() && !cancelled) {
+                    if member.ends_at.is_some() {
+                        held.leaving = Some(Leaving::ReadTo);
+                        let ended = Event::ReadToEnd(Arc::from(shard.as_str()));
+                        self.out.send(ended).await.ok()?;
+                    }
                 }
-                let ended = Event::ReadToEnd(Arc::from(shard.as_str()));
-                self.out.send(ended).await.ok()?;
                 shard
             }
             Stopped::Failed(e) => {
