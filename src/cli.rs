@@ -1020,6 +1020,10 @@ More examples and the Kafka, Kinesis, schema and group options: weir watermark-p
 const PROFILE_AFTER_HELP: &str = concat!(
     profile_first_examples!(),
     "
+  # What `window --session 2m --key merchant_id` would count late with each delay:
+  weir watermark-profile fixtures/checkouts.ndjson --time occurred_at --session 2m \\
+    --key merchant_id --delay 0s,1m,10m
+
   # The late share of a 10-second delay per minute of event time, as JSON, and a picture:
   weir watermark-profile events.ndjson --time ts --arrival received_at --delay 10s \\
     --bucket 1m --format json --plot lateness.svg > profile.json
@@ -1035,7 +1039,9 @@ values are exact. A record without a usable time is counted, not fatal.
 
 A window counts a record late when its window has closed, not when it is out of order: give
 window's flags (--tumbling, or --hop and --slide, with --offset and --allowed-lateness) and the
-late counts and recommended delays are those of `window` with those flags, exactly.
+late counts and recommended delays are those of `window` with those flags, exactly. With
+--session GAP (and its --key) the window runs once per delay, and a recommended delay is the
+smallest of the delays asked for and a ladder from 0s to 1d that meets its target.
 
 The drift series (--bucket, at the first --delay) flags a bucket as a jump when its late share
 is over 3 times the median bucket's and over 1%, with at least 5 late records. --plot draws
