@@ -1,6 +1,8 @@
 //! Confluent's wire format for schema-registry records: a magic byte 0, the schema id as a
-//! 4-byte big-endian integer, then the payload (for Protobuf, message indexes first); and the
-//! error a payload that does not decode gives, whatever its format.
+//! 4-byte big-endian integer, then the payload (for Protobuf, message indexes first); the AWS
+//! Glue Schema Registry's: a header version byte 3, a compression byte (0 none, 5 zlib), the
+//! schema version's 16-byte UUID, then the payload; and the error a payload that does not
+//! decode gives, whatever its format.
 
 /// Why a payload did not decode, and the field it was in (outermost first).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +49,76 @@ pub fn unframe(bytes: &[u8]) -> Result<(u32, &[u8]), String> {
         )),
         [] => Err("no bytes: not in the schema registry's framing".into()),
     }
+}
+
+/// Glue's header version byte, and its compression bytes.
+const GLUE_VERSION: u8 = 3;
+const GLUE_PLAIN: u8 = 0;
+const GLUE_ZLIB: u8 = 5;
+
+/// The schema version UUID and payload (inflated when it was compressed) of a key or value
+/// framed as Glue's serializers frame it.
+pub fn unframe_glue(bytes: &[u8]) -> Result<([u8; 16], std::borrow::Cow<'_, [u8]>), String> {
+    let (version, compression, uuid, payload) = match bytes {
+        [v, c, rest @ ..] if rest.len() >= 16 => (*v, *c, &rest[..16], &rest[16..]),
+        _ => {
+            return Err(format!(
+                "{} bytes: too short for Glue's framing (version, compression, schema version id)",
+                bytes.len()
+            ))
+        }
+    };
+    if version != GLUE_VERSION {
+        return Err(format!(
+            "header version byte 0x{version:02x}: not in Glue's framing (3)"
+        ));
+    }
+    let uuid: [u8; 16] = uuid.try_into().expect("16 bytes");
+    match compression {
+        GLUE_PLAIN => Ok((uuid, std::borrow::Cow::Borrowed(payload))),
+        GLUE_ZLIB => {
+            use std::io::Read;
+            let mut inflated = Vec::new();
+            (flate2::read::ZlibDecoder::new(payload).take(MAX_INFLATED))
+                .read_to_end(&mut inflated)
+                .map_err(|e| format!("a zlib-compressed payload that does not inflate: {e}"))?;
+            Ok((uuid, std::borrow::Cow::Owned(inflated)))
+        }
+        other => Err(format!(
+            "compression byte 0x{other:02x}: Glue knows 0 (none) and 5 (zlib)"
+        )),
+    }
+}
+
+/// A bound on an inflated payload, so that a small record cannot ask for unbounded memory.
+const MAX_INFLATED: u64 = 64 << 20;
+
+/// Frames `payload` as Glue's serializers do, for schema version `uuid`, compressed with zlib
+/// when asked.
+pub fn frame_glue(uuid: &[u8; 16], payload: &[u8], zlib: bool) -> Vec<u8> {
+    let mut out = vec![GLUE_VERSION, if zlib { GLUE_ZLIB } else { GLUE_PLAIN }];
+    out.extend_from_slice(uuid);
+    if zlib {
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::default());
+        z.write_all(payload).expect("writing to memory");
+        return z.finish().expect("writing to memory");
+    }
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A schema version UUID as Glue's API spells it (8-4-4-4-12 lowercase hex).
+pub fn uuid_text(uuid: &[u8; 16]) -> String {
+    let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }
 
 /// Whether `bytes` look framed: the magic byte and room for a schema id.
@@ -118,6 +190,49 @@ pub(crate) fn write_zigzag(out: &mut Vec<u8>, n: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Glue's framing as AWS's own Python library (aws-glue-schema-registry 1.1.3) writes it
+    /// (`scripts/peers/glue_frame.py`): plain and zlib-compressed, read back to the payload and
+    /// the schema version id; ours frames plain bytes identically and zlib ones to the same
+    /// payload.
+    #[test]
+    fn glue_framing_reads_what_the_reference_library_writes() {
+        let hex = |s: &str| -> Vec<u8> {
+            (0..s.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+                .collect()
+        };
+        let plain = hex("03000b5a3d3c9c1e4b7e8f4a2d6e1f0a9b7768656c6c6f20676c7565");
+        let zlib = hex("03050b5a3d3c9c1e4b7e8f4a2d6e1f0a9b77789ccb48cdc9c95748cf294d0500156403e2");
+        for framed in [&plain, &zlib] {
+            let (uuid, payload) = unframe_glue(framed).unwrap();
+            assert_eq!(uuid_text(&uuid), "0b5a3d3c-9c1e-4b7e-8f4a-2d6e1f0a9b77");
+            assert_eq!(&payload[..], b"hello glue");
+        }
+        let (uuid, _) = unframe_glue(&plain).unwrap();
+        assert_eq!(frame_glue(&uuid, b"hello glue", false), plain);
+        let ours = frame_glue(&uuid, b"hello glue", true);
+        assert_eq!(&unframe_glue(&ours).unwrap().1[..], b"hello glue");
+        assert!(unframe_glue(&[0, 0, 0, 0, 1])
+            .unwrap_err()
+            .contains("too short"));
+        let mut confluent = plain.clone();
+        confluent[0] = 0;
+        assert!(unframe_glue(&confluent)
+            .unwrap_err()
+            .contains("header version"));
+        let mut unknown = plain.clone();
+        unknown[1] = 7;
+        assert!(unframe_glue(&unknown)
+            .unwrap_err()
+            .contains("compression byte 0x07"));
+        let mut broken = zlib.clone();
+        broken.truncate(25);
+        assert!(unframe_glue(&broken)
+            .unwrap_err()
+            .contains("does not inflate"));
+    }
 
     #[test]
     fn frames_are_split_and_others_named() {
