@@ -5,11 +5,13 @@
 #   kinesalite 3.3.3 (npm): faster, for volume tests and benchmarks;
 #   dynalite (npm): DynamoDB, for KCL lease tables and weir's own;
 #   s3rver 3.7.1 (npm): S3, for the shard states of -G members (bucket weir-test);
-#   boto3 and aws-kinesis-agg (PyPI).
+#   moto 5.1.18 in server mode (PyPI): the AWS Glue Schema Registry's API;
+#   boto3, aws-kinesis-agg and aws-glue-schema-registry (PyPI).
 #
 #   scripts/kinesis-servers.sh start   installs what is missing, starts the servers, prints
 #                                      the lines to eval: WEIR_TEST_KINESIS,
-#                                      WEIR_TEST_KINESALITE, WEIR_TEST_DYNAMODB, WEIR_TEST_S3
+#                                      WEIR_TEST_KINESALITE, WEIR_TEST_DYNAMODB, WEIR_TEST_S3,
+#                                      WEIR_TEST_GLUE
 #   scripts/kinesis-servers.sh stop    stops them by PID
 #
 # Packages live in target/kinesis-servers/ (node_modules), logs and PIDs beside them.
@@ -22,8 +24,9 @@ KINESIS_LOCAL_TLS_PORT=${WEIR_KINESIS_LOCAL_TLS_PORT:-14566}
 KINESALITE_PORT=${WEIR_KINESALITE_PORT:-14567}
 DYNALITE_PORT=${WEIR_DYNALITE_PORT:-14569}
 S3RVER_PORT=${WEIR_S3RVER_PORT:-14570}
+MOTO_PORT=${WEIR_MOTO_PORT:-14571}
 NPM_PACKAGES="kinesis-local@0.6.2 kinesalite@3.3.3 dynalite@4.0.0 s3rver@3.7.1"
-PIP_PACKAGES="boto3==1.43.11 aws-kinesis-agg==1.2.3"
+PIP_PACKAGES="boto3==1.43.11 aws-kinesis-agg==1.2.3 moto[server]==5.1.18 aws-glue-schema-registry==1.1.3"
 
 log() { echo "kinesis-servers: $*" >&2; }
 
@@ -34,7 +37,7 @@ install_tools() {
     log "installing $NPM_PACKAGES (npm)"
     (cd "$DIR" && npm install --no-audit --no-fund --loglevel=error $NPM_PACKAGES) >&2
   fi
-  if ! python3 -c "import boto3, aws_kinesis_agg" 2>/dev/null; then
+  if ! python3 -c "import boto3, aws_kinesis_agg, moto.server, aws_schema_registry" 2>/dev/null; then
     log "installing $PIP_PACKAGES (PyPI)"
     python3 -m pip install -q $PIP_PACKAGES >&2
   fi
@@ -89,14 +92,17 @@ start() {
   start_server s3rver "$S3RVER_PORT" node "$modules/s3rver/bin/s3rver.js" -d "$DIR/s3rver-data" \
     -a 127.0.0.1 -p "$S3RVER_PORT" --silent --allow-mismatched-signatures --no-vhost-buckets \
     --configure-bucket weir-test
+  # moto: the Glue Schema Registry, its registries kept in memory for the run.
+  start_server moto "$MOTO_PORT" python3 -m moto.server -H 127.0.0.1 -p "$MOTO_PORT"
   echo "export WEIR_TEST_KINESIS=http://127.0.0.1:$KINESIS_LOCAL_PORT"
   echo "export WEIR_TEST_KINESALITE=http://127.0.0.1:$KINESALITE_PORT"
   echo "export WEIR_TEST_DYNAMODB=http://127.0.0.1:$DYNALITE_PORT"
   echo "export WEIR_TEST_S3=http://127.0.0.1:$S3RVER_PORT"
+  echo "export WEIR_TEST_GLUE=http://127.0.0.1:$MOTO_PORT"
 }
 
 stop() {
-  for name in kinesis_local kinesalite dynalite s3rver; do
+  for name in kinesis_local kinesalite dynalite s3rver moto; do
     if [ -f "$DIR/$name.pid" ]; then
       kill "$(cat "$DIR/$name.pid")" 2>/dev/null || true
       rm -f "$DIR/$name.pid"

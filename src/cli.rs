@@ -229,6 +229,9 @@ pub struct SchemaArgs {
     /// Protobuf and JSON Schema. A value not framed is a bad record. Credentials and CA: -X
     /// schema.registry.basic.auth.user.info=USER:PASSWORD, -X
     /// schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE.
+    /// glue://NAME reads values (and keys) framed for the AWS Glue Schema Registry NAME
+    /// (Avro, JSON Schema), with the AWS chain's credentials and region
+    /// (AWS_ENDPOINT_URL_GLUE for the endpoint).
     #[arg(
         hide_short_help = true,
         short = 'r',

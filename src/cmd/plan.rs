@@ -240,6 +240,9 @@ fn encode_plan(input: &InputArgs, client: &ClientOptions) -> Result<Option<Encod
     if registry.is_none() && !matches!(schema, EncodeSchema::File { .. }) {
         return usage("--value-schema-id, --value-subject and --value-format without --value-schema take the sink's schema from a registry: give -r URL");
     }
+    if registry.as_ref().is_some_and(|r| r.glue.is_some()) {
+        return usage("-r glue:// decodes what a source reads; framing a sink's values for Glue is not built yet");
+    }
     Ok(Some(EncodePlan {
         registry,
         format: s.value_format.map(format_of),

@@ -75,7 +75,7 @@ impl Broker {
     }
 
     /// kcat -P into one partition: `key\tvalue` lines, with headers.
-    fn kcat_produce(&self, topic: &str, partition: i32, lines: &str, headers: &[&str]) {
+    pub(super) fn kcat_produce(&self, topic: &str, partition: i32, lines: &str, headers: &[&str]) {
         let mut c = self.kcat();
         c.args(["-P", "-t", topic, "-p", &partition.to_string(), "-K", "\t"]);
         for h in headers {

@@ -38,7 +38,7 @@ pub fn s3rver() -> Option<Server> {
     server("WEIR_TEST_S3")
 }
 
-fn server(var: &str) -> Option<Server> {
+pub(super) fn server(var: &str) -> Option<Server> {
     match std::env::var(var) {
         Ok(endpoint) => Some(Server { endpoint }),
         Err(_) => {

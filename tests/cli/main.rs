@@ -5,6 +5,7 @@ mod consume;
 mod corpus;
 mod dedupe;
 mod docs;
+mod glue;
 mod kafka;
 mod kinesis;
 mod kinesis_members;

@@ -7,6 +7,7 @@
 //! registry that cannot answer stops the run (exit 4).
 
 pub mod encode;
+pub mod glue;
 pub mod proto;
 pub mod registry;
 
@@ -20,7 +21,7 @@ use self::proto::ProtoSchema;
 use self::registry::{Fetched, Registry, RegistryOptions};
 use crate::core::avro::{AvroDecoder, AvroJson};
 use crate::core::envelope::{Decoded, Message, Render};
-use crate::core::framing::{looks_framed, unframe};
+use crate::core::framing::{looks_framed, unframe, unframe_glue, uuid_text};
 use crate::core::record::RecordError;
 use crate::error::{Error, Result};
 use crate::runtime::Framing;
@@ -196,8 +197,12 @@ pub enum Failure {
 /// The decoders of one source: a registry's schemas, fetched once per id, and local ones.
 pub struct Decoders {
     registry: Option<Registry>,
+    /// `-r glue://NAME` instead of a Confluent registry.
+    glue: Option<glue::Glue>,
     /// Each id asked for, for values (true) or keys; `None`: the registry has no such id.
     by_id: HashMap<(u32, bool), Option<Arc<Codec>>>,
+    /// The same for a Glue registry's schema version ids.
+    by_uuid: HashMap<([u8; 16], bool), Option<Arc<Codec>>>,
     value: Option<Codec>,
     key: Option<Codec>,
     /// Values are read into the reader schema; keys as they were written.
@@ -207,9 +212,18 @@ pub struct Decoders {
 
 impl Decoders {
     pub fn open(plan: &SchemaPlan) -> Result<Decoders> {
+        let (glue, confluent) = match &plan.registry {
+            Some(r) if r.glue.is_some() => {
+                let name = r.glue.as_deref().expect("a Glue registry");
+                (Some(glue::Glue::open(name, r.timeout)?), None)
+            }
+            other => (None, other.clone()),
+        };
         Ok(Decoders {
-            registry: plan.registry.clone().map(Registry::open).transpose()?,
+            registry: confluent.map(Registry::open).transpose()?,
+            glue,
             by_id: HashMap::new(),
+            by_uuid: HashMap::new(),
             value: plan.value.as_ref().map(|l| l.codec.clone()),
             key: plan.key.as_ref().map(|l| l.codec.clone()),
             values: AvroTarget::new(plan.style, plan.reader.as_ref(), plan.validate),
@@ -230,7 +244,7 @@ impl Decoders {
                 .map(|()| None)
                 .map_err(Failure::Record);
         }
-        self.framed(bytes, out, true).map(Some)
+        self.framed(bytes, out, true)
     }
 
     /// Appends the JSON of a key to `out`, as `value` does; `Ok(false)` leaves a key that is
@@ -246,29 +260,38 @@ impl Decoders {
                 .map(|()| Some(None))
                 .map_err(Failure::Record);
         }
-        if self.registry.is_none() || !looks_framed(bytes) {
+        let framed = match (&self.glue, &self.registry) {
+            (Some(_), _) => looks_glue_framed(bytes),
+            (None, Some(_)) => looks_framed(bytes),
+            (None, None) => false,
+        };
+        if !framed {
             return Ok(None);
         }
-        self.framed(bytes, out, false).map(|id| Some(Some(id)))
+        self.framed(bytes, out, false).map(Some)
     }
 
-    /// Appends the JSON of a framed value (or key) by its schema id; the id.
+    /// Appends the JSON of a framed value (or key) by its schema id; the id (a Confluent
+    /// registry's; a Glue schema version's is a UUID the envelope does not carry).
     fn framed(
         &mut self,
         bytes: &[u8],
         out: &mut Vec<u8>,
         value: bool,
-    ) -> std::result::Result<u32, Failure> {
+    ) -> std::result::Result<Option<u32>, Failure> {
+        if self.glue.is_some() {
+            return self.glue_framed(bytes, out, value).map(|()| None);
+        }
         let (id, payload) = unframe(bytes).map_err(Failure::Record)?;
         self.by_id(id, value)?
             .decode(payload, out)
             .map_err(|e| Failure::Record(format!("schema id {id}: {e}")))?;
-        Ok(id)
+        Ok(Some(id))
     }
 
     /// Whether values are decoded.
     pub fn decodes_values(&self) -> bool {
-        self.value.is_some() || self.registry.is_some()
+        self.value.is_some() || self.registry.is_some() || self.glue.is_some()
     }
 
     fn by_id(&mut self, id: u32, value: bool) -> std::result::Result<Arc<Codec>, Failure> {
@@ -290,6 +313,60 @@ impl Decoders {
         };
         self.by_id.insert((id, value), codec.clone());
         codec.ok_or_else(|| not_found(id))
+    }
+}
+
+impl Decoders {
+    /// Appends the JSON of a value (or key) framed as Glue frames it, by its schema version.
+    fn glue_framed(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<u8>,
+        value: bool,
+    ) -> std::result::Result<(), Failure> {
+        let (uuid, payload) = unframe_glue(bytes).map_err(Failure::Record)?;
+        let codec = match self.by_uuid.get(&(uuid, value)) {
+            Some(known) => known.clone(),
+            None => {
+                let glue = self.glue.as_ref().expect("a Glue registry");
+                let fetched = glue.version(&uuid).map_err(Failure::Fatal)?;
+                let target = if value { &self.values } else { &self.keys };
+                let codec = match fetched {
+                    None => None,
+                    Some(f) => Some(Arc::new(
+                        compile_glue(&glue.url(), &f, target).map_err(Failure::Fatal)?,
+                    )),
+                };
+                self.by_uuid.insert((uuid, value), codec.clone());
+                codec
+            }
+        };
+        let version = uuid_text(&uuid);
+        let codec = codec.ok_or_else(|| {
+            Failure::Record(format!(
+                "schema version {version} not found in the registry"
+            ))
+        })?;
+        codec
+            .decode(&payload, out)
+            .map_err(|e| Failure::Record(format!("schema version {version}: {e}")))
+    }
+}
+
+/// Whether `bytes` look framed as Glue frames: its header version byte and room for the rest.
+fn looks_glue_framed(bytes: &[u8]) -> bool {
+    bytes.len() >= 18 && bytes[0] == 3
+}
+
+/// The codec of a Glue schema version (Glue's schemas name no references).
+fn compile_glue(url: &str, f: &Fetched, target: &AvroTarget) -> Result<Codec> {
+    let refused = |m: String| Error::Usage(format!("a schema of {url}: {m}"));
+    match f.kind.as_str() {
+        "AVRO" => Codec::avro(&f.schema, &[], target).map_err(refused),
+        "JSON" => Codec::json(&f.schema, target.validate).map_err(refused),
+        other => Err(refused(format!(
+            "data format {other}: weir reads Glue's AVRO and JSON schemas (PROTOBUF not yet)"
+        ))),
     }
 }
 

@@ -25,6 +25,28 @@ pub struct RegistryOptions {
     /// A PEM file of CA certificates to trust instead of the system's.
     pub ca: Option<PathBuf>,
     pub timeout: Duration,
+    /// `glue://NAME`: an AWS Glue Schema Registry's name.
+    pub glue: Option<String>,
+}
+
+/// `glue://NAME`: Glue's rules for a registry name.
+fn glue_options(name: &str, timeout: Duration) -> std::result::Result<RegistryOptions, String> {
+    let fits = (1..=255).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-$#".contains(&b));
+    if !fits {
+        return Err(format!(
+            "glue://{name}: a Glue registry name is 1 to 255 letters, digits, '-', '_', '$' or '#'"
+        ));
+    }
+    Ok(RegistryOptions {
+        url: format!("glue://{name}"),
+        authorization: None,
+        ca: None,
+        timeout,
+        glue: Some(name.to_string()),
+    })
 }
 
 impl RegistryOptions {
@@ -33,6 +55,9 @@ impl RegistryOptions {
     /// Credentials in the URL (`https://user:pass@host`) work too.
     pub fn new(url: &str, properties: &[(String, String)], timeout: Duration) -> Result<Self> {
         let usage = |m: String| Error::Usage(format!("--schema-registry: {m}"));
+        if let Some(name) = url.strip_prefix("glue://") {
+            return glue_options(name, timeout).map_err(usage);
+        }
         let (scheme, rest) = url
             .split_once("://")
             .filter(|(s, _)| *s == "http" || *s == "https")
@@ -46,6 +71,7 @@ impl RegistryOptions {
             authorization: user_info.map(|u| basic(&u)),
             ca: None,
             timeout,
+            glue: None,
         };
         for (key, value) in properties {
             match key.strip_prefix("schema.registry.") {
@@ -84,6 +110,19 @@ pub struct Fetched {
 
 fn avro() -> String {
     "AVRO".into()
+}
+
+impl Fetched {
+    /// A schema with no references, of `kind` (`AVRO`, `JSON`, `PROTOBUF`).
+    pub fn of(schema: String, kind: String) -> Fetched {
+        Fetched {
+            schema,
+            kind,
+            references: Vec::new(),
+            id: None,
+            version: None,
+        }
+    }
 }
 
 /// A schema to look up or register under a subject, as the registry takes it.

@@ -1,0 +1,136 @@
+//! The AWS Glue Schema Registry (`-r glue://REGISTRY`): a framed record's schema version,
+//! fetched by its UUID with GetSchemaVersion, one SigV4-signed JSON call over the HTTP agent
+//! the Confluent client uses. Credentials and region come from the AWS chain; the endpoint
+//! from `AWS_ENDPOINT_URL_GLUE` (or `AWS_ENDPOINT_URL`), else Glue's in the region.
+
+use std::time::SystemTime;
+
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
+use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+use aws_sigv4::sign::v4;
+use serde::Deserialize;
+
+use super::registry::Fetched;
+use crate::core::framing::uuid_text;
+use crate::error::{Error, Result};
+
+/// A Glue registry's client.
+pub struct Glue {
+    pub registry: String,
+    endpoint: String,
+    region: String,
+    credentials: SharedCredentialsProvider,
+    runtime: tokio::runtime::Runtime,
+    agent: ureq::Agent,
+}
+
+/// GetSchemaVersion's answer, the parts weir reads.
+#[derive(Deserialize)]
+struct SchemaVersion {
+    #[serde(rename = "SchemaDefinition")]
+    definition: String,
+    #[serde(rename = "DataFormat")]
+    format: String,
+}
+
+impl Glue {
+    /// The registry `name`, reached with the AWS chain's credentials and region, each call
+    /// within `timeout`.
+    pub fn open(name: &str, timeout: std::time::Duration) -> Result<Glue> {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(timeout))
+            .build()
+            .into();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Unreachable(format!("Glue: {e}")))?;
+        let config = runtime.block_on(aws_config::load_defaults(
+            aws_config::BehaviorVersion::latest(),
+        ));
+        let region = (config.region().map(|r| r.to_string())).ok_or_else(|| {
+            Error::Usage("-r glue://: no AWS region: set AWS_REGION (or a profile's region)".into())
+        })?;
+        let credentials = (config.credentials_provider())
+            .ok_or_else(|| Error::Usage("-r glue://: no AWS credentials provider".into()))?;
+        let endpoint = ["AWS_ENDPOINT_URL_GLUE", "AWS_ENDPOINT_URL"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+            .unwrap_or_else(|| format!("https://glue.{region}.amazonaws.com"));
+        Ok(Glue {
+            registry: name.to_string(),
+            endpoint: endpoint.trim_end_matches('/').to_string(),
+            region,
+            credentials,
+            runtime,
+            agent,
+        })
+    }
+
+    /// Where the registry is, for messages.
+    pub fn url(&self) -> String {
+        format!("glue://{} at {}", self.registry, self.endpoint)
+    }
+
+    /// The schema version `uuid`; `None` when the registry has no such version.
+    pub fn version(&self, uuid: &[u8; 16]) -> Result<Option<Fetched>> {
+        let body = serde_json::json!({ "SchemaVersionId": uuid_text(uuid) }).to_string();
+        let (status, text) = self.call("AWSGlue.GetSchemaVersion", &body)?;
+        match status {
+            200 => {
+                let v: SchemaVersion = serde_json::from_str(&text).map_err(|e| {
+                    Error::Unreachable(format!("{}: GetSchemaVersion answered {e}", self.url()))
+                })?;
+                Ok(Some(Fetched::of(v.definition, v.format)))
+            }
+            400 if text.contains("EntityNotFoundException") => Ok(None),
+            _ => Err(Error::Unreachable(format!(
+                "{}: GetSchemaVersion: HTTP {status}: {}",
+                self.url(),
+                text.chars().take(300).collect::<String>()
+            ))),
+        }
+    }
+
+    /// One signed call of `target` with `body`: the status and the answer's text.
+    fn call(&self, target: &str, body: &str) -> Result<(u16, String)> {
+        let credentials = (self
+            .runtime
+            .block_on(self.credentials.provide_credentials()))
+        .map_err(|e| Error::Unreachable(format!("{}: no AWS credentials: {e}", self.url())))?;
+        let identity = credentials.into();
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name("glue")
+            .time(SystemTime::now())
+            .settings(SigningSettings::default())
+            .build()
+            .map_err(|e| Error::Usage(format!("Glue: {e}")))?
+            .into();
+        let url = format!("{}/", self.endpoint);
+        let headers = [
+            ("content-type", "application/x-amz-json-1.1"),
+            ("x-amz-target", target),
+        ];
+        let request = SignableRequest::new(
+            "POST",
+            &url,
+            headers.into_iter(),
+            SignableBody::Bytes(body.as_bytes()),
+        )
+        .map_err(|e| Error::Usage(format!("Glue: {e}")))?;
+        let signed = sign(request, &params).map_err(|e| Error::Usage(format!("Glue: {e}")))?;
+        let mut call = self.agent.post(&url);
+        for (name, value) in headers.iter().copied().chain(signed.output().headers()) {
+            call = call.header(name, value);
+        }
+        let mut answer = call
+            .send(body)
+            .map_err(|e| Error::Unreachable(format!("{}: {e}", self.url())))?;
+        let status = answer.status().as_u16();
+        let text = answer.body_mut().read_to_string().unwrap_or_default();
+        Ok((status, text))
+    }
+}
