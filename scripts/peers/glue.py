@@ -7,6 +7,8 @@ framing, fastavro for the Avro datum, confluent-kafka to produce.
     glue.py produce BOOTSTRAP TOPIC VERSION_ID FORMAT [zlib] < records.ndjson
         frames each JSON record (Avro with the definition in $GLUE_SCHEMA, or JSON) and
         produces it as a value
+    glue.py put KINESIS_ENDPOINT STREAM VERSION_ID FORMAT < records.ndjson
+        the same, put into a Kinesis stream (partition key: the record's position)
 """
 import io
 import json
@@ -38,24 +40,34 @@ if action == "schema":
         SchemaDefinition=sys.stdin.read(),
     )
     print(out["SchemaVersionId"])
-elif action == "produce":
+elif action in ("produce", "put"):
     import fastavro
     from aws_schema_registry.codec import encode
-    from confluent_kafka import Producer
 
-    bootstrap, topic, version, fmt, *rest = args
+    where, target, version, fmt, *rest = args
     compress = rest == ["zlib"]
     schema = fastavro.parse_schema(json.loads(os.environ["GLUE_SCHEMA"])) if fmt == "AVRO" else None
-    p = Producer({"bootstrap.servers": bootstrap})
-    for line in sys.stdin:
-        record = json.loads(line)
+
+    def framed(record):
         if schema is None:
             datum = json.dumps(record).encode()
         else:
             buf = io.BytesIO()
             fastavro.schemaless_writer(buf, schema, record)
             datum = buf.getvalue()
-        p.produce(topic, value=encode(datum, uuid.UUID(version), compression=compress))
-    p.flush(30)
+        return encode(datum, uuid.UUID(version), compression=compress)
+
+    records = [json.loads(line) for line in sys.stdin]
+    if action == "produce":
+        from confluent_kafka import Producer
+
+        p = Producer({"bootstrap.servers": where})
+        for record in records:
+            p.produce(target, value=framed(record))
+        p.flush(30)
+    else:
+        k = boto3.client("kinesis", endpoint_url=where, region_name=os.environ.get("AWS_REGION", "us-east-1"))
+        for i, record in enumerate(records):
+            k.put_record(StreamName=target, Data=framed(record), PartitionKey=str(i))
 else:
     raise SystemExit(f"unknown action {action}")

@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 use super::kafka::{broker, Broker};
-use super::kinesis::{aws_env, server, Server};
+use super::kinesis::{aws_env, kinesis_local, server, Server};
 use crate::weir_std;
 
 /// `scripts/peers/glue.py ARGS` with `stdin`, and `GLUE_SCHEMA` when given; its stdout.
@@ -113,6 +113,73 @@ fn glue_framed_values_decode_as_the_reference_library_framed_them() {
         "{dead}"
     );
     assert!(dead.contains("too short for Glue's framing"), "{dead}");
+    // Checked before anything is read: Glue out of reach, or no such registry, is exit 4.
     let out = consume(&b, &topic, &registry, "http://127.0.0.1:9", &[]);
     assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(out.stdout.is_empty());
+    let out = consume(&b, &topic, "no-such-registry", &glue, &[]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such registry"));
+}
+
+/// The same on a Kinesis stream: values put framed by the reference library read as their
+/// JSON, in each shard's order.
+#[test]
+fn glue_framed_kinesis_values_decode() {
+    let (Some(s), Some(Server { endpoint: glue })) = (kinesis_local(), server("WEIR_TEST_GLUE"))
+    else {
+        return;
+    };
+    let registry = format!("weir-k-{}", std::process::id());
+    let avro = r#"{"type":"record","name":"Checkout","fields":[{"name":"id","type":"string"}]}"#;
+    let version = glue_py(
+        &["schema", &glue, &registry, "checkouts", "AVRO"],
+        avro,
+        None,
+    );
+    let stream = s.stream("glue", 1);
+    let records = "{\"id\":\"a\"}\n{\"id\":\"b\"}\n";
+    glue_py(
+        &["put", &s.endpoint, &stream, &version, "AVRO"],
+        records,
+        Some(avro),
+    );
+    let mut c = weir_std();
+    let out = aws_env(&mut c)
+        .env("AWS_ENDPOINT_URL_GLUE", &glue)
+        .args([
+            "consume",
+            &s.url(&stream),
+            "-e",
+            "-q",
+            "--endpoint-url",
+            &s.endpoint,
+        ])
+        .args(["-r", &format!("glue://{registry}")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let want: Vec<Value> = vec![serde_json::json!({"id":"a"}), serde_json::json!({"id":"b"})];
+    assert_eq!(lines(&out), want);
+}
+
+/// Framing a sink's values for Glue is not built yet: said before anything opens (exit 2).
+#[test]
+fn a_glue_sink_is_refused_for_now() {
+    let out = weir_std()
+        .args([
+            "consume",
+            "fixtures/checkouts.ndjson",
+            "-o",
+            "kafka://127.0.0.1:1/x",
+        ])
+        .args(["-r", "glue://reg", "--value-format", "avro"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("framing a sink's values for Glue is not built yet"),
+        "{err}"
+    );
 }

@@ -336,6 +336,11 @@ fn window_usage_errors_leave_files_as_they_were() {
 #[test]
 fn dedupe_usage_errors_leave_files_as_they_were() {
     let cases: &[(&[&str], &str)] = &[
+        // A Glue registry's name, and a Glue sink, which is not built yet.
+        (
+            &["dedupe", NO_BROKER, "--id", "event_id", "-r", "glue://no spaces"],
+            "a Glue registry name is 1 to 255",
+        ),
         (
             &["dedupe", NO_BROKER, "--id", "event_id", "--from", "stored"],
             "--from stored needs --group",

@@ -58,14 +58,35 @@ impl Glue {
             .iter()
             .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
             .unwrap_or_else(|| format!("https://glue.{region}.amazonaws.com"));
-        Ok(Glue {
+        let glue = Glue {
             registry: name.to_string(),
             endpoint: endpoint.trim_end_matches('/').to_string(),
             region,
             credentials,
             runtime,
             agent,
-        })
+        };
+        glue.check()?;
+        Ok(glue)
+    }
+
+    /// The registry is there and answers (GetRegistry), before anything is read: out of
+    /// reach, refusing the credentials or without such a registry is exit 4.
+    fn check(&self) -> Result<()> {
+        let body = serde_json::json!({ "RegistryId": { "RegistryName": self.registry } });
+        let (status, text) = self.call("AWSGlue.GetRegistry", &body.to_string())?;
+        match status {
+            200 => Ok(()),
+            400 if text.contains("EntityNotFoundException") => Err(Error::Unreachable(format!(
+                "{}: no such registry",
+                self.url()
+            ))),
+            _ => Err(Error::Unreachable(format!(
+                "{}: GetRegistry: HTTP {status}: {}",
+                self.url(),
+                text.chars().take(300).collect::<String>()
+            ))),
+        }
     }
 
     /// Where the registry is, for messages.
