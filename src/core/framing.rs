@@ -121,6 +121,12 @@ pub fn uuid_text(uuid: &[u8; 16]) -> String {
     )
 }
 
+/// Whether `bytes` look framed as Glue frames: its header version byte and room for the
+/// compression byte and the schema version id.
+pub fn looks_glue_framed(bytes: &[u8]) -> bool {
+    bytes.len() >= 18 && bytes[0] == GLUE_VERSION
+}
+
 /// Whether `bytes` look framed: the magic byte and room for a schema id.
 pub fn looks_framed(bytes: &[u8]) -> bool {
     bytes.len() >= 5 && bytes[0] == 0

@@ -1,7 +1,9 @@
 //! Adapters between the record path and the outside world: SOURCE and SINK parsing (`spec`),
 //! the NDJSON source (`ndjson`), Kafka's source, sink and admin calls (`kafka`), Kinesis's
-//! source, sink and lag (`kinesis`), and the sinks behind one interface (`sink`). Nothing here knows the command line.
+//! source, sink and lag (`kinesis`), the sinks behind one interface (`sink`), and the AWS chain
+//! for the clients that are not the SDK's (`aws`). Nothing here knows the command line.
 
+pub mod aws;
 pub mod input;
 pub mod kafka;
 pub mod kinesis;

@@ -36,15 +36,6 @@ impl Reporter {
             true => Some(TokenSource::from_chain(&spec.bootstrap_servers())?),
             false => None,
         };
-        // No credentials at all: said now, before a client waits out --timeout on it.
-        if let Some(source) = &tokens {
-            source.token().map_err(|e| {
-                Error::Unreachable(format!(
-                    "Kafka at {}: authentication: {e}",
-                    spec.bootstrap_servers()
-                ))
-            })?;
-        }
         Ok(Reporter {
             tokens,
             ..Reporter::default()
@@ -77,7 +68,11 @@ impl Reporter {
         } else {
             reason.to_string()
         };
-        if text.to_lowercase().contains("authenticat") {
+        use RDKafkaErrorCode::{Authentication, SaslAuthenticationFailed};
+        if matches!(
+            error.rdkafka_error_code(),
+            Some(Authentication | SaslAuthenticationFailed)
+        ) {
             *self.refused.lock().expect("not poisoned") = Some(text.clone());
         }
         *self.last_error.lock().expect("not poisoned") = Some((Instant::now(), text));

@@ -7,16 +7,13 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{
-    sign, SignableBody, SignableRequest, SignatureLocation, SigningSettings,
-};
-use aws_sigv4::sign::v4;
+use aws_sigv4::http_request::{SignableBody, SignableRequest, SignatureLocation, SigningSettings};
 use base64::Engine;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use crate::error::{Error, Result};
+use crate::io::aws::{sign_request, AwsChain};
 
 /// The `sasl.mechanism` value that asks for MSK IAM.
 pub const MECHANISM: &str = "AWS_MSK_IAM";
@@ -55,23 +52,20 @@ pub fn token(
     let mut settings = SigningSettings::default();
     settings.signature_location = SignatureLocation::QueryParams;
     settings.expires_in = Some(EXPIRES);
-    let identity = credentials.clone().into();
-    let params = v4::SigningParams::builder()
-        .identity(&identity)
-        .region(region)
-        .name("kafka-cluster")
-        .time(at)
-        .settings(settings)
-        .build()
-        .map_err(|e| Error::Usage(format!("MSK IAM: {e}")))?
-        .into();
     let headers = [("host", host.as_str())];
     let request = SignableRequest::new("GET", &url, headers.into_iter(), SignableBody::Bytes(&[]))
         .map_err(|e| Error::Usage(format!("MSK IAM: {e}")))?;
-    let signed = sign(request, &params).map_err(|e| Error::Usage(format!("MSK IAM: {e}")))?;
+    let signed = sign_request(
+        request,
+        credentials,
+        ("kafka-cluster", region),
+        settings,
+        at,
+    )
+    .map_err(|e| Error::Usage(format!("MSK IAM: {e}")))?;
     let mut presigned = url;
     // In the reference signer's order: the signature last (after a session token).
-    let mut params = signed.output().params().to_vec();
+    let mut params = signed.params().to_vec();
     params.sort_by_key(|(name, _)| *name == "X-Amz-Signature");
     for (name, value) in &params {
         presigned.push('&');
@@ -94,46 +88,22 @@ pub fn token(
 
 /// Where a client's tokens come from: the AWS chain's credentials, signed for its region.
 pub struct TokenSource {
-    region: String,
-    credentials: SharedCredentialsProvider,
-    /// librdkafka asks from its own thread; the chain's providers are async.
-    runtime: tokio::runtime::Runtime,
+    chain: AwsChain,
 }
 
 impl TokenSource {
     /// The AWS chain's credentials provider and region (else the one a broker's MSK host
     /// name carries: `b-1.NAME.ID.c2.kafka.REGION.amazonaws.com`). No region is exit 2.
     pub fn from_chain(bootstrap: &str) -> Result<Arc<TokenSource>> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Unreachable(format!("MSK IAM: {e}")))?;
-        let config = runtime.block_on(aws_config::load_defaults(
-            aws_config::BehaviorVersion::latest(),
-        ));
-        let region = (config.region().map(|r| r.to_string()))
-            .or_else(|| region_of_host(bootstrap))
-            .ok_or_else(|| {
-                Error::Usage(
-                    "AWS_MSK_IAM: no AWS region: set AWS_REGION (or a profile's region)".into(),
-                )
-            })?;
-        let credentials = config
-            .credentials_provider()
-            .ok_or_else(|| Error::Usage("AWS_MSK_IAM: no AWS credentials provider".into()))?;
-        Ok(Arc::new(TokenSource {
-            region,
-            credentials,
-            runtime,
-        }))
+        let chain = AwsChain::load(MECHANISM, region_of_host(bootstrap))?;
+        Ok(Arc::new(TokenSource { chain }))
     }
 
     /// A fresh token, for librdkafka's refresh callback.
     pub fn token(&self) -> std::result::Result<Token, String> {
-        let provide = self.credentials.provide_credentials();
-        let credentials = (self.runtime.block_on(provide))
-            .map_err(|e| format!("AWS_MSK_IAM: no AWS credentials: {e}"))?;
-        token(&credentials, &self.region, SystemTime::now(), USER_AGENT).map_err(|e| e.to_string())
+        let credentials = (self.chain.credentials()).map_err(|e| format!("{MECHANISM}: {e}"))?;
+        let now = SystemTime::now();
+        token(&credentials, &self.chain.region, now, USER_AGENT).map_err(|e| e.to_string())
     }
 }
 

@@ -5,22 +5,19 @@
 
 use std::time::SystemTime;
 
-use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
-use aws_sigv4::sign::v4;
+use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings};
 use serde::Deserialize;
 
 use super::registry::Fetched;
 use crate::core::framing::uuid_text;
 use crate::error::{Error, Result};
+use crate::io::aws::{sign_request, AwsChain};
 
 /// A Glue registry's client.
 pub struct Glue {
     pub registry: String,
     endpoint: String,
-    region: String,
-    credentials: SharedCredentialsProvider,
-    runtime: tokio::runtime::Runtime,
+    chain: AwsChain,
     agent: ureq::Agent,
 }
 
@@ -42,18 +39,8 @@ impl Glue {
             .timeout_global(Some(timeout))
             .build()
             .into();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Unreachable(format!("Glue: {e}")))?;
-        let config = runtime.block_on(aws_config::load_defaults(
-            aws_config::BehaviorVersion::latest(),
-        ));
-        let region = (config.region().map(|r| r.to_string())).ok_or_else(|| {
-            Error::Usage("-r glue://: no AWS region: set AWS_REGION (or a profile's region)".into())
-        })?;
-        let credentials = (config.credentials_provider())
-            .ok_or_else(|| Error::Usage("-r glue://: no AWS credentials provider".into()))?;
+        let chain = AwsChain::load("-r glue://", None)?;
+        let region = &chain.region;
         let endpoint = ["AWS_ENDPOINT_URL_GLUE", "AWS_ENDPOINT_URL"]
             .iter()
             .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
@@ -61,9 +48,7 @@ impl Glue {
         let glue = Glue {
             registry: name.to_string(),
             endpoint: endpoint.trim_end_matches('/').to_string(),
-            region,
-            credentials,
-            runtime,
+            chain,
             agent,
         };
         glue.check()?;
@@ -81,12 +66,17 @@ impl Glue {
                 "{}: no such registry",
                 self.url()
             ))),
-            _ => Err(Error::Unreachable(format!(
-                "{}: GetRegistry: HTTP {status}: {}",
-                self.url(),
-                text.chars().take(300).collect::<String>()
-            ))),
+            _ => Err(self.refused("GetRegistry", status, &text)),
         }
+    }
+
+    /// An answer other than the ones asked for: exit 4, with the start of what Glue said.
+    fn refused(&self, operation: &str, status: u16, text: &str) -> Error {
+        let said: String = text.chars().take(300).collect();
+        Error::Unreachable(format!(
+            "{}: {operation}: HTTP {status}: {said}",
+            self.url()
+        ))
     }
 
     /// Where the registry is, for messages.
@@ -106,30 +96,14 @@ impl Glue {
                 Ok(Some(Fetched::of(v.definition, v.format)))
             }
             400 if text.contains("EntityNotFoundException") => Ok(None),
-            _ => Err(Error::Unreachable(format!(
-                "{}: GetSchemaVersion: HTTP {status}: {}",
-                self.url(),
-                text.chars().take(300).collect::<String>()
-            ))),
+            _ => Err(self.refused("GetSchemaVersion", status, &text)),
         }
     }
 
     /// One signed call of `target` with `body`: the status and the answer's text.
     fn call(&self, target: &str, body: &str) -> Result<(u16, String)> {
-        let credentials = (self
-            .runtime
-            .block_on(self.credentials.provide_credentials()))
-        .map_err(|e| Error::Unreachable(format!("{}: no AWS credentials: {e}", self.url())))?;
-        let identity = credentials.into();
-        let params = v4::SigningParams::builder()
-            .identity(&identity)
-            .region(&self.region)
-            .name("glue")
-            .time(SystemTime::now())
-            .settings(SigningSettings::default())
-            .build()
-            .map_err(|e| Error::Usage(format!("Glue: {e}")))?
-            .into();
+        let credentials = (self.chain.credentials())
+            .map_err(|e| Error::Unreachable(format!("{}: {e}", self.url())))?;
         let url = format!("{}/", self.endpoint);
         let headers = [
             ("content-type", "application/x-amz-json-1.1"),
@@ -142,9 +116,18 @@ impl Glue {
             SignableBody::Bytes(body.as_bytes()),
         )
         .map_err(|e| Error::Usage(format!("Glue: {e}")))?;
-        let signed = sign(request, &params).map_err(|e| Error::Usage(format!("Glue: {e}")))?;
+        let service = ("glue", self.chain.region.as_str());
+        let in_headers = SigningSettings::default();
+        let signed = sign_request(
+            request,
+            &credentials,
+            service,
+            in_headers,
+            SystemTime::now(),
+        )
+        .map_err(|e| Error::Usage(format!("Glue: {e}")))?;
         let mut call = self.agent.post(&url);
-        for (name, value) in headers.iter().copied().chain(signed.output().headers()) {
+        for (name, value) in headers.iter().copied().chain(signed.headers()) {
             call = call.header(name, value);
         }
         let mut answer = call

@@ -21,7 +21,7 @@ use self::proto::ProtoSchema;
 use self::registry::{Fetched, Registry, RegistryOptions};
 use crate::core::avro::{AvroDecoder, AvroJson};
 use crate::core::envelope::{Decoded, Message, Render};
-use crate::core::framing::{looks_framed, unframe, unframe_glue, uuid_text};
+use crate::core::framing::{looks_framed, looks_glue_framed, unframe, unframe_glue, uuid_text};
 use crate::core::record::RecordError;
 use crate::error::{Error, Result};
 use crate::runtime::Framing;
@@ -351,11 +351,6 @@ impl Decoders {
             .decode(&payload, out)
             .map_err(|e| Failure::Record(format!("schema version {version}: {e}")))
     }
-}
-
-/// Whether `bytes` look framed as Glue frames: its header version byte and room for the rest.
-fn looks_glue_framed(bytes: &[u8]) -> bool {
-    bytes.len() >= 18 && bytes[0] == 3
 }
 
 /// The codec of a Glue schema version (Glue's schemas name no references).
