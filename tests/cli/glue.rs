@@ -2,37 +2,18 @@
 //! (`aws-glue-schema-registry`, through `scripts/peers/glue.py`), their schemas registered in
 //! moto's Glue API in server mode, produced to the test broker and decoded by weir.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 
 use super::kafka::{broker, Broker};
-use super::kinesis::{aws_env, kinesis_local, server, Server};
+use super::kinesis::{aws_env, kinesis_local, peer, server, Server};
 use crate::weir_std;
 
 /// `scripts/peers/glue.py ARGS` with `stdin`, and `GLUE_SCHEMA` when given; its stdout.
 fn glue_py(args: &[&str], stdin: &str, schema: Option<&str>) -> String {
-    let mut c = Command::new("python3");
-    aws_env(&mut c)
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/scripts/peers/glue.py"
-        ))
-        .args(args)
-        .env("GLUE_SCHEMA", schema.unwrap_or(""))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "glue.py {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    let env = [("GLUE_SCHEMA", schema.unwrap_or(""))];
+    peer("glue.py", args, stdin, &env).trim().to_string()
 }
 
 /// `weir consume TOPIC -e -r glue://REGISTRY` with Glue at `glue`, and `extra`.

@@ -52,6 +52,29 @@ pub(super) fn server(var: &str) -> Option<Server> {
     }
 }
 
+/// Runs `scripts/peers/SCRIPT ARGS` with the test AWS settings, `env` and `stdin`; its stdout
+/// (a failure fails the test).
+pub fn peer(script: &str, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> String {
+    let mut c = Command::new("python3");
+    aws_env(&mut c)
+        .arg(format!(
+            "{}/scripts/peers/{script}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("python3");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{script} {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// The AWS settings every client here uses: fixed test credentials and region.
 pub fn aws_env(c: &mut Command) -> &mut Command {
     c.env("AWS_ACCESS_KEY_ID", "weir-test")
@@ -76,27 +99,8 @@ impl Server {
 
     /// Runs the boto3 helper; its stdout.
     pub fn py(&self, args: &[&str], stdin: &str) -> String {
-        let mut c = Command::new("python3");
-        aws_env(&mut c)
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/scripts/peers/kinesis.py"
-            ))
-            .arg(&self.endpoint)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().expect("python3");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "kinesis.py {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap()
+        let args = [&[self.endpoint.as_str()][..], args].concat();
+        peer("kinesis.py", &args, stdin, &[])
     }
 
     /// The stream's shards, as ListShards gives them.

@@ -959,50 +959,42 @@ fn a_table_holds_the_ndjson_rows_aligned() {
         .collect();
     let table = run("table");
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(
-        lines[0].split_whitespace().collect::<Vec<_>>(),
-        [
-            "merchant_id",
-            "window_start",
-            "window_end",
-            "count",
-            "sum_amount"
-        ]
-    );
+    let columns = [
+        "merchant_id",
+        "window_start",
+        "window_end",
+        "count",
+        "sum_amount",
+    ];
+    assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), columns);
     assert_eq!(lines.len(), rows.len() + 1);
     let width = lines.iter().map(|l| l.len()).max().unwrap();
     for (line, row) in lines[1..].iter().zip(&rows) {
         let cells: Vec<&str> = line.split_whitespace().collect();
-        let want: Vec<String> = [
-            "merchant_id",
-            "window_start",
-            "window_end",
-            "count",
-            "sum_amount",
-        ]
-        .iter()
-        .map(|c| match &row[c] {
-            Value::String(s) => s.clone(),
-            v => v.to_string(),
-        })
-        .collect();
+        let want: Vec<String> = (columns.iter())
+            .map(|c| match &row[c] {
+                Value::String(s) => s.clone(),
+                v => v.to_string(),
+            })
+            .collect();
         assert_eq!(cells, want);
         // The last column is numbers, aligned right: every line ends at the same place.
         assert_eq!(line.len(), width, "{line}");
     }
     // An empty input still shows the columns; rows in a table cannot go to a topic.
+    let table = [
+        "window",
+        "--time",
+        "t",
+        "--tumbling",
+        "1m",
+        "--count",
+        "--format",
+        "table",
+    ];
     let out = weir()
-        .args([
-            "window",
-            "--time",
-            "t",
-            "--tumbling",
-            "1m",
-            "--count",
-            "--format",
-            "table",
-            "-q",
-        ])
+        .args(table)
+        .arg("-q")
         .write_stdin("")
         .output()
         .unwrap();
@@ -1011,16 +1003,7 @@ fn a_table_holds_the_ndjson_rows_aligned() {
         "window_start  window_end  count\n"
     );
     weir()
-        .args([
-            "window",
-            "--time",
-            "t",
-            "--tumbling",
-            "1m",
-            "--count",
-            "--format",
-            "table",
-        ])
+        .args(table)
         .args(["-o", "kafka://127.0.0.1:1/t"])
         .assert()
         .code(2)
