@@ -373,7 +373,7 @@ fn a_checkpointed_read_from_the_end_killed_early_loses_nothing() {
     std::thread::sleep(Duration::from_millis(600));
     drop(first);
     produce(&[(0, 2), (1, 3)]);
-    let status = Background(run(&["-e"])).0.wait().unwrap();
+    let status = Background(run(&["-e"])).wait_within("the -e run");
     assert!(status.success());
     // Partition by partition, in order: 1 first (it came before the kill), then 2 and 3.
     let got = lines();
@@ -1736,13 +1736,13 @@ fn a_member_that_another_joins_reads_its_partitions_to_the_end() {
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     };
-    let mut first = member("first");
+    let mut first = Background(member("first"));
     let deadline = Instant::now() + Duration::from_secs(60);
     while lines("first").len() < 100 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let mut second = member("second");
-    let (a, b2) = (first.wait().unwrap(), second.wait().unwrap());
+    let mut second = Background(member("second"));
+    let (a, b2) = (first.wait_within("first"), second.wait_within("second"));
     assert!(a.success() && b2.success(), "{a:?} {b2:?}");
     let (first, second) = (lines("first"), lines("second"));
     // Cooperative rebalancing moves only some partitions to the second member: the first
@@ -2792,7 +2792,7 @@ fn a_group_member_rides_out_a_broker_restart_and_exits_4_when_it_stays_down() {
     });
     let pid = m.0.id().to_string();
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert_eq!(m.0.wait().unwrap().code(), Some(130));
+    assert_eq!(m.wait_within("the stopped member").code(), Some(130));
     let mut got: Vec<String> = lines().lines().map(String::from).collect();
     got.sort();
     assert_eq!(got, ["\"a\"", "\"b\"", "\"c\"", "\"d\"", "\"e\""]);
@@ -2802,7 +2802,7 @@ fn a_group_member_rides_out_a_broker_restart_and_exits_4_when_it_stays_down() {
     wait_until("a read from the start", || lines().lines().count() == 5);
     own.kill();
     let downed = Instant::now();
-    let status = m.0.wait().unwrap();
+    let status = m.wait_within("the member of a downed broker");
     let took = downed.elapsed();
     let mut err = String::new();
     std::io::Read::read_to_string(m.0.stderr.as_mut().unwrap(), &mut err).unwrap();

@@ -731,7 +731,7 @@ fn a_checkpointed_read_from_the_end_killed_before_any_record_loses_nothing() {
     s.py(&["put", &stream, "k"], &records(0, 20));
     std::thread::sleep(Duration::from_millis(300));
     lag(true);
-    let status = Background(run(&["-e"])).0.wait().unwrap();
+    let status = Background(run(&["-e"])).wait_within("the -e run");
     assert!(status.success());
     let got: Vec<Value> = std::fs::read_to_string(&out)
         .unwrap()

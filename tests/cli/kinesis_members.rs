@@ -58,7 +58,7 @@ impl Member {
     pub fn stop(&mut self) -> Duration {
         let started = Instant::now();
         self.signal("-TERM");
-        let status = self.child.0.wait().unwrap();
+        let status = self.child.wait_within("the stopped member");
         let err = std::fs::read_to_string(&self.err).unwrap();
         assert_eq!(status.code(), Some(130), "{err}");
         started.elapsed()

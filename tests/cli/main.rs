@@ -27,7 +27,7 @@ pub mod gen;
 #[path = "../support/registry.rs"]
 pub mod registry;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The text of output file `name`: decompressed when its name says it is compressed, after
 /// checking that it is.
@@ -47,9 +47,14 @@ pub fn decompressed(name: &str, bytes: Vec<u8>) -> Vec<u8> {
     text
 }
 
+/// How long any weir a test runs may take before the test fails: a run that hangs fails its
+/// test, naming it, instead of holding the whole test run until CI's limit.
+pub const RUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
 pub fn weir() -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("weir").expect("weir binary");
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd.timeout(RUN_LIMIT);
     cmd
 }
 
@@ -62,6 +67,32 @@ pub fn weir_std() -> std::process::Command {
 /// A weir started in the background, killed when the test ends, passed or failed: one left
 /// running would hold the test run's output open.
 pub struct Background(pub std::process::Child);
+
+impl Background {
+    /// Waits for it to end by itself; kills it and fails the test naming `what` when it has
+    /// not within `RUN_LIMIT`.
+    pub fn wait_within(&mut self, what: &str) -> std::process::ExitStatus {
+        self.wait_showing(what, None)
+    }
+
+    /// As `wait_within`, failing with the end of its diagnostics, written to `stderr`.
+    pub fn wait_showing(&mut self, what: &str, stderr: Option<&Path>) -> std::process::ExitStatus {
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status;
+            }
+            if started.elapsed() > RUN_LIMIT {
+                let _ = self.0.kill();
+                let said = stderr.and_then(|p| std::fs::read_to_string(p).ok());
+                let said = said.unwrap_or_default();
+                let tail = &said[said.len().saturating_sub(4000)..];
+                panic!("{what} did not end within {RUN_LIMIT:?}; it said:\n{tail}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
 
 impl Drop for Background {
     fn drop(&mut self) {
