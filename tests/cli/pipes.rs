@@ -432,7 +432,7 @@ fn killed_member_drill(extra: &[&str]) {
                 "--checkpoint-interval",
                 "200ms",
             ])
-            .args(["-X", "session.timeout.ms=6000", "--timeout", "60s"])
+            .args(["-X", "session.timeout.ms=10000", "--timeout", "60s"])
             .arg("-o")
             .arg(file("rows"))
             .arg("--late-output")

@@ -30,6 +30,8 @@ use crate::runtime::{Feed, Framing, Source, Starts};
 
 /// How long a poll waits once records stop coming.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
+/// How long the consumer's close (its leave of the group) may take at the end of a read.
+const CLOSE_LIMIT: Duration = Duration::from_secs(10);
 
 /// A topic being read: its partitions, each with an optional end offset.
 pub struct KafkaSource {
@@ -637,7 +639,9 @@ impl Source for KafkaSource {
         // then the consumer gives its partitions up without them.
         let saved = group::save(&self.consumer, feed.take_saved(), CommitMode::Sync);
         let failed = self.consumer.context().stop_keeping_states();
-        read.and(saved).and(failed).and(self.finish())
+        let ended = read.and(saved).and(failed).and(self.finish());
+        close_within(self, CLOSE_LIMIT);
+        ended
     }
 
     fn join_at_end(&self) -> bool {
@@ -979,4 +983,27 @@ fn is_outage(e: &KafkaError) -> bool {
                 | C::NotLeaderForPartition
         )
     )
+}
+
+/// Closes the consumer, which leaves its group, on a thread of its own, for at most `limit`:
+/// librdkafka's close can wait without end for a cooperative rebalance another member never
+/// completes. Everything is committed by then, so a close left unfinished costs only time:
+/// the group moves what the member held once its session times out, as for a killed member.
+fn close_within(source: Box<KafkaSource>, limit: Duration) {
+    let group = source.group.clone();
+    let (closed, waiting) = std::sync::mpsc::channel();
+    let closing = std::thread::Builder::new()
+        .name("weir-close".into())
+        .spawn(move || {
+            drop(source);
+            let _ = closed.send(());
+        });
+    if closing.is_err() || waiting.recv_timeout(limit).is_ok() {
+        return;
+    }
+    if let Some(group) = group {
+        eprintln!(
+            "weir: warning: the consumer did not leave group '{group}' within {limit:?}; the group moves its partitions once its session times out"
+        );
+    }
 }
