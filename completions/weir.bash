@@ -85,7 +85,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__consume)
-            opts="-e -G -r -I -X -F -n -J -f -u -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --count --envelope --format --unbuffered --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -n -J -f -u -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --count --envelope --format --unbuffered --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -169,6 +169,10 @@ _weir() {
                     ;;
                 --value-subject)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --glue-compression)
+                    COMPREPLY=($(compgen -W "none zlib" -- "${cur}"))
                     return 0
                     ;;
                 --reader-schema)
@@ -279,7 +283,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__dedupe)
-            opts="-o -e -G -r -I -X -F -q -h -V --id --time --time-format --horizon --horizon-by --delay --partition-by --idle-timeout --max-keys --exact-ids --duplicates --keep --output --key --header --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --repartition --repartition-partitions --stats --quiet --help --version"
+            opts="-o -e -G -r -I -X -F -q -h -V --id --time --time-format --horizon --horizon-by --delay --partition-by --idle-timeout --max-keys --exact-ids --duplicates --keep --output --key --header --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --repartition --repartition-partitions --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -423,6 +427,10 @@ _weir() {
                     ;;
                 --value-subject)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --glue-compression)
+                    COMPREPLY=($(compgen -W "none zlib" -- "${cur}"))
                     return 0
                     ;;
                 --reader-schema)
@@ -739,7 +747,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__replay)
-            opts="-e -G -r -I -X -F -J -n -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --count --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -J -n -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --count --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -823,6 +831,10 @@ _weir() {
                     ;;
                 --value-subject)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --glue-compression)
+                    COMPREPLY=($(compgen -W "none zlib" -- "${cur}"))
                     return 0
                     ;;
                 --reader-schema)
@@ -933,7 +945,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__watermark__subcmd__profile)
-            opts="-o -e -G -r -I -X -F -q -h -V --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --tumbling --hop --slide --session --key --offset --allowed-lateness --max-open-windows --output --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --stats --quiet --help --version"
+            opts="-o -e -G -r -I -X -F -q -h -V --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --tumbling --hop --slide --session --key --offset --allowed-lateness --max-open-windows --output --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1099,6 +1111,10 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --glue-compression)
+                    COMPREPLY=($(compgen -W "none zlib" -- "${cur}"))
+                    return 0
+                    ;;
                 --reader-schema)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1175,7 +1191,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__window)
-            opts="-o -e -G -r -I -X -F -q -h -V --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --repartition --repartition-partitions --stats --quiet --help --version"
+            opts="-o -e -G -r -I -X -F -q -h -V --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --repartition --repartition-partitions --stats --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1367,6 +1383,10 @@ _weir() {
                     ;;
                 --value-subject)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --glue-compression)
+                    COMPREPLY=($(compgen -W "none zlib" -- "${cur}"))
                     return 0
                     ;;
                 --reader-schema)

@@ -230,8 +230,9 @@ pub struct SchemaArgs {
     /// schema.registry.basic.auth.user.info=USER:PASSWORD, -X
     /// schema.registry.bearer.auth.token=TOKEN, -X schema.registry.ssl.ca.location=FILE.
     /// glue://NAME reads values (and keys) framed for the AWS Glue Schema Registry NAME
-    /// (Avro, JSON Schema), with the AWS chain's credentials and region
-    /// (AWS_ENDPOINT_URL_GLUE for the endpoint).
+    /// (Avro, JSON Schema), and frames a sink's values for it (--value-subject names the
+    /// Glue schema), with the AWS chain's credentials and region (AWS_ENDPOINT_URL_GLUE for
+    /// the endpoint).
     #[arg(
         hide_short_help = true,
         short = 'r',
@@ -314,6 +315,16 @@ pub struct SchemaArgs {
     #[arg(hide_short_help = true, long, help_heading = "Schemas")]
     pub register: bool,
 
+    /// Sink with -r glue://NAME: compress each value's datum inside Glue's framing, as
+    /// AWS's serializers do with compression ZLIB. Readers inflate it whatever this says.
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "CODEC",
+        help_heading = "Schemas"
+    )]
+    pub glue_compression: Option<GlueCompression>,
+
     /// Check each JSON Schema value against its schema (the registry's or --value-schema's);
     /// one that fails is a bad record naming where and why. Off by default.
     #[arg(hide_short_help = true, long, help_heading = "Schemas")]
@@ -387,6 +398,15 @@ pub enum SchemaFormat {
     Avro,
     Protobuf,
     JsonSchema,
+}
+
+/// `--glue-compression`: how a datum framed for Glue is compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum GlueCompression {
+    /// Not compressed (compression byte 0).
+    None,
+    /// zlib (compression byte 5).
+    Zlib,
 }
 
 /// `--avro-json`.

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::files;
 use crate::cli::{
-    AvroJsonStyle, BrokerArgs, ChangelogArgs, CheckpointArgs, ClientArgs, InputArgs, ReportArgs,
-    SchemaArgs, SchemaFormat, TimeArgs,
+    AvroJsonStyle, BrokerArgs, ChangelogArgs, CheckpointArgs, ClientArgs, GlueCompression,
+    InputArgs, ReportArgs, SchemaArgs, SchemaFormat, TimeArgs,
 };
 use crate::core::avro::AvroJson;
 use crate::core::filter::Filter;
@@ -216,6 +216,12 @@ fn encode_plan(input: &InputArgs, client: &ClientOptions) -> Result<Option<Encod
         return Ok(None);
     }
     let usage = |m: &str| Err(Error::Usage(m.to_string()));
+    let glue = (s.schema_registry.as_deref()).is_some_and(|r| r.starts_with("glue://"));
+    if s.glue_compression.is_some() && !glue {
+        return usage(
+            "--glue-compression compresses values framed for a Glue registry: give -r glue://NAME",
+        );
+    }
     let file = value_file(s).filter(|_| sink_owns);
     if s.register && file.is_none() {
         return usage("--register registers --value-schema FILE (or --proto-file FILE): give it");
@@ -240,8 +246,11 @@ fn encode_plan(input: &InputArgs, client: &ClientOptions) -> Result<Option<Encod
     if registry.is_none() && !matches!(schema, EncodeSchema::File { .. }) {
         return usage("--value-schema-id, --value-subject and --value-format without --value-schema take the sink's schema from a registry: give -r URL");
     }
-    if registry.as_ref().is_some_and(|r| r.glue.is_some()) {
-        return usage("-r glue:// decodes what a source reads; framing a sink's values for Glue is not built yet");
+    let glue = registry.as_ref().is_some_and(|r| r.glue.is_some());
+    if s.glue_compression.is_some() && !glue {
+        return usage(
+            "--glue-compression compresses values framed for a Glue registry: give -r glue://NAME",
+        );
     }
     Ok(Some(EncodePlan {
         registry,
@@ -252,6 +261,7 @@ fn encode_plan(input: &InputArgs, client: &ClientOptions) -> Result<Option<Encod
             includes: s.proto_import_path.clone(),
             validate: true,
         },
+        glue_zlib: s.glue_compression == Some(GlueCompression::Zlib),
     }))
 }
 

@@ -96,8 +96,7 @@ const MAX_INFLATED: u64 = 64 << 20;
 /// Frames `payload` as Glue's serializers do, for schema version `uuid`, compressed with zlib
 /// when asked.
 pub fn frame_glue(uuid: &[u8; 16], payload: &[u8], zlib: bool) -> Vec<u8> {
-    let mut out = vec![GLUE_VERSION, if zlib { GLUE_ZLIB } else { GLUE_PLAIN }];
-    out.extend_from_slice(uuid);
+    let mut out = glue_header(uuid, zlib).to_vec();
     if zlib {
         use std::io::Write;
         let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::default());
@@ -106,6 +105,30 @@ pub fn frame_glue(uuid: &[u8; 16], payload: &[u8], zlib: bool) -> Vec<u8> {
     }
     out.extend_from_slice(payload);
     out
+}
+
+/// The 18 bytes before a Glue-framed payload: header version, compression, schema version.
+pub fn glue_header(uuid: &[u8; 16], zlib: bool) -> [u8; 18] {
+    let mut header = [0u8; 18];
+    header[0] = GLUE_VERSION;
+    header[1] = if zlib { GLUE_ZLIB } else { GLUE_PLAIN };
+    header[2..].copy_from_slice(uuid);
+    header
+}
+
+/// A schema version UUID from its text (`uuid_text`'s spelling, either case).
+pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
+    let hex: Vec<u8> = text.bytes().filter(|&b| b != b'-').collect();
+    let dashes = text.bytes().filter(|&b| b == b'-').count();
+    if hex.len() != 32 || !(dashes == 0 || dashes == 4) {
+        return None;
+    }
+    let mut uuid = [0u8; 16];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        let pair = std::str::from_utf8(pair).ok()?;
+        uuid[i] = u8::from_str_radix(pair, 16).ok()?;
+    }
+    Some(uuid)
 }
 
 /// A schema version UUID as Glue's API spells it (8-4-4-4-12 lowercase hex).
@@ -218,6 +241,16 @@ mod tests {
         }
         let (uuid, _) = unframe_glue(&plain).unwrap();
         assert_eq!(frame_glue(&uuid, b"hello glue", false), plain);
+        assert_eq!(parse_uuid(&uuid_text(&uuid)), Some(uuid));
+        let upper = uuid_text(&uuid).to_uppercase().replace('-', "");
+        assert_eq!(parse_uuid(&upper), Some(uuid));
+        for bad in [
+            "",
+            "0b5a3d3c-9c1e-4b7e-8f4a-2d6e1f0a9b7",
+            "0b5a3d3c-9c1e-4b7e-8f4a-2d6e1f0a9bzz",
+        ] {
+            assert_eq!(parse_uuid(bad), None, "{bad}");
+        }
         let ours = frame_glue(&uuid, b"hello glue", true);
         assert_eq!(&unframe_glue(&ours).unwrap().1[..], b"hello glue");
         assert!(unframe_glue(&[0, 0, 0, 0, 1])

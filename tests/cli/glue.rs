@@ -10,6 +10,9 @@ use super::kafka::{broker, Broker};
 use super::kinesis::{aws_env, kinesis_local, peer, server, Server};
 use crate::weir_std;
 
+/// The registry every test run uses (moto holds at most ten), each with schemas of its own.
+const REGISTRY: &str = "weir-tests";
+
 /// `scripts/peers/glue.py ARGS` with `stdin`, and `GLUE_SCHEMA` when given; its stdout.
 fn glue_py(args: &[&str], stdin: &str, schema: Option<&str>) -> String {
     let env = [("GLUE_SCHEMA", schema.unwrap_or(""))];
@@ -41,16 +44,22 @@ fn glue_framed_values_decode_as_the_reference_library_framed_them() {
     let (Some(b), Some(Server { endpoint: glue })) = (broker(), server("WEIR_TEST_GLUE")) else {
         return;
     };
-    let registry = format!("weir-{}", std::process::id());
+    let (registry, pid) = (REGISTRY, std::process::id());
     let avro = r#"{"type":"record","name":"Checkout","fields":[{"name":"id","type":"string"},{"name":"amount","type":"double"}]}"#;
     let version = glue_py(
-        &["schema", &glue, &registry, "checkouts", "AVRO"],
+        &[
+            "schema",
+            &glue,
+            registry,
+            &format!("checkouts-{pid}"),
+            "AVRO",
+        ],
         avro,
         None,
     );
     let json_schema = r#"{"type":"object","properties":{"id":{"type":"string"}}}"#;
     let json_version = glue_py(
-        &["schema", &glue, &registry, "events", "JSON"],
+        &["schema", &glue, registry, &format!("events-{pid}"), "JSON"],
         json_schema,
         None,
     );
@@ -73,7 +82,7 @@ fn glue_framed_values_decode_as_the_reference_library_framed_them() {
     let out = consume(
         &b,
         &topic,
-        &registry,
+        registry,
         &glue,
         &["--dead-letter", dead.to_str().unwrap()],
     );
@@ -95,7 +104,7 @@ fn glue_framed_values_decode_as_the_reference_library_framed_them() {
     );
     assert!(dead.contains("too short for Glue's framing"), "{dead}");
     // Checked before anything is read: Glue out of reach, or no such registry, is exit 4.
-    let out = consume(&b, &topic, &registry, "http://127.0.0.1:9", &[]);
+    let out = consume(&b, &topic, registry, "http://127.0.0.1:9", &[]);
     assert_eq!(out.status.code(), Some(4), "{out:?}");
     assert!(out.stdout.is_empty());
     let out = consume(&b, &topic, "no-such-registry", &glue, &[]);
@@ -111,10 +120,16 @@ fn glue_framed_kinesis_values_decode() {
     else {
         return;
     };
-    let registry = format!("weir-k-{}", std::process::id());
+    let registry = REGISTRY;
     let avro = r#"{"type":"record","name":"Checkout","fields":[{"name":"id","type":"string"}]}"#;
     let version = glue_py(
-        &["schema", &glue, &registry, "checkouts", "AVRO"],
+        &[
+            "schema",
+            &glue,
+            registry,
+            &format!("kinesis-{}", std::process::id()),
+            "AVRO",
+        ],
         avro,
         None,
     );
@@ -144,23 +159,145 @@ fn glue_framed_kinesis_values_decode() {
     assert_eq!(lines(&out), want);
 }
 
-/// Framing a sink's values for Glue is not built yet: said before anything opens (exit 2).
-#[test]
-fn a_glue_sink_is_refused_for_now() {
-    let out = weir_std()
+/// `weir consume FILE -o kafka://TOPIC -r glue://REGISTRY ARGS` with Glue at `glue`.
+fn write(
+    b: &Broker,
+    input: &str,
+    topic: &str,
+    registry: &str,
+    glue: &str,
+    args: &[&str],
+) -> Output {
+    let mut c = weir_std();
+    aws_env(&mut c)
+        .env("AWS_ENDPOINT_URL_GLUE", glue)
         .args([
             "consume",
-            "fixtures/checkouts.ndjson",
+            input,
+            "-q",
             "-o",
-            "kafka://127.0.0.1:1/x",
+            &b.url(topic),
+            "--timeout",
+            "5s",
         ])
-        .args(["-r", "glue://reg", "--value-format", "avro"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("framing a sink's values for Glue is not built yet"),
-        "{err}"
+        .args(["-r", &format!("glue://{registry}")])
+        .args(args);
+    c.output().unwrap()
+}
+
+/// A Kafka sink with `-r glue://`: `--value-schema --register` creates the schema (then finds
+/// the same version again), `--value-subject NAME` frames with its latest version, and
+/// `--glue-compression zlib` compresses; AWS's own deserializer reads each value back as the
+/// JSON weir was given, by the version weir framed it with, and so does weir. What cannot
+/// frame is a usage error before anything is written.
+#[test]
+fn a_glue_sink_frames_values_aws_deserializer_reads_back() {
+    let (Some(b), Some(Server { endpoint: glue })) = (broker(), server("WEIR_TEST_GLUE")) else {
+        return;
+    };
+    let registry = REGISTRY;
+    glue_py(&["registry", &glue, registry], "", None);
+    let dir = tempfile::tempdir().unwrap();
+    let avsc = dir.path().join("checkout.avsc");
+    let avro = r#"{"type":"record","name":"Checkout","fields":[{"name":"id","type":"string"},{"name":"amount","type":"double"}]}"#;
+    std::fs::write(&avsc, avro).unwrap();
+    let input = dir.path().join("in.ndjson");
+    let records = "{\"id\":\"a\",\"amount\":1.5}\n{\"id\":\"b\",\"amount\":-2.25}\n";
+    std::fs::write(&input, records).unwrap();
+    let input = input.to_str().unwrap();
+    let topic = b.topic("glue-sink", 1);
+    let schema = [
+        "--value-format",
+        "avro",
+        "--value-schema",
+        avsc.to_str().unwrap(),
+    ];
+    let name = format!("sink-{}", std::process::id());
+    let named = ["--value-subject", &name];
+    for extra in [
+        &["--register"][..],
+        &["--register", "--glue-compression", "zlib"],
+        &[],
+    ] {
+        let out = write(
+            &b,
+            input,
+            &topic,
+            registry,
+            &glue,
+            &[&schema[..], &named, extra].concat(),
+        );
+        assert!(out.status.success(), "{extra:?}: {out:?}");
+    }
+    let latest = ["--value-format", "avro", "--value-subject", &name];
+    let out = write(&b, input, &topic, registry, &glue, &latest);
+    assert!(out.status.success(), "{out:?}");
+    let read = glue_py(&["read", &glue, registry, &b.addr, &topic, "8"], "", None);
+    let (values, versions) = read.rsplit_once('\n').unwrap();
+    let want: Vec<Value> = records
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let got: Vec<Value> = values
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(got, [&want[..], &want, &want, &want].concat());
+    let framed: Vec<(&str, &str)> = (versions.split(' '))
+        .map(|v| v.split_once(':').unwrap())
+        .collect();
+    let compression: Vec<&str> = framed.iter().map(|(_, c)| *c).collect();
+    assert_eq!(compression, ["0", "0", "5", "5", "0", "0", "0", "0"]);
+    let versions: std::collections::BTreeSet<&str> = framed.iter().map(|(v, _)| *v).collect();
+    assert_eq!(
+        versions.len(),
+        1,
+        "one version, registered once: {versions:?}"
     );
+    let out = consume(&b, &topic, registry, &glue, &[]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(lines(&out), [&want[..], &want, &want, &want].concat());
+    // Refused before anything is written (exit 2): a Confluent id, a file Glue does not
+    // hold, compression without Glue.
+    let other = dir.path().join("other.avsc");
+    std::fs::write(&other, avro.replace("Checkout", "Other")).unwrap();
+    let other = [
+        "--value-format",
+        "avro",
+        "--value-schema",
+        other.to_str().unwrap(),
+    ];
+    let refused: [(&[&str], &str); 3] = [
+        (
+            &["--value-schema-id", "1"],
+            "--value-schema-id is a Confluent registry's",
+        ),
+        (&[&other[..], &named].concat(), "--register registers it"),
+        (
+            &["--glue-compression", "zlib", "--value-format", "avro"],
+            "give -r glue://NAME",
+        ),
+    ];
+    for (args, said) in refused {
+        let mut c = weir_std();
+        let registry_args = if said.contains("-r glue") {
+            vec![]
+        } else {
+            vec!["-r".to_string(), format!("glue://{registry}")]
+        };
+        let out = aws_env(&mut c)
+            .env("AWS_ENDPOINT_URL_GLUE", &glue)
+            .args(["consume", input, "-q", "-o", &b.url(&topic)])
+            .args(&registry_args)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(said),
+            "{args:?}: {out:?}"
+        );
+    }
+    let read = consume(&b, &topic, registry, &glue, &[]);
+    assert_eq!(lines(&read).len(), 8, "nothing more was written");
 }

@@ -7,13 +7,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::glue::Glue;
 use super::proto::{ProtoEncoder, ProtoSchema};
 use super::registry::{Fetched, NewSchema, Registry, RegistryOptions};
 use super::{
     check_json, json_validator, parse_avro, references, registry_proto, Format, SchemaFileRequest,
 };
 use crate::core::avro_encode::AvroEncoder;
-use crate::core::framing::frame_prefix;
+use crate::core::framing::{frame_prefix, glue_header, uuid_text};
 use crate::core::record::RecordError;
 use crate::error::{Error, Result};
 
@@ -27,6 +28,8 @@ pub struct EncodePlan {
     pub schema: EncodeSchema,
     /// `--value-proto-type` (the schema's first message by default) and `-I`.
     pub proto: SchemaFileRequest,
+    /// `--glue-compression zlib`: a Glue-framed value's datum is compressed.
+    pub glue_zlib: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,8 +50,52 @@ pub struct ValueEncoder {
     codec: Codec,
     prefix: Vec<u8>,
     encoded: Vec<u8>,
+    /// `--glue-compression zlib`: the datum, compressed after `prefix` (Glue's header).
+    zlib: Option<Zlib>,
     /// The schema, as the summary names it: format, subject and version, id.
     pub described: String,
+}
+
+/// One deflater for every value, and the datum before it is compressed.
+struct Zlib {
+    deflate: flate2::Compress,
+    datum: Vec<u8>,
+}
+
+impl Zlib {
+    fn new() -> Zlib {
+        Zlib {
+            deflate: flate2::Compress::new(flate2::Compression::default(), true),
+            datum: Vec::new(),
+        }
+    }
+
+    /// Appends `datum`, zlib-compressed, to `out`.
+    fn compress(&mut self, out: &mut Vec<u8>) {
+        self.deflate.reset();
+        let mut input = &self.datum[..];
+        loop {
+            out.reserve(input.len() / 2 + 64);
+            let before = self.deflate.total_in();
+            let status = (self.deflate)
+                .compress_vec(input, out, flate2::FlushCompress::Finish)
+                .expect("deflating to memory");
+            input = &input[(self.deflate.total_in() - before) as usize..];
+            if status == flate2::Status::StreamEnd {
+                return;
+            }
+        }
+    }
+}
+
+/// Where a sink's schema is registered, which frames each value.
+#[derive(Clone, Copy)]
+enum Framing {
+    /// A local file without a registry: bare datums.
+    Unframed,
+    Confluent(u32),
+    /// A Glue schema version's UUID.
+    Glue([u8; 16]),
 }
 
 enum Codec {
@@ -65,15 +112,25 @@ impl ValueEncoder {
     pub fn encode(&mut self, value: &[u8]) -> std::result::Result<&[u8], RecordError> {
         self.encoded.clear();
         self.encoded.extend_from_slice(&self.prefix);
+        let datum = match &mut self.zlib {
+            Some(z) => {
+                z.datum.clear();
+                &mut z.datum
+            }
+            None => &mut self.encoded,
+        };
         let encoded = match &self.codec {
-            Codec::Avro(e) => e.encode(value, &mut self.encoded),
-            Codec::Protobuf(e) => e.encode(value, &mut self.encoded),
-            Codec::Json(v) => check_json(v, value).map(|()| self.encoded.extend(value)),
+            Codec::Avro(e) => e.encode(value, datum),
+            Codec::Protobuf(e) => e.encode(value, datum),
+            Codec::Json(v) => check_json(v, value).map(|()| datum.extend(value)),
         };
         encoded.map_err(|reason| RecordError::BadValue {
             path: "value".into(),
             reason: format!("{}: {reason}", self.described),
         })?;
+        if let Some(z) = &mut self.zlib {
+            z.compress(&mut self.encoded);
+        }
         Ok(&self.encoded)
     }
 }
@@ -81,8 +138,14 @@ impl ValueEncoder {
 /// A schema as the registry holds it, or as a file gives it, and where it came from.
 struct Found {
     fetched: Fetched,
-    id: Option<u32>,
+    framing: Framing,
     described: String,
+}
+
+/// The registry of `-r`: Confluent's, or Glue's.
+enum Registered {
+    Confluent(Registry),
+    Glue(Glue),
 }
 
 impl EncodePlan {
@@ -90,8 +153,22 @@ impl EncodePlan {
     /// subject's name) and compiles its encoder. A schema that is not there, or that does not
     /// compile, is a usage error; a registry out of reach, exit 4.
     pub fn open(&self, stream: &str) -> Result<ValueEncoder> {
-        let registry = self.registry.clone().map(Registry::open).transpose()?;
-        let found = self.find(registry.as_ref(), stream)?;
+        let registry = match &self.registry {
+            Some(r) => match &r.glue {
+                Some(name) => Some(Registered::Glue(Glue::open(name, r.timeout)?)),
+                None => Some(Registered::Confluent(Registry::open(r.clone())?)),
+            },
+            None => None,
+        };
+        let found = match &registry {
+            Some(Registered::Glue(glue)) => self.find_glue(glue, stream)?,
+            Some(Registered::Confluent(r)) => self.find(Some(r), stream)?,
+            None => self.find(None, stream)?,
+        };
+        let registry = match registry {
+            Some(Registered::Confluent(r)) => Some(r),
+            _ => None,
+        };
         let kind = found.fetched.kind.as_str();
         let usage = |m: String| Error::Usage(format!("{}: {m}", found.described));
         if let Some(format) = self.format.filter(|f| kind_of(*f) != kind) {
@@ -101,15 +178,75 @@ impl EncodePlan {
             )));
         }
         let (codec, indexes) = self.codec(registry.as_ref(), &found)?;
-        let prefix = match found.id {
-            Some(id) => frame_prefix(id, indexes.as_deref()),
-            None => Vec::new(),
+        let zlib = matches!(found.framing, Framing::Glue(_)) && self.glue_zlib;
+        let prefix = match found.framing {
+            Framing::Confluent(id) => frame_prefix(id, indexes.as_deref()),
+            Framing::Glue(uuid) => glue_header(&uuid, zlib).to_vec(),
+            Framing::Unframed => Vec::new(),
         };
         Ok(ValueEncoder {
             codec,
             prefix,
             encoded: Vec::new(),
+            zlib: zlib.then(Zlib::new),
             described: found.described,
+        })
+    }
+
+    /// The schema in Glue: a schema's version (`--value-subject NAME[@V]`, by default the
+    /// latest of `TOPIC-value`, the name AWS's serializers give it), or the file's, found
+    /// among the schema's versions or registered with `--register`.
+    fn find_glue(&self, glue: &Glue, stream: &str) -> Result<Found> {
+        let default_name = || format!("{stream}-value");
+        let (version, how) = match &self.schema {
+            EncodeSchema::Id(_) => {
+                return Err(Error::Usage(
+                    "--value-schema-id is a Confluent registry's; with glue:// give --value-subject or --value-schema".into(),
+                ))
+            }
+            EncodeSchema::Subject(name, number) => {
+                let name = name.clone().unwrap_or_else(default_name);
+                let found = glue.named_version(&name, *number)?;
+                let missing = || {
+                    let v = if *number < 0 { "no version".to_string() } else { format!("no version {number}") };
+                    Error::Usage(format!("schema '{name}' has {v} in {}", glue.url()))
+                };
+                (found.ok_or_else(missing)?, format!("schema '{name}'"))
+            }
+            EncodeSchema::File { path, subject, register } => {
+                let name = subject.clone().unwrap_or_else(default_name);
+                let usage = |m: String| Error::Usage(format!("--value-schema {}: {m}", path.display()));
+                let format = (self.format).ok_or_else(|| usage("give its --value-format".into()))?;
+                if format == Format::Protobuf {
+                    return Err(usage("Protobuf values framed for Glue are not built yet (Avro and JSON Schema are)".into()));
+                }
+                let definition = std::fs::read_to_string(path).map_err(|e| usage(e.to_string()))?;
+                let found = match register {
+                    true => Some(glue.register(&name, kind_of(format), &definition)?),
+                    false => glue.by_definition(&name, &definition)?,
+                };
+                let not_there = || usage(format!("not a version of schema '{name}' in {}; --register registers it", glue.url()));
+                (found.ok_or_else(not_there)?, format!("{}, schema '{name}'", path.display()))
+            }
+        };
+        if version.fetched.kind == "PROTOBUF" {
+            return Err(Error::Usage(format!(
+                "{how}: Protobuf values framed for Glue are not built yet (Avro and JSON Schema are)"
+            )));
+        }
+        let number = version
+            .number
+            .map(|n| format!(" version {n}"))
+            .unwrap_or_default();
+        let described = format!(
+            "{} {how}{number} (Glue schema version {})",
+            version.fetched.kind,
+            uuid_text(&version.uuid)
+        );
+        Ok(Found {
+            fetched: version.fetched,
+            framing: Framing::Glue(version.uuid),
+            described,
         })
     }
 
@@ -132,7 +269,7 @@ impl EncodePlan {
                 let described = format!("{} schema id {id}", fetched.kind);
                 Ok(Found {
                     fetched,
-                    id: Some(*id),
+                    framing: Framing::Confluent(*id),
                     described,
                 })
             }
@@ -158,7 +295,7 @@ impl EncodePlan {
                 );
                 Ok(Found {
                     fetched,
-                    id: Some(id),
+                    framing: Framing::Confluent(id),
                     described,
                 })
             }
@@ -203,7 +340,7 @@ impl EncodePlan {
             let described = format!("{} {shown} (unframed)", new.kind);
             return Ok(Found {
                 fetched: fetched(None),
-                id: None,
+                framing: Framing::Unframed,
                 described,
             });
         };
@@ -229,7 +366,7 @@ impl EncodePlan {
         );
         Ok(Found {
             fetched: fetched(Some(id)),
-            id: Some(id),
+            framing: Framing::Confluent(id),
             described,
         })
     }

@@ -9,7 +9,7 @@ use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings};
 use serde::Deserialize;
 
 use super::registry::Fetched;
-use crate::core::framing::uuid_text;
+use crate::core::framing::{parse_uuid, uuid_text};
 use crate::error::{Error, Result};
 use crate::io::aws::{sign_request, AwsChain};
 
@@ -28,7 +28,34 @@ struct SchemaVersion {
     definition: String,
     #[serde(rename = "DataFormat")]
     format: String,
+    #[serde(rename = "SchemaVersionId", default)]
+    id: String,
+    #[serde(rename = "VersionNumber", default)]
+    number: Option<i64>,
+    #[serde(rename = "Status", default)]
+    status: Option<String>,
 }
+
+/// The answers that name a schema version (GetSchemaByDefinition, RegisterSchemaVersion,
+/// CreateSchema): its id.
+#[derive(Deserialize)]
+struct VersionId {
+    #[serde(rename = "SchemaVersionId")]
+    id: Option<String>,
+}
+
+/// A schema version a sink frames values with.
+pub struct SinkVersion {
+    pub uuid: [u8; 16],
+    pub fetched: Fetched,
+    /// Its number within its schema.
+    pub number: Option<i64>,
+}
+
+/// How long a new version may stay PENDING (Glue checks its compatibility) before the run
+/// gives up on it, and how often it asks meanwhile.
+const PENDING_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+const PENDING_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl Glue {
     /// The registry `name`, reached with the AWS chain's credentials and region, each call
@@ -97,6 +124,129 @@ impl Glue {
             }
             400 if text.contains("EntityNotFoundException") => Ok(None),
             _ => Err(self.refused("GetSchemaVersion", status, &text)),
+        }
+    }
+
+    /// Version `version` of schema `name` (`-1`: its latest); `None` when there is no such
+    /// schema or version.
+    pub fn named_version(&self, name: &str, version: i64) -> Result<Option<SinkVersion>> {
+        let number = match version {
+            v if v < 0 => serde_json::json!({ "LatestVersion": true }),
+            v => serde_json::json!({ "VersionNumber": v }),
+        };
+        let body = serde_json::json!({
+            "SchemaId": { "RegistryName": self.registry, "SchemaName": name },
+            "SchemaVersionNumber": number,
+        });
+        let found = self.sink_version("GetSchemaVersion", &body)?;
+        Ok(found.map(|(version, _)| version))
+    }
+
+    /// The version of schema `name` whose definition is `definition`, if it has one.
+    pub fn by_definition(&self, name: &str, definition: &str) -> Result<Option<SinkVersion>> {
+        let body = serde_json::json!({
+            "SchemaId": { "RegistryName": self.registry, "SchemaName": name },
+            "SchemaDefinition": definition,
+        });
+        let (status, text) = self.call("AWSGlue.GetSchemaByDefinition", &body.to_string())?;
+        match status {
+            200 => self.available(&self.version_id("GetSchemaByDefinition", &text)?),
+            400 if text.contains("EntityNotFoundException") => Ok(None),
+            _ => Err(self.refused("GetSchemaByDefinition", status, &text)),
+        }
+    }
+
+    /// Registers `definition` (of `format`: AVRO, JSON) as a version of schema `name`, which
+    /// is created when missing (with Glue's default compatibility, BACKWARD), as AWS's
+    /// serializers register on write; a definition already there keeps its version.
+    pub fn register(&self, name: &str, format: &str, definition: &str) -> Result<SinkVersion> {
+        if let Some(known) = self.by_definition(name, definition)? {
+            return Ok(known);
+        }
+        let schema = serde_json::json!({ "RegistryName": self.registry, "SchemaName": name });
+        let body = serde_json::json!({ "SchemaId": schema, "SchemaDefinition": definition });
+        let (status, text) = self.call("AWSGlue.RegisterSchemaVersion", &body.to_string())?;
+        let text = match status {
+            200 => text,
+            400 if text.contains("EntityNotFoundException") => {
+                let body = serde_json::json!({
+                    "RegistryId": { "RegistryName": self.registry },
+                    "SchemaName": name,
+                    "DataFormat": format,
+                    "Compatibility": "BACKWARD",
+                    "SchemaDefinition": definition,
+                });
+                let (status, text) = self.call("AWSGlue.CreateSchema", &body.to_string())?;
+                if status != 200 {
+                    return Err(self.refused("CreateSchema", status, &text));
+                }
+                text
+            }
+            _ => return Err(self.refused("RegisterSchemaVersion", status, &text)),
+        };
+        let uuid = self.version_id("RegisterSchemaVersion", &text)?;
+        self.available(&uuid)?.ok_or_else(|| {
+            Error::Unreachable(format!(
+                "{}: schema '{name}' registered a version it does not give back",
+                self.url()
+            ))
+        })
+    }
+
+    /// The schema version id an answer names.
+    fn version_id(&self, operation: &str, text: &str) -> Result<[u8; 16]> {
+        let named: Option<VersionId> = serde_json::from_str(text).ok();
+        let id = named.and_then(|v| v.id.as_deref().and_then(parse_uuid));
+        id.ok_or_else(|| self.refused(operation, 200, text))
+    }
+
+    /// Version `uuid` once Glue has checked it: a version still PENDING is asked for again,
+    /// one that FAILURE or DELETING is refused (its compatibility check failed).
+    fn available(&self, uuid: &[u8; 16]) -> Result<Option<SinkVersion>> {
+        let started = std::time::Instant::now();
+        loop {
+            let body = serde_json::json!({ "SchemaVersionId": uuid_text(uuid) });
+            let Some(v) = self.sink_version("GetSchemaVersion", &body)? else {
+                return Ok(None);
+            };
+            match v.1.as_deref() {
+                None | Some("AVAILABLE") => return Ok(Some(v.0)),
+                Some("PENDING") if started.elapsed() < PENDING_LIMIT => {
+                    std::thread::sleep(PENDING_POLL)
+                }
+                Some(status) => {
+                    return Err(Error::Usage(format!(
+                        "{}: schema version {} is {status}: Glue did not accept it (its compatibility with the schema's versions)",
+                        self.url(),
+                        uuid_text(uuid)
+                    )))
+                }
+            }
+        }
+    }
+
+    /// A GetSchemaVersion call by `body`, and the version's status.
+    fn sink_version(
+        &self,
+        operation: &str,
+        body: &serde_json::Value,
+    ) -> Result<Option<(SinkVersion, Option<String>)>> {
+        let (status, text) = self.call(&format!("AWSGlue.{operation}"), &body.to_string())?;
+        match status {
+            200 => {
+                let v: SchemaVersion = serde_json::from_str(&text)
+                    .map_err(|_| self.refused(operation, status, &text))?;
+                let uuid =
+                    parse_uuid(&v.id).ok_or_else(|| self.refused(operation, status, &text))?;
+                let version = SinkVersion {
+                    uuid,
+                    fetched: Fetched::of(v.definition, v.format),
+                    number: v.number,
+                };
+                Ok(Some((version, v.status)))
+            }
+            400 if text.contains("EntityNotFoundException") => Ok(None),
+            _ => Err(self.refused(operation, status, &text)),
         }
     }
 
