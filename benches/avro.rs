@@ -1,14 +1,19 @@
 //! Avro to a JSON line: weir's streaming decoder against `apache-avro` (its datum reader into
 //! a `Value`, then serde_json), on the same 10-field records in one run.
 //!
+//! The same datums framed as a registry frames them are decoded too: Confluent's (magic byte,
+//! schema id) and AWS Glue's (header, schema version UUID; plain and zlib), each unframed by
+//! `core::framing` first, as a read with `-r` does.
+//!
 //! Run: `cargo bench --bench avro` (or `WHAT=schemas scripts/bench.sh`).
-//! Target: 2M records/s per core or more for weir.
+//! Target: 2M records/s per core or more for weir, and the same for Glue-framed datums.
 
 use std::time::Instant;
 
 use apache_avro::types::Value;
 use apache_avro::Schema;
 use weir::core::avro::{AvroDecoder, AvroJson};
+use weir::core::framing::{frame_glue, frame_prefix, unframe, GlueUnframer};
 
 const RECORDS: usize = 1_000_000;
 
@@ -96,6 +101,7 @@ fn main() {
         }
         peer_s = peer_s.min(t.elapsed().as_secs_f64());
     }
+    let framed = framed_rounds(&data, &decoder);
     let rate = |s: f64| RECORDS as f64 / s / 1e6;
     println!(
         "{RECORDS} records of 10 fields, {:.0} bytes each on average ({sink} bytes written)",
@@ -112,4 +118,49 @@ fn main() {
         rate(peer_s)
     );
     println!("ratio       {:.1}x", peer_s / weir_s);
+    for (name, s) in framed {
+        println!("{name:<24} {s:.3} s  {:.2}M records/s", rate(s));
+    }
+}
+
+/// The best of three rounds of decoding `data` framed each way, unframed first.
+fn framed_rounds(data: &[Vec<u8>], decoder: &AvroDecoder) -> Vec<(&'static str, f64)> {
+    let uuid = [0x5a; 16];
+    let ways: [(&str, Vec<Vec<u8>>); 3] = [
+        (
+            "weir, Confluent-framed",
+            data.iter()
+                .map(|d| [frame_prefix(7, None), d.clone()].concat())
+                .collect(),
+        ),
+        (
+            "weir, Glue-framed",
+            data.iter().map(|d| frame_glue(&uuid, d, false)).collect(),
+        ),
+        (
+            "weir, Glue-framed zlib",
+            data.iter().map(|d| frame_glue(&uuid, d, true)).collect(),
+        ),
+    ];
+    let mut line = Vec::with_capacity(512);
+    let mut glue = GlueUnframer::default();
+    ways.into_iter()
+        .map(|(name, framed)| {
+            let mut best = f64::MAX;
+            for _ in 0..3 {
+                let t = Instant::now();
+                for f in &framed {
+                    line.clear();
+                    match name.contains("Glue") {
+                        true => decoder.decode(glue.unframe(f).unwrap().1, &mut line),
+                        false => decoder.decode(unframe(f).unwrap().1, &mut line),
+                    }
+                    .unwrap();
+                    line.push(b'\n');
+                }
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            (name, best)
+        })
+        .collect()
 }

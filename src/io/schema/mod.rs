@@ -21,7 +21,7 @@ use self::proto::ProtoSchema;
 use self::registry::{Fetched, Registry, RegistryOptions};
 use crate::core::avro::{AvroDecoder, AvroJson};
 use crate::core::envelope::{Decoded, Message, Render};
-use crate::core::framing::{looks_framed, looks_glue_framed, unframe, unframe_glue, uuid_text};
+use crate::core::framing::{looks_framed, looks_glue_framed, unframe, uuid_text, GlueUnframer};
 use crate::core::record::RecordError;
 use crate::error::{Error, Result};
 use crate::runtime::Framing;
@@ -199,6 +199,7 @@ pub struct Decoders {
     registry: Option<Registry>,
     /// `-r glue://NAME` instead of a Confluent registry.
     glue: Option<glue::Glue>,
+    unframer: GlueUnframer,
     /// Each id asked for, for values (true) or keys; `None`: the registry has no such id.
     by_id: HashMap<(u32, bool), Option<Arc<Codec>>>,
     /// The same for a Glue registry's schema version ids.
@@ -222,6 +223,7 @@ impl Decoders {
         Ok(Decoders {
             registry: confluent.map(Registry::open).transpose()?,
             glue,
+            unframer: GlueUnframer::default(),
             by_id: HashMap::new(),
             by_uuid: HashMap::new(),
             value: plan.value.as_ref().map(|l| l.codec.clone()),
@@ -324,7 +326,7 @@ impl Decoders {
         out: &mut Vec<u8>,
         value: bool,
     ) -> std::result::Result<(), Failure> {
-        let (uuid, payload) = unframe_glue(bytes).map_err(Failure::Record)?;
+        let (uuid, payload) = (self.unframer).unframe(bytes).map_err(Failure::Record)?;
         let codec = match self.by_uuid.get(&(uuid, value)) {
             Some(known) => known.clone(),
             None => {
@@ -348,7 +350,7 @@ impl Decoders {
             ))
         })?;
         codec
-            .decode(&payload, out)
+            .decode(payload, out)
             .map_err(|e| Failure::Record(format!("schema version {version}: {e}")))
     }
 }
