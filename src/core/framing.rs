@@ -71,10 +71,12 @@ impl GlueUnframer {
     pub fn unframe<'a>(&'a mut self, bytes: &'a [u8]) -> Result<([u8; 16], &'a [u8]), String> {
         let (version, compression, uuid, payload) = match bytes {
             [v, c, rest @ ..] if rest.len() >= 16 => (*v, *c, &rest[..16], &rest[16..]),
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "{} bytes: too short for Glue's framing (version, compression, schema version id)",
                 bytes.len()
-            )),
+            ))
+            }
         };
         if version != GLUE_VERSION {
             return Err(format!(

@@ -26,9 +26,9 @@ impl AwsChain {
             .enable_all()
             .build()
             .map_err(|e| Error::Unreachable(format!("{what}: {e}")))?;
-        let config = runtime.block_on(aws_config::load_defaults(
-            aws_config::BehaviorVersion::latest(),
-        ));
+        let loader =
+            aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(https_client());
+        let config = runtime.block_on(loader.load());
         let region = (config.region().map(|r| r.to_string()))
             .or(fallback_region)
             .ok_or_else(|| {
@@ -75,4 +75,13 @@ pub fn sign_request(
         .into();
     let signed = sign(request, &params).map_err(|e| e.to_string())?;
     Ok(signed.into_parts().0)
+}
+
+/// The HTTPS client of every AWS SDK client weir makes (and of the chain's own calls: SSO,
+/// STS, instance metadata): hyper with rustls on ring.
+pub fn https_client() -> aws_sdk_kinesis::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https()
 }

@@ -106,6 +106,7 @@ pub fn runtime() -> Result<Runtime> {
 /// limited in time so that an endpoint that does not answer is found within `timeout`.
 pub async fn sdk_config(options: &AwsOptions) -> aws_config::SdkConfig {
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(crate::io::aws::https_client())
         .retry_config(RetryConfig::disabled())
         .timeout_config(
             TimeoutConfig::builder()
@@ -467,6 +468,7 @@ pub(crate) mod testing {
     pub fn aws(endpoint: &str) -> (SdkConfig, KinesisClient) {
         let config = SdkConfig::builder()
             .behavior_version(BehaviorVersion::latest())
+            .http_client(crate::io::aws::https_client())
             .region(Region::new("us-east-1"))
             .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
                 "S3RVER", "S3RVER", None, None, "test",
