@@ -301,3 +301,83 @@ fn a_glue_sink_frames_values_aws_deserializer_reads_back() {
     let read = consume(&b, &topic, registry, &glue, &[]);
     assert_eq!(lines(&read).len(), 8, "nothing more was written");
 }
+
+/// A window over a topic of Avro values framed by AWS's own serializer library writes the rows
+/// and late records of the same window over those records as NDJSON, read in the same order.
+#[test]
+fn a_window_over_glue_framed_values_equals_one_over_the_ndjson() {
+    let (Some(b), Some(Server { endpoint: glue })) = (broker(), server("WEIR_TEST_GLUE")) else {
+        return;
+    };
+    let avro = r#"{"type":"record","name":"Checkout","fields":[{"name":"occurred_at","type":"string"},{"name":"merchant_id","type":"string"},{"name":"amount","type":"double"}]}"#;
+    let name = format!("window-{}", std::process::id());
+    let version = glue_py(&["schema", &glue, REGISTRY, &name, "AVRO"], avro, None);
+    // 300 checkouts over ten minutes, every seventh one some minutes late.
+    let records: String = (0..300u32)
+        .map(|i| {
+            let late = if i % 7 == 0 { 240 } else { 0 };
+            let second = (i * 2).saturating_sub(late);
+            let at = format!("2026-12-05T10:{:02}:{:02}.000Z", second / 60, second % 60);
+            let amount = f64::from(i % 50) + 0.25;
+            format!(
+                "{{\"occurred_at\":\"{at}\",\"merchant_id\":\"m-{}\",\"amount\":{amount}}}\n",
+                i % 6
+            )
+        })
+        .collect();
+    let topic = b.topic("glue-window", 1);
+    glue_py(
+        &["produce", &b.addr, &topic, &version, "AVRO", "zlib"],
+        &records,
+        Some(avro),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ndjson");
+    std::fs::write(&input, &records).unwrap();
+    let window = |source: &str, prefix: &str, extra: &[&str]| {
+        let late = dir.path().join(format!("late-{}", prefix.len()));
+        let field = |f: &str| format!("{prefix}{f}");
+        let mut c = weir_std();
+        let out = aws_env(&mut c)
+            .env("AWS_ENDPOINT_URL_GLUE", &glue)
+            .args([
+                "window",
+                source,
+                "-q",
+                "--tumbling",
+                "1m",
+                "--delay",
+                "1m",
+                "--count",
+            ])
+            .args([
+                "--time",
+                &field("occurred_at"),
+                "--key",
+                &field("merchant_id"),
+            ])
+            .args(["--sum", &field("amount"), "--late-output"])
+            .arg(&late)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let rows: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            // The topic's columns are named by their paths: value.merchant_id, value_merchant_id.
+            .map(|l| l.replace("value_", ""))
+            .collect();
+        let late: Vec<Value> = std::fs::read_to_string(&late)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|v| v.get("value").cloned().unwrap_or(v))
+            .collect();
+        (rows, late)
+    };
+    let plain = window(input.to_str().unwrap(), "", &[]);
+    let registry = format!("glue://{REGISTRY}");
+    let framed = window(&b.url(&topic), "value.", &["-e", "-r", &registry]);
+    assert!(plain.0.len() > 20 && !plain.1.is_empty(), "{plain:?}");
+    assert_eq!(framed, plain);
+}
