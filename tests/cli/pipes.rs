@@ -442,7 +442,8 @@ fn killed_member_drill(extra: &[&str]) {
             .unwrap();
         Background(child)
     };
-    let mut survivor = member("survivor");
+    // The member to be killed starts alone, so that it holds partitions and writes rows
+    // before the other joins: started together, the other could read everything first.
     let mut killed = member("killed");
     let rows = dir.path().join("killed.rows");
     let started = std::time::Instant::now();
@@ -456,9 +457,10 @@ fn killed_member_drill(extra: &[&str]) {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    let mut survivor = member("survivor");
     eprintln!("killed after {:?}", started.elapsed());
-    assert!(killed.0.try_wait().unwrap().is_none(), "it ended unkilled");
     std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(killed.0.try_wait().unwrap().is_none(), "it ended unkilled");
     killed.0.kill().unwrap();
     killed.0.wait().unwrap();
     let mut again = member("again");
