@@ -246,12 +246,6 @@ fn encode_plan(input: &InputArgs, client: &ClientOptions) -> Result<Option<Encod
     if registry.is_none() && !matches!(schema, EncodeSchema::File { .. }) {
         return usage("--value-schema-id, --value-subject and --value-format without --value-schema take the sink's schema from a registry: give -r URL");
     }
-    let glue = registry.as_ref().is_some_and(|r| r.glue.is_some());
-    if s.glue_compression.is_some() && !glue {
-        return usage(
-            "--glue-compression compresses values framed for a Glue registry: give -r glue://NAME",
-        );
-    }
     Ok(Some(EncodePlan {
         registry,
         format: s.value_format.map(format_of),

@@ -159,12 +159,13 @@ fn glue_framed_kinesis_values_decode() {
     assert_eq!(lines(&out), want);
 }
 
-/// `weir consume FILE -o kafka://TOPIC -r glue://REGISTRY ARGS` with Glue at `glue`.
+/// `weir consume FILE -o kafka://TOPIC -r glue://REGISTRY ARGS` with Glue at `glue` (no `-r`
+/// without a registry).
 fn write(
     b: &Broker,
     input: &str,
     topic: &str,
-    registry: &str,
+    registry: Option<&str>,
     glue: &str,
     args: &[&str],
 ) -> Output {
@@ -180,7 +181,12 @@ fn write(
             "--timeout",
             "5s",
         ])
-        .args(["-r", &format!("glue://{registry}")])
+        .args(
+            registry
+                .map(|r| ["-r".to_string(), format!("glue://{r}")])
+                .iter()
+                .flatten(),
+        )
         .args(args);
     c.output().unwrap()
 }
@@ -223,14 +229,14 @@ fn a_glue_sink_frames_values_aws_deserializer_reads_back() {
             &b,
             input,
             &topic,
-            registry,
+            Some(registry),
             &glue,
             &[&schema[..], &named, extra].concat(),
         );
         assert!(out.status.success(), "{extra:?}: {out:?}");
     }
     let latest = ["--value-format", "avro", "--value-subject", &name];
-    let out = write(&b, input, &topic, registry, &glue, &latest);
+    let out = write(&b, input, &topic, Some(registry), &glue, &latest);
     assert!(out.status.success(), "{out:?}");
     let read = glue_py(&["read", &glue, registry, &b.addr, &topic, "8"], "", None);
     let (values, versions) = read.rsplit_once('\n').unwrap();
@@ -267,31 +273,25 @@ fn a_glue_sink_frames_values_aws_deserializer_reads_back() {
         "--value-schema",
         other.to_str().unwrap(),
     ];
-    let refused: [(&[&str], &str); 3] = [
+    let refused: [(Option<&str>, &[&str], &str); 3] = [
         (
+            Some(registry),
             &["--value-schema-id", "1"],
             "--value-schema-id is a Confluent registry's",
         ),
-        (&[&other[..], &named].concat(), "--register registers it"),
         (
+            Some(registry),
+            &[&other[..], &named].concat(),
+            "--register registers it",
+        ),
+        (
+            None,
             &["--glue-compression", "zlib", "--value-format", "avro"],
             "give -r glue://NAME",
         ),
     ];
-    for (args, said) in refused {
-        let mut c = weir_std();
-        let registry_args = if said.contains("-r glue") {
-            vec![]
-        } else {
-            vec!["-r".to_string(), format!("glue://{registry}")]
-        };
-        let out = aws_env(&mut c)
-            .env("AWS_ENDPOINT_URL_GLUE", &glue)
-            .args(["consume", input, "-q", "-o", &b.url(&topic)])
-            .args(&registry_args)
-            .args(args)
-            .output()
-            .unwrap();
+    for (registry, args, said) in refused {
+        let out = write(&b, input, &topic, registry, &glue, args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         assert!(
             String::from_utf8_lossy(&out.stderr).contains(said),

@@ -44,8 +44,8 @@ struct VersionId {
     id: Option<String>,
 }
 
-/// A schema version a sink frames values with.
-pub struct SinkVersion {
+/// A schema version: what a read decodes by, and a sink frames values with.
+pub struct Version {
     pub uuid: [u8; 16],
     pub fetched: Fetched,
     /// Its number within its schema.
@@ -113,23 +113,13 @@ impl Glue {
 
     /// The schema version `uuid`; `None` when the registry has no such version.
     pub fn version(&self, uuid: &[u8; 16]) -> Result<Option<Fetched>> {
-        let body = serde_json::json!({ "SchemaVersionId": uuid_text(uuid) }).to_string();
-        let (status, text) = self.call("AWSGlue.GetSchemaVersion", &body)?;
-        match status {
-            200 => {
-                let v: SchemaVersion = serde_json::from_str(&text).map_err(|e| {
-                    Error::Unreachable(format!("{}: GetSchemaVersion answered {e}", self.url()))
-                })?;
-                Ok(Some(Fetched::of(v.definition, v.format)))
-            }
-            400 if text.contains("EntityNotFoundException") => Ok(None),
-            _ => Err(self.refused("GetSchemaVersion", status, &text)),
-        }
+        let body = serde_json::json!({ "SchemaVersionId": uuid_text(uuid) });
+        Ok(self.get_version(&body)?.map(|(version, _)| version.fetched))
     }
 
     /// Version `version` of schema `name` (`-1`: its latest); `None` when there is no such
     /// schema or version.
-    pub fn named_version(&self, name: &str, version: i64) -> Result<Option<SinkVersion>> {
+    pub fn named_version(&self, name: &str, version: i64) -> Result<Option<Version>> {
         let number = match version {
             v if v < 0 => serde_json::json!({ "LatestVersion": true }),
             v => serde_json::json!({ "VersionNumber": v }),
@@ -138,12 +128,12 @@ impl Glue {
             "SchemaId": { "RegistryName": self.registry, "SchemaName": name },
             "SchemaVersionNumber": number,
         });
-        let found = self.sink_version("GetSchemaVersion", &body)?;
+        let found = self.get_version(&body)?;
         Ok(found.map(|(version, _)| version))
     }
 
     /// The version of schema `name` whose definition is `definition`, if it has one.
-    pub fn by_definition(&self, name: &str, definition: &str) -> Result<Option<SinkVersion>> {
+    pub fn by_definition(&self, name: &str, definition: &str) -> Result<Option<Version>> {
         let body = serde_json::json!({
             "SchemaId": { "RegistryName": self.registry, "SchemaName": name },
             "SchemaDefinition": definition,
@@ -159,7 +149,7 @@ impl Glue {
     /// Registers `definition` (of `format`: AVRO, JSON) as a version of schema `name`, which
     /// is created when missing (with Glue's default compatibility, BACKWARD), as AWS's
     /// serializers register on write; a definition already there keeps its version.
-    pub fn register(&self, name: &str, format: &str, definition: &str) -> Result<SinkVersion> {
+    pub fn register(&self, name: &str, format: &str, definition: &str) -> Result<Version> {
         if let Some(known) = self.by_definition(name, definition)? {
             return Ok(known);
         }
@@ -202,11 +192,11 @@ impl Glue {
 
     /// Version `uuid` once Glue has checked it: a version still PENDING is asked for again,
     /// one that FAILURE or DELETING is refused (its compatibility check failed).
-    fn available(&self, uuid: &[u8; 16]) -> Result<Option<SinkVersion>> {
+    fn available(&self, uuid: &[u8; 16]) -> Result<Option<Version>> {
         let started = std::time::Instant::now();
         loop {
             let body = serde_json::json!({ "SchemaVersionId": uuid_text(uuid) });
-            let Some(v) = self.sink_version("GetSchemaVersion", &body)? else {
+            let Some(v) = self.get_version(&body)? else {
                 return Ok(None);
             };
             match v.1.as_deref() {
@@ -225,20 +215,18 @@ impl Glue {
         }
     }
 
-    /// A GetSchemaVersion call by `body`, and the version's status.
-    fn sink_version(
-        &self,
-        operation: &str,
-        body: &serde_json::Value,
-    ) -> Result<Option<(SinkVersion, Option<String>)>> {
-        let (status, text) = self.call(&format!("AWSGlue.{operation}"), &body.to_string())?;
+    /// GetSchemaVersion by `body` (a version id, or a schema's name and number): the
+    /// version and its status; `None` when Glue has no such schema or version.
+    fn get_version(&self, body: &serde_json::Value) -> Result<Option<(Version, Option<String>)>> {
+        let operation = "GetSchemaVersion";
+        let (status, text) = self.call("AWSGlue.GetSchemaVersion", &body.to_string())?;
         match status {
             200 => {
                 let v: SchemaVersion = serde_json::from_str(&text)
                     .map_err(|_| self.refused(operation, status, &text))?;
                 let uuid =
                     parse_uuid(&v.id).ok_or_else(|| self.refused(operation, status, &text))?;
-                let version = SinkVersion {
+                let version = Version {
                     uuid,
                     fetched: Fetched::of(v.definition, v.format),
                     number: v.number,
