@@ -302,6 +302,118 @@ fn a_glue_sink_frames_values_aws_deserializer_reads_back() {
     assert_eq!(lines(&read).len(), 8, "nothing more was written");
 }
 
+/// A Glue Protobuf schema whose messages' declaration order is not Glue's numbering: Glue
+/// counts every message of the file, nested ones and map entries too, by full name
+/// (Checkout 0, Checkout.CountsEntry 1, Checkout.Line 2, Refund 3).
+const GLUE_PROTO: &str = r#"syntax = "proto3";
+package acme.glue;
+
+message Refund {
+  string refund_id = 1;
+  Checkout.Line line = 2;
+}
+
+message Checkout {
+  message Line {
+    string sku = 1;
+    int32 qty = 2;
+  }
+  string event_id = 1;
+  int64 amount_cents = 2;
+  map<string, int32> counts = 3;
+  Line line = 4;
+  repeated Line lines = 5;
+  bool ok = 6;
+}
+"#;
+
+/// Protobuf values framed as AWS's serializer frames them (the schema version's UUID, Glue's
+/// message index, the message; plain and zlib) read as the proto3 JSON the peer reads them
+/// as; and a Kafka sink with `-r glue://` and `--value-format protobuf` frames values the peer
+/// reads back as the records weir was given.
+#[test]
+fn glue_protobuf_values_decode_and_encode_as_aws_frames_them() {
+    let (Some(b), Some(Server { endpoint: glue })) = (broker(), server("WEIR_TEST_GLUE")) else {
+        return;
+    };
+    let name = format!("proto-{}", std::process::id());
+    let version = glue_py(
+        &["schema", &glue, REGISTRY, &name, "PROTOBUF"],
+        GLUE_PROTO,
+        None,
+    );
+    let topic = b.topic("glue-proto", 1);
+    let produce = |message: &str, records: &str, zlib: bool| {
+        let mut args = vec!["produce", &b.addr, &topic, &version, "PROTOBUF"];
+        if zlib {
+            args.push("zlib");
+        }
+        let env = [("GLUE_SCHEMA", GLUE_PROTO), ("GLUE_MESSAGE", message)];
+        peer("glue.py", &args, records, &env);
+    };
+    let checkouts = concat!(
+        r#"{"event_id":"e-1","amount_cents":"-1250","counts":{"a":1,"b":2},"#,
+        r#""line":{"sku":"s","qty":2},"lines":[{"sku":"x","qty":1}],"ok":true}"#,
+        "\n",
+        r#"{"event_id":"e-2"}"#,
+        "\n"
+    );
+    produce("acme.glue.Checkout", checkouts, false);
+    produce(
+        "acme.glue.Refund",
+        "{\"refund_id\":\"r-1\",\"line\":{\"sku\":\"y\"}}\n",
+        true,
+    );
+    produce(
+        "acme.glue.Checkout.Line",
+        "{\"sku\":\"z\",\"qty\":-3}\n",
+        true,
+    );
+    let out = consume(&b, &topic, REGISTRY, &glue, &[]);
+    assert!(out.status.success(), "{out:?}");
+    let peer_read = |topic: &str, n: usize| -> Vec<Value> {
+        let read = glue_py(
+            &["read-proto", &glue, &b.addr, topic, &n.to_string()],
+            "",
+            None,
+        );
+        read.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let decoded = lines(&out);
+    assert_eq!(decoded.len(), 4);
+    assert_eq!(decoded, peer_read(&topic, 4));
+    assert_eq!(decoded[2]["refund_id"], "r-1", "{decoded:?}");
+    assert_eq!(decoded[3]["qty"], -3, "{decoded:?}");
+    // The sink: weir's Checkout lines framed with the schema's latest version, zlib.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("checkouts.ndjson");
+    let written: Vec<String> = decoded[..2].iter().map(Value::to_string).collect();
+    std::fs::write(&input, written.join("\n") + "\n").unwrap();
+    let sunk = b.topic("glue-proto-sink", 1);
+    let args = [
+        "--value-format",
+        "protobuf",
+        "--value-subject",
+        &name,
+        "--value-proto-type",
+        "acme.glue.Checkout",
+        "--glue-compression",
+        "zlib",
+    ];
+    let out = write(
+        &b,
+        input.to_str().unwrap(),
+        &sunk,
+        Some(REGISTRY),
+        &glue,
+        &args,
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(peer_read(&sunk, 2), decoded[..2]);
+}
+
 /// A window over a topic of Avro values framed by AWS's own serializer library writes the rows
 /// and late records of the same window over those records as NDJSON, read in the same order.
 #[test]

@@ -49,6 +49,8 @@ pub enum EncodeSchema {
 pub struct ValueEncoder {
     codec: Codec,
     prefix: Vec<u8>,
+    /// What the datum starts with: Glue's Protobuf message index (compressed with it).
+    datum_prefix: Vec<u8>,
     encoded: Vec<u8>,
     /// `--glue-compression zlib`: the datum, compressed after `prefix` (Glue's header).
     zlib: Option<Zlib>,
@@ -119,6 +121,7 @@ impl ValueEncoder {
             }
             None => &mut self.encoded,
         };
+        datum.extend_from_slice(&self.datum_prefix);
         let encoded = match &self.codec {
             Codec::Avro(e) => e.encode(value, datum),
             Codec::Protobuf(e) => e.encode(value, datum),
@@ -179,14 +182,24 @@ impl EncodePlan {
         }
         let (codec, indexes) = self.codec(registry.as_ref(), &found)?;
         let zlib = matches!(found.framing, Framing::Glue(_)) && self.glue_zlib;
+        let mut datum_prefix = Vec::new();
         let prefix = match found.framing {
-            Framing::Confluent(id) => frame_prefix(id, indexes.as_deref()),
-            Framing::Glue(uuid) => glue_header(&uuid, zlib).to_vec(),
+            Framing::Confluent(id) => match &indexes {
+                MessageIndexes::Confluent(indexes) => frame_prefix(id, Some(indexes)),
+                _ => frame_prefix(id, None),
+            },
+            Framing::Glue(uuid) => {
+                if let MessageIndexes::Glue(index) = indexes {
+                    prost::encoding::encode_varint(index.into(), &mut datum_prefix);
+                }
+                glue_header(&uuid, zlib).to_vec()
+            }
             Framing::Unframed => Vec::new(),
         };
         Ok(ValueEncoder {
             codec,
             prefix,
+            datum_prefix,
             encoded: Vec::new(),
             zlib: zlib.then(Zlib::new),
             described: found.described,
@@ -217,9 +230,6 @@ impl EncodePlan {
                 let name = subject.clone().unwrap_or_else(default_name);
                 let usage = |m: String| Error::Usage(format!("--value-schema {}: {m}", path.display()));
                 let format = (self.format).ok_or_else(|| usage("give its --value-format".into()))?;
-                if format == Format::Protobuf {
-                    return Err(usage("Protobuf values framed for Glue are not built yet (Avro and JSON Schema are)".into()));
-                }
                 let definition = std::fs::read_to_string(path).map_err(|e| usage(e.to_string()))?;
                 let found = match register {
                     true => Some(glue.register(&name, kind_of(format), &definition)?),
@@ -229,11 +239,6 @@ impl EncodePlan {
                 (found.ok_or_else(not_there)?, format!("{}, schema '{name}'", path.display()))
             }
         };
-        if version.fetched.kind == "PROTOBUF" {
-            return Err(Error::Usage(format!(
-                "{how}: Protobuf values framed for Glue are not built yet (Avro and JSON Schema are)"
-            )));
-        }
         let number = version
             .number
             .map(|n| format!(" version {n}"))
@@ -371,13 +376,9 @@ impl EncodePlan {
         })
     }
 
-    /// The encoder of a schema, with its references (or a file's imports), and a Protobuf
-    /// message's indexes.
-    fn codec(
-        &self,
-        registry: Option<&Registry>,
-        found: &Found,
-    ) -> Result<(Codec, Option<Vec<i32>>)> {
+    /// The encoder of a schema, with its references (or a file's imports), and what names a
+    /// Protobuf message in the framing.
+    fn codec(&self, registry: Option<&Registry>, found: &Found) -> Result<(Codec, MessageIndexes)> {
         let f = &found.fetched;
         let usage = |m: String| Error::Usage(format!("{}: {m}", found.described));
         match f.kind.as_str() {
@@ -387,11 +388,14 @@ impl EncodePlan {
                     references(r, f, &mut named, 0)?;
                 }
                 let (schema, named) = parse_avro(&f.schema, &named).map_err(usage)?;
-                Ok((Codec::Avro(AvroEncoder::new(schema, named)), None))
+                Ok((
+                    Codec::Avro(AvroEncoder::new(schema, named)),
+                    MessageIndexes::None,
+                ))
             }
             "JSON" => {
                 let validator = json_validator(&f.schema).map_err(usage)?;
-                Ok((Codec::Json(Arc::new(validator)), None))
+                Ok((Codec::Json(Arc::new(validator)), MessageIndexes::None))
             }
             "PROTOBUF" => {
                 let message = self.proto.message.as_deref();
@@ -400,14 +404,41 @@ impl EncodePlan {
                         ProtoSchema::from_file(path, &self.proto.includes, message)
                     }
                     (_, Some(r)) => registry_proto(r, f)?,
-                    (_, None) => unreachable!("a schema not from a file is a registry's"),
+                    (_, None) => ProtoSchema::from_glue(&f.schema),
                 };
-                let (encoder, indexes) = schema.and_then(|s| s.encoder(message)).map_err(usage)?;
-                Ok((Codec::Protobuf(encoder), Some(indexes)))
+                let glue = matches!(found.framing, Framing::Glue(_));
+                proto_codec(&schema.map_err(usage)?, message, glue).map_err(usage)
             }
             other => Err(usage(format!("a schema of type '{other}'"))),
         }
     }
+}
+
+/// A Protobuf schema's encoder of `message` (`--value-proto-type`; by default the file's
+/// first), and its message indexes: Confluent's path of indexes, or Glue's one index.
+fn proto_codec(
+    schema: &ProtoSchema,
+    message: Option<&str>,
+    glue: bool,
+) -> std::result::Result<(Codec, MessageIndexes), String> {
+    let (encoder, indexes) = schema.encoder(message)?;
+    let indexes = match glue {
+        true => MessageIndexes::Glue(
+            (schema.glue_index(encoder.message())).expect("a message of the file"),
+        ),
+        false => MessageIndexes::Confluent(indexes),
+    };
+    Ok((Codec::Protobuf(encoder), indexes))
+}
+
+/// What names a Protobuf value's message in its framing.
+enum MessageIndexes {
+    /// Not Protobuf.
+    None,
+    /// Confluent's: the message's path among the file's messages and their nested ones.
+    Confluent(Vec<i32>),
+    /// Glue's: the message's place among all of the file's messages by full name.
+    Glue(u32),
 }
 
 /// A `.proto`'s first import other than the bundled `google/protobuf/*`.

@@ -361,9 +361,10 @@ fn compile_glue(url: &str, f: &Fetched, target: &AvroTarget) -> Result<Codec> {
     match f.kind.as_str() {
         "AVRO" => Codec::avro(&f.schema, &[], target).map_err(refused),
         "JSON" => Codec::json(&f.schema, target.validate).map_err(refused),
-        other => Err(refused(format!(
-            "data format {other}: weir reads Glue's AVRO and JSON schemas (PROTOBUF not yet)"
-        ))),
+        "PROTOBUF" => ProtoSchema::from_glue(&f.schema)
+            .map(Codec::Protobuf)
+            .map_err(refused),
+        other => Err(refused(format!("data format {other}"))),
     }
 }
 

@@ -30,6 +30,8 @@ pub struct ProtoSchema {
     pool: DescriptorPool,
     /// The file compiled; its messages are the ones message indexes count.
     file: String,
+    /// A Glue schema's messages in the order Glue's one message index counts them.
+    glue: Option<Vec<usize>>,
 }
 
 #[derive(Clone, Debug)]
@@ -51,6 +53,25 @@ impl ProtoSchema {
         resolver.add(GoogleFileResolver::new());
         let pool = compile(resolver, ROOT)?;
         Ok(Self::of(&pool, ROOT))
+    }
+
+    /// A Glue schema version's `.proto` (Glue's schemas import nothing but the bundled
+    /// `google/protobuf/*`), its values framed with Glue's message index.
+    pub fn from_glue(source: &str) -> Result<ProtoSchema, String> {
+        let mut schema = Self::from_registry(source, &HashMap::new())?;
+        let order = glue_order(&schema.pool, &schema.file)
+            .iter()
+            .map(|m| schema.decoder.message(m.full_name()).expect("same pool"))
+            .collect();
+        schema.glue = Some(order);
+        Ok(schema)
+    }
+
+    /// Glue's message index of `message` (a full name) in the compiled file.
+    pub fn glue_index(&self, message: &str) -> Option<u32> {
+        let order = glue_order(&self.pool, &self.file);
+        let at = order.iter().position(|m| m.full_name() == message)?;
+        u32::try_from(at).ok()
     }
 
     /// A file under `--proto-import-path` directories (and its own), reading `message` (by
@@ -105,6 +126,7 @@ impl ProtoSchema {
             message: None,
             pool: pool.clone(),
             file: file.to_string(),
+            glue: None,
         }
     }
 
@@ -148,6 +170,9 @@ impl ProtoSchema {
                 .decode(m, payload, out)
                 .map_err(|e| e.to_string());
         }
+        if let Some(order) = &self.glue {
+            return self.decode_glue(order, payload, out);
+        }
         let (indexes, message) = message_indexes(payload)?;
         let mut level = &self.tree;
         let mut node = None;
@@ -169,6 +194,49 @@ impl ProtoSchema {
     }
 }
 
+impl ProtoSchema {
+    /// A Glue datum: an unsigned varint message index, then the message.
+    fn decode_glue(
+        &self,
+        order: &[usize],
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        let mut rest = payload;
+        let index = prost::encoding::decode_varint(&mut rest)
+            .map_err(|_| "no Glue message index before the message".to_string())?;
+        let node = usize::try_from(index).ok().and_then(|i| order.get(i));
+        let node = node.ok_or_else(|| {
+            format!(
+                "Glue message index {index} out of range (the schema has {} messages)",
+                order.len()
+            )
+        })?;
+        (self.decoder.decode(*node, rest, out)).map_err(|e| e.to_string())
+    }
+}
+
+/// Every message of `file`, nested ones (map entries too) included, sorted by full name:
+/// the order in which AWS's Glue serializers number them (their `MessageIndexFinder`).
+fn glue_order(pool: &DescriptorPool, file: &str) -> Vec<MessageDescriptor> {
+    fn all(m: MessageDescriptor, into: &mut Vec<MessageDescriptor>) {
+        for child in m.child_messages() {
+            all(child, into);
+        }
+        into.push(m);
+    }
+    let mut messages = Vec::new();
+    for m in pool
+        .get_file_by_name(file)
+        .iter()
+        .flat_map(|f| f.messages())
+    {
+        all(m, &mut messages);
+    }
+    messages.sort_by(|a, b| a.full_name().cmp(b.full_name()));
+    messages
+}
+
 /// JSON, as a decode writes it, to a message's binary, by prost-reflect's proto3 JSON reader:
 /// it takes the `.proto`'s field names, int64 strings and enum names, and refuses a field the
 /// message does not have.
@@ -178,6 +246,11 @@ pub struct ProtoEncoder {
 }
 
 impl ProtoEncoder {
+    /// The full name of the message it encodes.
+    pub fn message(&self) -> &str {
+        self.descriptor.full_name()
+    }
+
     pub fn encode(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let mut reader = serde_json::Deserializer::from_slice(json);
         let message = DynamicMessage::deserialize(self.descriptor.clone(), &mut reader)
@@ -234,4 +307,29 @@ fn serialized_descriptor(source: &str) -> Option<prost_types::FileDescriptorProt
         .decode(source.trim())
         .ok()?;
     prost_types::FileDescriptorProto::decode(bytes.as_slice()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example of AWS's `MessageIndexFinder`: B = 0, B.A = 1, B.A.D = 2, B.C = 3, whatever
+    /// the order of declaration; a map's entry type counts as a nested message.
+    #[test]
+    fn glue_numbers_every_message_by_full_name() {
+        let source = "syntax = \"proto3\";\nmessage B {\n  message C { int32 x = 1; }\n  message A {\n    message D { string s = 1; }\n    map<string, int32> m = 1;\n  }\n  A a = 1;\n}\n";
+        let schema = ProtoSchema::from_glue(source).unwrap();
+        let names = ["B", "B.A", "B.A.D", "B.A.MEntry", "B.C"];
+        for (i, name) in names.iter().enumerate() {
+            assert_eq!(schema.glue_index(name), Some(i as u32), "{name}");
+        }
+        assert_eq!(schema.glue_index("Z"), None);
+        // A datum is the index, then the message: B.C's x = 5 is field 1, varint 5.
+        let mut out = Vec::new();
+        schema.decode(&[4, 0x08, 5], &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), r#"{"x":5}"#);
+        let err = schema.decode(&[5, 0x08, 5], &mut Vec::new()).unwrap_err();
+        assert!(err.contains("index 5 out of range"), "{err}");
+        assert!(schema.decode(&[], &mut Vec::new()).is_err());
+    }
 }
