@@ -585,6 +585,12 @@ pub struct ReportArgs {
     /// No summary on stderr (errors are still reported).
     #[arg(short, long, help_heading = "Reporting")]
     pub quiet: bool,
+
+    /// Serve the run's metrics to Prometheus at http://ADDR/metrics while it lasts
+    /// (HOST:PORT, or :PORT for every interface): records read, written, late, bad; each
+    /// partition's watermark and lag; state held; checkpoints.
+    #[arg(long, value_name = "ADDR", help_heading = "Reporting")]
+    pub metrics: Option<String>,
 }
 
 /// The examples `weir consume -h` shows, which open its `--help` too.
@@ -1307,6 +1313,9 @@ Examples:
   weir lag kinesis://orders --checkpoint orders.ckpt --max-lag 5m
   weir lag kinesis://orders --kcl-app billing --format prometheus
 
+  # An exporter Prometheus scrapes, measuring at most every 15 seconds:
+  weir lag kafka://localhost:9092 --all-groups --serve :9308 --watch 15s
+
 Time lag is now minus the timestamp of the first record the group has not consumed (read from
 the log), 0 when it is caught up. A partition without a committed offset is reported as such,
 not as zero lag, and counts all it holds against --max-messages. On Kinesis, per shard: now minus the arrival time of the first record after
@@ -1400,6 +1409,12 @@ pub struct LagArgs {
     /// Say nothing on stderr of breaches or of what cannot be checked: the exit code says it.
     #[arg(short, long)]
     pub quiet: bool,
+
+    /// Serve the lag to Prometheus at http://ADDR/metrics (HOST:PORT, or :PORT for every
+    /// interface), as --format prometheus writes it: measured at each scrape, or at most
+    /// every --watch D. Runs until SIGTERM or Ctrl-C (exit 0).
+    #[arg(long, value_name = "ADDR", conflicts_with = "output")]
+    pub serve: Option<String>,
 
     #[command(flatten)]
     pub client: ClientArgs,

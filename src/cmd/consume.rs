@@ -92,6 +92,7 @@ impl Consume {
             limit: args.count,
             unbuffered: args.unbuffered,
         };
+        plan::serve_metrics(&args.report, "consume", args.input.broker.group.as_deref())?;
         Ok(RunPlan {
             limit: consume.limit,
             command: consume,

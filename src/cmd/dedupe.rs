@@ -21,6 +21,7 @@ use crate::core::window::KEY_SEPARATOR;
 use crate::error::{Error, Fault, Result};
 use crate::io::input::InputPlan;
 use crate::io::sink::{LineSink, RecordFields, SinkPlan};
+use crate::runtime::metrics::StepGauges;
 use crate::runtime::{
     clock_from, run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep,
     Restored, RunPlan, Sink, Stats, StepCheckpoint,
@@ -118,6 +119,7 @@ impl Dedupe {
             by_source_partition: parts.by_source && event_time,
             horizon_by: args.horizon_by,
         };
+        plan::serve_metrics(&args.report, "dedupe", args.input.broker.group.as_deref())?;
         Ok(RunPlan {
             command: dedupe,
             input: Box::new(input),
@@ -482,6 +484,15 @@ impl RecordStep for DedupeStep {
     fn partition_states(&mut self) -> Option<&mut dyn PartitionStates> {
         // Records held for --keep last go with their partition's saved state.
         Some(&mut self.tasks)
+    }
+
+    fn gauges(&self, g: &mut StepGauges) {
+        let mut ids = 0;
+        self.tasks.each(|task| {
+            ids += task.ids.remembered() as u64;
+            g.marks(&task.partitions.values(), task.watermarks.partitions());
+        });
+        g.state.ids = Some(ids);
     }
 
     fn assigned(&mut self, partitions: &[String]) {

@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::io::kafka::admin::Committed;
 use crate::io::kafka::{ClientOptions, Cluster, GroupDescription};
 use crate::io::kinesis::{self, lag::Consumer, AwsOptions, KinesisClient};
+use crate::io::metrics::Endpoint;
 use crate::io::sink::{LineSink, SinkPlan};
 use crate::io::spec::{
     is_kinesis, parse_kafka_cluster, KafkaSpec, KinesisSpec, SinkSpec, SourceSpec,
@@ -53,6 +54,8 @@ enum LagPlan {
 struct Reports {
     output: SinkPlan,
     watch: Watch,
+    /// `--serve`: to Prometheus's scrapes instead.
+    serve: Option<Endpoint>,
 }
 
 impl Reports {
@@ -63,6 +66,9 @@ impl Reports {
         stop: &AtomicBool,
         measure: impl FnMut() -> Result<(String, Findings)>,
     ) -> Result<()> {
+        if let Some(endpoint) = self.serve {
+            return plan::serve_reports(&endpoint, self.watch, stop, measure);
+        }
         let output = self.output;
         let open = move || -> Result<Box<dyn Sink>> { Ok(Box::new(LineSink::open(&output)?)) };
         self.watch.run(stop, open, measure)
@@ -94,8 +100,15 @@ struct KinesisLag {
 }
 
 impl LagPlan {
-    fn new(args: LagArgs) -> Result<LagPlan> {
+    fn new(mut args: LagArgs) -> Result<LagPlan> {
         let output = plan::report_sink(&args.output, "lag")?;
+        let serve = args.serve.take();
+        if serve.is_some() {
+            args.format = match args.format {
+                LagFormat::Table | LagFormat::Prometheus => LagFormat::Prometheus,
+                _ => return Err(Error::Usage("--serve serves --format prometheus".into())),
+            };
+        }
         let redraw = args.watch.is_some()
             && output.spec == SinkSpec::Stdout
             && std::io::stdout().is_terminal()
@@ -108,11 +121,18 @@ impl LagPlan {
                 every: args.watch,
                 quiet: args.quiet,
             },
+            serve: None,
         };
-        Ok(match is_kinesis(&args.cluster) {
+        let mut plan = match is_kinesis(&args.cluster) {
             true => LagPlan::Kinesis(KinesisLag::new(args)?, reports),
             false => LagPlan::Kafka(KafkaLag::new(args)?, reports),
-        })
+        };
+        // Bound once every rule is checked: a port in use is exit 4 before any measuring.
+        let (LagPlan::Kafka(_, r) | LagPlan::Kinesis(_, r)) = &mut plan;
+        if let Some(addr) = serve {
+            r.serve = Some(Endpoint::bind(&addr)?);
+        }
+        Ok(plan)
     }
 }
 

@@ -3,8 +3,9 @@
 //! before anything is opened.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::files;
 use crate::cli::{
@@ -14,7 +15,7 @@ use crate::cli::{
 use crate::core::avro::AvroJson;
 use crate::core::filter::Filter;
 use crate::core::record::{Extractor, FieldList, FieldPath};
-use crate::core::time::{human_duration, Millis, TimeFormat, TimeRange};
+use crate::core::time::{human_duration, now_millis, Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Result};
 use crate::io::input::{ClientRequest, InputPlan, SchemaRequest, SourcePlan, SourceRequest};
 use crate::io::kafka::{ChangelogPlan, ClientOptions};
@@ -24,6 +25,10 @@ use crate::io::schema::registry::RegistryOptions;
 use crate::io::schema::{Format, SchemaFileRequest};
 use crate::io::sink::{RecordFields, SinkPlan};
 use crate::io::spec::{self, SinkSpec};
+use crate::io::metrics::Endpoint;
+use crate::report::metrics::{render_run, Exposition, Kind, MetricsFormat, RunLabels};
+use crate::runtime::watch::{Findings, Watch};
+use crate::runtime::metrics;
 use crate::runtime::{CheckpointPlan, Keeping, PolicyPlan, Prepare, ReportPlan, Selection};
 
 /// `--stats` and `--quiet`.
@@ -32,6 +37,67 @@ pub fn report_plan(report: &ReportArgs) -> ReportPlan {
         stats: report.stats.clone(),
         quiet: report.quiet,
     }
+}
+
+/// `--metrics ADDR`: the endpoint bound, the last thing a plan does (a port in use is exit 4
+/// before anything is opened), and serving the run's metrics from then on.
+pub fn serve_metrics(report: &ReportArgs, command: &'static str, group: Option<&str>) -> Result<()> {
+    let Some(addr) = &report.metrics else {
+        return Ok(());
+    };
+    let endpoint = Endpoint::bind(addr)?;
+    metrics::enable();
+    let labels = RunLabels {
+        command,
+        group: group.map(str::to_string),
+    };
+    endpoint.serve_in_background(move |accept| {
+        let format = MetricsFormat::from_accept(accept);
+        let snapshot = metrics::snapshot();
+        let body = render_run(&snapshot, &labels, now_millis(), format);
+        (format.content_type(), body)
+    });
+    Ok(())
+}
+
+/// `lag --serve`: each scrape answered with the report `measure` renders (Prometheus's
+/// format), measured again once `watch.every` has passed since the last (at each scrape
+/// without it), with the exporter's own health: whether the last measuring worked, and how
+/// many failed. A failure serves no stale report, only that. A signal ends it (exit 0).
+pub fn serve_reports(
+    endpoint: &Endpoint,
+    watch: Watch,
+    stop: &AtomicBool,
+    mut measure: impl FnMut() -> Result<(String, Findings)>,
+) -> Result<()> {
+    if !watch.quiet {
+        eprintln!("weir {}: serving http://{}/metrics", watch.command, endpoint.addr);
+    }
+    let every = Duration::from_millis(watch.every.unwrap_or(0).max(0) as u64);
+    let (mut last, mut failures) = (None::<(Instant, String)>, 0u64);
+    endpoint.serve_until(stop, |accept| {
+        if last.as_ref().is_none_or(|(at, _)| at.elapsed() >= every) {
+            last = match measure() {
+                Ok((report, _)) => Some((Instant::now(), report)),
+                Err(e) => {
+                    failures += 1;
+                    if !watch.quiet && !stop.load(Ordering::Relaxed) {
+                        eprintln!("weir {}: {e}", watch.command);
+                    }
+                    None
+                }
+            };
+        }
+        let format = MetricsFormat::from_accept(accept);
+        let mut own = Exposition::new(format);
+        let up = "1 when the last measuring of the lag worked, 0 when it failed.";
+        own.one("weir_lag_up", Kind::Gauge, up, &[], u8::from(last.is_some()));
+        let failed = "Measurings of the lag that failed (a cluster or stream out of reach).";
+        own.one("weir_lag_failures_total", Kind::Counter, failed, &[], failures);
+        let report = last.as_ref().map_or("", |(_, r)| r.as_str());
+        (format.content_type(), format!("{report}{}", own.finish()))
+    });
+    Ok(())
 }
 
 /// How clients connect: `-X`, `-F`, `--timeout`, `--endpoint-url`.

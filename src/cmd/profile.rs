@@ -21,6 +21,7 @@ use crate::error::{Error, Fault, Result};
 use crate::io::input::InputPlan;
 use crate::io::sink::{LineSink, SinkPlan};
 use crate::report::profile::{render_plot, render_text, ReportFormat};
+use crate::runtime::metrics::StepGauges;
 use crate::runtime::{
     run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep, Restored,
     RunPlan, Sink, Stats, StepCheckpoint,
@@ -204,6 +205,7 @@ impl Profiling {
                 plot: args.plot.clone(),
             },
         };
+        plan::serve_metrics(&args.report, "watermark-profile", args.input.broker.group.as_deref())?;
         Ok(RunPlan {
             command: profiling,
             input: Box::new(input),
@@ -303,6 +305,11 @@ struct ProfileStep {
 impl RecordStep for ProfileStep {
     fn batch(&mut self) {
         self.read_time = now_millis();
+    }
+
+    fn gauges(&self, g: &mut StepGauges) {
+        let names = self.partitions.values();
+        self.tasks.each(|task| g.marks(&names, task.partition_marks()));
     }
 
     fn record(&mut self, line: &Line<'_>, _: &mut Counters) -> Result<Flow, Fault> {

@@ -97,6 +97,7 @@ impl Replay {
             pace,
             limit: args.count,
         };
+        plan::serve_metrics(&args.report, "replay", args.input.broker.group.as_deref())?;
         Ok(RunPlan {
             limit: replay.limit,
             command: replay,

@@ -29,6 +29,7 @@ use crate::error::{Error, Fault, Result};
 use crate::io::input::{InputPlan, Partitioning};
 use crate::io::sink::{LineSink, RecordFields, SinkPlan, TableFormat, TableWriter};
 use crate::io::spec::SinkSpec;
+use crate::runtime::metrics::StepGauges;
 use crate::runtime::{
     clock_from, run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep,
     Restored, RunPlan, Selection, Sink, Stats, StepCheckpoint,
@@ -170,6 +171,7 @@ impl Windowing {
             key_columns,
             fields,
         };
+        plan::serve_metrics(&args.report, "window", args.input.broker.group.as_deref())?;
         Ok(RunPlan {
             prepare: Prepare::Extract(windowing.fields.extractor.clone()),
             command: windowing,
@@ -692,6 +694,18 @@ impl RecordStep for WindowStep {
 
     fn partition_states(&mut self) -> Option<&mut dyn PartitionStates> {
         Some(&mut self.ops)
+    }
+
+    fn gauges(&self, g: &mut StepGauges) {
+        let names = self.partitions.values();
+        let (mut windows, mut keys) = (0, 0);
+        self.ops.each(|op| {
+            windows += op.open_windows() as u64;
+            keys += op.live_keys() as u64;
+            g.marks(&names, op.partition_marks());
+        });
+        (g.state.open_windows, g.state.keys) = (Some(windows), Some(keys));
+        g.written = Some(self.written);
     }
 
     fn partition_ended(&mut self, partition: i32, _: &mut Counters) -> Result<()> {

@@ -377,6 +377,16 @@ impl Ids {
         }
     }
 
+    /// Ids remembered now.
+    pub fn remembered(&self) -> usize {
+        match self {
+            Ids::Hashed(d) => d.remembered(),
+            Ids::Exact(d) => d.remembered(),
+            Ids::HashedLast(d) => d.remembered(),
+            Ids::ExactLast(d) => d.remembered(),
+        }
+    }
+
     /// Whether records are held (`--keep last`).
     pub fn holding(&self) -> bool {
         matches!(self, Ids::HashedLast(_) | Ids::ExactLast(_))

@@ -133,6 +133,16 @@ impl<T> PerPartition<T> {
         }
     }
 
+    /// Every partition's state, to look at.
+    pub fn each<'a>(&'a self, slot: &'a T, mut f: impl FnMut(i32, &T)) {
+        if let Some(p) = self.active {
+            f(p, slot);
+        }
+        for (&p, state) in &self.parked {
+            f(p, state);
+        }
+    }
+
     /// The partitions with state.
     pub fn partitions(&self) -> Vec<i32> {
         let mut all: Vec<i32> = self.parked.keys().copied().chain(self.active).collect();
@@ -264,6 +274,14 @@ impl<T> Tasks<T> {
         match &mut self.parked {
             Some(parked) => parked.for_each(&mut self.active, |_, t| f(t)),
             None => f(&mut self.active),
+        }
+    }
+
+    /// Looks at every task (none is made or moved).
+    pub fn each(&self, mut f: impl FnMut(&T)) {
+        match &self.parked {
+            Some(parked) => parked.each(&self.active, |_, t| f(t)),
+            None => f(&self.active),
         }
     }
 

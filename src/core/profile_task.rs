@@ -160,6 +160,12 @@ impl Task {
     }
 
     /// The source reads exactly these partitions from now on, as window's `assign`.
+    /// Each input partition heard from: id, highest event time, and the watermark with no
+    /// delay a window's record of it would be judged by.
+    pub fn partition_marks(&self) -> impl Iterator<Item = (usize, Millis, Millis)> + '_ {
+        self.judged.partitions()
+    }
+
     pub fn assign(&mut self, partitions: &[usize]) {
         self.judged.assign(partitions, 0);
         if let Some(s) = &mut self.sessions {

@@ -180,6 +180,14 @@ impl Watermarks {
         own.max(self.current)
     }
 
+    /// Each partition heard from: its id, its highest event time, and the watermark a record
+    /// of it is judged by (`judging`).
+    pub fn partitions(&self) -> impl Iterator<Item = (usize, Millis, Millis)> + '_ {
+        (self.partitions.iter().enumerate())
+            .filter(|(_, p)| p.max_event_time != NO_WATERMARK)
+            .map(|(id, p)| (id, p.max_event_time, self.judging(id)))
+    }
+
     /// The source reads exactly `assigned` from `now` on (a Kafka source's partitions, at the
     /// start or after a rebalance). As in Flink, an assigned partition holds the watermark
     /// back until it delivers or goes idle, even before its first record; one no longer

@@ -418,6 +418,16 @@ impl WindowOperator {
         self.windows.len()
     }
 
+    /// Keys with an open window now.
+    pub fn live_keys(&self) -> usize {
+        self.keys.live()
+    }
+
+    /// Each input partition heard from: id, highest event time, watermark.
+    pub fn partition_marks(&self) -> impl Iterator<Item = (usize, Millis, Millis)> + '_ {
+        self.watermarks.partitions()
+    }
+
     /// Processes one record: its key text, event time, partition and prepared aggregate
     /// inputs. Result rows are appended to `out`.
     pub fn process(

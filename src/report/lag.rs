@@ -2,6 +2,7 @@
 //! table, JSON, NDJSON, CSV or Prometheus's text format, and the lines that name a breached
 //! threshold.
 
+use super::metrics::escape;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -196,12 +197,6 @@ fn render_csv(report: &LagReport, out: &mut String) {
     csv_rows(&COLUMNS, rows, out);
 }
 
-/// A label value in the exposition format: backslash, quote and newline escaped.
-fn label(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
 
 fn render_prometheus(report: &LagReport, out: &mut String) {
     let metric = |out: &mut String,
@@ -217,8 +212,8 @@ fn render_prometheus(report: &LagReport, out: &mut String) {
     let labels = |r: &PartitionLag| {
         format!(
             "group=\"{}\",topic=\"{}\",partition=\"{}\"",
-            label(&r.offsets.group),
-            label(&r.offsets.topic),
+            escape(&r.offsets.group),
+            escape(&r.offsets.topic),
             r.offsets.partition
         )
     };
@@ -263,7 +258,7 @@ fn render_prometheus(report: &LagReport, out: &mut String) {
         "The partition's log-end offset (high watermark).",
         &mut ends.iter().map(|((t, p), e)| {
             (
-                format!("topic=\"{}\",partition=\"{p}\"", label(t)),
+                format!("topic=\"{}\",partition=\"{p}\"", escape(t)),
                 e.to_string(),
             )
         }),
@@ -464,9 +459,9 @@ pub fn render_shards(
             let labels = |r: &ShardLag| {
                 format!(
                     "consumer=\"{}\",stream=\"{}\",shard=\"{}\"",
-                    label(&r.consumer),
-                    label(&r.stream),
-                    label(&r.shard)
+                    escape(&r.consumer),
+                    escape(&r.stream),
+                    escape(&r.shard)
                 )
             };
             let _ = writeln!(out, "# HELP weir_kinesis_lag_seconds Seconds since the first record after the consumer's checkpoint arrived; 0 when caught up.");
@@ -549,7 +544,7 @@ mod tests {
 
     #[test]
     fn label_escaping() {
-        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 
     /// Where the broker names the members, each partition's owner is shown; elsewhere "-"

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::checkpoint::{Checkpoints, Giving, PartitionState, ShardState};
 use super::chunk::{Chunk, Status};
+use super::metrics::Publisher;
 use super::policy::ErrorPolicy;
 use super::reader::{HandledShards, Item, Reader, Starts};
 use super::select::Selection;
@@ -62,6 +63,7 @@ pub fn drive_with(
         pending: Pending::default(),
         released_at: Instant::now(),
         ticked: Instant::now(),
+        metrics: Publisher::when_enabled(),
     };
     let result = driver.run();
     driver.stopped(result)
@@ -110,6 +112,8 @@ struct Driver<'r, S> {
     pending: Pending,
     released_at: Instant,
     ticked: Instant,
+    /// `--metrics`: what the run publishes.
+    metrics: Option<Publisher>,
 }
 
 impl<S: RecordStep> Driver<'_, S> {
@@ -118,8 +122,7 @@ impl<S: RecordStep> Driver<'_, S> {
             // Ticks come every TICK_EVERY whether the input waits or keeps coming: a
             // partition that falls silent while others stay busy goes idle all the same.
             if self.ticked.elapsed() >= TICK_EVERY {
-                self.ticked = Instant::now();
-                self.step.tick(self.d.counters)?;
+                self.tick()?;
             }
             let Some(item) = self.next_item()? else {
                 return Ok(());
@@ -169,13 +172,20 @@ impl<S: RecordStep> Driver<'_, S> {
                 .expect("receiver kept until drop");
             match items.recv_timeout(TICK_EVERY) {
                 Ok(item) => return Ok(Some(item)),
-                Err(RecvTimeoutError::Timeout) => {
-                    self.ticked = Instant::now();
-                    self.step.tick(self.d.counters)?
-                }
+                Err(RecvTimeoutError::Timeout) => self.tick()?,
                 Err(RecvTimeoutError::Disconnected) => return Ok(None),
             }
         }
+    }
+
+    /// The step's tick, and what the run publishes (`--metrics`).
+    fn tick(&mut self) -> Result<()> {
+        self.ticked = Instant::now();
+        self.step.tick(self.d.counters)?;
+        if let Some(m) = &mut self.metrics {
+            m.tick(self.d.counters, |g| self.step.gauges(g));
+        }
+        Ok(())
     }
 
     /// Everything the reader sends but records.
@@ -189,7 +199,12 @@ impl<S: RecordStep> Driver<'_, S> {
                 }
                 return Err(e);
             }
-            Item::Assigned(partitions) => self.step.assigned(&partitions),
+            Item::Assigned(partitions) => {
+                if let Some(m) = &mut self.metrics {
+                    m.assigned(&partitions);
+                }
+                self.step.assigned(&partitions)
+            }
             Item::Draining => self.release()?,
             Item::Revoked { partitions, reply } => self.answer_revoke(&partitions, reply)?,
             Item::TooLong {
@@ -349,6 +364,9 @@ impl<S: RecordStep> Driver<'_, S> {
             }
         }
         self.pending.hold(&chunk, released, usize::MAX);
+        if let Some(m) = &mut self.metrics {
+            m.handled(&chunk);
+        }
         self.reader.recycle(chunk);
         if self.checkpoints.is_some() {
             self.checkpoint_when_due()
@@ -403,6 +421,9 @@ impl<S: RecordStep> Driver<'_, S> {
             .as_deref_mut()
             .expect("taken with checkpoints");
         c.take(self.step, self.d.policy, self.d.counters)?;
+        if let Some(m) = &mut self.metrics {
+            m.saved();
+        }
         self.reader.saved(c.take_saved());
         self.reader.saved_shards(c.take_saved_shards());
         Ok(())

@@ -4,13 +4,15 @@
 //! implements both. The drive loop (`drive`) shows each record to the command's `RecordStep`
 //! (`step`) under the error policy (`policy`), watching for a stop (`signals`) and taking
 //! checkpoints (`checkpoint`). `run` is one run's lifecycle from plan to summary
-//! (`summary`); `progress` draws bars on a terminal.
+//! (`summary`); `progress` draws bars on a terminal; `metrics` is what a run publishes to
+//! monitoring while it lasts.
 //!
 //! Nothing here imports `io`, `report`, `cli` or `cmd`.
 
 pub mod checkpoint;
 mod chunk;
 mod drive;
+pub mod metrics;
 pub mod policy;
 pub mod progress;
 mod reader;

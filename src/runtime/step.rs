@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::checkpoint::file::SinkLength;
 use super::chunk::Line;
+use super::metrics::StepGauges;
 use super::summary::Counters;
 use crate::core::partitioned::PartitionStates;
 use crate::core::shuffle::Marker;
@@ -44,6 +45,9 @@ pub trait RecordStep {
     fn tick(&mut self, _counters: &mut Counters) -> Result<()> {
         Ok(())
     }
+    /// What the step holds now, for `--metrics`: its state's size, and each input
+    /// partition's highest event time and watermark. Called about once a second.
+    fn gauges(&self, _gauges: &mut StepGauges) {}
     /// Makes everything written so far durable: files flushed, a producer's records
     /// delivered. A broker source commits the offsets of records only after this has
     /// covered them. By default what `idle` does, for steps whose `idle` flushes all.

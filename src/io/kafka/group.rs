@@ -25,6 +25,7 @@ use super::changelog::Changelog;
 use super::client::Reporter;
 use super::plan::ReadPlan;
 use crate::error::{Error, Result};
+use crate::runtime::metrics::{self, ClientLag};
 use crate::runtime::{Feed, PartitionState, Revoker};
 
 /// Sets up a consumer's group: a member's (`-G`), or, for a read without one, a group that
@@ -148,6 +149,22 @@ impl ClientContext for Member {
 
     fn error(&self, error: KafkaError, reason: &str) {
         self.reporter.record(&error, reason);
+    }
+
+    /// librdkafka's statistics (asked for with `--metrics`): each partition's consumer lag.
+    fn stats(&self, statistics: rdkafka::Statistics) {
+        for (name, topic) in &statistics.topics {
+            for (p, partition) in &topic.partitions {
+                // -1: not known (a partition not fetched); the internal UA partition is -1.
+                if *p >= 0 && partition.consumer_lag >= 0 {
+                    let lag = ClientLag {
+                        records: Some(partition.consumer_lag),
+                        ms: None,
+                    };
+                    metrics::client_lag(name, &p.to_string(), lag);
+                }
+            }
+        }
     }
 }
 

@@ -26,6 +26,7 @@ use crate::core::time::{now_millis, LogPosition, Millis};
 use crate::error::{Error, Result};
 use crate::io::schema::{Decoders, Decoding};
 use crate::io::spec::KafkaSpec;
+use crate::runtime::metrics;
 use crate::runtime::{Feed, Framing, Source, Starts};
 
 /// How long a poll waits once records stop coming.
@@ -156,6 +157,10 @@ impl KafkaSource {
             "false"
         };
         config.set("enable.partition.eof", eof);
+        // With --metrics the client reports each partition's lag once a second.
+        if metrics::enabled() && config.get("statistics.interval.ms").is_none() {
+            config.set("statistics.interval.ms", "1000");
+        }
         let consumer: BaseConsumer<Member> = config
             .create_with_context(Member::new(Reporter::for_client(client, spec)?))
             .map_err(|e| Error::Usage(format!("Kafka client configuration: {}", scrub(&e))))?;

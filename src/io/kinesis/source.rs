@@ -42,6 +42,7 @@ use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
 use crate::io::schema::{Decoders, Decoding};
 
+use crate::runtime::metrics::{self, ClientLag};
 use crate::runtime::{
     Feed, Framing, Giving, ShardPosition, ShardResume, ShardStart, Source, Starts,
 };
@@ -1109,9 +1110,21 @@ impl ShardReader {
                 });
             }
             *from = Start::After(continuation);
+            self.behind(Some(event.millis_behind_latest));
             if event.millis_behind_latest == 0 && self.end.at_tip(now_millis()) {
                 return Ok(self.at_end());
             }
+        }
+    }
+
+    /// How far behind the shard's tip the read is, as the service said (`--metrics`).
+    fn behind(&self, ms: Option<i64>) {
+        if let Some(ms) = ms.filter(|_| metrics::enabled()) {
+            let lag = ClientLag {
+                records: None,
+                ms: Some(ms),
+            };
+            metrics::client_lag(&self.client.stream.name, &self.shard, lag);
         }
     }
 
@@ -1272,6 +1285,7 @@ impl ShardReader {
         at: &mut Cursor,
     ) -> Option<Stopped> {
         let caught_up = out.records.is_empty() && out.millis_behind_latest.unwrap_or(0) == 0;
+        self.behind(out.millis_behind_latest);
         let mut records = out.records;
         let bytes = response_bytes(&records);
         self.fit(&mut held, bytes);
