@@ -85,7 +85,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__consume)
-            opts="-e -G -r -I -X -F -n -J -f -u -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --count --envelope --format --unbuffered --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -n -J -f -u -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --count --envelope --format --unbuffered --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --metrics --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -275,6 +275,10 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -283,7 +287,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__dedupe)
-            opts="-o -e -G -r -I -X -F -q -h -V --id --time --time-format --horizon --horizon-by --delay --partition-by --idle-timeout --max-keys --exact-ids --duplicates --keep --output --key --header --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --repartition --repartition-partitions --stats --quiet --help --version"
+            opts="-o -e -G -r -I -X -F -q -h -V --id --time --time-format --horizon --horizon-by --delay --partition-by --idle-timeout --max-keys --exact-ids --duplicates --keep --output --key --header --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --repartition --repartition-partitions --stats --quiet --metrics --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -505,6 +509,10 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -657,7 +665,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__lag)
-            opts="-G -o -q -X -F -h -V --checkpoint --kcl-app --dynamodb-endpoint-url --group --all-groups --group-pattern --time-mode --max-lag --max-messages --per --watch --format --output --quiet --kafka-config --timeout --endpoint-url --help --version"
+            opts="-G -o -q -X -F -h -V --checkpoint --kcl-app --dynamodb-endpoint-url --group --all-groups --group-pattern --time-mode --max-lag --max-messages --per --watch --format --output --quiet --serve --kafka-config --timeout --endpoint-url --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -719,6 +727,10 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --serve)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 -X)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -747,7 +759,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__replay)
-            opts="-e -G -r -I -X -F -J -n -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --count --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --help --version"
+            opts="-e -G -r -I -X -F -J -n -o -q -h -V --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --time --time-format --envelope --keep-partition --rate --speed --count --dry-run --output --key --header --checkpoint --checkpoint-interval --reset --stats --quiet --metrics --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -937,6 +949,10 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -945,7 +961,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__watermark__subcmd__profile)
-            opts="-o -e -G -r -I -X -F -q -h -V --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --tumbling --hop --slide --session --key --offset --allowed-lateness --max-open-windows --output --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --stats --quiet --help --version"
+            opts="-o -e -G -r -I -X -F -q -h -V --time --time-format --arrival --by --partition-by --target --delay --bucket --format --plot --tumbling --hop --slide --session --key --offset --allowed-lateness --max-open-windows --output --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --stats --quiet --metrics --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1183,6 +1199,10 @@ _weir() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1191,7 +1211,7 @@ _weir() {
             return 0
             ;;
         weir__subcmd__window)
-            opts="-o -e -G -r -I -X -F -q -h -V --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --repartition --repartition-partitions --stats --quiet --help --version"
+            opts="-o -e -G -r -I -X -F -q -h -V --time --time-format --key --tumbling --hop --slide --session --offset --delay --partition-by --idle-timeout --allowed-lateness --late-output --emit --count --sum --min --max --avg --distinct --percentile --first --last --as --max-open-windows --format --output --on-error --dead-letter --max-line-bytes --where --from --to --exit-at-end --partitions --shards --efo --group --lease-time --schema-registry --value-format --value-schema --key-format --key-schema --value-schema-id --value-subject --register --glue-compression --validate --reader-schema --value-proto-type --key-proto-type --proto-file --proto-import-path --avro-json --kafka-config --timeout --endpoint-url --checkpoint --checkpoint-interval --reset --changelog --state-store --repartition --repartition-partitions --stats --quiet --metrics --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1458,6 +1478,10 @@ _weir() {
                     return 0
                     ;;
                 --stats)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

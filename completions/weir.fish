@@ -80,6 +80,7 @@ complete -c weir -n "__fish_weir_using_subcommand consume" -l header -d 'Kafka s
 complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint -d 'Keep a checkpoint at PATH, and resume from it when it exists' -r -F
 complete -c weir -n "__fish_weir_using_subcommand consume" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand consume" -l metrics -d 'Serve the run\'s metrics to Prometheus at http://ADDR/metrics while it lasts (HOST:PORT, or :PORT for every interface): records read, written, late, bad; each partition\'s watermark and lag; state held; checkpoints' -r
 complete -c weir -n "__fish_weir_using_subcommand consume" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand consume" -l register -d 'Sink: register --value-schema under its subject (TOPIC-value, or --value-subject) in the registry of -r, and frame values with the id it gives (a schema the subject has keeps its id)'
 complete -c weir -n "__fish_weir_using_subcommand consume" -l validate -d 'Check each JSON Schema value against its schema (the registry\'s or --value-schema\'s); one that fails is a bad record naming where and why. Off by default'
@@ -160,6 +161,7 @@ complete -c weir -n "__fish_weir_using_subcommand window" -l changelog -d 'With 
 complete -c weir -n "__fish_weir_using_subcommand window" -l state-store -d 'With -G on a Kinesis source: where each shard\'s state goes, for whichever member reads the shard next: s3://BUCKET/PREFIX (endpoint from AWS_ENDPOINT_URL_S3), or a directory all members share' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l repartition-partitions -d 'The partitions of the repartition topic, when it is created [default: the input\'s]' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand window" -l metrics -d 'Serve the run\'s metrics to Prometheus at http://ADDR/metrics while it lasts (HOST:PORT, or :PORT for every interface): records read, written, late, bad; each partition\'s watermark and lag; state held; checkpoints' -r
 complete -c weir -n "__fish_weir_using_subcommand window" -l count -d 'Number of records'
 complete -c weir -n "__fish_weir_using_subcommand window" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand window" -l register -d 'Sink: register --value-schema under its subject (TOPIC-value, or --value-subject) in the registry of -r, and frame values with the id it gives (a schema the subject has keeps its id)'
@@ -230,6 +232,7 @@ complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l checkpoi
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l changelog -d 'With -G on a Kafka source: the compacted topic that keeps each partition\'s state, for the member the group gives it to next [default: GROUP-COMMAND-changelog, created when missing]' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l state-store -d 'With -G on a Kinesis source: where each shard\'s state goes, for whichever member reads the shard next: s3://BUCKET/PREFIX (endpoint from AWS_ENDPOINT_URL_S3), or a directory all members share' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l metrics -d 'Serve the run\'s metrics to Prometheus at http://ADDR/metrics while it lasts (HOST:PORT, or :PORT for every interface): records read, written, late, bad; each partition\'s watermark and lag; state held; checkpoints' -r
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l register -d 'Sink: register --value-schema under its subject (TOPIC-value, or --value-subject) in the registry of -r, and frame values with the id it gives (a schema the subject has keeps its id)'
 complete -c weir -n "__fish_weir_using_subcommand watermark-profile" -l validate -d 'Check each JSON Schema value against its schema (the registry\'s or --value-schema\'s); one that fails is a bad record naming where and why. Off by default'
@@ -295,6 +298,7 @@ complete -c weir -n "__fish_weir_using_subcommand dedupe" -l changelog -d 'With 
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l state-store -d 'With -G on a Kinesis source: where each shard\'s state goes, for whichever member reads the shard next: s3://BUCKET/PREFIX (endpoint from AWS_ENDPOINT_URL_S3), or a directory all members share' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l repartition-partitions -d 'The partitions of the repartition topic, when it is created [default: the input\'s]' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand dedupe" -l metrics -d 'Serve the run\'s metrics to Prometheus at http://ADDR/metrics while it lasts (HOST:PORT, or :PORT for every interface): records read, written, late, bad; each partition\'s watermark and lag; state held; checkpoints' -r
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l exact-ids -d 'Remember ids as text instead of 128-bit hashes (more memory, no hash collisions)'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand dedupe" -l register -d 'Sink: register --value-schema under its subject (TOPIC-value, or --value-subject) in the registry of -r, and frame values with the id it gives (a schema the subject has keeps its id)'
@@ -351,6 +355,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l header -d 'Kafka si
 complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint -d 'Keep a checkpoint at PATH, and resume from it when it exists' -r -F
 complete -c weir -n "__fish_weir_using_subcommand replay" -l checkpoint-interval -d 'How often a checkpoint is taken (also at the end and on Ctrl-C); with -G, how often each partition\'s state goes to the changelog topic' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -l stats -d 'Also write the run summary as JSON to PATH' -r -F
+complete -c weir -n "__fish_weir_using_subcommand replay" -l metrics -d 'Serve the run\'s metrics to Prometheus at http://ADDR/metrics while it lasts (HOST:PORT, or :PORT for every interface): records read, written, late, bad; each partition\'s watermark and lag; state held; checkpoints' -r
 complete -c weir -n "__fish_weir_using_subcommand replay" -s e -l exit-at-end -d 'Exit at the end: stop at the end offsets taken at start (Kinesis: each shard\'s end as of the start), even while records keep coming'
 complete -c weir -n "__fish_weir_using_subcommand replay" -l register -d 'Sink: register --value-schema under its subject (TOPIC-value, or --value-subject) in the registry of -r, and frame values with the id it gives (a schema the subject has keeps its id)'
 complete -c weir -n "__fish_weir_using_subcommand replay" -l validate -d 'Check each JSON Schema value against its schema (the registry\'s or --value-schema\'s); one that fails is a bad record naming where and why. Off by default'
@@ -380,6 +385,7 @@ ndjson\t'One object per partition'
 csv\t'One row per partition, with a header'
 prometheus\t'Prometheus text exposition format (node_exporter\'s textfile collector)'"
 complete -c weir -n "__fish_weir_using_subcommand lag" -s o -l output -d 'Where the report goes: - (stdout) or a file path' -r
+complete -c weir -n "__fish_weir_using_subcommand lag" -l serve -d 'Serve the lag to Prometheus at http://ADDR/metrics (HOST:PORT, or :PORT for every interface), as --format prometheus writes it: measured at each scrape, or at most every --watch D. Runs until SIGTERM or Ctrl-C (exit 0)' -r
 complete -c weir -n "__fish_weir_using_subcommand lag" -s X -d 'A librdkafka property, as in kcat (repeatable): -X security.protocol=SASL_SSL' -r
 complete -c weir -n "__fish_weir_using_subcommand lag" -s F -l kafka-config -d 'A file of librdkafka properties (key=value lines, # comments), as kcat\'s -F. Default: $WEIR_KAFKA_CONFIG' -r -F
 complete -c weir -n "__fish_weir_using_subcommand lag" -l timeout -d 'How long to wait for a broker, or to keep retrying a Kinesis call, before giving up with exit code 4' -r

@@ -589,7 +589,12 @@ pub struct ReportArgs {
     /// Serve the run's metrics to Prometheus at http://ADDR/metrics while it lasts
     /// (HOST:PORT, or :PORT for every interface): records read, written, late, bad; each
     /// partition's watermark and lag; state held; checkpoints.
-    #[arg(long, value_name = "ADDR", help_heading = "Reporting")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        value_name = "ADDR",
+        help_heading = "Reporting"
+    )]
     pub metrics: Option<String>,
 }
 

@@ -20,15 +20,15 @@ use crate::error::{Error, Result};
 use crate::io::input::{ClientRequest, InputPlan, SchemaRequest, SourcePlan, SourceRequest};
 use crate::io::kafka::{ChangelogPlan, ClientOptions};
 use crate::io::kinesis::{StatesPlan, StoreSpec};
+use crate::io::metrics::Endpoint;
 use crate::io::schema::encode::{EncodePlan, EncodeSchema};
 use crate::io::schema::registry::RegistryOptions;
 use crate::io::schema::{Format, SchemaFileRequest};
 use crate::io::sink::{RecordFields, SinkPlan};
 use crate::io::spec::{self, SinkSpec};
-use crate::io::metrics::Endpoint;
 use crate::report::metrics::{render_run, Exposition, Kind, MetricsFormat, RunLabels};
-use crate::runtime::watch::{Findings, Watch};
 use crate::runtime::metrics;
+use crate::runtime::watch::{Findings, Watch};
 use crate::runtime::{CheckpointPlan, Keeping, PolicyPlan, Prepare, ReportPlan, Selection};
 
 /// `--stats` and `--quiet`.
@@ -41,7 +41,11 @@ pub fn report_plan(report: &ReportArgs) -> ReportPlan {
 
 /// `--metrics ADDR`: the endpoint bound, the last thing a plan does (a port in use is exit 4
 /// before anything is opened), and serving the run's metrics from then on.
-pub fn serve_metrics(report: &ReportArgs, command: &'static str, group: Option<&str>) -> Result<()> {
+pub fn serve_metrics(
+    report: &ReportArgs,
+    command: &'static str,
+    group: Option<&str>,
+) -> Result<()> {
     let Some(addr) = &report.metrics else {
         return Ok(());
     };
@@ -71,7 +75,10 @@ pub fn serve_reports(
     mut measure: impl FnMut() -> Result<(String, Findings)>,
 ) -> Result<()> {
     if !watch.quiet {
-        eprintln!("weir {}: serving http://{}/metrics", watch.command, endpoint.addr);
+        eprintln!(
+            "weir {}: serving http://{}/metrics",
+            watch.command, endpoint.addr
+        );
     }
     let every = Duration::from_millis(watch.every.unwrap_or(0).max(0) as u64);
     let (mut last, mut failures) = (None::<(Instant, String)>, 0u64);
@@ -91,9 +98,21 @@ pub fn serve_reports(
         let format = MetricsFormat::from_accept(accept);
         let mut own = Exposition::new(format);
         let up = "1 when the last measuring of the lag worked, 0 when it failed.";
-        own.one("weir_lag_up", Kind::Gauge, up, &[], u8::from(last.is_some()));
+        own.one(
+            "weir_lag_up",
+            Kind::Gauge,
+            up,
+            &[],
+            u8::from(last.is_some()),
+        );
         let failed = "Measurings of the lag that failed (a cluster or stream out of reach).";
-        own.one("weir_lag_failures_total", Kind::Counter, failed, &[], failures);
+        own.one(
+            "weir_lag_failures_total",
+            Kind::Counter,
+            failed,
+            &[],
+            failures,
+        );
         let report = last.as_ref().map_or("", |(_, r)| r.as_str());
         (format.content_type(), format!("{report}{}", own.finish()))
     });

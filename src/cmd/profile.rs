@@ -205,7 +205,11 @@ impl Profiling {
                 plot: args.plot.clone(),
             },
         };
-        plan::serve_metrics(&args.report, "watermark-profile", args.input.broker.group.as_deref())?;
+        plan::serve_metrics(
+            &args.report,
+            "watermark-profile",
+            args.input.broker.group.as_deref(),
+        )?;
         Ok(RunPlan {
             command: profiling,
             input: Box::new(input),
@@ -309,7 +313,8 @@ impl RecordStep for ProfileStep {
 
     fn gauges(&self, g: &mut StepGauges) {
         let names = self.partitions.values();
-        self.tasks.each(|task| g.marks(&names, task.partition_marks()));
+        self.tasks
+            .each(|task| g.marks(&names, task.partition_marks()));
     }
 
     fn record(&mut self, line: &Line<'_>, _: &mut Counters) -> Result<Flow, Fault> {

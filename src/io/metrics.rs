@@ -68,7 +68,12 @@ fn answer(request: tiny_http::Request, render: &mut impl Render) {
     let header = |name: &str, value: &str| {
         tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a valid header")
     };
-    let path = request.url().split('?').next().unwrap_or_default().to_string();
+    let path = request
+        .url()
+        .split('?')
+        .next()
+        .unwrap_or_default()
+        .to_string();
     let response = match (request.method(), path.as_str()) {
         (tiny_http::Method::Get, "/metrics") => {
             let accept = (request.headers().iter())

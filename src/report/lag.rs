@@ -197,7 +197,6 @@ fn render_csv(report: &LagReport, out: &mut String) {
     csv_rows(&COLUMNS, rows, out);
 }
 
-
 fn render_prometheus(report: &LagReport, out: &mut String) {
     let metric = |out: &mut String,
                   name: &str,

@@ -27,7 +27,9 @@ impl MetricsFormat {
     pub fn content_type(self) -> &'static str {
         match self {
             MetricsFormat::Text => "text/plain; version=0.0.4; charset=utf-8",
-            MetricsFormat::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            MetricsFormat::OpenMetrics => {
+                "application/openmetrics-text; version=1.0.0; charset=utf-8"
+            }
         }
     }
 }
@@ -82,7 +84,14 @@ impl Exposition {
     }
 
     /// A family of one sample.
-    pub fn one(&mut self, name: &str, kind: Kind, help: &str, labels: &[(&str, &str)], value: impl Display) {
+    pub fn one(
+        &mut self,
+        name: &str,
+        kind: Kind,
+        help: &str,
+        labels: &[(&str, &str)],
+        value: impl Display,
+    ) {
         self.family(name, kind, help);
         self.sample(name, labels, value);
     }
@@ -117,16 +126,56 @@ pub struct RunLabels {
 fn counters(s: &Snapshot) -> [(&'static str, &'static str, u64); 10] {
     let c = &s.counters;
     [
-        ("weir_records_read_total", "Records read (blank lines are not records).", c.read),
-        ("weir_records_written_total", "Records (or rows) written.", c.written),
-        ("weir_records_filtered_total", "Records left out by --where or --from/--to.", c.filtered),
-        ("weir_records_late_total", "Records dropped as late (window).", c.late),
-        ("weir_records_duplicate_total", "Records dropped as duplicates (dedupe).", c.duplicates),
-        ("weir_records_bad_total", "Bad records: skipped, or dead-lettered with --dead-letter.", c.bad),
-        ("weir_state_evicted_total", "State entries dropped to keep state bounded.", c.evicted),
-        ("weir_dedupe_ids_expired_total", "Ids forgotten as their horizon passed (dedupe).", c.expired),
-        ("weir_read_bytes_total", "Bytes of input read.", c.bytes_read),
-        ("weir_checkpoints_total", "Checkpoints (or a group member's saved states) taken.", s.saves),
+        (
+            "weir_records_read_total",
+            "Records read (blank lines are not records).",
+            c.read,
+        ),
+        (
+            "weir_records_written_total",
+            "Records (or rows) written.",
+            c.written,
+        ),
+        (
+            "weir_records_filtered_total",
+            "Records left out by --where or --from/--to.",
+            c.filtered,
+        ),
+        (
+            "weir_records_late_total",
+            "Records dropped as late (window).",
+            c.late,
+        ),
+        (
+            "weir_records_duplicate_total",
+            "Records dropped as duplicates (dedupe).",
+            c.duplicates,
+        ),
+        (
+            "weir_records_bad_total",
+            "Bad records: skipped, or dead-lettered with --dead-letter.",
+            c.bad,
+        ),
+        (
+            "weir_state_evicted_total",
+            "State entries dropped to keep state bounded.",
+            c.evicted,
+        ),
+        (
+            "weir_dedupe_ids_expired_total",
+            "Ids forgotten as their horizon passed (dedupe).",
+            c.expired,
+        ),
+        (
+            "weir_read_bytes_total",
+            "Bytes of input read.",
+            c.bytes_read,
+        ),
+        (
+            "weir_checkpoints_total",
+            "Checkpoints (or a group member's saved states) taken.",
+            s.saves,
+        ),
     ]
 }
 
@@ -141,10 +190,26 @@ pub fn render_run(s: &Snapshot, labels: &RunLabels, now: Millis, format: Metrics
         e.one(name, Kind::Counter, help, &run, value);
     }
     let state = [
-        ("weir_open_windows", "Windows open now (window).", s.state.open_windows),
-        ("weir_keys", "Keys with an open window now (window).", s.state.keys),
-        ("weir_dedupe_ids", "Ids a dedupe remembers now.", s.state.ids),
-        ("weir_state_bytes", "An estimate of the state's memory.", s.state.bytes),
+        (
+            "weir_open_windows",
+            "Windows open now (window).",
+            s.state.open_windows,
+        ),
+        (
+            "weir_keys",
+            "Keys with an open window now (window).",
+            s.state.keys,
+        ),
+        (
+            "weir_dedupe_ids",
+            "Ids a dedupe remembers now.",
+            s.state.ids,
+        ),
+        (
+            "weir_state_bytes",
+            "An estimate of the state's memory.",
+            s.state.bytes,
+        ),
     ];
     for (name, help, value) in state {
         if let Some(v) = value {
@@ -154,14 +219,25 @@ pub fn render_run(s: &Snapshot, labels: &RunLabels, now: Millis, format: Metrics
     if let Some(at) = s.last_save {
         let age = at.elapsed().unwrap_or_default().as_secs_f64();
         let help = "Seconds since the last checkpoint (or a group member's save).";
-        e.one("weir_checkpoint_age_seconds", Kind::Gauge, help, &run, format!("{age:.3}"));
+        e.one(
+            "weir_checkpoint_age_seconds",
+            Kind::Gauge,
+            help,
+            &run,
+            format!("{age:.3}"),
+        );
     }
     partitions(&mut e, s, &run, now);
     e.finish()
 }
 
 /// A partition's gauges, each a family: (name, kind, help, value).
-type PartitionMetric = (&'static str, Kind, &'static str, fn(&PartitionGauges, Millis) -> Option<String>);
+type PartitionMetric = (
+    &'static str,
+    Kind,
+    &'static str,
+    fn(&PartitionGauges, Millis) -> Option<String>,
+);
 
 const PARTITION_METRICS: [PartitionMetric; 5] = [
     ("weir_partition_records_read_total", Kind::Counter, "Records of the input partition handed to the command.", |p, _| p.records.map(|n| n.to_string())),
@@ -179,7 +255,9 @@ fn partitions(e: &mut Exposition, s: &Snapshot, run: &[(&str, &str)], now: Milli
     for (name, kind, help, value) in PARTITION_METRICS {
         e.family(name, kind, help);
         for (partition, gauges) in &s.partitions {
-            let Some(v) = value(gauges, now) else { continue };
+            let Some(v) = value(gauges, now) else {
+                continue;
+            };
             let mut labels = run.to_vec();
             labels.push(("partition", partition_label(partition)));
             e.sample(name, &labels, v);
@@ -202,7 +280,9 @@ fn client_lag(e: &mut Exposition, s: &Snapshot, run: &[(&str, &str)]) {
     ];
     for (name, help, value) in families {
         let mut samples = (s.client_lag.iter()).filter_map(|(at, lag)| Some((at, value(lag)?)));
-        let Some(first) = samples.next() else { continue };
+        let Some(first) = samples.next() else {
+            continue;
+        };
         e.family(name, Kind::Gauge, help);
         for ((topic, partition), v) in std::iter::once(first).chain(samples) {
             let mut labels = run.to_vec();
@@ -266,7 +346,10 @@ mod tests {
         assert!(!text.contains("weir_consumer_lag_seconds"));
         assert!(!text.contains("# EOF"));
         let open = render_run(&snapshot(), &labels, 12_000, MetricsFormat::OpenMetrics);
-        assert!(open.contains("# TYPE weir_records_read counter\n"), "{open}");
+        assert!(
+            open.contains("# TYPE weir_records_read counter\n"),
+            "{open}"
+        );
         assert!(open.contains("\nweir_records_read_total{"));
         assert!(open.ends_with("# EOF\n"));
     }
@@ -278,10 +361,7 @@ mod tests {
             MetricsFormat::from_accept(Some(prometheus)),
             MetricsFormat::OpenMetrics
         );
-        assert_eq!(
-            MetricsFormat::from_accept(Some("*/*")),
-            MetricsFormat::Text
-        );
+        assert_eq!(MetricsFormat::from_accept(Some("*/*")), MetricsFormat::Text);
         assert_eq!(MetricsFormat::from_accept(None), MetricsFormat::Text);
     }
 }

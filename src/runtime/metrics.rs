@@ -62,7 +62,11 @@ pub struct StepGauges {
 impl StepGauges {
     /// Takes in a watermark's partitions (`Watermarks::partitions`), named by `names` (their
     /// ids' values); an id without a name is its own (an input partition behind a shuffle).
-    pub fn marks(&mut self, names: &[String], marks: impl Iterator<Item = (usize, Millis, Millis)>) {
+    pub fn marks(
+        &mut self,
+        names: &[String],
+        marks: impl Iterator<Item = (usize, Millis, Millis)>,
+    ) {
         for (id, max, watermark) in marks {
             let name = names.get(id).cloned().unwrap_or_else(|| id.to_string());
             self.partitions.push((name, max, watermark));
