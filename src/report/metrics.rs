@@ -274,7 +274,8 @@ fn partition_label(json: &str) -> &str {
 
 /// Each partition's lag as the source's client sees it, by topic (or stream) and partition.
 fn client_lag(e: &mut Exposition, s: &Snapshot, run: &[(&str, &str)]) {
-    let families: [(&str, &str, fn(&ClientLag) -> Option<String>); 2] = [
+    type Family = (&'static str, &'static str, fn(&ClientLag) -> Option<String>);
+    let families: [Family; 2] = [
         ("weir_consumer_lag_records", "Records between the consumer's position and the partition's end, as the Kafka client reports.", |l| l.records.map(|n| n.to_string())),
         ("weir_consumer_lag_seconds", "How far the read is behind the shard's tip, as Kinesis answers (MillisBehindLatest).", |l| l.ms.map(seconds)),
     ];
