@@ -20,6 +20,13 @@ if ! command -v rsvg-convert >/dev/null 2>&1; then
   else sudo apt-get update -qq && sudo apt-get install -y -qq librsvg2-bin >/dev/null; fi
 fi
 
+# The metrics tests scrape weir with a real Prometheus server (Debian's package).
+if ! command -v prometheus >/dev/null 2>&1; then
+  echo "== installing prometheus"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq prometheus >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq prometheus >/dev/null; fi
+fi
+
 echo "== starting the test servers"
 trap 'scripts/kafka-broker.sh stop; scripts/kinesis-servers.sh stop' EXIT
 # Assignments, so that a failed start stops this script (set -e) before any test runs.

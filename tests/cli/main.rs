@@ -11,6 +11,7 @@ mod kinesis;
 mod kinesis_members;
 mod kinesis_state;
 mod layers;
+mod metrics;
 mod msk_iam;
 mod pipes;
 mod profile;
@@ -99,6 +100,12 @@ impl Drop for Background {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
 }
 
 /// Waits until `done` holds, failing the test with `what` after 30 s.

@@ -6,12 +6,7 @@
 use std::process::{Command, Output, Stdio};
 
 use super::kafka::broker;
-use crate::{wait_until, weir, Background};
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
+use crate::{free_port, wait_until, weir, Background};
 
 /// A broker reached only through the MSK IAM front.
 struct Front {
