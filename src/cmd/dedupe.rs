@@ -487,12 +487,13 @@ impl RecordStep for DedupeStep {
     }
 
     fn gauges(&self, g: &mut StepGauges) {
-        let mut ids = 0;
+        let (mut ids, mut bytes) = (0, 0);
         self.tasks.each(|task| {
             ids += task.ids.remembered() as u64;
+            bytes += task.ids.table_bytes() as u64;
             g.marks(&task.partitions.values(), task.watermarks.partitions());
         });
-        g.state.ids = Some(ids);
+        (g.state.ids, g.state.bytes) = (Some(ids), Some(bytes));
     }
 
     fn assigned(&mut self, partitions: &[String]) {

@@ -230,6 +230,12 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         self.len
     }
 
+    /// The memory its tables and the evicted ids' filter hold (exact ids' texts not counted).
+    pub fn table_bytes(&self) -> usize {
+        let filter = self.evicted.as_ref().map_or(0, |b| b.bits.capacity() * 8);
+        self.shards.iter().map(IdTable::table_bytes).sum::<usize>() + filter
+    }
+
     /// The remembered ids and what the rules need besides them, for a checkpoint. Taken
     /// between records, when no released record is waiting.
     pub fn state(&self) -> DeduperState<K::Saved, H>

@@ -387,6 +387,16 @@ impl Ids {
         }
     }
 
+    /// The memory the ids' tables hold (`Deduper::table_bytes`).
+    pub fn table_bytes(&self) -> usize {
+        match self {
+            Ids::Hashed(d) => d.table_bytes(),
+            Ids::Exact(d) => d.table_bytes(),
+            Ids::HashedLast(d) => d.table_bytes(),
+            Ids::ExactLast(d) => d.table_bytes(),
+        }
+    }
+
     /// Whether records are held (`--keep last`).
     pub fn holding(&self) -> bool {
         matches!(self, Ids::HashedLast(_) | Ids::ExactLast(_))

@@ -127,6 +127,11 @@ impl<K: Eq + Default, V: Default> IdTable<K, V> {
         self.len
     }
 
+    /// The memory its arrays hold (what a key or value owns besides is not counted).
+    pub fn table_bytes(&self) -> usize {
+        self.tags.capacity() + self.slots.capacity() * std::mem::size_of::<(K, V)>()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -207,7 +207,7 @@ pub fn render_run(s: &Snapshot, labels: &RunLabels, now: Millis, format: Metrics
         ),
         (
             "weir_state_bytes",
-            "An estimate of the state's memory.",
+            "The memory a dedupe's id tables hold (exact ids' texts not counted).",
             s.state.bytes,
         ),
     ];

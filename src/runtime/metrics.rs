@@ -45,7 +45,7 @@ pub struct StateGauges {
     pub keys: Option<u64>,
     /// Ids a dedupe remembers.
     pub ids: Option<u64>,
-    /// An estimate of the state's memory.
+    /// The memory a dedupe's id tables hold.
     pub bytes: Option<u64>,
 }
 

@@ -139,6 +139,51 @@ fn a_run_serves_its_counters_and_watermarks_while_it_lasts() {
     );
 }
 
+/// A dedupe serves the ids it remembers (the distinct ids sent so far, counted here) and the
+/// memory of its tables.
+#[test]
+fn a_dedupe_serves_the_ids_it_holds() {
+    let port = free_port();
+    let text = std::fs::read_to_string(fixture("checkouts.ndjson")).unwrap();
+    let lines: Vec<&str> = text.lines().take(200).collect();
+    let mut child = weir_std()
+        .args([
+            "dedupe",
+            "--id",
+            "merchant_id",
+            "--time",
+            "occurred_at",
+            "--horizon",
+            "1d",
+        ])
+        .args(["--metrics", &format!("127.0.0.1:{port}")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let _run = Background(child);
+    stdin
+        .write_all((lines.join("\n") + "\n").as_bytes())
+        .unwrap();
+    stdin.flush().unwrap();
+    wait_until("200 records published", || {
+        read_total(port, false) == Some(200.0)
+    });
+    let distinct: std::collections::BTreeSet<String> = (lines.iter())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["merchant_id"].to_string())
+        .collect();
+    let samples = scrape(port, false).unwrap();
+    assert_eq!(
+        value(&samples, "weir_dedupe_ids", &[]),
+        Some(distinct.len() as f64)
+    );
+    let duplicates = value(&samples, "weir_records_duplicate_total", &[]);
+    assert_eq!(duplicates, Some((200 - distinct.len()) as f64));
+    assert!(value(&samples, "weir_state_bytes", &[]).unwrap() > 0.0);
+}
+
 /// What cannot serve stops the run before it reads anything: not an address is exit 2, a
 /// port in use exit 4; so does `lag --serve`.
 #[test]
