@@ -184,6 +184,43 @@ fn a_dedupe_serves_the_ids_it_holds() {
     assert!(value(&samples, "weir_state_bytes", &[]).unwrap() > 0.0);
 }
 
+/// A Kinesis read serves each shard's records and what GetRecords says of its distance to the
+/// tip (MillisBehindLatest), for every shard of the stream.
+#[test]
+fn a_kinesis_read_serves_each_shards_records_and_lag() {
+    let Some(s) = super::kinesis::kinesis_local() else {
+        return;
+    };
+    let stream = s.stream("metrics", 2);
+    let records: String = (0..40).map(|i| format!("{{\"i\":{i}}}\n")).collect();
+    s.py(&["put", &stream, "i"], &records);
+    let port = free_port();
+    let mut c = weir_std();
+    super::kinesis::aws_env(&mut c)
+        .args(["consume", &s.url(&stream), "--from", "beginning", "-q"])
+        .args(["--endpoint-url", &s.endpoint])
+        .args(["--metrics", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null());
+    let _run = Background(c.spawn().unwrap());
+    wait_until("40 records published", || {
+        read_total(port, false) == Some(40.0)
+    });
+    let samples = scrape(port, false).unwrap();
+    let shards: Vec<&Sample> = (samples.iter())
+        .filter(|s| s.name == "weir_consumer_lag_seconds")
+        .collect();
+    assert_eq!(shards.len(), 2, "{samples:?}");
+    assert!(
+        shards.iter().all(|s| s.labels["topic"] == stream),
+        "{shards:?}"
+    );
+    let per_shard: f64 = (samples.iter())
+        .filter(|s| s.name == "weir_partition_records_read_total")
+        .map(|s| s.value)
+        .sum();
+    assert_eq!(per_shard, 40.0, "{samples:?}");
+}
+
 /// What cannot serve stops the run before it reads anything: not an address is exit 2, a
 /// port in use exit 4; so does `lag --serve`.
 #[test]
@@ -396,6 +433,8 @@ fn prometheus_scrapes_a_group_member_and_the_lag_exporter() {
         let lag = prometheus.query(client_lag);
         lag.len() == 3 && lag.iter().all(|(_, v)| *v == 0.0)
     });
+    let per_partition = r#"sum(weir_partition_records_read_total{job="member"})"#;
+    assert_eq!(prometheus.one(per_partition), Some(500.0));
     let owned = prometheus.query(r#"weir_partition_owned{job="member"}"#);
     assert_eq!(owned.len(), 3, "{owned:?}");
     assert!(
