@@ -332,6 +332,34 @@ check "weir window vs duckdb (x)" "$(ratio 'weir window' 'duckdb time_bucket GRO
 echo "  info  weir window peak RSS: ${RSS[weir window]} KB"
 fi
 
+# --metrics (WHAT=metrics): the window above with and without the endpoint, scraped every
+# 100 ms (far more often than Prometheus does), alternating so that both see the same noise.
+if [[ " $WHAT " == *" metrics "* ]]; then
+data "$WINDOW_EVENTS"
+echo
+echo "# weir window with --metrics, scraped every 100 ms, against without: $LINES events"
+PORT=19466
+WIN=(window -q "$FILE" --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount)
+scraped() { # scraped COMMAND...: runs it, scraping its endpoint until it ends
+  "$@" & local pid=$!
+  (while :; do curl -s "127.0.0.1:$PORT/metrics" > /dev/null || true; sleep 0.1; done) &
+  local scraper=$!
+  wait $pid; local rc=$?
+  kill $scraper; return $rc
+}
+for i in 1 2 3; do
+  run "weir window #$i" 1 "$WEIR" "${WIN[@]}"
+  run "weir window --metrics #$i" 1 bash -c "$(declare -f scraped); PORT=$PORT; scraped \"\$@\"" _ "$WEIR" "${WIN[@]}" --metrics "127.0.0.1:$PORT"
+  run "weir window, one core #$i" 1 taskset -c 0 "$WEIR" "${WIN[@]}"
+  run "weir window --metrics, one core #$i" 1 bash -c "$(declare -f scraped); PORT=$PORT; scraped taskset -c 0 \"\$@\"" _ "$WEIR" "${WIN[@]}" --metrics "127.0.0.1:$PORT"
+done
+best() { local b=""; for i in 1 2 3; do local v=${SECS[$1 #$i]}; if [ -z "$b" ] || awk "BEGIN{exit !($v < $b)}"; then b=$v; fi; done; echo "$b"; }
+for core in "" ", one core"; do
+  SECS[without$core]=$(best "weir window$core"); SECS[with$core]=$(best "weir window --metrics$core")
+  check "weir window --metrics over without$core, best of 3 (x)" "$(ratio "without$core" "with$core")" "<=" 1.05
+done
+fi
+
 if [[ " $WHAT " == *" dedupe "* ]]; then
 data "$WINDOW_EVENTS"
 echo

@@ -92,7 +92,7 @@ impl Consume {
             limit: args.count,
             unbuffered: args.unbuffered,
         };
-        plan::serve_metrics(&args.report, "consume", args.input.broker.group.as_deref())?;
+        plan::serve_metrics(&args.report, "consume", &args.input)?;
         Ok(RunPlan {
             limit: consume.limit,
             command: consume,

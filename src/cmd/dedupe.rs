@@ -119,7 +119,7 @@ impl Dedupe {
             by_source_partition: parts.by_source && event_time,
             horizon_by: args.horizon_by,
         };
-        plan::serve_metrics(&args.report, "dedupe", args.input.broker.group.as_deref())?;
+        plan::serve_metrics(&args.report, "dedupe", &args.input)?;
         Ok(RunPlan {
             command: dedupe,
             input: Box::new(input),

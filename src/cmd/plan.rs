@@ -41,11 +41,7 @@ pub fn report_plan(report: &ReportArgs) -> ReportPlan {
 
 /// `--metrics ADDR`: the endpoint bound, the last thing a plan does (a port in use is exit 4
 /// before anything is opened), and serving the run's metrics from then on.
-pub fn serve_metrics(
-    report: &ReportArgs,
-    command: &'static str,
-    group: Option<&str>,
-) -> Result<()> {
+pub fn serve_metrics(report: &ReportArgs, command: &'static str, input: &InputArgs) -> Result<()> {
     let Some(addr) = &report.metrics else {
         return Ok(());
     };
@@ -53,7 +49,7 @@ pub fn serve_metrics(
     metrics::enable();
     let labels = RunLabels {
         command,
-        group: group.map(str::to_string),
+        group: input.broker.group.clone(),
     };
     endpoint.serve_in_background(move |accept| {
         let format = MetricsFormat::from_accept(accept);

@@ -205,11 +205,7 @@ impl Profiling {
                 plot: args.plot.clone(),
             },
         };
-        plan::serve_metrics(
-            &args.report,
-            "watermark-profile",
-            args.input.broker.group.as_deref(),
-        )?;
+        plan::serve_metrics(&args.report, "watermark-profile", &args.input)?;
         Ok(RunPlan {
             command: profiling,
             input: Box::new(input),

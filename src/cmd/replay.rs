@@ -97,7 +97,7 @@ impl Replay {
             pace,
             limit: args.count,
         };
-        plan::serve_metrics(&args.report, "replay", args.input.broker.group.as_deref())?;
+        plan::serve_metrics(&args.report, "replay", &args.input)?;
         Ok(RunPlan {
             limit: replay.limit,
             command: replay,

@@ -171,7 +171,7 @@ impl Windowing {
             key_columns,
             fields,
         };
-        plan::serve_metrics(&args.report, "window", args.input.broker.group.as_deref())?;
+        plan::serve_metrics(&args.report, "window", &args.input)?;
         Ok(RunPlan {
             prepare: Prepare::Extract(windowing.fields.extractor.clone()),
             command: windowing,

@@ -158,6 +158,18 @@ pub fn totals<'a>(
     out
 }
 
+/// How `lag` finds a time lag.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LagTimeMode {
+    /// now - timestamp of the first unconsumed record, read from the log.
+    #[default]
+    Exact,
+    /// Interpolated between sampled (offset, time) points, never beyond them.
+    Estimate,
+    /// Messages only: no record is read (the cheapest, for very many partitions).
+    None,
+}
+
 /// Where `--max-messages` applies: to each partition, or to a group's sum over a topic.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scope {

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
+pub use crate::core::lag::LagTimeMode;
 use crate::core::lag::{totals, Breach, PartitionLag, ShardLag, TimeLag};
 use crate::core::time::{format_millis, human_duration, Millis};
 use crate::io::kafka::{GroupDescription, Owner};
@@ -25,17 +26,6 @@ pub enum LagFormat {
     Csv,
     /// Prometheus text exposition format (node_exporter's textfile collector).
     Prometheus,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LagTimeMode {
-    /// now - timestamp of the first unconsumed record, read from the log.
-    #[default]
-    Exact,
-    /// Interpolated between sampled (offset, time) points, never beyond them.
-    Estimate,
-    /// Messages only: no record is read (the cheapest, for very many partitions).
-    None,
 }
 
 /// One measurement of every partition of every group asked about.

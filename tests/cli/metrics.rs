@@ -396,6 +396,7 @@ fn prometheus_scrapes_a_group_member_and_the_lag_exporter() {
                 "1m",
             ])
             .args(["--delay", "1m", "--count", "-q", "-o", "/dev/null"])
+            .args(["--checkpoint-interval", "500ms"])
             .args(["--metrics", &format!("127.0.0.1:{member_port}")])
             .stderr(Stdio::null())
             .spawn()
@@ -433,6 +434,14 @@ fn prometheus_scrapes_a_group_member_and_the_lag_exporter() {
         let lag = prometheus.query(client_lag);
         lag.len() == 3 && lag.iter().all(|(_, v)| *v == 0.0)
     });
+    // Its partitions' states saved as it goes, the last one a moment ago.
+    wait_until("prometheus has the member's saves", || {
+        prometheus
+            .one(r#"weir_checkpoints_total{job="member"}"#)
+            .is_some_and(|n| n > 0.0)
+    });
+    let age = prometheus.one(r#"weir_checkpoint_age_seconds{job="member"}"#);
+    assert!(age.is_some_and(|a| a < 60.0), "{age:?}");
     let per_partition = r#"sum(weir_partition_records_read_total{job="member"})"#;
     assert_eq!(prometheus.one(per_partition), Some(500.0));
     let owned = prometheus.query(r#"weir_partition_owned{job="member"}"#);

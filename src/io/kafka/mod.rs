@@ -2,13 +2,15 @@
 //! (`client`), the rules of a read checked before any client is made (`plan`), a source
 //! (`source`), a consumer-group member's rebalances, state saves and commits (`group`), the
 //! changelog topic where a member keeps its partitions' states (`changelog`), a producing
-//! sink (`sink`) and the read-only cluster questions of `weir lag` (`admin`).
+//! sink (`sink`), the read-only cluster questions of `weir lag` (`admin`) and its measuring of
+//! groups' lag with them (`lag`).
 
 pub mod admin;
 pub mod changelog;
 pub mod client;
 pub mod config;
 pub mod group;
+pub mod lag;
 pub mod msk_iam;
 pub mod plan;
 mod properties;
