@@ -283,6 +283,7 @@ impl Command for Windowing {
             now: 0,
             written: 0,
             // Restored without a state: the job had ended, and its output is whole.
+            late_by_partition: Vec::new(),
             header_due: restored.is_none() || saved.is_some(),
         };
         if let Some(saved) = saved {
@@ -477,8 +478,18 @@ struct WindowStep {
     /// Processing time, read once per batch of records.
     now: Millis,
     written: u64,
+    /// Records dropped as late, by partition id (for `--metrics`; not kept across runs).
+    late_by_partition: Vec<u64>,
     /// A CSV of no rows gets its header at the end, unless the job had ended before.
     header_due: bool,
+}
+
+/// One more late record of partition `id` (ids are dense, at most `MAX_PARTITIONS`).
+fn count_late(late: &mut Vec<u64>, id: usize) {
+    if id >= late.len() {
+        late.resize(id + 1, 0);
+    }
+    late[id] += 1;
 }
 
 fn recycle_inputs<'b>(mut v: Vec<AggInput<'_>>) -> Vec<AggInput<'b>> {
@@ -622,15 +633,17 @@ impl RecordStep for WindowStep {
         }
         let outcome = parsed.map(|(ts, partition, single_key)| {
             let key = single_key.unwrap_or(&self.key);
-            self.ops
-                .active
-                .process(key, ts, partition, &inputs, self.now, &mut self.rows)
+            let ops = &mut self.ops.active;
+            let outcome = ops.process(key, ts, partition, &inputs, self.now, &mut self.rows);
+            (partition, outcome)
         });
         self.inputs = recycle_inputs(inputs);
-        match outcome? {
+        let (partition, outcome) = outcome?;
+        match outcome {
             Ok(Outcome::Accepted) => {}
             Ok(Outcome::Late) => {
                 counters.late += 1;
+                count_late(&mut self.late_by_partition, partition);
                 if let Some(late) = &mut self.late {
                     late.write_line(line.bytes)?;
                 }
@@ -705,6 +718,10 @@ impl RecordStep for WindowStep {
             g.marks(&names, op.partition_marks());
         });
         (g.state.open_windows, g.state.keys) = (Some(windows), Some(keys));
+        for (id, late) in self.late_by_partition.iter().enumerate() {
+            let name = names.get(id).cloned().unwrap_or_else(|| id.to_string());
+            g.late.push((name, *late));
+        }
         g.written = Some(self.written);
     }
 

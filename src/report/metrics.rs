@@ -123,7 +123,7 @@ pub struct RunLabels {
 }
 
 /// The run's counters, each a family: (name, help, value).
-fn counters(s: &Snapshot) -> [(&'static str, &'static str, u64); 10] {
+fn counters(s: &Snapshot) -> [(&'static str, &'static str, u64); 11] {
     let c = &s.counters;
     [
         (
@@ -155,6 +155,11 @@ fn counters(s: &Snapshot) -> [(&'static str, &'static str, u64); 10] {
             "weir_records_bad_total",
             "Bad records: skipped, or dead-lettered with --dead-letter.",
             c.bad,
+        ),
+        (
+            "weir_records_dead_lettered_total",
+            "Bad records written to the --dead-letter file.",
+            if s.dead_letters { c.bad } else { 0 },
         ),
         (
             "weir_state_evicted_total",
@@ -239,8 +244,9 @@ type PartitionMetric = (
     fn(&PartitionGauges, Millis) -> Option<String>,
 );
 
-const PARTITION_METRICS: [PartitionMetric; 5] = [
+const PARTITION_METRICS: [PartitionMetric; 6] = [
     ("weir_partition_records_read_total", Kind::Counter, "Records of the input partition handed to the command.", |p, _| p.records.map(|n| n.to_string())),
+    ("weir_partition_records_late_total", Kind::Counter, "Records of the input partition dropped as late (window).", |p, _| p.late.map(|n| n.to_string())),
     ("weir_partition_max_event_time_seconds", Kind::Gauge, "The partition's highest event time seen (Unix seconds).", |p, _| p.max_event_time.map(seconds)),
     ("weir_partition_watermark_seconds", Kind::Gauge, "The watermark a record of the partition is judged by (Unix seconds).", |p, _| p.watermark.map(seconds)),
     ("weir_partition_event_time_lag_seconds", Kind::Gauge, "Wall-clock time less the partition's highest event time.", |p, now| p.max_event_time.map(|t| seconds(now - t))),
@@ -307,6 +313,7 @@ mod tests {
             "\"shardId-1\"".into(),
             PartitionGauges {
                 records: Some(4),
+                late: None,
                 max_event_time: Some(10_500),
                 watermark: Some(500),
                 owned: Some(true),

@@ -183,7 +183,8 @@ impl<S: RecordStep> Driver<'_, S> {
         self.ticked = Instant::now();
         self.step.tick(self.d.counters)?;
         if let Some(m) = &mut self.metrics {
-            m.tick(self.d.counters, |g| self.step.gauges(g));
+            let dead_letters = self.d.policy.dead_letters();
+            m.tick(self.d.counters, dead_letters, |g| self.step.gauges(g));
         }
         Ok(())
     }

@@ -21,6 +21,8 @@ const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 pub struct PartitionGauges {
     /// Records of it handed to the command.
     pub records: Option<u64>,
+    /// Records of it dropped as late (`window`).
+    pub late: Option<u64>,
     /// Its highest event time seen (ms), where the command keeps one.
     pub max_event_time: Option<Millis>,
     /// Its watermark: that, less the delay.
@@ -57,6 +59,8 @@ pub struct StepGauges {
     pub written: Option<u64>,
     /// (partition, highest event time, watermark).
     pub partitions: Vec<(String, Millis, Millis)>,
+    /// Records dropped as late, per partition (by name).
+    pub late: Vec<(String, u64)>,
 }
 
 impl StepGauges {
@@ -83,6 +87,8 @@ pub struct Snapshot {
     /// How far behind each partition's end a source's client is, by topic (or stream) and
     /// partition (or shard).
     pub client_lag: BTreeMap<(String, String), ClientLag>,
+    /// Bad records go to a dead-letter sink: each counted bad was dead-lettered.
+    pub dead_letters: bool,
     /// Checkpoints (or a group member's saved states) taken, and when the last was.
     pub saves: u64,
     pub last_save: Option<SystemTime>,
@@ -173,16 +179,24 @@ impl Publisher {
         self.last_save = Some(SystemTime::now());
     }
 
-    /// Publishes, when a second has passed since the last time, what the run counted and
-    /// what `gauges` says of the step.
-    pub fn tick(&mut self, counters: &Counters, gauges: impl FnOnce(&mut StepGauges)) {
+    /// Publishes, when a second has passed since the last time, what the run counted (bad
+    /// records dead-lettered when `dead_letters`) and what `gauges` says of the step.
+    pub fn tick(
+        &mut self,
+        counters: &Counters,
+        dead_letters: bool,
+        gauges: impl FnOnce(&mut StepGauges),
+    ) {
         if self.published.elapsed() < PUBLISH_EVERY {
             return;
         }
         self.published = Instant::now();
         let mut step = StepGauges::default();
         gauges(&mut step);
-        update(|s| self.publish(s, counters, step));
+        update(|s| {
+            s.dead_letters = dead_letters;
+            self.publish(s, counters, step)
+        });
     }
 
     fn publish(&self, s: &mut Snapshot, counters: &Counters, step: StepGauges) {
@@ -197,6 +211,9 @@ impl Publisher {
         let partitions = self.partitions.iter().map(|(p, n)| (p.to_string(), *n));
         for (name, n) in partitions.chain(shards) {
             s.partitions.entry(name).or_default().records = Some(n);
+        }
+        for (name, late) in step.late {
+            s.partitions.entry(name).or_default().late = Some(late);
         }
         for (name, max, watermark) in step.partitions {
             let p = s.partitions.entry(name).or_default();

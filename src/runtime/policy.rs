@@ -86,6 +86,11 @@ impl ErrorPolicy {
     }
 
     /// Flushes and syncs the dead letters; their file's length, for a checkpoint.
+    /// Whether bad records go to a dead-letter sink (`--dead-letter`).
+    pub fn dead_letters(&self) -> bool {
+        self.dead_letter.is_some()
+    }
+
     pub fn durable(&mut self) -> Result<Option<SinkLength>> {
         match &mut self.dead_letter {
             Some(out) => out.durable(),

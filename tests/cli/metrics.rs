@@ -63,17 +63,21 @@ fn read_total(port: u16, openmetrics: bool) -> Option<f64> {
 /// A window over a stdin that pauses serves, while it waits, the records it read, the windows
 /// it holds, and each partition's watermark: the partition's highest event time so far less
 /// the delay, as computed here from the records sent; in both formats. Its late count at the
-/// end of the input is the summary's.
+/// end of the input is the summary's and the late file's, partition by partition.
 #[test]
 fn a_run_serves_its_counters_and_watermarks_while_it_lasts() {
     let port = free_port();
     let text = std::fs::read_to_string(fixture("checkouts.ndjson")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
+    let dir = tempfile::tempdir().unwrap();
+    let late_file = dir.path().join("late.ndjson");
     let mut child = weir_std()
         .args(["window", "--time", "occurred_at", "--key", "merchant_id"])
         .args(["--tumbling", "1m", "--delay", "1m", "--count"])
         .args(["--partition-by", "partition"])
         .args(["--metrics", &format!("127.0.0.1:{port}")])
+        .arg("--late-output")
+        .arg(&late_file)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -128,9 +132,21 @@ fn a_run_serves_its_counters_and_watermarks_while_it_lasts() {
     wait_until("500 records published", || {
         read_total(port, true) == Some(500.0)
     });
-    let late = value(&scrape(port, true).unwrap(), "weir_records_late_total", &[]).unwrap();
+    let samples = scrape(port, true).unwrap();
+    let late = value(&samples, "weir_records_late_total", &[]).unwrap();
     drop(stdin);
     assert!(run.wait_within("the window").success());
+    // Each partition's late count is its records in the late file.
+    let written = std::fs::read_to_string(&late_file).unwrap();
+    assert_eq!(written.lines().count() as f64, late);
+    for p in 0..4 {
+        let in_file = (written.lines())
+            .filter(|l| serde_json::from_str::<Value>(l).unwrap()["partition"] == p)
+            .count();
+        let at = [("partition", &*p.to_string())];
+        let served = value(&samples, "weir_partition_records_late_total", &at);
+        assert_eq!(served.unwrap_or(0.0), in_file as f64, "partition {p}");
+    }
     let mut said = String::new();
     std::io::Read::read_to_string(run.0.stderr.as_mut().unwrap(), &mut said).unwrap();
     assert!(
@@ -139,24 +155,20 @@ fn a_run_serves_its_counters_and_watermarks_while_it_lasts() {
     );
 }
 
-/// A dedupe serves the ids it remembers (the distinct ids sent so far, counted here) and the
-/// memory of its tables.
+/// A dedupe serves the ids it remembers (the distinct ids sent so far, counted here), the
+/// memory of its tables, and a bad record dead-lettered.
 #[test]
 fn a_dedupe_serves_the_ids_it_holds() {
     let port = free_port();
     let text = std::fs::read_to_string(fixture("checkouts.ndjson")).unwrap();
     let lines: Vec<&str> = text.lines().take(200).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let dead = dir.path().join("dead.ndjson");
     let mut child = weir_std()
-        .args([
-            "dedupe",
-            "--id",
-            "merchant_id",
-            "--time",
-            "occurred_at",
-            "--horizon",
-            "1d",
-        ])
-        .args(["--metrics", &format!("127.0.0.1:{port}")])
+        .args(["dedupe", "--id", "merchant_id", "--time", "occurred_at"])
+        .args(["--horizon", "1d", "--metrics", &format!("127.0.0.1:{port}")])
+        .arg("--dead-letter")
+        .arg(&dead)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -164,24 +176,24 @@ fn a_dedupe_serves_the_ids_it_holds() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let _run = Background(child);
-    stdin
-        .write_all((lines.join("\n") + "\n").as_bytes())
-        .unwrap();
+    let input = lines.join("\n") + "\nnot json\n";
+    stdin.write_all(input.as_bytes()).unwrap();
     stdin.flush().unwrap();
-    wait_until("200 records published", || {
-        read_total(port, false) == Some(200.0)
+    wait_until("201 records published", || {
+        read_total(port, false) == Some(201.0)
     });
     let distinct: std::collections::BTreeSet<String> = (lines.iter())
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["merchant_id"].to_string())
         .collect();
     let samples = scrape(port, false).unwrap();
-    assert_eq!(
-        value(&samples, "weir_dedupe_ids", &[]),
-        Some(distinct.len() as f64)
-    );
+    let ids = value(&samples, "weir_dedupe_ids", &[]);
+    assert_eq!(ids, Some(distinct.len() as f64));
     let duplicates = value(&samples, "weir_records_duplicate_total", &[]);
     assert_eq!(duplicates, Some((200 - distinct.len()) as f64));
     assert!(value(&samples, "weir_state_bytes", &[]).unwrap() > 0.0);
+    assert_eq!(value(&samples, "weir_records_bad_total", &[]), Some(1.0));
+    let dead_lettered = value(&samples, "weir_records_dead_lettered_total", &[]);
+    assert_eq!(dead_lettered, Some(1.0));
 }
 
 /// A Kinesis read serves each shard's records and what GetRecords says of its distance to the
