@@ -92,6 +92,9 @@ pub fn input_position(partition: &str, offset: &str) -> Option<(usize, i64)> {
 #[derive(Debug, Default)]
 pub struct InputMarks {
     marks: BTreeMap<u32, InputMark>,
+    /// Each partition's offset after the last record forwarded: a record before it means the
+    /// read went back.
+    next: BTreeMap<u32, i64>,
     /// Whether anything changed since the last marker.
     changed: bool,
 }
@@ -102,6 +105,7 @@ impl InputMarks {
     pub fn reading(&mut self, partitions: &[u32]) {
         self.marks
             .retain(|p, m| m.finished || partitions.contains(p));
+        self.next.retain(|p, _| partitions.contains(p));
         for &partition in partitions {
             self.marks.entry(partition).or_insert(InputMark {
                 partition,
@@ -112,23 +116,31 @@ impl InputMarks {
         self.changed = true;
     }
 
-    /// The largest event time forwarded from `partition` so far.
-    pub fn max_of(&self, partition: u32) -> Option<Millis> {
-        self.marks.get(&partition)?.max_event_time
-    }
-
-    /// A record of `partition` at event time `t` was forwarded.
+    /// The record of `partition` at `offset` (event time `t`, when it has one) is forwarded:
+    /// returns the largest event time forwarded from the partition before it, which its
+    /// reader judges it by. A record at or before one forwarded already means the read went
+    /// back (the group gave the partition again, from its committed offset, the same set of
+    /// partitions as before or not): what was forwarded since came after this record in the
+    /// partition, so the mark starts again, and knows nothing of the records before it
+    /// (their writers told the readers of them).
     #[inline]
-    pub fn forwarded(&mut self, partition: u32, t: Millis) {
+    pub fn forward(&mut self, partition: u32, offset: i64, t: Option<Millis>) -> Option<Millis> {
         let mark = self.marks.entry(partition).or_insert(InputMark {
             partition,
             max_event_time: None,
             finished: false,
         });
-        if mark.max_event_time.is_none_or(|m| t > m) {
+        let next = self.next.entry(partition).or_insert(offset);
+        if offset < *next {
+            mark.max_event_time = None;
+        }
+        *next = offset + 1;
+        let before = mark.max_event_time;
+        if let Some(t) = t.filter(|&t| mark.max_event_time.is_none_or(|m| t > m)) {
             mark.max_event_time = Some(t);
             self.changed = true;
         }
+        before
     }
 
     /// Every record of `partition` was forwarded.
@@ -177,8 +189,8 @@ mod tests {
     fn a_marker_reads_back_as_written() {
         let mut marks = InputMarks::default();
         marks.reading(&[2, 0]);
-        marks.forwarded(2, 1_000);
-        marks.forwarded(2, 900);
+        assert_eq!(marks.forward(2, 0, Some(1_000)), None);
+        assert_eq!(marks.forward(2, 1, Some(900)), Some(1_000));
         marks.finished(0);
         let marker = marks.marker(4);
         assert!(!marks.changed());
@@ -259,7 +271,64 @@ mod tests {
         steps
     }
 
+    /// The read of `times`' partition from offset 0, going back at each `(after, to)`: after
+    /// `after` records read in all, to offset `to` (modulo where the read stands).
+    fn read_with_rewinds(n: usize, rewinds: &[(usize, usize)]) -> Vec<usize> {
+        let (mut order, mut at, mut k) = (Vec::new(), 0, 0);
+        while at < n && order.len() < 4 * n {
+            order.push(at);
+            at += 1;
+            if let Some(&(after, to)) = rewinds.get(k) {
+                if order.len() >= after {
+                    at = to % at;
+                    k += 1;
+                }
+            }
+        }
+        order
+    }
+
+    #[test]
+    fn a_read_that_goes_back_carries_no_time_from_after_its_record() {
+        let mut marks = InputMarks::default();
+        marks.reading(&[0]);
+        assert_eq!(marks.forward(0, 0, Some(10)), None);
+        assert_eq!(marks.forward(0, 1, Some(50)), Some(10));
+        assert_eq!(marks.forward(0, 2, Some(20)), Some(50));
+        // Given again from offset 1: 50 came from offset 1 itself, 20 after it.
+        assert_eq!(marks.forward(0, 1, Some(50)), None);
+        assert_eq!(marks.forward(0, 2, Some(20)), Some(50));
+        // Given again from offset 5, past what this writer read (another read 3 and 4).
+        assert_eq!(marks.forward(0, 5, Some(30)), Some(50));
+    }
+
     proptest! {
+        /// However a writer's read of a partition goes back (the partition given again from
+        /// an earlier offset), the time it carries with a record is never beyond the largest
+        /// event time of the records before it in the partition; read straight through, it
+        /// is exactly that.
+        #[test]
+        fn what_a_writer_carries_is_never_ahead_of_the_partition(
+            times in prop::collection::vec(0i64..1000, 1..40),
+            rewinds in prop::collection::vec((1usize..60, 0usize..40), 0..4),
+        ) {
+            let order = read_with_rewinds(times.len(), &rewinds);
+            let mut marks = InputMarks::default();
+            marks.reading(&[0]);
+            let mut went_back = false;
+            let mut last = None;
+            for &at in &order {
+                went_back |= last.is_some_and(|l| at <= l);
+                last = Some(at);
+                let truth = times[..at].iter().copied().max();
+                let carried = marks.forward(0, at as i64, Some(times[at]));
+                prop_assert!(carried.is_none() || carried <= truth, "{carried:?} > {truth:?} at {at}");
+                if !went_back {
+                    prop_assert_eq!(carried, truth);
+                }
+            }
+        }
+
         /// Behind the shuffle, a reader's watermark is never ahead of one reader of the
         /// input (so the shuffle makes no record late), and equals it whenever every writer
         /// has sent a marker since it last forwarded a record.
@@ -299,7 +368,8 @@ mod tests {
                         one.observe(p, t, 0);
                         left[p] -= 1;
                         let w = owners[p];
-                        marks[w].forwarded(partition, t);
+                        let at = (parts[p].len() - left[p] - 1) as i64;
+                        marks[w].forward(partition, at, Some(t));
                         readers[target].observe(p, t, 0);
                         marked_since[w] = false;
                         if left[p] == 0 {

@@ -246,14 +246,11 @@ impl RecordStep for ShuffleStep {
         if let Some(e) = self.failed.take() {
             return Err(Fault::Fatal(e));
         }
-        let (input, _) = line.offset.expect("a Kafka record");
+        let (input, offset) = line.offset.expect("a Kafka record");
+        let time_at = self.time_at;
+        let t = time_at.and_then(|at| line.time_if_any(at, &self.extractor, &self.time_format));
         // What its input partition had reached before it: a reader judges it by that.
-        let before = self.marks.max_of(input as u32);
-        if let Some(at) = self.time_at {
-            if let Some(t) = line.time_if_any(at, &self.extractor, &self.time_format) {
-                self.marks.forwarded(input as u32, t);
-            }
-        }
+        let before = self.marks.forward(input as u32, offset, t);
         let keyed = self.state_key(line);
         // A record without its key goes on all the same, for the reader to report.
         let partition = (!keyed).then_some(input % self.partitions);
