@@ -16,6 +16,7 @@ use crate::core::avro::AvroJson;
 use crate::core::filter::Filter;
 use crate::core::record::{Extractor, FieldList, FieldPath};
 use crate::core::time::{human_duration, now_millis, Millis, TimeFormat, TimeRange};
+use crate::core::window::WindowKind;
 use crate::error::{Error, Result};
 use crate::io::input::{ClientRequest, InputPlan, SchemaRequest, SourcePlan, SourceRequest};
 use crate::io::kafka::{ChangelogPlan, ClientOptions};
@@ -501,6 +502,29 @@ fn checkpoint_plan(
 /// `--from`/`--to` on NDJSON input: an event-time range.
 pub fn ndjson_time_range(broker: &BrokerArgs, now: Millis) -> Result<TimeRange> {
     TimeRange::parse(broker.from.as_deref(), broker.to.as_deref(), now).map_err(Error::Usage)
+}
+
+/// The window that `--tumbling`, `--hop`/`--slide` or `--session` give (`window`'s, or the one
+/// `watermark-profile` predicts), shifted by `--offset`; `None` when none is given.
+pub fn window_kind(
+    (tumbling, hop, slide): (Option<Millis>, Option<Millis>, Option<Millis>),
+    session: Option<Millis>,
+    offset: Millis,
+) -> Result<Option<WindowKind>> {
+    Ok(Some(match (tumbling, hop.zip(slide), session) {
+        (Some(size), ..) => WindowKind::Tumbling { size, offset },
+        (None, Some((size, slide)), _) => {
+            check_slide(size, slide)?;
+            WindowKind::Hopping { size, slide, offset }
+        }
+        (None, None, Some(_)) if offset != 0 => {
+            return Err(Error::Usage(
+                "--offset applies to --tumbling and --hop, not --session: sessions start at their first event".into(),
+            ))
+        }
+        (None, None, Some(gap)) => WindowKind::Session { gap },
+        (None, None, None) => return Ok(None),
+    }))
 }
 
 /// `--hop SIZE --slide SLIDE` (window's, or the profile's predicting one). Flink and Spark take

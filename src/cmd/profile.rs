@@ -63,48 +63,20 @@ fn job(args: &ProfileArgs, input: &InputPlan, fields: &FieldList, window: Option
 
 /// The window rule a profile predicts, with its flags as a user types them.
 fn window_rule(args: &ProfileArgs) -> Result<Option<(WindowRule, String)>> {
-    let offset = args.offset;
-    let (kind, flags) = match (args.tumbling, args.hop, args.slide) {
-        (Some(size), ..) => (
-            WindowKind::Tumbling { size, offset },
-            format!("--tumbling {}", human_duration(size)),
-        ),
-        (None, Some(size), Some(slide)) => {
-            plan::check_slide(size, slide)?;
-            (
-                WindowKind::Hopping { size, slide, offset },
-                format!("--hop {} --slide {}", human_duration(size), human_duration(slide)),
-            )
+    let sizes = (args.tumbling, args.hop, args.slide);
+    let Some(kind) = plan::window_kind(sizes, args.session, args.offset)? else {
+        if args.offset != 0 || args.allowed_lateness != 0 {
+            return Err(Error::Usage("--offset and --allowed-lateness shape a window: give --tumbling SIZE, --hop SIZE --slide S or --session GAP with them".into()));
         }
-        _ if args.session.is_some() && offset != 0 => {
-            return Err(Error::Usage(
-                "--offset has no effect with --session: sessions start at their first event"
-                    .into(),
-            ))
-        }
-        (None, None, None) if args.session.is_some() => {
-            let gap = args.session.unwrap_or_default();
-            let keys: Vec<String> = args.keys.iter().map(|k| format!(" --key {k}")).collect();
-            (
-                WindowKind::Session { gap },
-                format!("--session {}{}", human_duration(gap), keys.concat()),
-            )
-        }
-        _ if offset != 0 || args.allowed_lateness != 0 => {
-            return Err(Error::Usage("--offset and --allowed-lateness shape a window: give --tumbling SIZE, --hop SIZE --slide S or --session GAP with them".into()))
-        }
-        _ => return Ok(None),
+        return Ok(None);
     };
-    let mut flags = flags;
-    if offset != 0 {
-        let sign = if offset < 0 { "-" } else { "" };
-        flags += &format!(" --offset {sign}{}", human_duration(offset.abs()));
+    let mut flags = kind.flags();
+    if let WindowKind::Session { .. } = kind {
+        flags.extend(args.keys.iter().map(|k| format!(" --key {k}")));
     }
     if args.allowed_lateness != 0 {
-        flags += &format!(
-            " --allowed-lateness {}",
-            human_duration(args.allowed_lateness)
-        );
+        let lateness = human_duration(args.allowed_lateness);
+        flags += &format!(" --allowed-lateness {lateness}");
     }
     let rule = WindowRule {
         kind,

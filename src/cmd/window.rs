@@ -312,14 +312,11 @@ struct StepState {
 }
 
 fn window_kind(args: &WindowArgs) -> Result<WindowKind> {
-    if let Some(size) = args.tumbling {
-        return Ok(WindowKind::Tumbling {
-            size,
-            offset: args.offset,
-        });
-    }
-    if let (Some(size), Some(slide)) = (args.hop, args.slide) {
-        plan::check_slide(size, slide)?;
+    let sizes = (args.tumbling, args.hop, args.slide);
+    let kind = plan::window_kind(sizes, args.session, args.offset)?.ok_or_else(|| {
+        Error::Usage("give one of --tumbling SIZE, --hop SIZE --slide S, --session GAP".into())
+    })?;
+    if let WindowKind::Hopping { size, slide, .. } = kind {
         // Each record opens up to size/slide windows at once: more than the bound allows
         // would stop the run at its first record, after allocating them all.
         let per_record = (size as u64).div_ceil(slide as u64);
@@ -331,21 +328,8 @@ fn window_kind(args: &WindowArgs) -> Result<WindowKind> {
                 args.max_open_windows
             )));
         }
-        return Ok(WindowKind::Hopping {
-            size,
-            slide,
-            offset: args.offset,
-        });
     }
-    match args.session {
-        Some(gap) if args.offset == 0 => Ok(WindowKind::Session { gap }),
-        Some(_) => Err(Error::Usage(
-            "--offset applies to --tumbling and --hop, not --session".into(),
-        )),
-        None => Err(Error::Usage(
-            "give one of --tumbling SIZE, --hop SIZE --slide S, --session GAP".into(),
-        )),
-    }
+    Ok(kind)
 }
 
 /// An aggregate as the command line gives it: where its flag is, what it computes, the

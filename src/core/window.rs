@@ -23,7 +23,7 @@ use super::aggregate::{AggInput, AggSpec, AggState, Cell, Columns, ToColumns};
 use super::envelope::state_key_text;
 use super::partitioned::{Parent, PartitionTask};
 use super::shuffle::Marker;
-use super::time::Millis;
+use super::time::{human_duration, Millis};
 use super::watermark::Watermarks;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +43,29 @@ pub enum WindowKind {
 }
 
 impl WindowKind {
+    /// The flags that give this window, as a user types them (`--tumbling 1m --offset -8h`).
+    pub fn flags(&self) -> String {
+        let (mut text, offset) = match *self {
+            WindowKind::Tumbling { size, offset } => {
+                (format!("--tumbling {}", human_duration(size)), offset)
+            }
+            WindowKind::Hopping {
+                size,
+                slide,
+                offset,
+            } => {
+                let (size, slide) = (human_duration(size), human_duration(slide));
+                (format!("--hop {size} --slide {slide}"), offset)
+            }
+            WindowKind::Session { gap } => (format!("--session {}", human_duration(gap)), 0),
+        };
+        if offset != 0 {
+            let sign = if offset < 0 { "-" } else { "" };
+            text += &format!(" --offset {sign}{}", human_duration(offset.abs()));
+        }
+        text
+    }
+
     /// Calls `f(start, end)` for every tumbling/hopping window containing `ts`, latest first.
     pub fn for_each_window(&self, ts: Millis, mut f: impl FnMut(Millis, Millis)) {
         match *self {
@@ -1065,6 +1088,22 @@ pub(crate) mod tests {
     use crate::core::aggregate::{prepare, AggKind, JsonColumns};
     use crate::core::saved;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_window_says_the_flags_that_give_it() {
+        let kind = WindowKind::Tumbling {
+            size: 86_400_000,
+            offset: -8 * 3_600_000,
+        };
+        assert_eq!(kind.flags(), "--tumbling 1d --offset -8h");
+        let kind = WindowKind::Hopping {
+            size: 600_000,
+            slide: 60_000,
+            offset: 0,
+        };
+        assert_eq!(kind.flags(), "--hop 10m --slide 1m");
+        assert_eq!(WindowKind::Session { gap: 30_000 }.flags(), "--session 30s");
+    }
 
     const MIN: Millis = 60_000;
 
