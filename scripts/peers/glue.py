@@ -83,6 +83,24 @@ def read_varint(data):
             return n, data[i:]
 
 
+def values(bootstrap, topic, count):
+    """The first `count` values of the topic, read from its start by a consumer of its own."""
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"glue-read-{uuid.uuid4()}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    while count > 0:
+        m = c.poll(30)
+        if m is None:
+            raise SystemExit(f"{count} values never came")
+        if m.error():
+            continue
+        count -= 1
+        yield m.value()
+    c.close()
+
+
 def ensure_registry(g, registry):
     try:
         g.create_registry(RegistryName=registry)
@@ -145,22 +163,12 @@ elif action in ("produce", "put"):
             k.put_record(StreamName=target, Data=framed(record), PartitionKey=str(i))
 elif action == "read-proto":
     from aws_schema_registry.codec import decode
-    from confluent_kafka import Consumer
     from google.protobuf import json_format, message_factory
 
     endpoint, bootstrap, topic, count = args
     g, files = glue(endpoint), {}
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"glue-read-{uuid.uuid4()}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    c.subscribe([topic])
-    left = int(count)
-    while left > 0:
-        m = c.poll(30)
-        if m is None:
-            raise SystemExit(f"{left} values never came")
-        if m.error():
-            continue
-        datum, version = decode(m.value())
+    for value in values(bootstrap, topic, int(count)):
+        datum, version = decode(value)
         if version not in files:
             source = g.get_schema_version(SchemaVersionId=str(version))["SchemaDefinition"]
             files[version] = glue_messages(proto_file(source))
@@ -170,30 +178,17 @@ elif action == "read-proto":
         print(json.dumps(json_format.MessageToDict(
             message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True),
             sort_keys=True))
-        left -= 1
-    c.close()
 elif action == "read":
     from aws_schema_registry import SchemaRegistryClient
     from aws_schema_registry.serde import KafkaDeserializer
     from aws_schema_registry.codec import decode
-    from confluent_kafka import Consumer
 
     endpoint, registry, bootstrap, topic, count = args
     deserializer = KafkaDeserializer(SchemaRegistryClient(glue(endpoint), registry_name=registry))
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"glue-read-{uuid.uuid4()}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    c.subscribe([topic])
-    versions, left = [], int(count)
-    while left > 0:
-        m = c.poll(30)
-        if m is None:
-            raise SystemExit(f"{left} values never came")
-        if m.error():
-            continue
-        print(json.dumps(deserializer.deserialize(topic, m.value()).data, sort_keys=True))
-        versions.append(f"{decode(m.value())[1]}:{m.value()[1]}")
-        left -= 1
-    c.close()
+    versions = []
+    for value in values(bootstrap, topic, int(count)):
+        print(json.dumps(deserializer.deserialize(topic, value).data, sort_keys=True))
+        versions.append(f"{decode(value)[1]}:{value[1]}")
     print(" ".join(versions))
 else:
     raise SystemExit(f"unknown action {action}")

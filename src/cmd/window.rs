@@ -695,13 +695,15 @@ impl RecordStep for WindowStep {
 
     fn gauges(&self, g: &mut StepGauges) {
         let names = self.partitions.values();
-        let (mut windows, mut keys) = (0, 0);
+        let (mut windows, mut keys, mut bytes) = (0, 0, 0);
         self.ops.each(|op| {
             windows += op.open_windows() as u64;
             keys += op.live_keys() as u64;
+            bytes += op.state_bytes() as u64;
             g.marks(&names, op.partition_marks());
         });
         (g.state.open_windows, g.state.keys) = (Some(windows), Some(keys));
+        g.state.bytes = Some(bytes);
         for (id, late) in self.late_by_partition.iter().enumerate() {
             let name = names.get(id).cloned().unwrap_or_else(|| id.to_string());
             g.late.push((name, *late));

@@ -299,6 +299,8 @@ struct Keys {
     prefixes: Vec<u64>,
     refs: Vec<u32>,
     free: Vec<KeyId>,
+    /// The bytes of the live keys' texts.
+    text_bytes: usize,
 }
 
 impl Keys {
@@ -307,6 +309,7 @@ impl Keys {
             return *id;
         }
         let text: Rc<str> = text.into();
+        self.text_bytes += text.len();
         let id = match self.free.pop() {
             Some(id) => {
                 self.texts[id as usize] = text.clone();
@@ -340,9 +343,7 @@ impl Keys {
         let r = &mut self.refs[id as usize];
         *r -= 1;
         if *r == 0 {
-            let text = std::mem::take(&mut self.texts[id as usize]);
-            self.ids.remove(&text);
-            self.free.push(id);
+            self.forget(id);
         }
     }
 
@@ -354,14 +355,29 @@ impl Keys {
     /// Forgets a key looked up for a record that opened no window (a late one).
     fn release_if_unused(&mut self, id: KeyId) {
         if self.refs[id as usize] == 0 {
-            let text = std::mem::take(&mut self.texts[id as usize]);
-            self.ids.remove(&text);
-            self.free.push(id);
+            self.forget(id);
         }
+    }
+
+    fn forget(&mut self, id: KeyId) {
+        let text = std::mem::take(&mut self.texts[id as usize]);
+        self.text_bytes -= text.len();
+        self.ids.remove(&text);
+        self.free.push(id);
     }
 
     fn live(&self) -> usize {
         self.ids.len()
+    }
+
+    /// The memory the keys hold, near enough: their texts (each with its count of
+    /// references) and the tables that find and order them.
+    fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        let texts = self.text_bytes + self.ids.len() * 2 * size_of::<usize>();
+        let map = self.ids.capacity() * (size_of::<(Rc<str>, KeyId)>() + 1);
+        let per_id = size_of::<Rc<str>>() + size_of::<u64>() + size_of::<u32>();
+        texts + map + self.texts.capacity() * per_id + self.free.capacity() * size_of::<KeyId>()
     }
 }
 
@@ -444,6 +460,16 @@ impl WindowOperator {
     /// Keys with an open window now.
     pub fn live_keys(&self) -> usize {
         self.keys.live()
+    }
+
+    /// The memory the state holds, near enough: the windows' table, the keys, and the
+    /// schedules of when each window fires (and, with an allowed lateness, is dropped).
+    pub fn state_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let windows = self.windows.capacity() * (size_of::<((KeyId, Millis), Entry)>() + 1);
+        let schedules = if self.cfg.allowed_lateness > 0 { 2 } else { 1 };
+        let scheduled = self.windows.len() * schedules * size_of::<(Millis, Millis, KeyId)>();
+        windows + scheduled + self.keys.bytes()
     }
 
     /// Each input partition heard from: id, highest event time, watermark.

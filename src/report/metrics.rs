@@ -212,7 +212,7 @@ pub fn render_run(s: &Snapshot, labels: &RunLabels, now: Millis, format: Metrics
         ),
         (
             "weir_state_bytes",
-            "The memory a dedupe's id tables hold (exact ids' texts not counted).",
+            "The memory the state holds, near enough (a window's windows and keys, a dedupe's id tables).",
             s.state.bytes,
         ),
     ];

@@ -47,7 +47,7 @@ pub struct StateGauges {
     pub keys: Option<u64>,
     /// Ids a dedupe remembers.
     pub ids: Option<u64>,
-    /// The memory a dedupe's id tables hold.
+    /// The memory the state holds, near enough.
     pub bytes: Option<u64>,
 }
 

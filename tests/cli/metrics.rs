@@ -117,6 +117,7 @@ fn a_run_serves_its_counters_and_watermarks_while_it_lasts() {
     }
     assert!(value(&samples, "weir_open_windows", &[]).unwrap() > 0.0);
     assert!(value(&samples, "weir_keys", &[]).unwrap() > 0.0);
+    assert!(value(&samples, "weir_state_bytes", &[]).unwrap() > 0.0);
     assert_eq!(
         value(
             &samples,
@@ -399,15 +400,8 @@ fn prometheus_scrapes_a_group_member_and_the_lag_exporter() {
                 "--from",
                 "beginning",
             ])
-            .args([
-                "--time",
-                "value.occurred_at",
-                "--key",
-                "value.merchant_id",
-                "--tumbling",
-                "1m",
-            ])
-            .args(["--delay", "1m", "--count", "-q", "-o", "/dev/null"])
+            .args(super::pipes::WINDOW)
+            .args(["--delay", "1m", "-q", "-o", "/dev/null"])
             .args(["--checkpoint-interval", "500ms"])
             .args(["--metrics", &format!("127.0.0.1:{member_port}")])
             .stderr(Stdio::null())

@@ -11,7 +11,7 @@ use super::kafka::{broker, envelopes_of, group_turn, Broker};
 use crate::gen::GenConfig;
 use crate::{generated_with, stdout_lines, weir, weir_std, Background};
 
-const WINDOW: &[&str] = &[
+pub(super) const WINDOW: &[&str] = &[
     "--time",
     "value.occurred_at",
     "--key",
