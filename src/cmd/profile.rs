@@ -1,7 +1,6 @@
 //! `weir watermark-profile`: lateness and out-of-orderness distributions, and the watermark
 //! delay that would cover them.
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -9,10 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::{self, KeepingArgs};
 use crate::cli::ProfileArgs;
-use crate::core::lateness::{Profile, Report};
+use crate::core::lateness::Profile;
 use crate::core::partitioned::{PartitionStates, PartitionTask, Tasks};
-use crate::core::profile_task::{self, Task, TaskState, WindowRule};
-use crate::core::record::{Extractor, FieldList, FieldPath, Scalar};
+use crate::core::profile_task::{Task, TaskState, WindowRule};
+use crate::core::record::{Extractor, FieldList, Scalar};
 use crate::core::saved;
 use crate::core::time::{human_duration, now_millis, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, MAX_PARTITIONS};
@@ -20,11 +19,11 @@ use crate::core::window::{TooManyWindows, WindowKind, KEY_SEPARATOR};
 use crate::error::{Error, Fault, Result};
 use crate::io::input::InputPlan;
 use crate::io::sink::{LineSink, SinkPlan};
-use crate::report::profile::{render_plot, render_text, ReportFormat};
+use crate::report::profile::{ReportOut, Shown};
 use crate::runtime::metrics::StepGauges;
 use crate::runtime::{
     run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep, Restored,
-    RunPlan, Sink, Stats, StepCheckpoint,
+    RunPlan, Stats, StepCheckpoint,
 };
 
 pub fn run(args: ProfileArgs, stop: &AtomicBool) -> Result<()> {
@@ -100,13 +99,6 @@ struct Reading {
     /// The --key fields (with --session), `keys` of them from this index.
     keys_at: usize,
     keys: usize,
-}
-
-/// How the report is shown: its groups' name, its format, the plot.
-struct Shown {
-    by: Option<FieldPath>,
-    format: ReportFormat,
-    plot: Option<PathBuf>,
 }
 
 impl Profiling {
@@ -223,44 +215,6 @@ impl Command for Profiling {
     }
 }
 
-/// Where the report goes, and how it is shown.
-struct ReportOut {
-    sink: LineSink,
-    shown: Shown,
-    /// The window flags the late counts follow.
-    window: Option<String>,
-    /// The arrival time is when weir reads a record (no --arrival, no broker timestamp).
-    read_time: bool,
-}
-
-impl ReportOut {
-    /// Writes the report of `tasks` (a group member's partitions, each profiled apart, as
-    /// one) and returns it.
-    fn write(&mut self, tasks: &mut Tasks<Task>, interrupted: bool) -> Result<Report> {
-        let mut report = profile_task::report(tasks);
-        report.interrupted = interrupted;
-        report.window = self.window.clone();
-        report.arrival_is_read_time = self.read_time;
-        let by = self.shown.by.as_ref().map(|b| b.as_str());
-        let text = match self.shown.format {
-            ReportFormat::Json => serde_json::to_string_pretty(&report).expect("report serialises"),
-            ReportFormat::Text => render_text(&report, by),
-        };
-        self.sink.write_line(text.trim_end().as_bytes())?;
-        self.sink.close()?;
-        Ok(report)
-    }
-}
-
-/// `--plot`: the SVG, alone or in an HTML page, as the file's name says.
-fn write_plot(path: &Path, report: &Report) -> Result<()> {
-    let html = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
-    let body = render_plot(report, html);
-    std::fs::write(path, body).map_err(|e| Error::write(&path.display().to_string(), e))
-}
-
 struct ProfileStep {
     /// The run's profile, or a group member's per partition, the one being read active.
     tasks: Tasks<Task>,
@@ -357,11 +311,8 @@ impl RecordStep for ProfileStep {
     /// result, marked as interrupted, and the run still exits 130.
     fn finish(&mut self, ended: Result<()>, counters: &mut Counters) -> Result<()> {
         let interrupted = matches!(ended, Err(Error::Interrupted));
-        let report = self.out.write(&mut self.tasks, interrupted)?;
+        self.out.write(&mut self.tasks, interrupted)?;
         counters.written = 1;
-        if let Some(path) = &self.out.shown.plot {
-            write_plot(path, &report)?;
-        }
         ended
     }
 }

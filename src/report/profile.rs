@@ -2,9 +2,16 @@
 //! and an SVG of the histogram and the drift series. (JSON is the report serialised.)
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use crate::core::lateness::{LogBucket, Report, Summary, MAX_BUCKETS, MAX_GROUPS};
+use crate::core::partitioned::Tasks;
+use crate::core::profile_task::{self, Task};
+use crate::core::record::FieldPath;
 use crate::core::time::{human_duration, Millis};
+use crate::error::{Error, Result};
+use crate::io::sink::LineSink;
+use crate::runtime::Sink;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReportFormat {
@@ -82,6 +89,54 @@ fn render_summary(out: &mut String, s: &Summary, by_window: bool) {
         })
         .collect();
     let _ = writeln!(out, "  late with {}", lates.join(", "));
+}
+
+/// How the report is shown: its groups' name, its format, the plot.
+pub struct Shown {
+    pub by: Option<FieldPath>,
+    pub format: ReportFormat,
+    pub plot: Option<PathBuf>,
+}
+
+/// Where a profile's report goes, and how it is shown.
+pub struct ReportOut {
+    pub sink: LineSink,
+    pub shown: Shown,
+    /// The window flags the late counts follow.
+    pub window: Option<String>,
+    /// The arrival time is when weir reads a record (no --arrival, no broker timestamp).
+    pub read_time: bool,
+}
+
+impl ReportOut {
+    /// Writes the report of `tasks` (a group member's partitions, each profiled apart, as
+    /// one), and its plot with `--plot`.
+    pub fn write(&mut self, tasks: &mut Tasks<Task>, interrupted: bool) -> Result<()> {
+        let mut report = profile_task::report(tasks);
+        report.interrupted = interrupted;
+        report.window = self.window.clone();
+        report.arrival_is_read_time = self.read_time;
+        let by = self.shown.by.as_ref().map(|b| b.as_str());
+        let text = match self.shown.format {
+            ReportFormat::Json => serde_json::to_string_pretty(&report).expect("report serialises"),
+            ReportFormat::Text => render_text(&report, by),
+        };
+        self.sink.write_line(text.trim_end().as_bytes())?;
+        self.sink.close()?;
+        match &self.shown.plot {
+            Some(path) => write_plot(path, &report),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `--plot`: the SVG, alone or in an HTML page, as the file's name says.
+fn write_plot(path: &Path, report: &Report) -> Result<()> {
+    let html = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
+    let body = render_plot(report, html);
+    std::fs::write(path, body).map_err(|e| Error::write(&path.display().to_string(), e))
 }
 
 /// The plot of `--plot`: the SVG alone, or in an HTML page.
