@@ -38,6 +38,11 @@ struct Dedupe {
     duplicates: Option<std::path::PathBuf>,
     spec: TaskSpec,
     per_partition: bool,
+    reading: Reading,
+}
+
+/// Where a record's fields are and how the rules read them: the plan's, the step's.
+struct Reading {
     extractor: Arc<Extractor>,
     id_fields: usize,
     time_at: Option<usize>,
@@ -108,16 +113,18 @@ impl Dedupe {
             duplicates: args.duplicates.clone(),
             spec: task_spec(args),
             per_partition: parts.per_partition,
-            extractor: extractor.clone(),
-            id_fields: args.ids.len(),
-            time_at,
-            time_format: args.time.time_format.clone(),
-            partition_at,
-            count_at,
-            shuffle_at,
-            message_key_at,
-            by_source_partition: parts.by_source && event_time,
-            horizon_by: args.horizon_by,
+            reading: Reading {
+                extractor: extractor.clone(),
+                id_fields: args.ids.len(),
+                time_at,
+                time_format: args.time.time_format.clone(),
+                partition_at,
+                count_at,
+                shuffle_at,
+                message_key_at,
+                by_source_partition: parts.by_source && event_time,
+                horizon_by: args.horizon_by,
+            },
         };
         plan::serve_metrics(&args.report, "dedupe", &args.input)?;
         Ok(RunPlan {
@@ -228,16 +235,7 @@ impl Command for Dedupe {
             sink,
             duplicates,
             tasks,
-            extractor: self.extractor,
-            id_fields: self.id_fields,
-            time_at: self.time_at,
-            time_format: self.time_format,
-            partition_at: self.partition_at,
-            count_at: self.count_at,
-            shuffle_at: self.shuffle_at,
-            message_key_at: self.message_key_at,
-            by_source_partition: self.by_source_partition,
-            horizon_by: self.horizon_by,
+            reading: self.reading,
             id: String::new(),
             started,
             now: 0,
@@ -257,19 +255,7 @@ struct StepState {
 struct DedupeStep {
     /// The run's task, or a group member's per partition, the one being read active.
     tasks: Tasks<Task>,
-    extractor: Arc<Extractor>,
-    id_fields: usize,
-    time_at: Option<usize>,
-    time_format: TimeFormat,
-    partition_at: Option<usize>,
-    /// A piped envelope's count of partitions (`Partitioning::count`).
-    count_at: Option<usize>,
-    /// Behind a shuffle: the envelope's input partition and offset.
-    shuffle_at: Option<(usize, usize)>,
-    /// With -G: the envelope's key, which must spell the record's id.
-    message_key_at: Option<usize>,
-    by_source_partition: bool,
-    horizon_by: HorizonBy,
+    reading: Reading,
     sink: LineSink,
     duplicates: Option<LineSink>,
     id: String,
@@ -326,9 +312,9 @@ impl DedupeStep {
         line: &Line<'_>,
         shuffled: Option<usize>,
     ) -> Result<(Millis, usize), RecordError> {
-        let x = &self.extractor;
+        let x = &self.reading.extractor;
         self.id.clear();
-        for i in 0..self.id_fields {
+        for i in 0..self.reading.id_fields {
             let text = line.require(i, x)?;
             if text == "null" {
                 return Err(RecordError::BadValue {
@@ -336,7 +322,7 @@ impl DedupeStep {
                     reason: "the id is null".into(),
                 });
             }
-            if self.id_fields > 1 {
+            if self.reading.id_fields > 1 {
                 if i > 0 {
                     self.id.push(KEY_SEPARATOR);
                 }
@@ -347,12 +333,12 @@ impl DedupeStep {
         // evicts the ids seen longest ago.
         let task = &mut self.tasks.active;
         task.seq += 1;
-        let t = match self.time_at {
-            Some(i) => line.time(i, x, &self.time_format)?,
+        let t = match self.reading.time_at {
+            Some(i) => line.time(i, x, &self.reading.time_format)?,
             None => task.seq,
         };
         let partition =
-            match (self.partition_at, shuffled) {
+            match (self.reading.partition_at, shuffled) {
                 (None, _) => 0,
                 // Behind a shuffle, the input partition's number is its id in every task.
                 (Some(_), Some(input)) => input,
@@ -370,9 +356,9 @@ impl DedupeStep {
 impl RecordStep for DedupeStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         self.tasks.activate(line.task());
-        let shuffled = match self.shuffle_at {
+        let shuffled = match self.reading.shuffle_at {
             Some(at) => {
-                let (input, offset) = line.input_position(at, &self.extractor)?;
+                let (input, offset) = line.input_position(at, &self.reading.extractor)?;
                 // A record a restarted writer sent again was taken in already.
                 let watermarks = &mut self.tasks.active.watermarks;
                 if !watermarks.first_pass(input, offset, self.now) {
@@ -388,27 +374,28 @@ impl RecordStep for DedupeStep {
             None => None,
         };
         let (t, partition) = self.parse(line, shuffled)?;
-        if let Some(n) = plan::partition_count(line, self.count_at) {
+        if let Some(n) = plan::partition_count(line, self.reading.count_at) {
             self.tasks.active.watermarks.expect(n, self.now);
         }
-        if let Some(at) = self.message_key_at {
-            let parts: SmallVec<[&str; 4]> =
-                (0..self.id_fields).filter_map(|i| line.field(i)).collect();
+        if let Some(at) = self.reading.message_key_at {
+            let parts: SmallVec<[&str; 4]> = (0..self.reading.id_fields)
+                .filter_map(|i| line.field(i))
+                .collect();
             line.check_keyed(at, &parts, "--id")?;
         }
         // One id field is read in place; several are joined in `self.id`.
-        let id = match self.id_fields {
+        let id = match self.reading.id_fields {
             1 => line.field(0).expect("parse found it"),
             _ => self.id.as_str(),
         };
         // The clock is the watermark on arrival (event-time horizon: the record's partition's
         // judges it, the run's forgets) or the read time.
-        let (t, clock) = match self.horizon_by {
+        let (t, clock) = match self.reading.horizon_by {
             HorizonBy::Event => (t, self.tasks.active.event_clocks(partition)),
             HorizonBy::Arrival => (self.now, self.now.into()),
         };
         // `time_at` is set only for an event-time horizon.
-        let observe = self.time_at.map(|_| (partition, self.now));
+        let observe = self.reading.time_at.map(|_| (partition, self.now));
         let task = &mut self.tasks.active;
         if !task.ids.holding() {
             if task.check(id, t, clock, observe) == Verdict::Duplicate {
@@ -435,7 +422,7 @@ impl RecordStep for DedupeStep {
     fn ahead<'l>(&mut self, next: impl FnOnce() -> Option<Line<'l>>) {
         // The id map is far larger than the cache: each record's lookup would otherwise wait
         // for memory on its own.
-        if self.id_fields != 1 {
+        if self.reading.id_fields != 1 {
             return;
         }
         if let Some(id) = next().and_then(|line| line.field(0)) {
@@ -497,7 +484,7 @@ impl RecordStep for DedupeStep {
     }
 
     fn assigned(&mut self, partitions: &[String]) {
-        if !self.by_source_partition {
+        if !self.reading.by_source_partition {
             return;
         }
         // Named by their envelope field's JSON text, which is what ids are keyed by. A
@@ -514,8 +501,8 @@ impl RecordStep for DedupeStep {
         // when a silent partition goes idle. What expired is forgotten, and held records
         // (--keep last) whose groups ended go out now rather than with the next record.
         self.now = self.clock();
-        let (now, event_time) = (self.now, self.time_at.is_some());
-        if self.horizon_by == HorizonBy::Event && !event_time {
+        let (now, event_time) = (self.now, self.reading.time_at.is_some());
+        if self.reading.horizon_by == HorizonBy::Event && !event_time {
             // No horizon: nothing expires.
             return Ok(());
         }
