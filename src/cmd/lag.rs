@@ -5,6 +5,7 @@
 
 use std::io::IsTerminal;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use std::path::PathBuf;
 
@@ -169,15 +170,17 @@ impl KafkaLag {
     fn run(self, reports: Reports, stop: &AtomicBool) -> Result<()> {
         let (thresholds, format) = (self.thresholds, self.format);
         let topic = self.spec.topic.clone();
+        let lag = Arc::new(self);
         let measurer = Measurer::spawn(move || {
-            let cluster = Cluster::connect(&self.spec, &self.client)?;
+            let cluster = Cluster::connect(&lag.spec, &lag.client)?;
             let mut history = History::new(HISTORY_POINTS);
             let mut describe = true;
+            let lag = lag.clone();
             Ok(Box::new(move || {
-                let m = (self.query).measure(&cluster, &mut history, &mut describe)?;
+                let m = (lag.query).measure(&cluster, &mut history, &mut describe)?;
                 Ok(LagReport {
                     at: now_millis(),
-                    mode: self.query.time_mode,
+                    mode: lag.query.time_mode,
                     rows: m.rows,
                     groups: m.groups,
                     uncommitted: m.uncommitted,
@@ -255,10 +258,10 @@ impl KinesisLag {
         let measurer = Measurer::spawn(move || {
             let runtime = kinesis::client::runtime()?;
             let client = KinesisClient::connect(&runtime, &self.spec, &self.options)?;
-            let consumer = match self.consumer {
-                Ok(path) => Consumer::Checkpoint(path),
+            let consumer = match &self.consumer {
+                Ok(path) => Consumer::Checkpoint(path.clone()),
                 Err(app) => Consumer::Kcl {
-                    app,
+                    app: app.clone(),
                     dynamo: runtime.block_on(kinesis::client::dynamo_client(
                         &self.options,
                         self.dynamo_endpoint.as_deref(),

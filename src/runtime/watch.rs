@@ -117,20 +117,20 @@ pub struct Measurer<R> {
 }
 
 impl<R: Send + 'static> Measurer<R> {
-    /// Starts the thread: `connect` makes the measurement there (connecting first).
-    pub fn spawn(connect: impl FnOnce() -> Result<Measure<R>> + Send + 'static) -> Measurer<R> {
+    /// Starts the thread: `connect` makes the measurement there (connecting first). A
+    /// connection that fails is that measurement's answer, and the next one connects again:
+    /// an exporter (`lag --serve`) outlives a cluster's outage.
+    pub fn spawn(mut connect: impl FnMut() -> Result<Measure<R>> + Send + 'static) -> Measurer<R> {
         let (ask, asked) = mpsc::channel::<()>();
         let (answer, answers) = mpsc::channel();
         std::thread::spawn(move || {
-            let mut measure = match connect() {
-                Ok(measure) => measure,
-                Err(e) => {
-                    let _ = answer.send(Err(e));
-                    return;
-                }
-            };
+            let mut connected: Option<Measure<R>> = None;
             while asked.recv().is_ok() {
-                if answer.send(measure()).is_err() {
+                let measured = match &mut connected {
+                    Some(measure) => measure(),
+                    None => connect().and_then(|m| connected.insert(m)()),
+                };
+                if answer.send(measured).is_err() {
                     return;
                 }
             }

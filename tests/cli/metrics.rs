@@ -278,6 +278,43 @@ fn a_bad_metrics_address_or_a_port_in_use_stops_before_anything_is_read() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
 
+/// A lag exporter whose cluster is out of reach serves that, not an empty page: up 0, its
+/// failures counted, no lag; each scrape tries the cluster again (so that it comes back with
+/// the cluster); SIGTERM stops it, exit 0.
+#[test]
+fn a_lag_exporter_shows_an_unreachable_cluster_and_stops_on_sigterm() {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let err = dir.path().join("err");
+    let exporter = weir_std()
+        .args(["lag", "kafka://127.0.0.1:9", "-G", "g", "--timeout", "1s"])
+        .args(["--serve", &format!("127.0.0.1:{port}")])
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut exporter = Background(exporter);
+    let failures = |samples: &[Sample]| value(samples, "weir_lag_failures_total", &[]);
+    wait_until("two failed measurements served", || {
+        scrape(port, true).is_some_and(|s| failures(&s).is_some_and(|n| n >= 2.0))
+    });
+    let samples = scrape(port, false).unwrap();
+    assert_eq!(value(&samples, "weir_lag_up", &[]), Some(0.0));
+    assert!(!samples
+        .iter()
+        .any(|s| s.name.starts_with("weir_consumergroup")));
+    let pid = exporter.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = exporter.wait_within("the exporter after SIGTERM");
+    assert_eq!(status.code(), Some(0));
+    let said = std::fs::read_to_string(&err).unwrap();
+    let tried = said.lines().filter(|l| l.contains("127.0.0.1:9")).count();
+    assert!(tried >= 2, "each measurement tries the cluster: {said}");
+}
+
 /// Prometheus itself, scraping every second the jobs given as (name, port).
 struct Prometheus {
     _server: Background,
