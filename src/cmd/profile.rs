@@ -15,7 +15,7 @@ use crate::core::record::{Extractor, FieldList, Scalar};
 use crate::core::saved;
 use crate::core::time::{human_duration, now_millis, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, MAX_PARTITIONS};
-use crate::core::window::{TooManyWindows, WindowKind, KEY_SEPARATOR};
+use crate::core::window::{TooManyWindows, WindowKind};
 use crate::error::{Error, Fault, Result};
 use crate::io::input::InputPlan;
 use crate::io::sink::{LineSink, SinkPlan};
@@ -266,7 +266,8 @@ impl RecordStep for ProfileStep {
         if let Some(n) = plan::partition_count(line, r.count_at) {
             self.tasks.active.expect(n);
         }
-        let key = key_text(line, r, &mut self.key)?;
+        let key = line.key(r.keys_at, r.keys, x, &mut self.key)?;
+        let key = key.unwrap_or(&self.key);
         let record = (self.tasks.active).record((group.as_deref(), key), event, arrival, partition);
         record.map_err(|TooManyWindows| {
             Fault::Fatal(Error::BadInput {
@@ -315,23 +316,6 @@ impl RecordStep for ProfileStep {
         counters.written = 1;
         ended
     }
-}
-
-/// A record's --key text as window makes it: one field's JSON text, several joined by
-/// `KEY_SEPARATOR`; empty without --key (one global key).
-fn key_text<'a>(line: &'a Line<'_>, r: &Reading, joined: &'a mut String) -> Result<&'a str, Fault> {
-    let x = &*r.extractor;
-    if r.keys == 1 {
-        return Ok(line.require(r.keys_at, x)?);
-    }
-    joined.clear();
-    for i in r.keys_at..r.keys_at + r.keys {
-        if i > r.keys_at {
-            joined.push(KEY_SEPARATOR);
-        }
-        joined.push_str(line.require(i, x)?);
-    }
-    Ok(joined)
 }
 
 /// What a checkpoint keeps of a profile run.

@@ -23,7 +23,7 @@ use crate::core::time::{human_duration, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
 use crate::core::window::{
     check_column_names, EmitMode, Outcome, Row, RowColumns, TooManyWindows, WindowConfig,
-    WindowKind, WindowOperator, WindowState, KEY_SEPARATOR,
+    WindowKind, WindowOperator, WindowState,
 };
 use crate::error::{Error, Fault, Result};
 use crate::io::input::{InputPlan, Partitioning};
@@ -563,19 +563,7 @@ impl WindowStep {
             }
         };
         // One key field is used in place; several are joined in `key`.
-        let single_key = match key_columns.len() {
-            1 => Some(line.require(keys_at, x)?),
-            _ => {
-                key.clear();
-                for i in keys_at..keys_at + key_columns.len() {
-                    if i > keys_at {
-                        key.push(KEY_SEPARATOR);
-                    }
-                    key.push_str(line.require(i, x)?);
-                }
-                None
-            }
-        };
+        let single_key = line.key(keys_at, key_columns.len(), x, key)?;
         for (spec, field_at) in ops.active.aggs().iter().zip(fields.agg_fields.iter()) {
             let value = field_at.and_then(|i| line.field(i));
             let input = prepare(&spec.kind, value).map_err(|reason| RecordError::BadValue {

@@ -14,6 +14,7 @@ use crate::core::record::{
 use crate::core::scan::{Shape, Span};
 use crate::core::shuffle::input_position;
 use crate::core::time::{Millis, TimeFormat};
+use crate::core::window::KEY_SEPARATOR;
 use crate::error::{Error, Fault};
 
 /// Target size of a chunk handed from the reader thread to the command.
@@ -395,6 +396,30 @@ impl<'a> Line<'a> {
     #[inline(always)]
     pub fn require(&self, i: usize, x: &Extractor) -> Result<&'a str, RecordError> {
         self.field(i).ok_or_else(|| x.missing(i, self.text()))
+    }
+
+    /// A state key (`--key`): its one field `at` read in place (`Some`), or its `n` fields
+    /// from `at` on joined by `KEY_SEPARATOR` into `joined` (`None`; empty for none), as every
+    /// command spells a key. A missing field is a bad record.
+    #[inline]
+    pub fn key(
+        &self,
+        at: usize,
+        n: usize,
+        x: &Extractor,
+        joined: &mut String,
+    ) -> Result<Option<&'a str>, RecordError> {
+        if n == 1 {
+            return self.require(at, x).map(Some);
+        }
+        joined.clear();
+        for i in at..at + n {
+            if i > at {
+                joined.push(KEY_SEPARATOR);
+            }
+            joined.push_str(self.require(i, x)?);
+        }
+        Ok(None)
     }
 
     /// The event time in field `i` of those `x` locates, read as `format` says: a missing
