@@ -332,6 +332,31 @@ check "weir window vs duckdb (x)" "$(ratio 'weir window' 'duckdb time_bucket GRO
 echo "  info  weir window peak RSS: ${RSS[weir window]} KB"
 fi
 
+# Large state (WHAT=state): 3M events over 50 minutes (10k Zipf merchants), each command
+# holding everything it has seen: windows under a 1 h delay never fire before the end, dedupe
+# keeps every id for its 1 h horizon. Against DuckDB (2 threads) in the same run, and per core.
+if [[ " $WHAT " == *" state "* ]]; then
+data 3000000
+echo
+echo "# large state: $LINES events, $((BYTES / 1000000)) MB, every window open until the end"
+LARGE=(--time occurred_at --key merchant_id --tumbling 1m --delay 1h --count --sum amount)
+run "weir window, 1h delay" 5 "$WEIR" window -q "$FILE" "${LARGE[@]}"
+run "weir window, 1h delay (one core)" 5 taskset -c 0 "$WEIR" window -q "$FILE" "${LARGE[@]}"
+run "duckdb window" 5 python3 scripts/peers/duckdb_window.py "$FILE"
+run "weir dedupe, 1h" 5 "$WEIR" dedupe -q "$FILE" --id event_id --time occurred_at --horizon 1h
+run "weir dedupe, 1h (one core)" 5 taskset -c 0 "$WEIR" dedupe -q "$FILE" --id event_id --time occurred_at --horizon 1h
+run "duckdb dedupe" 5 python3 scripts/peers/duckdb_dedupe.py "$FILE"
+run "weir profile" 5 "$WEIR" watermark-profile -q "$FILE" --time occurred_at --arrival arrived_at --format json
+run "weir profile (one core)" 5 taskset -c 0 "$WEIR" watermark-profile -q "$FILE" --time occurred_at --arrival arrived_at --format json
+run "duckdb profile" 5 python3 scripts/peers/duckdb_profile.py "$FILE"
+check "weir window, 1h delay vs duckdb (x)" "$(ratio 'weir window, 1h delay' 'duckdb window')" ">=" 2
+check "weir dedupe, 1h vs duckdb (x)" "$(ratio 'weir dedupe, 1h' 'duckdb dedupe')" ">=" 3
+check "weir profile vs duckdb (x)" "$(ratio 'weir profile' 'duckdb profile')" ">=" 3
+for c in "weir window, 1h delay" "weir dedupe, 1h" "weir profile"; do
+  echo "  info  $c on one core: $(awk -v s="${SECS[$c (one core)]}" -v l="$LINES" 'BEGIN{ printf "%.2fM events/s", l/s/1e6 }')"
+done
+fi
+
 # --metrics (WHAT=metrics): the window above with and without the endpoint, scraped every
 # 100 ms (far more often than Prometheus does), alternating so that both see the same noise.
 if [[ " $WHAT " == *" metrics "* ]]; then

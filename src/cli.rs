@@ -1095,6 +1095,7 @@ exactly: unlike window and dedupe, watermark-profile needs no topic keyed by any
 /// event-time --bucket with sudden jumps flagged. Memory is bounded: histograms, not samples.
 #[derive(Debug, Args)]
 #[command(after_help = PROFILE_SHORT_HELP, after_long_help = PROFILE_AFTER_HELP)]
+#[command(group(clap::ArgGroup::new("predicted").args(["tumbling", "hop", "session"])))]
 pub struct ProfileArgs {
     #[command(flatten)]
     pub time: TimeArgs,
@@ -1117,7 +1118,8 @@ pub struct ProfileArgs {
         long,
         value_name = "PCTS",
         value_delimiter = ',',
-        default_value = "99,99.9,99.99"
+        default_value = "99,99.9,99.99",
+        value_parser = percent
     )]
     pub target: Vec<f64>,
 
@@ -1164,11 +1166,11 @@ pub struct ProfileArgs {
     pub keys: Vec<FieldPath>,
 
     /// Shift window starts by D, as window's --offset.
-    #[arg(long, value_name = "D", default_value = "0", value_parser = signed_duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
+    #[arg(long, value_name = "D", default_value = "0", requires = "predicted", value_parser = signed_duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
     pub offset: Millis,
 
     /// As window's --allowed-lateness.
-    #[arg(long, value_name = "L", default_value = "0", value_parser = duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
+    #[arg(long, value_name = "L", default_value = "0", requires = "predicted", value_parser = duration_ms, allow_hyphen_values = true, help_heading = "Predicting a window")]
     pub allowed_lateness: Millis,
 
     /// As window's --max-open-windows, with --session (per delay tried).
@@ -1216,6 +1218,14 @@ pub fn signed_duration_ms(s: &str) -> Result<Millis, String> {
 }
 
 /// A duration of at least one millisecond.
+/// A share in percent, in (0, 100].
+fn percent(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
+        _ => Err("targets are percentages in (0, 100]".into()),
+    }
+}
+
 pub fn positive_duration_ms(s: &str) -> Result<Millis, String> {
     match duration_ms(s)? {
         0 => Err(format!("'{s}' must be at least 1ms")),
@@ -1381,8 +1391,8 @@ pub struct LagArgs {
     pub all_groups: bool,
 
     /// The listed groups whose names match this regular expression.
-    #[arg(long, value_name = "REGEX")]
-    pub group_pattern: Option<String>,
+    #[arg(long, value_name = "REGEX", value_parser = regex::Regex::new)]
+    pub group_pattern: Option<regex::Regex>,
 
     /// How the time lag is found: exact, estimate, or none (messages only).
     #[arg(long, value_enum, default_value = "exact")]

@@ -9,24 +9,21 @@ use std::sync::Arc;
 
 use std::path::PathBuf;
 
-use regex::Regex;
-
 use super::plan;
 use crate::cli::LagArgs;
-use crate::core::lag::{breaches, shard_breaches, unmeasured_breaches, History, Thresholds};
+use crate::core::lag::{History, Thresholds};
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
 use crate::io::kafka::lag::GroupsQuery;
 use crate::io::kafka::{ClientOptions, Cluster};
-use crate::io::kinesis::{self, lag::Consumer, AwsOptions, KinesisClient};
+use crate::io::kinesis::{self, lag::ShardLags, AwsOptions};
 use crate::io::metrics::Endpoint;
 use crate::io::sink::{LineSink, SinkPlan};
 use crate::io::spec::{
     is_kinesis, parse_kafka_cluster, KafkaSpec, KinesisSpec, SinkSpec, SourceSpec,
 };
 use crate::report::lag::{
-    describe_breach, describe_shard_breach, render, render_shards, LagFormat, LagReport,
-    LagTimeMode, ShardLagReport,
+    rendered, rendered_shards, LagFormat, LagReport, LagTimeMode, ShardLagReport,
 };
 use crate::runtime::watch::{Findings, Measurer, Watch};
 use crate::runtime::Sink;
@@ -141,20 +138,13 @@ impl KafkaLag {
                 "which groups? give --group GROUP, --all-groups or --group-pattern REGEX".into(),
             ));
         }
-        let pattern = match args.group_pattern {
-            Some(p) => Some((
-                Regex::new(&p).map_err(|e| Error::Usage(format!("--group-pattern: {e}")))?,
-                p,
-            )),
-            None => None,
-        };
         Ok(KafkaLag {
             client: plan::clients(&args.client).kafka()?,
             query: GroupsQuery {
                 topic: spec.topic.clone(),
                 groups: args.groups,
                 all_groups: args.all_groups,
-                pattern,
+                pattern: args.group_pattern,
                 time_mode: args.time_mode,
             },
             thresholds: Thresholds {
@@ -190,20 +180,7 @@ impl KafkaLag {
         });
         reports.run(stop, || {
             let report = measurer.measure(stop)?;
-            let breached = breaches(&report.rows, &thresholds);
-            let unchecked = unmeasured_breaches(
-                &report.uncommitted,
-                report.unmatched_pattern.as_deref(),
-                topic.as_deref(),
-            );
-            let mut text = String::new();
-            let shown = [&breached[..], &unchecked[..]].concat();
-            render(&report, &shown, format, &mut text);
-            let found = Findings {
-                breached: breached.iter().map(describe_breach).collect(),
-                unchecked: unchecked.iter().map(describe_breach).collect(),
-            };
-            Ok((text, found))
+            Ok(rendered(&report, &thresholds, topic.as_deref(), format))
         })
     }
 }
@@ -256,22 +233,10 @@ impl KinesisLag {
     fn run(self, reports: Reports, stop: &AtomicBool) -> Result<()> {
         let (format, max_lag) = (self.format, self.max_lag);
         let measurer = Measurer::spawn(move || {
-            let runtime = kinesis::client::runtime()?;
-            let client = KinesisClient::connect(&runtime, &self.spec, &self.options)?;
-            let consumer = match &self.consumer {
-                Ok(path) => Consumer::Checkpoint(path.clone()),
-                Err(app) => Consumer::Kcl {
-                    app: app.clone(),
-                    dynamo: runtime.block_on(kinesis::client::dynamo_client(
-                        &self.options,
-                        self.dynamo_endpoint.as_deref(),
-                    )),
-                },
-            };
+            let endpoint = self.dynamo_endpoint.as_deref();
+            let lags = ShardLags::connect(&self.spec, &self.options, &self.consumer, endpoint)?;
             Ok(Box::new(move || {
-                let rows = runtime.block_on(kinesis::lag::measure(&client, &consumer));
-                client.say_retries();
-                let rows = rows?;
+                let rows = lags.measure()?;
                 Ok(ShardLagReport {
                     at: now_millis(),
                     rows,
@@ -280,19 +245,7 @@ impl KinesisLag {
         });
         reports.run(stop, || {
             let report = measurer.measure(stop)?;
-            let breached: Vec<String> = shard_breaches(&report.rows, max_lag)
-                .into_iter()
-                .map(|(i, ms)| describe_shard_breach(&report.rows[i], ms, max_lag.unwrap_or(0)))
-                .collect();
-            let mut text = String::new();
-            render_shards(&report, &breached, format, &mut text);
-            Ok((
-                text,
-                Findings {
-                    breached,
-                    unchecked: Vec::new(),
-                },
-            ))
+            Ok(rendered_shards(&report, max_lag, format))
         })
     }
 }

@@ -499,9 +499,17 @@ fn checkpoint_plan(
     }))
 }
 
-/// `--from`/`--to` on NDJSON input: an event-time range.
-pub fn ndjson_time_range(broker: &BrokerArgs, now: Millis) -> Result<TimeRange> {
-    TimeRange::parse(broker.from.as_deref(), broker.to.as_deref(), now).map_err(Error::Usage)
+/// `--from`/`--to` on NDJSON input: an event-time range, of a time the records have (`timed`:
+/// `--time`, or what `or_else` names instead).
+pub fn ndjson_time_range(broker: &BrokerArgs, timed: bool, or_else: &str) -> Result<TimeRange> {
+    let (from, to) = (broker.from.as_deref(), broker.to.as_deref());
+    let range = TimeRange::parse(from, to, now_millis()).map_err(Error::Usage)?;
+    if !range.is_open() && !timed {
+        return Err(Error::Usage(format!(
+            "--from/--to on NDJSON input need --time FIELD{or_else}"
+        )));
+    }
+    Ok(range)
 }
 
 /// The window that `--tumbling`, `--hop`/`--slide` or `--session` give (`window`'s, or the one

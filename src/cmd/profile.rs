@@ -13,9 +13,9 @@ use crate::core::partitioned::{PartitionStates, PartitionTask, Tasks};
 use crate::core::profile_task::{Task, TaskState, WindowRule};
 use crate::core::record::{Extractor, FieldList, Scalar};
 use crate::core::saved;
-use crate::core::time::{human_duration, now_millis, Millis, TimeFormat};
+use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, MAX_PARTITIONS};
-use crate::core::window::{TooManyWindows, WindowKind};
+use crate::core::window::TooManyWindows;
 use crate::error::{Error, Fault, Result};
 use crate::io::input::InputPlan;
 use crate::io::sink::{LineSink, SinkPlan};
@@ -37,8 +37,6 @@ struct Profiling {
     output: SinkPlan,
     /// A profile of nothing yet: the delays and targets it reports on, its bucket.
     fresh: Task,
-    /// The window flags the late counts follow, as given.
-    window: Option<String>,
     per_partition: bool,
     reading: Reading,
     shown: Shown,
@@ -63,25 +61,16 @@ fn job(args: &ProfileArgs, input: &InputPlan, fields: &FieldList, window: Option
 /// The window rule a profile predicts, with its flags as a user types them.
 fn window_rule(args: &ProfileArgs) -> Result<Option<(WindowRule, String)>> {
     let sizes = (args.tumbling, args.hop, args.slide);
+    // clap: --offset and --allowed-lateness need one of them.
     let Some(kind) = plan::window_kind(sizes, args.session, args.offset)? else {
-        if args.offset != 0 || args.allowed_lateness != 0 {
-            return Err(Error::Usage("--offset and --allowed-lateness shape a window: give --tumbling SIZE, --hop SIZE --slide S or --session GAP with them".into()));
-        }
         return Ok(None);
     };
-    let mut flags = kind.flags();
-    if let WindowKind::Session { .. } = kind {
-        flags.extend(args.keys.iter().map(|k| format!(" --key {k}")));
-    }
-    if args.allowed_lateness != 0 {
-        let lateness = human_duration(args.allowed_lateness);
-        flags += &format!(" --allowed-lateness {lateness}");
-    }
     let rule = WindowRule {
         kind,
         allowed_lateness: args.allowed_lateness,
         max_open_windows: args.max_open_windows,
     };
+    let flags = rule.flags(&args.keys);
     Ok(Some((rule, flags)))
 }
 
@@ -107,11 +96,6 @@ impl Profiling {
         let mut input = plan::input_plan(&args.input, false)?;
         // A group member's partitions are profiled apart, each with its own out-of-orderness.
         let parts = input.partitioning(args.partition_by.as_ref(), "is profiled apart")?;
-        if let Some(t) = args.target.iter().find(|t| !(**t > 0.0 && **t <= 100.0)) {
-            return Err(Error::Usage(format!(
-                "--target {t}: targets are percentages in (0, 100]"
-            )));
-        }
         let output = plan::report_sink(&args.output, "watermark-profile")?;
         // A broker source's records carry their broker timestamp: the arrival time there.
         let arrival = (args.arrival.clone()).or_else(|| input.broker_timestamp_field());
@@ -149,7 +133,6 @@ impl Profiling {
                 args.bucket,
             ))
             .predicting(window.map(|w| w.0)),
-            window: flags,
             per_partition: parts.per_partition,
             max_open_windows: args.max_open_windows,
             reading: Reading {
@@ -167,6 +150,8 @@ impl Profiling {
                 by: args.by.clone(),
                 format: args.format,
                 plot: args.plot.clone(),
+                window: flags,
+                read_time: arrival_at.is_none(),
             },
         };
         plan::serve_metrics(&args.report, "watermark-profile", &args.input)?;
@@ -194,8 +179,6 @@ impl Command for Profiling {
             ),
             None => (self.fresh.clone(), PartitionIds::default()),
         };
-        let window = self.window;
-        let read_time = self.reading.arrival_at.is_none();
         let fresh = self.fresh;
         let tasks = Tasks::new(self.per_partition, first, move || fresh.clone());
         Ok(ProfileStep {
@@ -208,8 +191,6 @@ impl Command for Profiling {
             out: ReportOut {
                 sink,
                 shown: self.shown,
-                window,
-                read_time,
             },
         })
     }
@@ -270,13 +251,10 @@ impl RecordStep for ProfileStep {
         let key = key.unwrap_or(&self.key);
         let record = (self.tasks.active).record((group.as_deref(), key), event, arrival, partition);
         record.map_err(|TooManyWindows| {
-            Fault::Fatal(Error::BadInput {
-                position: line.position().to_string(),
-                reason: format!(
-                    "more than {} open sessions for one of the delays tried (--max-open-windows); raise it",
-                    self.max_open_windows
-                ),
-            })
+            line.fatal(format!(
+                "more than {} open sessions for one of the delays tried (--max-open-windows); raise it",
+                self.max_open_windows
+            ))
         })?;
         Ok(Flow::Continue)
     }

@@ -13,14 +13,14 @@ use crate::core::envelope::read_envelope;
 use crate::core::pace::{Pace, PaceProgress, Pacer};
 use crate::core::record::{as_utf8, Extractor, RecordError};
 use crate::core::saved;
-use crate::core::time::{now_millis, Millis, TimeFormat, TimeRange};
+use crate::core::time::{Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Fault, Result};
 use crate::io::input::InputPlan;
 use crate::io::sink::{LineSink, RecordFields, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::{
-    clock_from, limit_reached, run_command, saved_state, Command, Counters, Flow, Line, Outgoing,
-    Prepare, RecordStep, Restored, RunPlan, Sink, Stats, StepCheckpoint,
+    clock_from, limit_reached, run_command, saved_state, send_envelope, Command, Counters, Flow,
+    Line, Prepare, RecordStep, Restored, RunPlan, Sink, Stats, StepCheckpoint,
 };
 
 pub fn run(args: ReplayArgs, stop: &AtomicBool) -> Result<()> {
@@ -34,12 +34,17 @@ pub fn run(args: ReplayArgs, stop: &AtomicBool) -> Result<()> {
 struct Replay {
     /// `None` on --dry-run.
     sink: Option<SinkPlan>,
+    pace: Pace,
+    sending: Sending,
+}
+
+/// What is sent, and when: the part of a replay its plan hands its step as it is.
+struct Sending {
     envelope: bool,
     keep_partition: bool,
     time: Option<Arc<Extractor>>,
     time_format: TimeFormat,
     range: TimeRange,
-    pace: Pace,
     /// `-n`: stop after this many records sent.
     limit: Option<u64>,
 }
@@ -66,17 +71,7 @@ impl Replay {
         // The time field (records that are not envelopes), then --where's fields.
         let time_path = (!envelope).then(|| args.time.time.clone()).flatten();
         let read = PassThrough::plan(time_path, &args.input, &args.time.time_format)?;
-        let pace = match (args.rate, args.speed) {
-            (Some(r), _) => Pace::Rate(r),
-            (None, Some(s)) => Pace::Speed(s),
-            (None, None) => Pace::Unlimited,
-        };
-        if args.dry_run && args.checkpoint.checkpoint.is_some() {
-            return Err(Error::Usage(
-                "--dry-run writes nothing, so there is nothing to resume: leave out --checkpoint"
-                    .into(),
-            ));
-        }
+        let pace = Pace::of(args.rate, args.speed);
         let job = job(args, &input, envelope, &pace);
         let keeping = KeepingArgs {
             command: "replay",
@@ -89,17 +84,19 @@ impl Replay {
         let prepare = read.prepare(Prepare::Validate);
         let replay = Replay {
             sink: (!args.dry_run).then_some(sink),
-            envelope,
-            keep_partition: args.keep_partition,
-            time: read.time,
-            time_format: args.time.time_format.clone(),
-            range,
             pace,
-            limit: args.count,
+            sending: Sending {
+                envelope,
+                keep_partition: args.keep_partition,
+                time: read.time,
+                time_format: args.time.time_format.clone(),
+                range,
+                limit: args.count,
+            },
         };
         plan::serve_metrics(&args.report, "replay", &args.input)?;
         Ok(RunPlan {
-            limit: replay.limit,
+            limit: args.count,
             command: replay,
             input: Box::new(input),
             prepare,
@@ -110,8 +107,14 @@ impl Replay {
     }
 }
 
-/// The flags that need plain lines, or envelopes.
+/// The flags that need plain lines, or envelopes, or a sink.
 fn check_envelope_flags(args: &ReplayArgs, envelope: bool) -> Result<()> {
+    if args.dry_run && args.checkpoint.checkpoint.is_some() {
+        return Err(Error::Usage(
+            "--dry-run writes nothing, so there is nothing to resume: leave out --checkpoint"
+                .into(),
+        ));
+    }
     if args.keep_partition && !envelope {
         return Err(Error::Usage(
             "--keep-partition needs envelopes (-J, or a Kafka source)".into(),
@@ -136,13 +139,8 @@ fn time_range(args: &ReplayArgs, input: &InputPlan, envelope: bool) -> Result<Ti
     if input.is_broker() {
         return Ok(TimeRange::default());
     }
-    let range = plan::ndjson_time_range(&args.input.broker, now_millis())?;
-    if !range.is_open() && !envelope && args.time.time.is_none() {
-        return Err(Error::Usage(
-            "--from/--to on NDJSON input need --time FIELD (or envelopes, -J)".into(),
-        ));
-    }
-    Ok(range)
+    let timed = envelope || args.time.time.is_some();
+    plan::ndjson_time_range(&args.input.broker, timed, " (or envelopes, -J)")
 }
 
 /// Where records go: envelopes with their own keys, or lines keyed by `--key`.
@@ -186,17 +184,12 @@ impl Command for Replay {
     fn open(self, restored: Option<&Restored>) -> Result<ReplayStep> {
         let mut step = ReplayStep {
             sink: LineSink::discard(),
-            envelope: self.envelope,
-            keep_partition: self.keep_partition,
-            time: self.time,
-            time_format: self.time_format,
-            range: self.range,
             pacer: Pacer::new(self.pace),
             started: Instant::now(),
-            limit: self.limit,
+            sending: self.sending,
         };
         if let Some(state) = saved_state::<ReplayState>(restored)? {
-            step.range = state.range;
+            step.sending.range = state.range;
             step.pacer = Pacer::resume(self.pace, state.pace);
             step.started = clock_from(state.elapsed);
         }
@@ -210,22 +203,21 @@ impl Command for Replay {
 struct ReplayStep {
     /// One that keeps nothing on --dry-run.
     sink: LineSink,
-    envelope: bool,
-    keep_partition: bool,
-    time: Option<Arc<Extractor>>,
-    time_format: TimeFormat,
-    range: TimeRange,
     pacer: Pacer,
     started: Instant,
-    limit: Option<u64>,
+    sending: Sending,
 }
 
 impl ReplayStep {
-    /// How long before the next record (at time `t`) is due, if it is not due now. Short
-    /// waits are left to add up: due times are absolute, so nothing drifts.
-    fn wait_for(&mut self, t: Option<Millis>) -> Option<Duration> {
+    /// Why a record at time `t` is not sent now: out of the range (filtered), or not due yet
+    /// (the wait). Short waits are left to add up: due times are absolute, so nothing drifts.
+    fn not_yet(&mut self, t: Option<Millis>, counters: &mut Counters) -> Option<Flow> {
+        if !self.sending.range.admits(t) {
+            counters.filtered += 1;
+            return Some(Flow::Continue);
+        }
         let wait = self.pacer.wait_before(self.started.elapsed(), t);
-        (wait >= Duration::from_millis(1)).then_some(wait)
+        (wait >= Duration::from_millis(1)).then_some(Flow::Wait(wait))
     }
 
     /// Sends an envelope as the record it describes: its key, headers, timestamp, and with
@@ -240,25 +232,10 @@ impl ReplayStep {
             path: "(envelope)".into(),
             reason: e.to_string(),
         })?;
-        if !self.range.admits(record.timestamp) {
-            counters.filtered += 1;
-            return Ok(Some(Flow::Continue));
+        if let Some(not_yet) = self.not_yet(record.timestamp, counters) {
+            return Ok(Some(not_yet));
         }
-        if let Some(wait) = self.wait_for(record.timestamp) {
-            return Ok(Some(Flow::Wait(wait)));
-        }
-        let headers: Vec<(&str, Option<&[u8]>)> = record
-            .headers
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_deref()))
-            .collect();
-        self.sink.send(&Outgoing {
-            value: record.value.as_deref(),
-            key: record.key.as_deref(),
-            headers: &headers,
-            timestamp: record.timestamp,
-            partition: record.partition.filter(|_| self.keep_partition),
-        })?;
+        send_envelope(&mut self.sink, &record, self.sending.keep_partition)?;
         Ok(None)
     }
 
@@ -269,16 +246,13 @@ impl ReplayStep {
         line: &Line<'_>,
         counters: &mut Counters,
     ) -> Result<Option<Flow>, Fault> {
-        let t = match &self.time {
-            Some(x) => Some(line.time(0, x, &self.time_format)?),
+        let s = &self.sending;
+        let t = match &s.time {
+            Some(x) => Some(line.time(0, x, &s.time_format)?),
             None => None,
         };
-        if !self.range.admits(t) {
-            counters.filtered += 1;
-            return Ok(Some(Flow::Continue));
-        }
-        if let Some(wait) = self.wait_for(t) {
-            return Ok(Some(Flow::Wait(wait)));
+        if let Some(not_yet) = self.not_yet(t, counters) {
+            return Ok(Some(not_yet));
         }
         self.sink.write_record(line.bytes)?;
         Ok(None)
@@ -291,7 +265,7 @@ impl RecordStep for ReplayStep {
     }
 
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
-        let not_yet = match self.envelope {
+        let not_yet = match self.sending.envelope {
             true => self.send_envelope(line, counters)?,
             false => self.send_line(line, counters)?,
         };
@@ -300,7 +274,7 @@ impl RecordStep for ReplayStep {
         }
         self.pacer.sent();
         counters.written += 1;
-        Ok(if limit_reached(self.limit, counters) {
+        Ok(if limit_reached(self.sending.limit, counters) {
             Flow::Stop
         } else {
             Flow::Continue
@@ -309,7 +283,7 @@ impl RecordStep for ReplayStep {
 
     fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
         let state = ReplayState {
-            range: self.range,
+            range: self.sending.range,
             pace: self.pacer.progress(),
             elapsed: self.started.elapsed().as_millis() as Millis,
         };

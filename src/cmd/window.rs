@@ -621,13 +621,10 @@ impl RecordStep for WindowStep {
                 }
             }
             Err(TooManyWindows) => {
-                return Err(Fault::Fatal(Error::BadInput {
-                    position: line.position().to_string(),
-                    reason: format!(
-                        "more than {} open windows (--max-open-windows); raise it, or lower --delay or --allowed-lateness",
-                        self.ops.active.max_open_windows()
-                    ),
-                }))
+                return Err(line.fatal(format!(
+                    "more than {} open windows (--max-open-windows); raise it, or lower --delay or --allowed-lateness",
+                    self.ops.active.max_open_windows()
+                )))
             }
         }
         if !self.rows.is_empty() {

@@ -35,6 +35,17 @@ pub struct PaceProgress {
     pub first_time: Option<Millis>,
 }
 
+impl Pace {
+    /// The pace `--rate` or else `--speed` asks for.
+    pub fn of(rate: Option<f64>, speed: Option<f64>) -> Pace {
+        match (rate, speed) {
+            (Some(r), _) => Pace::Rate(r),
+            (None, Some(s)) => Pace::Speed(s),
+            (None, None) => Pace::Unlimited,
+        }
+    }
+}
+
 impl Pacer {
     pub fn new(pace: Pace) -> Pacer {
         Pacer::resume(pace, PaceProgress::default())

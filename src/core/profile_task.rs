@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::lateness::{Late, Profile, ProfileState, Report};
 use super::partitioned::{Parent, PartitionTask, Tasks};
-use super::time::Millis;
+use super::time::{human_duration, Millis};
 use super::watermark::{Watermarks, NO_WATERMARK};
 use super::window::{
     EmitMode, Outcome, Row, TooManyWindows, WindowConfig, WindowKind, WindowOperator, WindowState,
@@ -34,6 +34,19 @@ pub struct WindowRule {
 }
 
 impl WindowRule {
+    /// The flags of `window` this rule follows, as a user types them (sessions by `keys`).
+    pub fn flags(&self, keys: &[impl std::fmt::Display]) -> String {
+        let mut flags = self.kind.flags();
+        if let WindowKind::Session { .. } = self.kind {
+            flags.extend(keys.iter().map(|k| format!(" --key {k}")));
+        }
+        if self.allowed_lateness != 0 {
+            let lateness = human_duration(self.allowed_lateness);
+            flags += &format!(" --allowed-lateness {lateness}");
+        }
+        flags
+    }
+
     /// The measure a delay is compared with: a record is late with delay `d` exactly when it
     /// exceeds `d`, as out-of-orderness is (late at `max - d >= end + lateness`, so at
     /// `max - end - lateness + 1 > d`). `None` before any record of the partition.
@@ -332,6 +345,28 @@ mod tests {
 
     fn task() -> Task {
         Task::new(Profile::new(vec![1000], vec![99.0], 60_000))
+    }
+
+    /// The report names the window it predicts with the flags `window` takes: keys only for
+    /// sessions, the allowed lateness only when there is one.
+    #[test]
+    fn a_rule_says_the_flags_of_its_window() {
+        let rule = |kind, allowed_lateness| WindowRule {
+            kind,
+            allowed_lateness,
+            max_open_windows: 10,
+        };
+        let keys = ["user", "device"];
+        let tumbling = WindowKind::Tumbling {
+            size: 60_000,
+            offset: 0,
+        };
+        assert_eq!(rule(tumbling, 0).flags(&keys), "--tumbling 1m");
+        let session = WindowKind::Session { gap: 30_000 };
+        assert_eq!(
+            rule(session, 90_000).flags(&keys),
+            "--session 30s --key user --key device --allowed-lateness 1m30s"
+        );
     }
 
     /// Out-of-orderness is measured within a partition: a record behind another

@@ -9,9 +9,13 @@ use std::fmt::Write as _;
 use serde_json::{json, Map, Value};
 
 pub use crate::core::lag::LagTimeMode;
-use crate::core::lag::{totals, Breach, PartitionLag, ShardLag, TimeLag};
+use crate::core::lag::{
+    breaches, shard_breaches, totals, unmeasured_breaches, Breach, PartitionLag, ShardLag,
+    Thresholds, TimeLag,
+};
 use crate::core::time::{format_millis, human_duration, Millis};
 use crate::io::kafka::{GroupDescription, Owner};
+use crate::runtime::watch::Findings;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LagFormat {
@@ -40,7 +44,7 @@ pub struct LagReport {
     pub unmatched_pattern: Option<String>,
 }
 
-pub fn describe_breach(b: &Breach) -> String {
+fn describe_breach(b: &Breach) -> String {
     if b.group.is_empty() {
         return b.what.clone();
     }
@@ -104,8 +108,33 @@ fn row_json(report: &LagReport, r: &PartitionLag) -> Map<String, Value> {
     m
 }
 
+/// A Kafka lag report in `format`, with what it found: the rows over `thresholds`, and the
+/// groups (or the pattern) with nothing to measure on `topic`.
+pub fn rendered(
+    report: &LagReport,
+    thresholds: &Thresholds,
+    topic: Option<&str>,
+    format: LagFormat,
+) -> (String, Findings) {
+    let breached = breaches(&report.rows, thresholds);
+    let pattern = report.unmatched_pattern.as_deref();
+    let unchecked = unmeasured_breaches(&report.uncommitted, pattern, topic);
+    let mut text = String::new();
+    render(
+        report,
+        &[&breached[..], &unchecked[..]].concat(),
+        format,
+        &mut text,
+    );
+    let found = Findings {
+        breached: breached.iter().map(describe_breach).collect(),
+        unchecked: unchecked.iter().map(describe_breach).collect(),
+    };
+    (text, found)
+}
+
 /// Appends the report in `format` to `out`.
-pub fn render(report: &LagReport, breached: &[Breach], format: LagFormat, out: &mut String) {
+fn render(report: &LagReport, breached: &[Breach], format: LagFormat, out: &mut String) {
     match format {
         LagFormat::Table => render_table(report, out),
         LagFormat::Ndjson => {
@@ -407,7 +436,7 @@ fn shard_row_json(r: &ShardLag) -> Map<String, Value> {
 }
 
 /// The line on stderr for a shard over `--max-lag`.
-pub fn describe_shard_breach(r: &ShardLag, ms: Millis, max: Millis) -> String {
+fn describe_shard_breach(r: &ShardLag, ms: Millis, max: Millis) -> String {
     format!(
         "consumer '{}' stream '{}' shard {}: time lag {} > {}",
         r.consumer,
@@ -418,8 +447,30 @@ pub fn describe_shard_breach(r: &ShardLag, ms: Millis, max: Millis) -> String {
     )
 }
 
+/// A Kinesis lag report in `format`, with the shards over `max_lag`.
+pub fn rendered_shards(
+    report: &ShardLagReport,
+    max_lag: Option<Millis>,
+    format: LagFormat,
+) -> (String, Findings) {
+    let breached: Vec<String> = shard_breaches(&report.rows, max_lag)
+        .into_iter()
+        .map(|(i, ms)| describe_shard_breach(&report.rows[i], ms, max_lag.unwrap_or(0)))
+        .collect();
+    let mut text = String::new();
+    render_shards(report, &breached, format, &mut text);
+    let unchecked = Vec::new();
+    (
+        text,
+        Findings {
+            breached,
+            unchecked,
+        },
+    )
+}
+
 /// Appends a Kinesis lag report in `format` to `out`.
-pub fn render_shards(
+fn render_shards(
     report: &ShardLagReport,
     breached: &[String],
     format: LagFormat,

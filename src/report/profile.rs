@@ -91,21 +91,21 @@ fn render_summary(out: &mut String, s: &Summary, by_window: bool) {
     let _ = writeln!(out, "  late with {}", lates.join(", "));
 }
 
-/// How the report is shown: its groups' name, its format, the plot.
+/// How the report is shown: its groups' name, its format, the plot, and what it measured.
 pub struct Shown {
     pub by: Option<FieldPath>,
     pub format: ReportFormat,
     pub plot: Option<PathBuf>,
+    /// The window flags the late counts follow.
+    pub window: Option<String>,
+    /// The arrival time is when weir reads a record (no --arrival, no broker timestamp).
+    pub read_time: bool,
 }
 
 /// Where a profile's report goes, and how it is shown.
 pub struct ReportOut {
     pub sink: LineSink,
     pub shown: Shown,
-    /// The window flags the late counts follow.
-    pub window: Option<String>,
-    /// The arrival time is when weir reads a record (no --arrival, no broker timestamp).
-    pub read_time: bool,
 }
 
 impl ReportOut {
@@ -114,8 +114,8 @@ impl ReportOut {
     pub fn write(&mut self, tasks: &mut Tasks<Task>, interrupted: bool) -> Result<()> {
         let mut report = profile_task::report(tasks);
         report.interrupted = interrupted;
-        report.window = self.window.clone();
-        report.arrival_is_read_time = self.read_time;
+        report.window = self.shown.window.clone();
+        report.arrival_is_read_time = self.shown.read_time;
         let by = self.shown.by.as_ref().map(|b| b.as_str());
         let text = match self.shown.format {
             ReportFormat::Json => serde_json::to_string_pretty(&report).expect("report serialises"),

@@ -346,6 +346,12 @@ pub struct Line<'a> {
 }
 
 impl<'a> Line<'a> {
+    /// A fault at this record that ends the run (state over its cap), naming its position.
+    pub fn fatal(&self, reason: String) -> Fault {
+        let position = self.position().to_string();
+        Fault::Fatal(Error::BadInput { position, reason })
+    }
+
     pub fn position(&self) -> Position {
         match (self.offset, self.shard) {
             (Some((partition, offset)), _) => Position::Kafka {

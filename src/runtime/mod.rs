@@ -36,6 +36,6 @@ pub use run::{
     clock_from, limit_reached, run_command, run_stage, Command, Input, Keeping, RunPlan,
 };
 pub use select::Selection;
-pub use sink::{Outgoing, Sink, SinkLength};
+pub use sink::{send_envelope, Outgoing, Sink, SinkLength};
 pub use step::{Flow, RecordStep, StepCheckpoint};
 pub use summary::{Counters, ReportPlan, Stats};

@@ -2,6 +2,7 @@
 //! implements it for stdout and files, Kafka topics and Kinesis streams; the runtime holds one
 //! through the trait for dead letters, and a command holds its own.
 
+use crate::core::envelope::OwnedRecord;
 use crate::core::time::Millis;
 use crate::error::{Error, Fault, Result};
 
@@ -15,6 +16,24 @@ pub struct Outgoing<'a> {
     pub headers: &'a [(&'a str, Option<&'a [u8]>)],
     pub timestamp: Option<Millis>,
     pub partition: Option<i32>,
+}
+
+/// Sends the record an envelope described, to its own partition when `keep_partition`.
+pub fn send_envelope(
+    sink: &mut dyn Sink,
+    record: &OwnedRecord,
+    keep_partition: bool,
+) -> Result<(), Fault> {
+    let headers: Vec<(&str, Option<&[u8]>)> = (record.headers.iter())
+        .map(|(n, v)| (n.as_str(), v.as_deref()))
+        .collect();
+    sink.send(&Outgoing {
+        value: record.value.as_deref(),
+        key: record.key.as_deref(),
+        headers: &headers,
+        timestamp: record.timestamp,
+        partition: record.partition.filter(|_| keep_partition),
+    })
 }
 
 /// What every sink does. A record that the sink refuses (too large for a topic) is a

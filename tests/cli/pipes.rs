@@ -509,8 +509,15 @@ fn killed_member_drill(extra: &[&str]) {
         .map(|(at, row)| (row, got.rows.get(at)))
         .take(5)
         .collect();
-    assert!(differ.is_empty(), "rows differ: {differ:?}");
-    assert_eq!(got.rows.len(), direct.rows.len(), "rows no read has");
+    if !differ.is_empty() || got.rows.len() != direct.rows.len() {
+        let kept = dir.keep();
+        panic!(
+            "rows differ: {differ:?}; {} rows, the direct read {}; kept in {}",
+            got.rows.len(),
+            direct.rows.len(),
+            kept.display()
+        );
+    }
 }
 
 /// Behind `--repartition` a record is judged by its input partition's watermark as it stood

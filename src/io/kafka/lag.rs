@@ -24,8 +24,8 @@ pub struct GroupsQuery {
     /// The groups named (`--group`).
     pub groups: Vec<String>,
     pub all_groups: bool,
-    /// `--group-pattern`, compiled, and as given.
-    pub pattern: Option<(Regex, String)>,
+    /// `--group-pattern`.
+    pub pattern: Option<Regex>,
     pub time_mode: LagTimeMode,
 }
 
@@ -67,7 +67,7 @@ impl GroupsQuery {
             uncommitted,
             unmatched_pattern: (self.pattern.as_ref())
                 .filter(|_| !found.matched)
-                .map(|(_, text)| text.clone()),
+                .map(|p| p.as_str().to_string()),
         })
     }
 
@@ -78,7 +78,7 @@ impl GroupsQuery {
         let mut matched = false;
         if self.all_groups || self.pattern.is_some() {
             for (g, state) in cluster.groups()? {
-                if self.pattern.as_ref().is_none_or(|(p, _)| p.is_match(&g)) {
+                if self.pattern.as_ref().is_none_or(|p| p.is_match(&g)) {
                     matched = true;
                     if let Some(state) = state {
                         states.insert(g.clone(), state);

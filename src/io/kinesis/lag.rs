@@ -9,7 +9,8 @@ use aws_sdk_kinesis::primitives::DateTime;
 use aws_sdk_kinesis::types::{Record, ShardIteratorType};
 
 use super::client::{
-    arrival_millis, not_reached_by_service, retry_passing, retrying, Failure, KinesisClient,
+    arrival_millis, dynamo_client, not_reached_by_service, retry_passing, retrying, AwsOptions,
+    Failure, KinesisClient,
 };
 use super::lease::{lag_entry, marked_stream};
 use super::source::list_shards;
@@ -17,12 +18,13 @@ use crate::core::kpl;
 use crate::core::lag::{shard_time_lag, ShardCheckpoint, ShardLag};
 use crate::core::time::{now_millis, Millis};
 use crate::error::{Error, Result};
+use crate::io::spec::KinesisSpec;
 use crate::runtime::checkpoint::file::{Checkpoint, CheckpointFile, Loaded, PartitionId};
 use crate::runtime::signals::stopping;
 use crate::runtime::ShardResume;
 
 /// Whose lag: a weir checkpoint, or a KCL application.
-pub enum Consumer {
+enum Consumer {
     Checkpoint(PathBuf),
     Kcl {
         app: String,
@@ -154,8 +156,48 @@ async fn lease_positions(
     Ok(positions)
 }
 
+/// A consumer's lag measured again and again on one connection (`weir lag`, `--watch`).
+pub struct ShardLags {
+    runtime: tokio::runtime::Runtime,
+    client: KinesisClient,
+    consumer: Consumer,
+}
+
+impl ShardLags {
+    /// Connects to the stream of `spec` (and for a KCL application, `Err(app)`, to DynamoDB
+    /// at `dynamo_endpoint`) to measure the lag of `whose`.
+    pub fn connect(
+        spec: &KinesisSpec,
+        options: &AwsOptions,
+        whose: &std::result::Result<PathBuf, String>,
+        dynamo_endpoint: Option<&str>,
+    ) -> Result<ShardLags> {
+        let runtime = super::client::runtime()?;
+        let client = KinesisClient::connect(&runtime, spec, options)?;
+        let consumer = match whose {
+            Ok(path) => Consumer::Checkpoint(path.clone()),
+            Err(app) => Consumer::Kcl {
+                app: app.clone(),
+                dynamo: runtime.block_on(dynamo_client(options, dynamo_endpoint)),
+            },
+        };
+        Ok(ShardLags {
+            runtime,
+            client,
+            consumer,
+        })
+    }
+
+    /// The lag on every shard now; the retries it took are said on stderr.
+    pub fn measure(&self) -> Result<Vec<ShardLag>> {
+        let rows = self.runtime.block_on(measure(&self.client, &self.consumer));
+        self.client.say_retries();
+        rows
+    }
+}
+
 /// The lag of `consumer` on every shard of the client's stream.
-pub async fn measure(client: &KinesisClient, consumer: &Consumer) -> Result<Vec<ShardLag>> {
+async fn measure(client: &KinesisClient, consumer: &Consumer) -> Result<Vec<ShardLag>> {
     let stream = client.stream.name.clone();
     let shards = list_shards(client).await?;
     let positions = consumer.positions(client).await?;
