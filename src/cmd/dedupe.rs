@@ -107,7 +107,11 @@ impl Dedupe {
         }
         .plan(&mut input, &sink.spec, &job)?;
         plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
-        let extractor = Arc::new(fields.extractor());
+        let mut extractor = fields.extractor();
+        if let Some(i) = time_at {
+            extractor = extractor.reading_time_at(i, &args.time.time_format);
+        }
+        let extractor = Arc::new(extractor);
         let dedupe = Dedupe {
             sink,
             duplicates: args.duplicates.clone(),

@@ -77,7 +77,7 @@ struct Fields {
 impl Fields {
     /// The fields to locate, and `--where`'s after them.
     fn new(
-        time: FieldPath,
+        (time, time_format): (FieldPath, &TimeFormat),
         parts: &Partitioning,
         keys: &[FieldPath],
         values: Vec<FieldPath>,
@@ -98,7 +98,7 @@ impl Fields {
         let selection = select(&mut list)?;
         let fields = Fields {
             shuffle_at: partition_at.zip(offset_at),
-            extractor: Arc::new(list.extractor()),
+            extractor: Arc::new(list.extractor().reading_time_at(0, time_format)),
             partition_at,
             keys_at,
             count_at,
@@ -134,7 +134,14 @@ impl Windowing {
         // One extractor pulls every field the command needs in one pass over the line.
         let format = &args.time.time_format;
         let select = |list: &mut FieldList| plan::selection(&args.input.conditions, format, list);
-        let (fields, select) = Fields::new(time, &parts, &args.keys, value_paths, &aggs, select)?;
+        let (fields, select) = Fields::new(
+            (time, format),
+            &parts,
+            &args.keys,
+            value_paths,
+            &aggs,
+            select,
+        )?;
         let sink = row_sink(args)?;
         let config = WindowConfig {
             kind,

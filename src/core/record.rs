@@ -323,6 +323,8 @@ pub struct Extractor {
     trie: PathTrie,
     /// The indexes of the fields weir reads for itself (`FieldList::add_internal`).
     internal: Vec<usize>,
+    /// The field that is the event time, and how it reads: read as the line is checked.
+    event_time: Option<(usize, TimeFormat)>,
 }
 
 /// Where each requested field's raw JSON lies in the line, in the order the paths were given.
@@ -344,7 +346,37 @@ impl Extractor {
             paths,
             trie,
             internal: Vec::new(),
+            event_time: None,
         }
+    }
+
+    /// Field `i` is the event time, in `format`: the reader thread reads it as it checks the
+    /// line (`Line::time`), sparing the command's thread, which is the busier one.
+    pub fn reading_time_at(mut self, i: usize, format: &TimeFormat) -> Extractor {
+        self.event_time = Some((i, format.clone()));
+        self
+    }
+
+    /// The event time of a line whose fields are `spans`, as `reading_time_at` asked for,
+    /// when it is an RFC 3339 string of the common shape (`fast_rfc3339`); else `Millis::MIN`,
+    /// and the command reads it itself (or finds why it is no time). `line` must have been
+    /// checked to be UTF-8 JSON with these spans.
+    #[inline]
+    pub fn event_time(&self, line: &[u8], spans: &[Option<Span>]) -> Millis {
+        let Some((i, TimeFormat::Auto)) = &self.event_time else {
+            return Millis::MIN;
+        };
+        let raw = spans[*i].and_then(|(start, end)| line.get(start as usize..end as usize));
+        match raw {
+            Some([b'"', inner @ .., b'"']) => fast_rfc3339(inner).unwrap_or(Millis::MIN),
+            _ => Millis::MIN,
+        }
+    }
+
+    /// The index of the field read as the event time by `event_time`.
+    #[inline]
+    pub fn event_time_at(&self) -> Option<usize> {
+        self.event_time.as_ref().map(|(i, _)| *i)
     }
 
     pub fn paths(&self) -> &[FieldPath] {

@@ -136,6 +136,8 @@ pub(crate) struct Prepared {
     pub(crate) lines: Vec<LineInfo>,
     /// Field spans, `width` per record.
     pub(crate) spans: Fields,
+    /// Each line's event time, where the extractor reads one (`Extractor::event_time`).
+    pub(crate) times: Vec<Millis>,
     pub(crate) errors: Vec<RecordError>,
     pub(crate) width: usize,
 }
@@ -218,6 +220,28 @@ impl Prepared {
             });
             start = newline + 1;
         }
+        self.read_times(data, prepare);
+    }
+
+    /// Reads each record's event time, when the command's extractor asks for it.
+    fn read_times(&mut self, data: &[u8], prepare: &Prepare) {
+        self.times.clear();
+        let Prepare::Extract(x) = prepare else {
+            return;
+        };
+        if x.event_time_at().is_none() {
+            return;
+        }
+        for info in &self.lines {
+            self.times.push(match info.status {
+                Status::Record(at) => {
+                    let line = &data[info.start as usize..info.end as usize];
+                    let at = at as usize;
+                    x.event_time(line, &self.spans[at..at + self.width])
+                }
+                _ => Millis::MIN,
+            });
+        }
     }
 
     /// Checks the records of a broker source, which frames them itself: record `i` is
@@ -241,6 +265,7 @@ impl Prepared {
             self.lines.push(LineInfo { start, end, status });
             start = end;
         }
+        self.read_times(data, prepare);
     }
 
     /// Marks record `i` bad for `error`, whatever its check found.
@@ -343,6 +368,8 @@ pub struct Line<'a> {
     pub shard: Option<&'a ShardPosition>,
     /// Behind a shuffle: the largest event time of the record's input partition before it.
     pub carried: Option<Millis>,
+    /// The event time the reader thread read (`Millis::MIN`: none, or not asked for).
+    event_time: Millis,
 }
 
 impl<'a> Line<'a> {
@@ -437,6 +464,9 @@ impl<'a> Line<'a> {
         x: &Extractor,
         format: &TimeFormat,
     ) -> Result<Millis, RecordError> {
+        if self.event_time != Millis::MIN && x.event_time_at() == Some(i) {
+            return Ok(self.event_time);
+        }
         time_of(self.require(i, x)?, &x.paths()[i], format)
     }
 
@@ -521,6 +551,7 @@ impl Chunk {
             offset: self.positions.get(i).copied(),
             shard: self.shard_positions.get(i),
             carried: self.carried.get(i).copied().filter(|t| *t != Millis::MIN),
+            event_time: p.times.get(i).copied().unwrap_or(Millis::MIN),
         })
     }
 }
@@ -568,6 +599,41 @@ mod tests {
             line.push(b'\n');
             line
         })
+    }
+
+    /// The reader reads the event time of the records whose time is an RFC 3339 string of the
+    /// common shape; the others are left to the command (`Millis::MIN`), which reads numbers
+    /// and other shapes itself and names what is no time.
+    #[test]
+    fn the_reader_reads_event_times_the_command_would() {
+        let data = concat!(
+            "{\"t\":\"2026-11-28T12:00:00.250Z\",\"k\":1}\n",
+            "{\"t\":\"2026-11-28T13:00:00+01:00\"}\n",
+            "{\"t\":1764331200250}\n",
+            "{\"t\":\"soon\"}\n",
+            "{\"k\":2}\n",
+            "not json\n",
+        );
+        let paths = vec!["t".parse().unwrap()];
+        let x = Extractor::new(paths).reading_time_at(0, &TimeFormat::Auto);
+        let mut prepared = Prepared::default();
+        let prepare = Prepare::Extract(Arc::new(x));
+        prepared.fill(data.as_bytes(), &prepare, 1000, &mut Scratch::default());
+        // `date -u -d 2026-11-28T12:00:00Z +%s`, and 13:00+01:00 is the same instant.
+        let noon = 1_795_867_200_250;
+        let read = [
+            noon,
+            noon - 250,
+            Millis::MIN,
+            Millis::MIN,
+            Millis::MIN,
+            Millis::MIN,
+        ];
+        assert_eq!(prepared.times, read);
+        // Without the request, no time is read.
+        let plain = Prepare::Extract(Arc::new(Extractor::new(vec!["t".parse().unwrap()])));
+        prepared.fill(data.as_bytes(), &plain, 1000, &mut Scratch::default());
+        assert!(prepared.times.is_empty());
     }
 
     proptest! {
