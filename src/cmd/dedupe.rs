@@ -23,8 +23,8 @@ use crate::io::input::InputPlan;
 use crate::io::sink::{LineSink, RecordFields, SinkPlan};
 use crate::runtime::metrics::StepGauges;
 use crate::runtime::{
-    clock_from, run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep,
-    Restored, RunPlan, Sink, Stats, StepCheckpoint,
+    clock_from, run_command, saved_state, time_read_ahead, Command, Counters, Flow, Line, Prepare,
+    RecordStep, Restored, RunPlan, Sink, Stats, StepCheckpoint,
 };
 
 pub fn run(args: DedupeArgs, stop: &AtomicBool) -> Result<()> {
@@ -109,7 +109,7 @@ impl Dedupe {
         plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
         let mut extractor = fields.extractor();
         if let Some(i) = time_at {
-            extractor = extractor.reading_time_at(i, &args.time.time_format);
+            extractor = time_read_ahead(extractor, i, &args.time.time_format);
         }
         let extractor = Arc::new(extractor);
         let dedupe = Dedupe {

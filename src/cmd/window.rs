@@ -31,8 +31,8 @@ use crate::io::sink::{LineSink, RecordFields, SinkPlan, TableFormat, TableWriter
 use crate::io::spec::SinkSpec;
 use crate::runtime::metrics::StepGauges;
 use crate::runtime::{
-    clock_from, run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep,
-    Restored, RunPlan, Selection, Sink, Stats, StepCheckpoint,
+    clock_from, run_command, saved_state, time_read_ahead, Command, Counters, Flow, Line, Prepare,
+    RecordStep, Restored, RunPlan, Selection, Sink, Stats, StepCheckpoint,
 };
 
 pub fn run(args: WindowArgs, matches: &ArgMatches, stop: &AtomicBool) -> Result<()> {
@@ -98,7 +98,7 @@ impl Fields {
         let selection = select(&mut list)?;
         let fields = Fields {
             shuffle_at: partition_at.zip(offset_at),
-            extractor: Arc::new(list.extractor().reading_time_at(0, time_format)),
+            extractor: Arc::new(time_read_ahead(list.extractor(), 0, time_format)),
             partition_at,
             keys_at,
             count_at,

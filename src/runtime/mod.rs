@@ -31,7 +31,7 @@ pub use checkpoint::{
 pub use chunk::{Chunk, Line, LinePosition, Prepare, ShardPosition, CHUNK_BYTES};
 pub use drive::{drive, drive_with, Drive};
 pub use policy::{ErrorPolicy, OnError, PolicyPlan};
-pub use reader::{Feed, Framing, Reader, Revoker, Source, Starts};
+pub use reader::{time_read_ahead, Feed, Framing, Reader, Revoker, Source, Starts};
 pub use run::{
     clock_from, limit_reached, run_command, run_stage, Command, Input, Keeping, RunPlan,
 };

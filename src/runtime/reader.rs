@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use super::checkpoint::{Giving, PartitionState, ShardStart, ShardState};
 use super::chunk::{Chunk, LinePosition, Prepare, Prepared, Scratch, ShardPosition, CHUNK_BYTES};
-use crate::core::record::RecordError;
+use crate::core::record::{Extractor, RecordError};
 use crate::core::shuffle::Marker;
-use crate::core::time::Millis;
+use crate::core::time::{Millis, TimeFormat};
 use crate::error::{Error, Result};
 
 /// Chunks in flight between the threads; bounds memory and gives backpressure.
@@ -686,6 +686,17 @@ fn keep_latest(saved: &mut Vec<PartitionState>, states: Vec<PartitionState>) {
     for state in states {
         saved.retain(|s| s.partition != state.partition);
         saved.push(state);
+    }
+}
+
+/// The extractor `x` with field `i` read as the event time on the reader's thread, when that
+/// thread has a core of its own (more than one CPU is ours): there the command's thread,
+/// which sets the wall time, is spared the work; on one core it would only cost more in all.
+pub fn time_read_ahead(x: Extractor, i: usize, format: &TimeFormat) -> Extractor {
+    let own_core = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    match own_core {
+        true => x.reading_time_at(i, format),
+        false => x,
     }
 }
 
