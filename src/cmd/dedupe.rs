@@ -107,10 +107,7 @@ impl Dedupe {
         }
         .plan(&mut input, &sink.spec, &job)?;
         plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
-        let mut extractor = fields.extractor();
-        if let Some(i) = time_at {
-            extractor = time_read_ahead(extractor, i, &args.time.time_format);
-        }
+        let extractor = time_read_ahead(fields.extractor(), time_at, &args.time.time_format);
         let extractor = Arc::new(extractor);
         let dedupe = Dedupe {
             sink,

@@ -98,7 +98,7 @@ impl Fields {
         let selection = select(&mut list)?;
         let fields = Fields {
             shuffle_at: partition_at.zip(offset_at),
-            extractor: Arc::new(time_read_ahead(list.extractor(), 0, time_format)),
+            extractor: Arc::new(time_read_ahead(list.extractor(), Some(0), time_format)),
             partition_at,
             keys_at,
             count_at,

@@ -689,14 +689,14 @@ fn keep_latest(saved: &mut Vec<PartitionState>, states: Vec<PartitionState>) {
     }
 }
 
-/// The extractor `x` with field `i` read as the event time on the reader's thread, when that
-/// thread has a core of its own (more than one CPU is ours): there the command's thread,
-/// which sets the wall time, is spared the work; on one core it would only cost more in all.
-pub fn time_read_ahead(x: Extractor, i: usize, format: &TimeFormat) -> Extractor {
+/// The extractor `x` with field `i` (if any) read as the event time on the reader's thread,
+/// when that thread has a core of its own (more than one CPU is ours): there the command's
+/// thread, which sets the wall time, is spared the work; on one core it would only cost more.
+pub fn time_read_ahead(x: Extractor, i: Option<usize>, format: &TimeFormat) -> Extractor {
     let own_core = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    match own_core {
-        true => x.reading_time_at(i, format),
-        false => x,
+    match i.filter(|_| own_core) {
+        Some(i) => x.reading_time_at(i, format),
+        None => x,
     }
 }
 
