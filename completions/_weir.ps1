@@ -382,7 +382,7 @@ Register-ArgumentCompleter -Native -CommandName 'weir' -ScriptBlock {
             [CompletionResult]::new('-J', '-J ', [CompletionResultType]::ParameterName, 'The input lines are envelopes, as `weir consume -J` writes them')
             [CompletionResult]::new('--envelope', '--envelope', [CompletionResultType]::ParameterName, 'The input lines are envelopes, as `weir consume -J` writes them')
             [CompletionResult]::new('--keep-partition', '--keep-partition', [CompletionResultType]::ParameterName, 'Produce each envelope to the partition it came from (a Kafka sink)')
-            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Count what would be written, write nothing')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Count what would be written, write nothing (so there is nothing to resume)')
             [CompletionResult]::new('--reset', '--reset', [CompletionResultType]::ParameterName, 'Forget the checkpoint and start afresh')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No summary on stderr (errors are still reported)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No summary on stderr (errors are still reported)')

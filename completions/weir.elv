@@ -374,7 +374,7 @@ set edit:completion:arg-completer[weir] = {|@words|
             cand -J 'The input lines are envelopes, as `weir consume -J` writes them'
             cand --envelope 'The input lines are envelopes, as `weir consume -J` writes them'
             cand --keep-partition 'Produce each envelope to the partition it came from (a Kafka sink)'
-            cand --dry-run 'Count what would be written, write nothing'
+            cand --dry-run 'Count what would be written, write nothing (so there is nothing to resume)'
             cand --reset 'Forget the checkpoint and start afresh'
             cand -q 'No summary on stderr (errors are still reported)'
             cand --quiet 'No summary on stderr (errors are still reported)'

@@ -361,7 +361,7 @@ complete -c weir -n "__fish_weir_using_subcommand replay" -l register -d 'Sink: 
 complete -c weir -n "__fish_weir_using_subcommand replay" -l validate -d 'Check each JSON Schema value against its schema (the registry\'s or --value-schema\'s); one that fails is a bad record naming where and why. Off by default'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s J -l envelope -d 'The input lines are envelopes, as `weir consume -J` writes them'
 complete -c weir -n "__fish_weir_using_subcommand replay" -l keep-partition -d 'Produce each envelope to the partition it came from (a Kafka sink)'
-complete -c weir -n "__fish_weir_using_subcommand replay" -l dry-run -d 'Count what would be written, write nothing'
+complete -c weir -n "__fish_weir_using_subcommand replay" -l dry-run -d 'Count what would be written, write nothing (so there is nothing to resume)'
 complete -c weir -n "__fish_weir_using_subcommand replay" -l reset -d 'Forget the checkpoint and start afresh'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s q -l quiet -d 'No summary on stderr (errors are still reported)'
 complete -c weir -n "__fish_weir_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'

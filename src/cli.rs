@@ -1299,8 +1299,8 @@ pub struct ReplayArgs {
     #[arg(short = 'n', long = "count", value_name = "N")]
     pub count: Option<u64>,
 
-    /// Count what would be written, write nothing.
-    #[arg(long)]
+    /// Count what would be written, write nothing (so there is nothing to resume).
+    #[arg(long, conflicts_with = "checkpoint")]
     pub dry_run: bool,
 
     #[command(flatten)]

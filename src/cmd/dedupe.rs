@@ -16,15 +16,14 @@ use crate::core::record::{Extractor, FieldList, RecordError};
 use crate::core::saved;
 use crate::core::shuffle::Marker;
 use crate::core::time::{Millis, TimeFormat};
-use crate::core::watermark::MAX_PARTITIONS;
 use crate::core::window::KEY_SEPARATOR;
 use crate::error::{Error, Fault, Result};
 use crate::io::input::InputPlan;
 use crate::io::sink::{LineSink, RecordFields, SinkPlan};
 use crate::runtime::metrics::StepGauges;
 use crate::runtime::{
-    clock_from, run_command, saved_state, time_read_ahead, Command, Counters, Flow, Line, Prepare,
-    RecordStep, Restored, RunPlan, Sink, Stats, StepCheckpoint,
+    clock_from, run_command, saved_state, time_read_ahead, Command, Counters, Flow, Line,
+    PartitionFields, Prepare, RecordStep, Restored, RunPlan, Sink, Stats, StepCheckpoint,
 };
 
 pub fn run(args: DedupeArgs, stop: &AtomicBool) -> Result<()> {
@@ -47,16 +46,9 @@ struct Reading {
     id_fields: usize,
     time_at: Option<usize>,
     time_format: TimeFormat,
-    partition_at: Option<usize>,
-    /// A piped envelope's count of partitions (`Partitioning::count`).
-    count_at: Option<usize>,
-    /// Behind a shuffle: the envelope's input partition and offset.
-    shuffle_at: Option<(usize, usize)>,
+    parts: PartitionFields,
     /// With -G: the envelope's key, which must spell the record's id.
     message_key_at: Option<usize>,
-    /// The partitions are the source's own (Kafka partitions, Kinesis shards), which it
-    /// reports as it reads them.
-    by_source_partition: bool,
     horizon_by: HorizonBy,
 }
 
@@ -79,22 +71,13 @@ impl Dedupe {
         let mut fields = FieldList::default();
         fields.add_all(args.ids.iter().cloned());
         let time_at = fields.add_some(args.time.time.clone().filter(|_| event_time));
-        let partition_at = fields.add_some(parts.field.clone().filter(|_| event_time));
-        let count_at = fields.add_some_internal(parts.count.clone().filter(|_| event_time));
-        // Behind a shuffle: where each record stood in the input (repeats are dropped).
-        let shuffle_at = parts.shuffled.then(|| {
-            let field = parts.field.clone().expect("a Kafka source");
-            let partition = partition_at.unwrap_or_else(|| fields.add_internal(field));
-            (
-                partition,
-                fields.add_internal("offset".parse().expect("a path")),
-            )
-        });
+        // Behind a shuffle, where each record stood in the input too (repeats are dropped).
+        let partition_fields = plan::partition_fields(&parts, &mut fields, event_time);
         let select = plan::selection(&args.input.conditions, &args.time.time_format, &mut fields)?;
         let s = &args.sink;
         let record_fields = RecordFields::parse(s.key.as_ref(), &s.headers)?;
         let sink = plan::sink_plan(&s.output, record_fields, &args.input)?;
-        let job = job(args, &input, &fields, time_at, partition_at);
+        let job = job(args, &input, &fields, time_at, partition_fields.at);
         let job = format!("{job}, --where {:?}", args.input.conditions);
         // With -G, each record must be keyed by its id: its envelope's key is read too.
         let message_key_at =
@@ -119,11 +102,8 @@ impl Dedupe {
                 id_fields: args.ids.len(),
                 time_at,
                 time_format: args.time.time_format.clone(),
-                partition_at,
-                count_at,
-                shuffle_at,
+                parts: partition_fields,
                 message_key_at,
-                by_source_partition: parts.by_source && event_time,
                 horizon_by: args.horizon_by,
             },
         };
@@ -338,18 +318,12 @@ impl DedupeStep {
             Some(i) => line.time(i, x, &self.reading.time_format)?,
             None => task.seq,
         };
-        let partition =
-            match (self.reading.partition_at, shuffled) {
-                (None, _) => 0,
-                // Behind a shuffle, the input partition's number is its id in every task.
-                (Some(_), Some(input)) => input,
-                (Some(i), None) => task.partitions.id(line.require(i, x)?).ok_or_else(|| {
-                    RecordError::BadValue {
-                        path: x.paths()[i].to_string(),
-                        reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
-                    }
-                })?,
-            };
+        let partition = match (self.reading.parts.at, shuffled) {
+            (None, _) => 0,
+            // Behind a shuffle, the input partition's number is its id in every task.
+            (Some(_), Some(input)) => input,
+            (Some(_), None) => self.reading.parts.id(line, x, &mut task.partitions)?,
+        };
         Ok((t, partition))
     }
 }
@@ -357,9 +331,8 @@ impl DedupeStep {
 impl RecordStep for DedupeStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         self.tasks.activate(line.task());
-        let shuffled = match self.reading.shuffle_at {
-            Some(at) => {
-                let (input, offset) = line.input_position(at, &self.reading.extractor)?;
+        let shuffled = match self.reading.parts.shuffled(line, &self.reading.extractor)? {
+            Some((input, offset)) => {
                 // A record a restarted writer sent again was taken in already.
                 let watermarks = &mut self.tasks.active.watermarks;
                 if !watermarks.first_pass(input, offset, self.now) {
@@ -375,7 +348,7 @@ impl RecordStep for DedupeStep {
             None => None,
         };
         let (t, partition) = self.parse(line, shuffled)?;
-        if let Some(n) = plan::partition_count(line, self.reading.count_at) {
+        if let Some(n) = self.reading.parts.count(line) {
             self.tasks.active.watermarks.expect(n, self.now);
         }
         if let Some(at) = self.reading.message_key_at {
@@ -485,16 +458,19 @@ impl RecordStep for DedupeStep {
     }
 
     fn assigned(&mut self, partitions: &[String]) {
-        if !self.reading.by_source_partition {
+        let task = &mut self.tasks.active;
+        let Some(ids) = self
+            .reading
+            .parts
+            .assigned(partitions, &mut task.partitions)
+        else {
             return;
-        }
+        };
         // Named by their envelope field's JSON text, which is what ids are keyed by. A
         // partition read to its end (a Kinesis parent) stops holding the watermark back; one
         // newly read holds it until it speaks or goes idle.
         self.now = self.clock();
-        let task = &mut self.tasks.active;
-        let ids = task.partitions.ids_of(partitions);
-        task.watermarks.assign(&ids, self.now);
+        self.tasks.active.watermarks.assign(&ids, self.now);
     }
 
     fn tick(&mut self, counters: &mut Counters) -> Result<()> {

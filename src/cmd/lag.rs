@@ -4,10 +4,9 @@
 //! the time lag, MillisBehindLatest and the lease owner.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-use std::path::PathBuf;
 
 use super::plan;
 use crate::cli::LagArgs;

@@ -14,11 +14,14 @@ use crate::cli::{
 };
 use crate::core::avro::AvroJson;
 use crate::core::filter::Filter;
+use crate::core::profile_task::WindowRule;
 use crate::core::record::{Extractor, FieldList, FieldPath};
 use crate::core::time::{human_duration, now_millis, Millis, TimeFormat, TimeRange};
 use crate::core::window::WindowKind;
 use crate::error::{Error, Result};
-use crate::io::input::{ClientRequest, InputPlan, SchemaRequest, SourcePlan, SourceRequest};
+use crate::io::input::{
+    ClientRequest, InputPlan, Partitioning, SchemaRequest, SourcePlan, SourceRequest,
+};
 use crate::io::kafka::{ChangelogPlan, ClientOptions};
 use crate::io::kinesis::{StatesPlan, StoreSpec};
 use crate::io::metrics::Endpoint;
@@ -30,7 +33,9 @@ use crate::io::spec::{self, SinkSpec};
 use crate::report::metrics::{render_run, Exposition, Kind, MetricsFormat, RunLabels};
 use crate::runtime::metrics;
 use crate::runtime::watch::{Findings, Watch};
-use crate::runtime::{CheckpointPlan, Keeping, PolicyPlan, Prepare, ReportPlan, Selection};
+use crate::runtime::{
+    CheckpointPlan, Keeping, PartitionFields, PolicyPlan, Prepare, ReportPlan, Selection,
+};
 
 /// `--stats` and `--quiet`.
 pub fn report_plan(report: &ReportArgs) -> ReportPlan {
@@ -513,16 +518,18 @@ pub fn ndjson_time_range(broker: &BrokerArgs, timed: bool, or_else: &str) -> Res
 }
 
 /// The window that `--tumbling`, `--hop`/`--slide` or `--session` give (`window`'s, or the one
-/// `watermark-profile` predicts), shifted by `--offset`; `None` when none is given.
-pub fn window_kind(
+/// `watermark-profile` predicts), shifted by `--offset`, with its allowed lateness and bound;
+/// `None` when none is given.
+pub fn window_rule(
     (tumbling, hop, slide): (Option<Millis>, Option<Millis>, Option<Millis>),
     session: Option<Millis>,
-    offset: Millis,
-) -> Result<Option<WindowKind>> {
-    Ok(Some(match (tumbling, hop.zip(slide), session) {
+    (offset, allowed_lateness): (Millis, Millis),
+    max_open_windows: usize,
+) -> Result<Option<WindowRule>> {
+    let kind = match (tumbling, hop.zip(slide), session) {
         (Some(size), ..) => WindowKind::Tumbling { size, offset },
         (None, Some((size, slide)), _) => {
-            check_slide(size, slide)?;
+            check_slide(size, slide, max_open_windows)?;
             WindowKind::Hopping { size, slide, offset }
         }
         (None, None, Some(_)) if offset != 0 => {
@@ -532,27 +539,57 @@ pub fn window_kind(
         }
         (None, None, Some(gap)) => WindowKind::Session { gap },
         (None, None, None) => return Ok(None),
+    };
+    Ok(Some(WindowRule {
+        kind,
+        allowed_lateness,
+        max_open_windows,
     }))
 }
 
 /// `--hop SIZE --slide SLIDE` (window's, or the profile's predicting one). Flink and Spark take
 /// any slide up to the size; a longer one would leave gaps that no window covers, and the
-/// records there would belong nowhere.
-pub fn check_slide(size: Millis, slide: Millis) -> Result<()> {
-    if slide <= size {
-        return Ok(());
+/// records there would belong nowhere. Each record opens up to size/slide windows at once:
+/// more than the bound allows would stop the run at its first record, after allocating them.
+fn check_slide(size: Millis, slide: Millis, max_open_windows: usize) -> Result<()> {
+    let (size_text, slide_text) = (human_duration(size), human_duration(slide));
+    if slide > size {
+        return Err(Error::Usage(format!(
+            "--slide ({slide_text}) is longer than --hop ({size_text}): records between the windows would belong to none"
+        )));
     }
-    Err(Error::Usage(format!(
-        "--slide ({}) is longer than --hop ({}): records between the windows would belong to none",
-        human_duration(slide),
-        human_duration(size)
-    )))
+    let per_record = (size as u64).div_ceil(slide as u64);
+    if per_record > max_open_windows as u64 {
+        return Err(Error::Usage(format!(
+            "--hop {size_text} --slide {slide_text} puts every record in {per_record} windows, more than --max-open-windows ({max_open_windows}): give a longer slide"
+        )));
+    }
+    Ok(())
 }
 
-/// How many partitions a piped envelope says its read has, if it says so.
-pub fn partition_count(line: &crate::runtime::Line<'_>, at: Option<usize>) -> Option<usize> {
-    let n: usize = line.field(at?)?.parse().ok()?;
-    Some(n.min(crate::core::watermark::MAX_PARTITIONS))
+/// The fields that say a record's input partition (added to `list` when `judged`: the command
+/// judges records by their partition's watermark), and behind a shuffle its input position.
+pub fn partition_fields(
+    parts: &Partitioning,
+    list: &mut FieldList,
+    judged: bool,
+) -> PartitionFields {
+    let at = list.add_some(parts.field.clone().filter(|_| judged));
+    let count_at = list.add_some_internal(parts.count.clone().filter(|_| judged));
+    let shuffle_at = parts.shuffled.then(|| {
+        let field = parts.field.clone().expect("a Kafka source");
+        let partition = at.unwrap_or_else(|| list.add_internal(field));
+        (
+            partition,
+            list.add_internal("offset".parse().expect("a path")),
+        )
+    });
+    PartitionFields {
+        at,
+        count_at,
+        shuffle_at,
+        by_source: parts.by_source && judged,
+    }
 }
 
 /// `--idle-timeout` lets a silent partition stop holding the watermark back: where a
@@ -560,7 +597,7 @@ pub fn partition_count(line: &crate::runtime::Line<'_>, at: Option<usize>) -> Op
 /// partition), it would change nothing, so it is refused rather than ignored.
 pub fn check_idle_timeout(
     idle: Option<crate::core::time::Millis>,
-    parts: &crate::io::input::Partitioning,
+    parts: &Partitioning,
 ) -> Result<()> {
     if idle.is_none() || parts.field.is_some() {
         return Ok(());

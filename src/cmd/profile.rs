@@ -22,8 +22,8 @@ use crate::io::sink::{LineSink, SinkPlan};
 use crate::report::profile::{ReportOut, Shown};
 use crate::runtime::metrics::StepGauges;
 use crate::runtime::{
-    run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep, Restored,
-    RunPlan, Stats, StepCheckpoint,
+    run_command, saved_state, Command, Counters, Flow, Line, PartitionFields, Prepare, RecordStep,
+    Restored, RunPlan, Stats, StepCheckpoint,
 };
 
 pub fn run(args: ProfileArgs, stop: &AtomicBool) -> Result<()> {
@@ -62,16 +62,9 @@ fn job(args: &ProfileArgs, input: &InputPlan, fields: &FieldList, window: Option
 fn window_rule(args: &ProfileArgs) -> Result<Option<(WindowRule, String)>> {
     let sizes = (args.tumbling, args.hop, args.slide);
     // clap: --offset and --allowed-lateness need one of them.
-    let Some(kind) = plan::window_kind(sizes, args.session, args.offset)? else {
-        return Ok(None);
-    };
-    let rule = WindowRule {
-        kind,
-        allowed_lateness: args.allowed_lateness,
-        max_open_windows: args.max_open_windows,
-    };
-    let flags = rule.flags(&args.keys);
-    Ok(Some((rule, flags)))
+    let shift = (args.offset, args.allowed_lateness);
+    let rule = plan::window_rule(sizes, args.session, shift, args.max_open_windows)?;
+    Ok(rule.map(|rule| (rule, rule.flags(&args.keys))))
 }
 
 /// Where a record's fields are, and how its times read: the event time is the first.
@@ -80,11 +73,7 @@ struct Reading {
     time_format: TimeFormat,
     arrival_at: Option<usize>,
     by_at: Option<usize>,
-    partition_at: Option<usize>,
-    /// An envelope's count of its source's partitions.
-    count_at: Option<usize>,
-    /// The partitions are the source's own, which it names as it assigns them.
-    by_source: bool,
+    parts: PartitionFields,
     /// The --key fields (with --session), `keys` of them from this index.
     keys_at: usize,
     keys: usize,
@@ -103,8 +92,7 @@ impl Profiling {
         fields.add(time);
         let arrival_at = fields.add_some(arrival);
         let by_at = fields.add_some(args.by.clone());
-        let partition_at = fields.add_some(parts.field);
-        let count_at = fields.add_some_internal(parts.count.clone());
+        let partition_fields = plan::partition_fields(&parts, &mut fields, true);
         let keys_at = fields.add_all(args.keys.iter().cloned());
         let select = plan::selection(&args.input.conditions, &args.time.time_format, &mut fields)?;
         if args.checkpoint.checkpoint.is_some() && arrival_at.is_none() {
@@ -140,9 +128,7 @@ impl Profiling {
                 time_format: args.time.time_format.clone(),
                 arrival_at,
                 by_at,
-                partition_at,
-                count_at,
-                by_source: parts.by_source,
+                parts: partition_fields,
                 keys_at,
                 keys: args.keys.len(),
             },
@@ -235,16 +221,13 @@ impl RecordStep for ProfileStep {
             return Ok(Flow::Continue);
         };
         // Past MAX_PARTITIONS values, the rest share the last one: a profile measures on.
-        let partition = match r.partition_at.and_then(|i| line.field(i)) {
-            None => 0,
-            Some(value) => self.partitions.id(value).unwrap_or(MAX_PARTITIONS - 1),
-        };
+        let partition = (r.parts.id(line, x, &mut self.partitions)).unwrap_or(MAX_PARTITIONS - 1);
         let group = r.by_at.map(|i| match line.field(i).map(Scalar::from_raw) {
             Some(Scalar::Str(s)) => s.into_owned(),
             Some(_) => line.field(i).unwrap_or("null").to_string(),
             None => "(missing)".to_string(),
         });
-        if let Some(n) = plan::partition_count(line, r.count_at) {
+        if let Some(n) = r.parts.count(line) {
             self.tasks.active.expect(n);
         }
         let key = line.key(r.keys_at, r.keys, x, &mut self.key)?;
@@ -264,8 +247,11 @@ impl RecordStep for ProfileStep {
     }
 
     fn assigned(&mut self, partitions: &[String]) {
-        if self.reading.by_source {
-            let ids = self.partitions.ids_of(partitions);
+        if let Some(ids) = self
+            .reading
+            .parts
+            .assigned(partitions, &mut self.partitions)
+        {
             self.tasks.active.assign(&ids);
         }
     }

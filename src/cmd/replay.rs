@@ -3,15 +3,12 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use serde::{Deserialize, Serialize};
+use std::time::Instant;
 
 use super::plan::{self, KeepingArgs, PassThrough};
 use crate::cli::ReplayArgs;
-use crate::core::envelope::read_envelope;
-use crate::core::pace::{Pace, PaceProgress, Pacer};
-use crate::core::record::{as_utf8, Extractor, RecordError};
+use crate::core::pace::{Due, Pace, Schedule, ScheduleState};
+use crate::core::record::Extractor;
 use crate::core::saved;
 use crate::core::time::{Millis, TimeFormat, TimeRange};
 use crate::error::{Error, Fault, Result};
@@ -35,29 +32,18 @@ struct Replay {
     /// `None` on --dry-run.
     sink: Option<SinkPlan>,
     pace: Pace,
+    range: TimeRange,
     sending: Sending,
 }
 
-/// What is sent, and when: the part of a replay its plan hands its step as it is.
+/// What is sent: the part of a replay its plan hands its step as it is.
 struct Sending {
     envelope: bool,
     keep_partition: bool,
     time: Option<Arc<Extractor>>,
     time_format: TimeFormat,
-    range: TimeRange,
     /// `-n`: stop after this many records sent.
     limit: Option<u64>,
-}
-
-/// What a replay checkpoint keeps besides positions, counters and output lengths.
-#[derive(Debug, Serialize, Deserialize)]
-struct ReplayState {
-    /// The time range as the first run resolved it (`-1h` stays the hour it first meant).
-    range: TimeRange,
-    pace: PaceProgress,
-    /// Milliseconds since the run started: a resumed run's clock goes on from here, so it
-    /// keeps the pace rather than catching up in a burst or waiting the whole run again.
-    elapsed: Millis,
 }
 
 impl Replay {
@@ -85,12 +71,12 @@ impl Replay {
         let replay = Replay {
             sink: (!args.dry_run).then_some(sink),
             pace,
+            range,
             sending: Sending {
                 envelope,
                 keep_partition: args.keep_partition,
                 time: read.time,
                 time_format: args.time.time_format.clone(),
-                range,
                 limit: args.count,
             },
         };
@@ -109,12 +95,6 @@ impl Replay {
 
 /// The flags that need plain lines, or envelopes, or a sink.
 fn check_envelope_flags(args: &ReplayArgs, envelope: bool) -> Result<()> {
-    if args.dry_run && args.checkpoint.checkpoint.is_some() {
-        return Err(Error::Usage(
-            "--dry-run writes nothing, so there is nothing to resume: leave out --checkpoint"
-                .into(),
-        ));
-    }
     if args.keep_partition && !envelope {
         return Err(Error::Usage(
             "--keep-partition needs envelopes (-J, or a Kafka source)".into(),
@@ -184,13 +164,12 @@ impl Command for Replay {
     fn open(self, restored: Option<&Restored>) -> Result<ReplayStep> {
         let mut step = ReplayStep {
             sink: LineSink::discard(),
-            pacer: Pacer::new(self.pace),
+            schedule: Schedule::new(self.range, self.pace),
             started: Instant::now(),
             sending: self.sending,
         };
-        if let Some(state) = saved_state::<ReplayState>(restored)? {
-            step.sending.range = state.range;
-            step.pacer = Pacer::resume(self.pace, state.pace);
+        if let Some(state) = saved_state::<ScheduleState>(restored)? {
+            step.schedule = Schedule::resume(self.pace, &state);
             step.started = clock_from(state.elapsed);
         }
         if let Some(sink) = &self.sink {
@@ -203,21 +182,23 @@ impl Command for Replay {
 struct ReplayStep {
     /// One that keeps nothing on --dry-run.
     sink: LineSink,
-    pacer: Pacer,
+    schedule: Schedule,
     started: Instant,
     sending: Sending,
 }
 
 impl ReplayStep {
     /// Why a record at time `t` is not sent now: out of the range (filtered), or not due yet
-    /// (the wait). Short waits are left to add up: due times are absolute, so nothing drifts.
+    /// (the wait).
     fn not_yet(&mut self, t: Option<Millis>, counters: &mut Counters) -> Option<Flow> {
-        if !self.sending.range.admits(t) {
-            counters.filtered += 1;
-            return Some(Flow::Continue);
+        match self.schedule.due(self.started.elapsed(), t) {
+            Due::Now => None,
+            Due::Wait(wait) => Some(Flow::Wait(wait)),
+            Due::Out => {
+                counters.filtered += 1;
+                Some(Flow::Continue)
+            }
         }
-        let wait = self.pacer.wait_before(self.started.elapsed(), t);
-        (wait >= Duration::from_millis(1)).then_some(Flow::Wait(wait))
     }
 
     /// Sends an envelope as the record it describes: its key, headers, timestamp, and with
@@ -227,11 +208,7 @@ impl ReplayStep {
         line: &Line<'_>,
         counters: &mut Counters,
     ) -> Result<Option<Flow>, Fault> {
-        let text = as_utf8(line.bytes)?;
-        let record = read_envelope(text).map_err(|e| RecordError::BadValue {
-            path: "(envelope)".into(),
-            reason: e.to_string(),
-        })?;
+        let record = line.envelope()?;
         if let Some(not_yet) = self.not_yet(record.timestamp, counters) {
             return Ok(Some(not_yet));
         }
@@ -272,7 +249,7 @@ impl RecordStep for ReplayStep {
         if let Some(flow) = not_yet {
             return Ok(flow);
         }
-        self.pacer.sent();
+        self.schedule.sent();
         counters.written += 1;
         Ok(if limit_reached(self.sending.limit, counters) {
             Flow::Stop
@@ -282,11 +259,7 @@ impl RecordStep for ReplayStep {
     }
 
     fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {
-        let state = ReplayState {
-            range: self.sending.range,
-            pace: self.pacer.progress(),
-            elapsed: self.started.elapsed().as_millis() as Millis,
-        };
+        let state = self.schedule.state(self.started.elapsed());
         Ok(StepCheckpoint {
             state: saved::encode(&state),
             sinks: self.sink.durable()?.into_iter().collect(),

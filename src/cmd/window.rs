@@ -16,14 +16,15 @@ use crate::core::aggregate::{
     is_plain_name, parse_percentile, prepare, AggInput, AggKind, AggSpec,
 };
 use crate::core::partitioned::{PartitionStates, Tasks};
+use crate::core::profile_task::WindowRule;
 use crate::core::record::{Extractor, FieldList, FieldPath, RecordError};
 use crate::core::saved;
 use crate::core::shuffle::Marker;
-use crate::core::time::{human_duration, Millis, TimeFormat};
-use crate::core::watermark::{PartitionIds, Watermarks, MAX_PARTITIONS};
+use crate::core::time::{Millis, TimeFormat};
+use crate::core::watermark::{PartitionIds, Watermarks};
 use crate::core::window::{
     check_column_names, EmitMode, Outcome, Row, RowColumns, TooManyWindows, WindowConfig,
-    WindowKind, WindowOperator, WindowState,
+    WindowOperator, WindowState,
 };
 use crate::error::{Error, Fault, Result};
 use crate::io::input::{InputPlan, Partitioning};
@@ -31,8 +32,9 @@ use crate::io::sink::{LineSink, RecordFields, SinkPlan, TableFormat, TableWriter
 use crate::io::spec::SinkSpec;
 use crate::runtime::metrics::StepGauges;
 use crate::runtime::{
-    clock_from, run_command, saved_state, time_read_ahead, Command, Counters, Flow, Line, Prepare,
-    RecordStep, Restored, RunPlan, Selection, Sink, Stats, StepCheckpoint,
+    clock_from, run_command, saved_state, time_read_ahead, Command, Counters, Flow, Line,
+    PartitionFields, Prepare, RecordStep, Restored, RunPlan, Selection, Sink, Stats,
+    StepCheckpoint,
 };
 
 pub fn run(args: WindowArgs, matches: &ArgMatches, stop: &AtomicBool) -> Result<()> {
@@ -52,8 +54,6 @@ struct Windowing {
     per_partition: bool,
     fields: Fields,
     time_format: TimeFormat,
-    /// Watermarks are per partition of the broker source, so its assignment declares them.
-    by_source_partition: bool,
     key_columns: Vec<String>,
 }
 
@@ -61,17 +61,13 @@ struct Windowing {
 /// values.
 struct Fields {
     extractor: Arc<Extractor>,
-    partition_at: Option<usize>,
+    parts: PartitionFields,
     keys_at: usize,
     /// With -G: the envelope's `key`, then its `key_encoding`, which must spell the record's
     /// `--key` value.
     message_key_at: Option<usize>,
     /// For each aggregate, the field it reads, if any.
     agg_fields: Vec<Option<usize>>,
-    /// Behind a shuffle (`--repartition`): the envelope's input `partition` and `offset`.
-    shuffle_at: Option<(usize, usize)>,
-    /// A piped envelope's count of partitions (`Partitioning::count`).
-    count_at: Option<usize>,
 }
 
 impl Fields {
@@ -86,22 +82,16 @@ impl Fields {
     ) -> Result<(Fields, Option<Selection>)> {
         let mut list = FieldList::default();
         list.add(time);
-        let partition_at = list.add_some(parts.field.clone());
+        let partition_fields = plan::partition_fields(parts, &mut list, true);
         let keys_at = list.add_all(keys.iter().cloned());
         let values_at = list.add_all(values);
-        let count_at = list.add_some_internal(parts.count.clone());
         let message_key_at =
             (parts.per_partition && !parts.shuffled).then(|| list.add_message_key());
-        let offset_at = parts
-            .shuffled
-            .then(|| list.add_internal("offset".parse().expect("a path")));
         let selection = select(&mut list)?;
         let fields = Fields {
-            shuffle_at: partition_at.zip(offset_at),
             extractor: Arc::new(time_read_ahead(list.extractor(), Some(0), time_format)),
-            partition_at,
+            parts: partition_fields,
             keys_at,
-            count_at,
             message_key_at,
             agg_fields: aggs
                 .iter()
@@ -127,7 +117,7 @@ impl Windowing {
             "has its own windows and watermark",
         )?;
         plan::check_idle_timeout(args.idle_timeout, &parts)?;
-        let kind = window_kind(args)?;
+        let rule = window_rule(args)?;
         let (aggs, value_paths) = aggregate_specs(args, matches)?;
         let key_columns: Vec<String> = args.keys.iter().map(FieldPath::column_name).collect();
         check_column_names(&key_columns, &aggs).map_err(Error::Usage)?;
@@ -144,11 +134,11 @@ impl Windowing {
         )?;
         let sink = row_sink(args)?;
         let config = WindowConfig {
-            kind,
-            allowed_lateness: args.allowed_lateness,
+            kind: rule.kind,
+            allowed_lateness: rule.allowed_lateness,
             emit: args.emit,
             aggs,
-            max_open_windows: args.max_open_windows,
+            max_open_windows: rule.max_open_windows,
         };
         let job = job(args, &input, &fields, &config);
         let job = format!("{job}, --where {:?}", args.input.conditions);
@@ -174,7 +164,6 @@ impl Windowing {
             idle_timeout: args.idle_timeout,
             per_partition: parts.per_partition,
             time_format: args.time.time_format.clone(),
-            by_source_partition: parts.by_source,
             key_columns,
             fields,
         };
@@ -231,7 +220,7 @@ fn job(args: &WindowArgs, input: &InputPlan, fields: &Fields, config: &WindowCon
             .map(|p| p.as_str())
             .collect::<Vec<_>>(),
         args.time.time_format,
-        fields.partition_at,
+        fields.parts.at,
         fields.keys_at,
         config.kind,
         args.allowed_lateness,
@@ -277,7 +266,6 @@ impl Command for Windowing {
             ops,
             fields: self.fields,
             time_format: self.time_format,
-            by_source_partition: self.by_source_partition,
             key_columns: self.key_columns,
             marks: self.config.allowed_lateness > 0 || self.config.emit == EmitMode::Updates,
             partitions: PartitionIds::default(),
@@ -318,25 +306,12 @@ struct StepState {
     now: Millis,
 }
 
-fn window_kind(args: &WindowArgs) -> Result<WindowKind> {
+/// The window rule of `--tumbling`, `--hop`/`--slide` or `--session`, one of which clap made sure is given.
+fn window_rule(args: &WindowArgs) -> Result<WindowRule> {
     let sizes = (args.tumbling, args.hop, args.slide);
-    let kind = plan::window_kind(sizes, args.session, args.offset)?.ok_or_else(|| {
-        Error::Usage("give one of --tumbling SIZE, --hop SIZE --slide S, --session GAP".into())
-    })?;
-    if let WindowKind::Hopping { size, slide, .. } = kind {
-        // Each record opens up to size/slide windows at once: more than the bound allows
-        // would stop the run at its first record, after allocating them all.
-        let per_record = (size as u64).div_ceil(slide as u64);
-        if per_record > args.max_open_windows as u64 {
-            return Err(Error::Usage(format!(
-                "--hop {} --slide {} puts every record in {per_record} windows, more than --max-open-windows ({}): give a longer slide",
-                human_duration(size),
-                human_duration(slide),
-                args.max_open_windows
-            )));
-        }
-    }
-    Ok(kind)
+    let shift = (args.offset, args.allowed_lateness);
+    let rule = plan::window_rule(sizes, args.session, shift, args.max_open_windows)?;
+    Ok(rule.expect("clap requires a window"))
 }
 
 /// An aggregate as the command line gives it: where its flag is, what it computes, the
@@ -455,7 +430,6 @@ struct WindowStep {
     /// The fields this command reads, located by the reader thread.
     fields: Fields,
     time_format: TimeFormat,
-    by_source_partition: bool,
     key_columns: Vec<String>,
     /// Rows can be updates or retractions (allowed lateness, or --emit updates).
     marks: bool,
@@ -556,18 +530,10 @@ impl WindowStep {
         let x = &*fields.extractor;
         let keys_at = fields.keys_at;
         let ts = line.time(0, x, &self.time_format)?;
-        let partition = match (shuffled, fields.partition_at) {
+        let partition = match shuffled {
             // Behind a shuffle, the input partition's number is its id in every task.
-            (Some(input), _) => input,
-            (None, None) => 0,
-            (None, Some(i)) => {
-                partitions
-                    .id(line.require(i, x)?)
-                    .ok_or_else(|| RecordError::BadValue {
-                        path: x.paths()[i].to_string(),
-                        reason: format!("more than {MAX_PARTITIONS} distinct partition values"),
-                    })?
-            }
+            Some(input) => input,
+            None => fields.parts.id(line, x, partitions)?,
         };
         // One key field is used in place; several are joined in `key`.
         let single_key = line.key(keys_at, key_columns.len(), x, key)?;
@@ -588,9 +554,8 @@ impl WindowStep {
 impl RecordStep for WindowStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         self.ops.activate(line.task());
-        let shuffled = match self.fields.shuffle_at {
-            Some(at) => {
-                let (input, offset) = line.input_position(at, &self.fields.extractor)?;
+        let shuffled = match self.fields.parts.shuffled(line, &self.fields.extractor)? {
+            Some((input, offset)) => {
                 // A record a restarted writer sent again was taken in already.
                 if !self.ops.active.first_pass(input, offset, self.now) {
                     return Ok(Flow::Continue);
@@ -607,7 +572,7 @@ impl RecordStep for WindowStep {
         if parsed.is_ok() {
             self.keyed(line)?;
         }
-        if let Some(n) = plan::partition_count(line, self.fields.count_at) {
+        if let Some(n) = self.fields.parts.count(line) {
             self.ops.active.expect(n, self.now);
         }
         let outcome = parsed.map(|(ts, partition, single_key)| {
@@ -671,11 +636,9 @@ impl RecordStep for WindowStep {
     }
 
     fn assigned(&mut self, partitions: &[String]) {
-        if !self.by_source_partition {
+        let Some(ids) = self.fields.parts.assigned(partitions, &mut self.partitions) else {
             return;
-        }
-        // Named by their envelope field's JSON text, which is what ids are keyed by.
-        let ids = self.partitions.ids_of(partitions);
+        };
         self.now = self.clock();
         // Rows a revoked partition held back go out with the next record or tick.
         self.ops.active.assign(&ids, self.now, &mut self.rows);

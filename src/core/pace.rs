@@ -1,11 +1,11 @@
-//! Replay pacing: when each record is due, by a fixed rate or by its timestamp at a speed-up.
-//! Pure: the caller passes elapsed time and sleeps.
+//! Replay pacing: which records are sent (a time range) and when each is due, by a fixed rate
+//! or by its timestamp at a speed-up. Pure: the caller passes elapsed time and sleeps.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::time::Millis;
+use super::time::{Millis, TimeRange};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Pace {
@@ -85,6 +85,76 @@ impl Pacer {
     }
 }
 
+/// What a replay sends, and when: the records of a time range, at a pace.
+#[derive(Debug)]
+pub struct Schedule {
+    range: TimeRange,
+    pacer: Pacer,
+}
+
+/// What a checkpoint keeps of a schedule.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ScheduleState {
+    /// The time range as the first run resolved it (`-1h` stays the hour it first meant).
+    range: TimeRange,
+    pace: PaceProgress,
+    /// Milliseconds since the run started: a resumed run's clock goes on from here, so it
+    /// keeps the pace rather than catching up in a burst or waiting the whole run again.
+    pub elapsed: Millis,
+}
+
+/// What to do with a record now.
+#[derive(Debug, PartialEq)]
+pub enum Due {
+    /// Send it.
+    Now,
+    /// Wait this long first.
+    Wait(Duration),
+    /// Out of the range: never.
+    Out,
+}
+
+impl Schedule {
+    pub fn new(range: TimeRange, pace: Pace) -> Schedule {
+        let pacer = Pacer::new(pace);
+        Schedule { range, pacer }
+    }
+
+    /// A schedule that goes on from a checkpoint's.
+    pub fn resume(pace: Pace, state: &ScheduleState) -> Schedule {
+        let pacer = Pacer::resume(pace, state.pace);
+        Schedule {
+            range: state.range,
+            pacer,
+        }
+    }
+
+    /// What to do with a record of time `t`, `elapsed` after the start. Waits under a
+    /// millisecond are left to add up: due times are absolute, so nothing drifts.
+    pub fn due(&mut self, elapsed: Duration, t: Option<Millis>) -> Due {
+        if !self.range.admits(t) {
+            return Due::Out;
+        }
+        match self.pacer.wait_before(elapsed, t) {
+            wait if wait >= Duration::from_millis(1) => Due::Wait(wait),
+            _ => Due::Now,
+        }
+    }
+
+    /// The record `due` said to send has been sent.
+    pub fn sent(&mut self) {
+        self.pacer.sent();
+    }
+
+    pub fn state(&self, elapsed: Duration) -> ScheduleState {
+        ScheduleState {
+            range: self.range,
+            pace: self.pacer.progress(),
+            elapsed: elapsed.as_millis() as Millis,
+        }
+    }
+}
+
 /// `secs` as a duration; one too long to hold is as good as forever.
 fn seconds(secs: f64) -> Duration {
     Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
@@ -149,6 +219,30 @@ pub fn parse_speed(s: &str) -> Result<f64, String> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_schedule_sends_its_range_at_its_pace_and_resumes_where_it_was() {
+        let range = TimeRange {
+            from: Some(1_000),
+            to: Some(5_000),
+        };
+        let mut s = Schedule::new(range, Pace::Rate(2.0));
+        let at = Duration::from_millis;
+        assert_eq!(s.due(at(0), Some(999)), Due::Out);
+        assert_eq!(s.due(at(0), Some(5_000)), Due::Out, "the end is not in it");
+        assert_eq!(s.due(at(0), Some(1_000)), Due::Now);
+        s.sent();
+        // The second of two a second is due at 500 ms.
+        assert_eq!(s.due(at(200), Some(2_000)), Due::Wait(at(300)));
+        let nearly = Duration::from_micros(499_500);
+        assert_eq!(s.due(nearly, Some(2_000)), Due::Now, "under 1 ms: now");
+        s.sent();
+        let saved = s.state(at(700));
+        assert_eq!(saved.elapsed, 700);
+        let mut resumed = Schedule::resume(Pace::Rate(2.0), &saved);
+        assert_eq!(resumed.due(at(700), Some(3_000)), Due::Wait(at(300)));
+        assert_eq!(resumed.due(at(700), Some(6_000)), Due::Out);
+    }
 
     #[test]
     fn rates() {

@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
-use crate::core::envelope::{check_keyed, KeyedBy};
+use crate::core::envelope::{check_keyed, read_envelope, KeyedBy, OwnedRecord};
 use crate::core::record::{
-    time_of, validate_json_shaped, validate_line, Extractor, Fields, Position, RecordError,
+    as_utf8, time_of, validate_json_shaped, validate_line, Extractor, Fields, Position, RecordError,
 };
 use crate::core::scan::{Shape, Span};
 use crate::core::shuffle::input_position;
@@ -470,8 +470,6 @@ impl<'a> Line<'a> {
         time_of(self.require(i, x)?, &x.paths()[i], format)
     }
 
-    /// The time in field `i`, if the record has one there.
-    #[inline(always)]
     /// Behind a shuffle (`--repartition`): where the record stood in the input, as its
     /// envelope's `partition` and `offset` (at these fields) say.
     pub fn input_position(
@@ -486,6 +484,8 @@ impl<'a> Line<'a> {
         })
     }
 
+    /// The time in field `i`, if the record has one there.
+    #[inline(always)]
     pub fn time_if_any(&self, i: usize, x: &Extractor, format: &TimeFormat) -> Option<Millis> {
         time_of(self.field(i)?, &x.paths()[i], format).ok()
     }
@@ -511,6 +511,14 @@ impl<'a> Line<'a> {
     /// The whole record as text, for messages (empty if it is not UTF-8).
     pub fn text(&self) -> &'a str {
         std::str::from_utf8(self.bytes).unwrap_or_default()
+    }
+
+    /// The record an envelope line (`weir consume -J`'s) describes.
+    pub fn envelope(&self) -> Result<OwnedRecord, RecordError> {
+        read_envelope(as_utf8(self.bytes)?).map_err(|e| RecordError::BadValue {
+            path: "(envelope)".into(),
+            reason: e.to_string(),
+        })
     }
 }
 

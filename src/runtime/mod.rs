@@ -5,7 +5,7 @@
 //! (`step`) under the error policy (`policy`), watching for a stop (`signals`) and taking
 //! checkpoints (`checkpoint`). `run` is one run's lifecycle from plan to summary
 //! (`summary`); `progress` draws bars on a terminal; `metrics` is what a run publishes to
-//! monitoring while it lasts.
+//! monitoring while it lasts; `partitions` reads which input partition a record came from.
 //!
 //! Nothing here imports `io`, `report`, `cli` or `cmd`.
 
@@ -13,6 +13,7 @@ pub mod checkpoint;
 mod chunk;
 mod drive;
 pub mod metrics;
+mod partitions;
 pub mod policy;
 pub mod progress;
 mod reader;
@@ -30,6 +31,7 @@ pub use checkpoint::{
 };
 pub use chunk::{Chunk, Line, LinePosition, Prepare, ShardPosition, CHUNK_BYTES};
 pub use drive::{drive, drive_with, Drive};
+pub use partitions::PartitionFields;
 pub use policy::{ErrorPolicy, OnError, PolicyPlan};
 pub use reader::{time_read_ahead, Feed, Framing, Reader, Revoker, Source, Starts};
 pub use run::{

@@ -478,7 +478,7 @@ fn replay_usage_errors_leave_files_as_they_were() {
                 "--checkpoint",
                 "/tmp/never",
             ],
-            "nothing to resume",
+            "'--dry-run' cannot be used with '--checkpoint",
         ),
     ];
     for (args, message) in cases {
