@@ -441,6 +441,23 @@ fn watermark_profile_usage_errors_leave_files_as_they_were() {
             &[NO_BROKER, "-G", "g", "--checkpoint", "/tmp/never"],
             "--checkpoint is for a run without -G",
         ),
+        // The window it predicts is bound as window's is, before the first record.
+        (
+            &[
+                CHECKOUTS,
+                "--hop",
+                "10m",
+                "--slide",
+                "1s",
+                "--max-open-windows",
+                "599",
+            ],
+            "puts every record in 600 windows",
+        ),
+        (
+            &[CHECKOUTS, "--hop", "3m", "--slide", "10m"],
+            "--slide (10m) is longer than --hop (3m)",
+        ),
     ];
     for (args, message) in cases {
         let all: Vec<&str> = p.iter().chain(args.iter()).copied().collect();
