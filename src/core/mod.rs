@@ -25,3 +25,4 @@ pub mod shuffle;
 pub mod time;
 pub mod watermark;
 pub mod window;
+pub mod window_table;

@@ -11,7 +11,6 @@
 //! which records are late depends on each partition's contents alone, not on the order in
 //! which partitions are read. Rows of one watermark step come out in (window_end, key) order.
 
-use std::collections::hash_map::Entry as Entry_;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
@@ -27,6 +26,7 @@ use super::partitioned::{Parent, PartitionTask};
 use super::shuffle::Marker;
 use super::time::{human_duration, Millis};
 use super::watermark::Watermarks;
+use super::window_table::{KeyId, WindowTable};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WindowKind {
@@ -269,7 +269,7 @@ struct Merged {
     withdrawn: Vec<(Millis, Millis)>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Entry {
     end: Millis,
     states: States,
@@ -280,8 +280,6 @@ struct Entry {
     /// A row for this very window (key and start) has gone out, so a sink holds it.
     row_out: bool,
 }
-
-type KeyId = u32;
 
 /// Interned keys with reference counts, so keys of closed windows are forgotten.
 #[derive(Debug, Default)]
@@ -342,15 +340,20 @@ fn word(bytes: &[u8]) -> u64 {
 }
 
 impl Keys {
-    fn id(&mut self, text: &str) -> KeyId {
-        let spelling = Spelling::of(text);
-        let hash = spelling.hash(text);
+    /// The id of a key seen already.
+    fn find(&self, text: &str, spelling: Spelling, hash: u64) -> Option<KeyId> {
         let (texts, spellings) = (&self.texts, &self.spellings);
         let same = |&id: &KeyId| {
             let i = id as usize;
             spellings[i] == spelling && (spelling.is_whole() || *texts[i] == *text)
         };
-        if let Some(&id) = self.ids.find(hash, same) {
+        self.ids.find(hash, same).copied()
+    }
+
+    fn id(&mut self, text: &str) -> KeyId {
+        let spelling = Spelling::of(text);
+        let hash = spelling.hash(text);
+        if let Some(id) = self.find(text, spelling, hash) {
             return id;
         }
         let text: Rc<str> = text.into();
@@ -452,7 +455,7 @@ pub struct WindowOperator {
     cfg: WindowConfig,
     watermarks: Watermarks,
     keys: Keys,
-    windows: FxHashMap<(KeyId, Millis), Entry>,
+    windows: WindowTable<Entry>,
     /// Windows waiting to fire: (end, start, key).
     pending: Schedule,
     /// Windows kept after they fire, by when they may be dropped: (end + lateness, start,
@@ -475,7 +478,7 @@ impl WindowOperator {
             cfg,
             watermarks,
             keys: Keys::default(),
-            windows: FxHashMap::default(),
+            windows: WindowTable::default(),
             pending: Schedule::default(),
             expiry: Schedule::default(),
             due: Vec::new(),
@@ -529,7 +532,7 @@ impl WindowOperator {
     /// schedules of when each window fires (and, with an allowed lateness, is dropped).
     pub fn state_bytes(&self) -> usize {
         use std::mem::size_of;
-        let windows = self.windows.capacity() * (size_of::<((KeyId, Millis), Entry)>() + 1);
+        let windows = self.windows.bytes();
         let schedules = if self.cfg.allowed_lateness > 0 { 2 } else { 1 };
         let scheduled = self.windows.len() * schedules * size_of::<(Millis, Millis, KeyId)>();
         windows + scheduled + self.keys.bytes()
@@ -635,9 +638,9 @@ impl WindowOperator {
         let windows = self
             .windows
             .iter()
-            .map(|((key, start), e)| SavedWindow {
-                key: self.keys.texts[*key as usize].to_string(),
-                start: *start,
+            .map(|(key, start, e)| SavedWindow {
+                key: self.keys.texts[key as usize].to_string(),
+                start,
                 end: e.end,
                 states: e.states.to_vec(),
                 fired: e.fired,
@@ -685,7 +688,7 @@ impl WindowOperator {
                 emitted: w.emitted,
                 row_out: w.row_out,
             };
-            if op.windows.insert((key, w.start), entry).is_some() {
+            if !op.windows.insert(key, w.start, entry) {
                 return Err("the checkpoint holds a window twice".into());
             }
         }
@@ -722,24 +725,18 @@ impl WindowOperator {
                 return; // this window is past its lateness; the record may fit another
             }
             accepted = true;
-            let entry = match windows.entry((key, start)) {
-                Entry_::Occupied(o) => o.into_mut(),
-                Entry_::Vacant(v) => {
-                    keys.retain(key);
-                    pending.insert(end, start, key);
-                    if let Some(at) = cfg.drop_at(end) {
-                        expiry.insert(at, start, key);
-                    }
-                    let states = cfg.aggs.iter().map(|a| AggState::new(&a.kind)).collect();
-                    v.insert(Entry {
-                        end,
-                        states,
-                        fired: false,
-                        emitted: false,
-                        row_out: false,
-                    })
+            let (entry, made) = windows.get_or_insert_with(key, start, || Entry {
+                end,
+                states: cfg.aggs.iter().map(|a| AggState::new(&a.kind)).collect(),
+                ..Entry::default()
+            });
+            if made {
+                keys.retain(key);
+                pending.insert(end, start, key);
+                if let Some(at) = cfg.drop_at(end) {
+                    expiry.insert(at, start, key);
                 }
-            };
+            }
             for ((state, spec), input) in entry.states.iter_mut().zip(&cfg.aggs).zip(inputs) {
                 state.update(&spec.kind, input, ts);
             }
@@ -792,14 +789,14 @@ impl WindowOperator {
         // Sessions of a key are disjoint and sorted, so their ends are sorted too: the ones
         // that overlap or touch [start, end] are a contiguous run.
         let windows = &self.windows;
-        let lo = starts.partition_point(|s| windows[&(key, *s)].end < start);
+        let lo = starts.partition_point(|s| windows.at(key, *s).end < start);
         let hi = starts.partition_point(|s| *s <= end);
         // The session it would join has closed for this record's partition: the record is
         // late, whatever it would add. (Its ends are sorted as its starts: the first ends
         // first.) A closed session stays in state as long as a record can touch it.
         let joins_closed = starts
             .get(lo)
-            .is_some_and(|s| lo < hi && w >= windows[&(key, *s)].end.saturating_add(lateness));
+            .is_some_and(|s| lo < hi && w >= windows.at(key, *s).end.saturating_add(lateness));
         // A record late on its own may join an open session, but not move its start earlier:
         // the gap before that session may have held a session of the key already dropped
         // (known for one gap past its lateness only), which the record would have joined.
@@ -838,7 +835,7 @@ impl WindowOperator {
             return;
         };
         let (windows, cfg) = (&self.windows, &self.cfg);
-        let end_of = |s: &Millis| windows[&(key, *s)].end;
+        let end_of = |s: &Millis| windows.at(key, *s).end;
         let lo = starts.partition_point(|s| end_of(s) < span.0);
         // Ends are sorted as starts are: the gone ones come first.
         let gone: SmallVec<[Millis; 2]> = starts[lo..]
@@ -847,10 +844,7 @@ impl WindowOperator {
             .copied()
             .collect();
         for start in gone {
-            let mut entry = self
-                .windows
-                .remove(&(key, start))
-                .expect("session in state");
+            let mut entry = self.windows.remove(key, start).expect("session in state");
             if let Some(at) = self.cfg.drop_at(entry.end) {
                 self.expiry.remove(at, start, key);
             }
@@ -876,7 +870,7 @@ impl WindowOperator {
             withdrawn: Vec::new(),
         };
         for s in absorbed {
-            let old = self.windows.remove(&(key, s)).expect("session in state");
+            let old = self.windows.remove(key, s).expect("session in state");
             self.pending.remove(old.end, s, key);
             if let Some(at) = self.cfg.drop_at(old.end) {
                 self.expiry.remove(at, s, key);
@@ -926,7 +920,7 @@ impl WindowOperator {
         if let Some(at) = self.cfg.drop_at(end) {
             self.expiry.insert(at, start, key);
         }
-        let entry = self.windows.entry((key, start)).or_insert(Entry {
+        let (entry, _) = self.windows.get_or_insert_with(key, start, || Entry {
             end,
             states: merged.states,
             fired: false,
@@ -968,10 +962,7 @@ impl WindowOperator {
             if closing && !sessions {
                 // Past its lateness too: the window is dropped now, and its states move into
                 // the row instead of being copied.
-                let mut entry = self
-                    .windows
-                    .remove(&(key, start))
-                    .expect("pending window in state");
+                let mut entry = (self.windows.remove(key, start)).expect("pending window in state");
                 debug_assert_eq!(entry.end, end);
                 if final_rows {
                     let states = std::mem::take(&mut entry.states);
@@ -979,10 +970,7 @@ impl WindowOperator {
                 }
                 self.forget_window(key, start);
             } else {
-                let entry = self
-                    .windows
-                    .get_mut(&(key, start))
-                    .expect("pending window in state");
+                let entry = (self.windows.get_mut(key, start)).expect("pending window in state");
                 debug_assert_eq!(entry.end, end);
                 entry.fired = true;
                 // A session past its lateness stays closed, without its states, until
@@ -1005,7 +993,7 @@ impl WindowOperator {
         for &(_, start, key) in &due {
             // A window that fired past its lateness in this step is already gone (a session's
             // closed entry stays until now).
-            if self.windows.remove(&(key, start)).is_some() {
+            if self.windows.remove(key, start).is_some() {
                 self.forget_window(key, start);
             }
         }
