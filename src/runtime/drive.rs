@@ -233,7 +233,7 @@ impl<S: RecordStep> Driver<'_, S> {
             Item::PartitionEnded(partition) => {
                 self.step.partition_ended(partition, self.d.counters)?;
                 if let Some(c) = checkpoints {
-                    c.touched(partition);
+                    c.partition_ended(partition);
                 }
             }
             Item::Marker { at, marker } => self.marker(at, &marker)?,
@@ -699,6 +699,7 @@ mod tests {
                     partition: 0,
                     next_offset: 3,
                     state: vec![3],
+                    ended: false,
                 }]),
                 "revoked after the stop: {revoke_after_stop}"
             );

@@ -709,6 +709,7 @@ mod tests {
             partition,
             next_offset,
             state: vec![next_offset as u8],
+            ended: false,
         }
     }
 

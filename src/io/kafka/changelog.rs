@@ -195,6 +195,7 @@ impl Changelog {
                 partition: p,
                 next_offset: head.next_offset,
                 state,
+                ended: false,
             });
         }
         Ok(states)

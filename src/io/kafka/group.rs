@@ -105,11 +105,19 @@ impl Member {
 
     /// Starts keeping state per partition of `topic`: the command gives a revoked
     /// partition's state up through `revoker`, and it is saved in `changelog`.
-    pub fn keep_states(&self, revoker: Revoker, changelog: Changelog, topic: String) {
+    /// Keeps state per partition in `changelog`; `ends` are a bounded read's ends (`-e`).
+    pub fn keep_states(
+        &self,
+        revoker: Revoker,
+        changelog: Changelog,
+        topic: String,
+        ends: HashMap<i32, i64>,
+    ) {
         *self.group() = Some(GroupState {
             revoker,
             changelog,
             topic,
+            ends,
             revoked: Vec::new(),
             saved: HashMap::new(),
             failure: None,
@@ -314,6 +322,19 @@ pub fn restore(
     feed.restored(now.to_vec(), states)
 }
 
+/// The offset a saved state commits: its own, except that a partition of a bounded read saved
+/// at its end before the step handled that end commits one short of it. A restore seeks to the
+/// state's own offset, so a committed offset behind it repeats nothing; and `GroupEnd`, which
+/// counts a partition finished once its committed offset reaches the end, then knows that its
+/// last output (the windows its end closes) is durable: a member killed between the two saves
+/// leaves the partition to be finished by its next owner, not counted done.
+fn committed_offset(state: &PartitionState, end: Option<i64>) -> i64 {
+    match end {
+        Some(end) if state.next_offset >= end && !state.ended => (end - 1).max(0),
+        _ => state.next_offset,
+    }
+}
+
 /// Moves the read of `partition` to `offset`; `why` names the place for the error.
 fn seek(
     consumer: &BaseConsumer<Member>,
@@ -499,6 +520,8 @@ struct GroupState {
     revoker: Revoker,
     changelog: Changelog,
     topic: String,
+    /// A bounded read's end of each partition.
+    ends: HashMap<i32, i64>,
     /// Partitions revoked since the read loop last looked.
     revoked: Vec<i32>,
     /// The next offset of each partition's latest save: an older one that comes later (a
@@ -583,8 +606,9 @@ impl GroupState {
         let mut offsets = TopicPartitionList::new();
         for s in &newer {
             self.saved.insert(s.partition, s.next_offset);
+            let at = committed_offset(s, self.ends.get(&s.partition).copied());
             offsets
-                .add_partition_offset(&self.topic, s.partition, Offset::Offset(s.next_offset))
+                .add_partition_offset(&self.topic, s.partition, Offset::Offset(at))
                 .map_err(|e| Error::Usage(format!("partition {}: {e}", s.partition)))?;
         }
         match consumer.commit(&offsets, mode) {
@@ -623,6 +647,34 @@ impl GroupState {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_partition_is_committed_at_its_end_only_once_its_end_is_handled() {
+        let state = |next_offset, ended| PartitionState {
+            partition: 0,
+            next_offset,
+            state: Vec::new(),
+            ended,
+        };
+        assert_eq!(committed_offset(&state(7, false), Some(10)), 7);
+        assert_eq!(
+            committed_offset(&state(10, false), Some(10)),
+            9,
+            "end not yet handled"
+        );
+        assert_eq!(committed_offset(&state(10, true), Some(10)), 10);
+        assert_eq!(
+            committed_offset(&state(10, false), None),
+            10,
+            "an unbounded read"
+        );
+        assert_eq!(
+            committed_offset(&state(0, false), Some(0)),
+            0,
+            "an empty partition"
+        );
+    }
+
     use super::*;
 
     fn group_end(fresh_at_end: bool, patience: Duration) -> GroupEnd {

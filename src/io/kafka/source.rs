@@ -622,7 +622,8 @@ impl Source for KafkaSource {
     fn read(mut self: Box<Self>, feed: &mut Feed) -> Result<()> {
         if let Some(changelog) = self.changelog.take() {
             let topic = self.topic.to_string();
-            (self.consumer.context()).keep_states(feed.revoker(), changelog, topic);
+            let ends = self.ends.clone();
+            (self.consumer.context()).keep_states(feed.revoker(), changelog, topic, ends);
         }
         let starts = std::mem::take(&mut self.starts);
         let said = match starts.is_empty() {

@@ -79,6 +79,9 @@ pub struct PartitionState {
     pub partition: i32,
     pub next_offset: i64,
     pub state: Vec<u8>,
+    /// Saved after the step handled the partition's end (`RecordStep::partition_ended`): its
+    /// last output is in the state's durable output. Not kept in the changelog.
+    pub ended: bool,
 }
 
 /// A Kinesis member's state of one shard, saved for whichever member reads the shard next:
@@ -124,6 +127,8 @@ struct Owned {
     floors: BTreeMap<i32, i64>,
     /// Partitions with records handled since their last save.
     moved: BTreeSet<i32>,
+    /// Owned partitions whose end the step has handled.
+    ended: BTreeSet<i32>,
     /// States saved and not yet handed to the source.
     outbox: Vec<PartitionState>,
     /// A Kinesis member's shards, by task.
@@ -425,6 +430,7 @@ impl Checkpoints {
         for p in &lost {
             group.floors.remove(p);
             group.moved.remove(p);
+            group.ended.remove(p);
             self.offsets.remove(p);
             revoke(step, *p);
         }
@@ -482,11 +488,13 @@ impl Checkpoints {
                 continue;
             }
             group.moved.remove(&p);
+            let ended = group.ended.remove(&p);
             if let Some(next) = self.offsets.remove(&p) {
                 states.push(PartitionState {
                     partition: p,
                     next_offset: next,
                     state: states_of(step)?.save(p),
+                    ended,
                 });
             }
             if giving != Giving::SaveAndKeep {
@@ -663,6 +671,17 @@ impl Checkpoints {
 
     /// A group member's step changed `partition`'s state without a record (its last output
     /// written as it was read to its end): its next save includes it.
+    /// The step handled the end of `partition` (`RecordStep::partition_ended`): its next save
+    /// says so, and only then may the group count it finished.
+    pub(crate) fn partition_ended(&mut self, partition: i32) {
+        if let Some(group) = &mut self.group {
+            if group.floors.contains_key(&partition) {
+                group.ended.insert(partition);
+            }
+        }
+        self.touched(partition);
+    }
+
     pub(crate) fn touched(&mut self, partition: i32) {
         if let Some(group) = &mut self.group {
             if group.floors.contains_key(&partition) {
@@ -880,6 +899,7 @@ impl Checkpoints {
                     partition: p,
                     next_offset: next,
                     state: states_of(step)?.save(p),
+                    ended: group.ended.contains(&p),
                 });
             } else if let Some(shard) = group.shards.get(&p) {
                 group.shard_outbox.push(ShardState {
@@ -1086,6 +1106,7 @@ mod tests {
             partition: 1,
             next_offset: 10,
             state: vec![7],
+            ended: false,
         };
         c.own(&[0, 1], &[restored], &mut step).unwrap();
         assert_eq!(step.states.get(&1), Some(&vec![7]));
@@ -1118,11 +1139,19 @@ mod tests {
             vec![PartitionState {
                 partition: 0,
                 next_offset: 6,
-                state: vec![1]
+                state: vec![1],
+                ended: false,
             }],
             "only partition 0 moved"
         );
         assert_eq!(step.durable, 1, "the output is durable before a save");
+        // Its end handled, the next save says so (and only the partition's own).
+        c.partition_ended(0);
+        c.partition_ended(2);
+        c.take(&mut step, &mut policy, &counters).unwrap();
+        let saved = c.take_saved();
+        assert_eq!(saved.len(), 1, "{saved:?}");
+        assert!(saved[0].ended && saved[0].partition == 0, "{saved:?}");
         c.passed_records(&[(1, 8)]);
         let revoked = (c.revoke(&[1, 3], Giving::Save, &mut step, &mut policy)).unwrap();
         assert_eq!(
@@ -1130,7 +1159,8 @@ mod tests {
             vec![PartitionState {
                 partition: 1,
                 next_offset: 9,
-                state: vec![2]
+                state: vec![2],
+                ended: false,
             }]
         );
         assert!(
