@@ -461,15 +461,8 @@ fn a_registry_that_cannot_answer_stops_the_run_with_exit_4() {
     let (_, as_avro) = events_both_ways(20);
     let topic = topic_of(&b, "outage", &as_avro);
     let consume = |extra: &[&str]| {
-        run(
-            &b,
-            &topic,
-            &[
-                &["consume", "-q", "--timeout", "5s", "-r", &registry.url][..],
-                extra,
-            ]
-            .concat(),
-        )
+        let args = [&["consume", "-q", "-r", &registry.url][..], extra].concat();
+        run(&b, &topic, &args)
     };
     for (mode, says) in [
         (Mode::Fail, "HTTP 500"),
@@ -478,10 +471,12 @@ fn a_registry_that_cannot_answer_stops_the_run_with_exit_4() {
             Mode::RequireAuth("Basic dTpw".into()),
             "refused weir (HTTP 401)",
         ),
-        (Mode::Slow(Duration::from_secs(8)), "tried"),
+        (Mode::Slow(Duration::from_secs(15)), "tried"),
     ] {
         registry.set(mode.clone());
-        let out = consume(&[]);
+        // Shorter than the slow registry's answer, and long enough for a broker under load
+        // to answer its metadata (5 s was not, once).
+        let out = consume(&["--timeout", "10s"]);
         assert_eq!(out.status.code(), Some(4), "{mode:?}: {out:?}");
         assert!(
             String::from_utf8_lossy(&out.stderr).contains(says),
