@@ -340,20 +340,15 @@ fn word(bytes: &[u8]) -> u64 {
 }
 
 impl Keys {
-    /// The id of a key seen already.
-    fn find(&self, text: &str, spelling: Spelling, hash: u64) -> Option<KeyId> {
+    fn id(&mut self, text: &str) -> KeyId {
+        let spelling = Spelling::of(text);
+        let hash = spelling.hash(text);
         let (texts, spellings) = (&self.texts, &self.spellings);
         let same = |&id: &KeyId| {
             let i = id as usize;
             spellings[i] == spelling && (spelling.is_whole() || *texts[i] == *text)
         };
-        self.ids.find(hash, same).copied()
-    }
-
-    fn id(&mut self, text: &str) -> KeyId {
-        let spelling = Spelling::of(text);
-        let hash = spelling.hash(text);
-        if let Some(id) = self.find(text, spelling, hash) {
+        if let Some(&id) = self.ids.find(hash, same) {
             return id;
         }
         let text: Rc<str> = text.into();

@@ -84,12 +84,9 @@ impl<E: Default> WindowTable<E> {
         if self.latest.len() <= k {
             self.latest.resize(k + 1, NONE);
         }
-        let (slot, made) = match self.latest[k] {
-            (s, slot) if s == start => (slot, false),
-            _ => match self.slots.get(&(key, start)) {
-                Some(&slot) => (slot, false),
-                None => (self.put(key, start, new()), true),
-            },
+        let (slot, made) = match self.slot(key, start) {
+            Some(slot) => (slot, false),
+            None => (self.put(key, start, new()), true),
         };
         self.latest[k] = (start, slot);
         (&mut self.entries[slot as usize], made)

@@ -104,8 +104,8 @@ impl Member {
     }
 
     /// Starts keeping state per partition of `topic`: the command gives a revoked
-    /// partition's state up through `revoker`, and it is saved in `changelog`.
-    /// Keeps state per partition in `changelog`; `ends` are a bounded read's ends (`-e`).
+    /// partition's state up through `revoker`, and it is saved in `changelog`; `ends` are a
+    /// bounded read's ends (`-e`), which a save commits only once they are handled.
     pub fn keep_states(
         &self,
         revoker: Revoker,
@@ -647,6 +647,7 @@ impl GroupState {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn a_partition_is_committed_at_its_end_only_once_its_end_is_handled() {
@@ -674,8 +675,6 @@ mod tests {
             "an empty partition"
         );
     }
-
-    use super::*;
 
     fn group_end(fresh_at_end: bool, patience: Duration) -> GroupEnd {
         let mut config = ClientConfig::new();

@@ -669,10 +669,9 @@ impl Checkpoints {
         self.at = Some(at);
     }
 
-    /// A group member's step changed `partition`'s state without a record (its last output
-    /// written as it was read to its end): its next save includes it.
-    /// The step handled the end of `partition` (`RecordStep::partition_ended`): its next save
-    /// says so, and only then may the group count it finished.
+    /// The step handled the end of `partition` (`RecordStep::partition_ended`), writing its
+    /// last output: its next save includes it, and says so, and only then may the group count
+    /// it finished.
     pub(crate) fn partition_ended(&mut self, partition: i32) {
         if let Some(group) = &mut self.group {
             if group.floors.contains_key(&partition) {
@@ -682,6 +681,8 @@ impl Checkpoints {
         self.touched(partition);
     }
 
+    /// A group member's step changed `partition`'s state without a record: its next save
+    /// includes it.
     pub(crate) fn touched(&mut self, partition: i32) {
         if let Some(group) = &mut self.group {
             if group.floors.contains_key(&partition) {
