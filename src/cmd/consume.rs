@@ -70,14 +70,8 @@ impl Consume {
             args.count,
             args.input.conditions,
         );
-        let keeping = KeepingArgs {
-            command: "consume",
-            checkpoint: &args.checkpoint,
-            changelog: None,
-            report_at_end: false,
-        }
-        .plan(&mut input, &sink.spec, &job)?;
-        plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
+        let keeping = KeepingArgs::file_only("consume", &args.checkpoint)
+            .plan(&mut input, &sink.spec, &job)?;
         // A broker record was rendered by the source: written as it is.
         let prepare = read.prepare(match input.is_broker() {
             true => Prepare::AsIs,
@@ -92,7 +86,7 @@ impl Consume {
             limit: args.count,
             unbuffered: args.unbuffered,
         };
-        plan::serve_metrics(&args.report, "consume", &args.input)?;
+        plan::prepare_reports(&args.report, "consume", &args.input, None)?;
         Ok(RunPlan {
             limit: consume.limit,
             command: consume,

@@ -82,14 +82,8 @@ impl Dedupe {
         // With -G, each record must be keyed by its id: its envelope's key is read too.
         let message_key_at =
             (parts.per_partition && !parts.shuffled).then(|| fields.add_message_key());
-        let keeping = KeepingArgs {
-            command: "dedupe",
-            checkpoint: &args.checkpoint,
-            changelog: Some(&args.changelog),
-            report_at_end: false,
-        }
-        .plan(&mut input, &sink.spec, &job)?;
-        plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
+        let keeping = KeepingArgs::partitioned("dedupe", &args.checkpoint, &args.changelog)
+            .plan(&mut input, &sink.spec, &job)?;
         let extractor = time_read_ahead(fields.extractor(), time_at, &args.time.time_format);
         let extractor = Arc::new(extractor);
         let dedupe = Dedupe {
@@ -107,7 +101,7 @@ impl Dedupe {
                 horizon_by: args.horizon_by,
             },
         };
-        plan::serve_metrics(&args.report, "dedupe", &args.input)?;
+        plan::prepare_reports(&args.report, "dedupe", &args.input, None)?;
         Ok(RunPlan {
             command: dedupe,
             input: Box::new(input),
@@ -199,22 +193,17 @@ impl Command for Dedupe {
         // A finished job's last checkpoint keeps no state.
         let saved: Option<StepState> = saved_state(restored)?;
         let spec = self.spec;
-        let (first, started) = match saved {
-            Some(state) => (
-                Task::restored(spec.fresh(), state.task).map_err(Error::Usage)?,
-                clock_from(state.now),
-            ),
-            None => (spec.fresh(), Instant::now()),
-        };
-        let tasks = Tasks::new(self.per_partition, first, move || spec.fresh());
+        let (task, now) = saved.map(|state| (state.task, state.now)).unzip();
+        let tasks = Tasks::resumed(self.per_partition, move || spec.fresh(), task);
+        let tasks = tasks.map_err(Error::Usage)?;
+        // The arrival clock goes on from the checkpoint's.
+        let started = now.map_or_else(Instant::now, clock_from);
         let sink = LineSink::open_resumed(&self.sink, restored)?;
-        let duplicates = match &self.duplicates {
-            Some(path) => Some(LineSink::open_file(path, "output file", restored)?),
-            None => None,
-        };
+        let duplicates = self.duplicates.as_deref();
+        let duplicates = duplicates.map(|path| LineSink::open_file(path, "output file", restored));
         Ok(DedupeStep {
             sink,
-            duplicates,
+            duplicates: duplicates.transpose()?,
             tasks,
             reading: self.reading,
             id: String::new(),

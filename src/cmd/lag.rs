@@ -19,7 +19,7 @@ use crate::io::kinesis::{self, lag::ShardLags, AwsOptions};
 use crate::io::metrics::Endpoint;
 use crate::io::sink::{LineSink, SinkPlan};
 use crate::io::spec::{
-    is_kinesis, parse_kafka_cluster, KafkaSpec, KinesisSpec, SinkSpec, SourceSpec,
+    is_kinesis, parse_kafka_cluster, parse_kinesis_stream, KafkaSpec, KinesisSpec, SinkSpec,
 };
 use crate::report::lag::{
     rendered, rendered_shards, LagFormat, LagReport, LagTimeMode, ShardLagReport,
@@ -167,14 +167,7 @@ impl KafkaLag {
             let lag = lag.clone();
             Ok(Box::new(move || {
                 let m = (lag.query).measure(&cluster, &mut history, &mut describe)?;
-                Ok(LagReport {
-                    at: now_millis(),
-                    mode: lag.query.time_mode,
-                    rows: m.rows,
-                    groups: m.groups,
-                    uncommitted: m.uncommitted,
-                    unmatched_pattern: m.unmatched_pattern,
-                })
+                Ok(LagReport::of(m, now_millis(), lag.query.time_mode))
             }))
         });
         reports.run(stop, || {
@@ -186,11 +179,7 @@ impl KafkaLag {
 
 impl KinesisLag {
     fn new(args: LagArgs) -> Result<KinesisLag> {
-        let spec =
-            match SourceSpec::parse(std::slice::from_ref(&args.cluster)).map_err(Error::Usage)? {
-                SourceSpec::Kinesis(spec) => spec,
-                _ => unreachable!("a kinesis:// URL"),
-            };
+        let spec = parse_kinesis_stream(&args.cluster).map_err(Error::Usage)?;
         let refused = if !args.groups.is_empty() || args.all_groups || args.group_pattern.is_some()
         {
             Some("Kinesis has no consumer groups: give --checkpoint PATH or --kcl-app NAME")

@@ -45,9 +45,21 @@ pub fn report_plan(report: &ReportArgs) -> ReportPlan {
     }
 }
 
-/// `--metrics ADDR`: the endpoint bound, the last thing a plan does (a port in use is exit 4
-/// before anything is opened), and serving the run's metrics from then on.
-pub fn serve_metrics(report: &ReportArgs, command: &'static str, input: &InputArgs) -> Result<()> {
+/// The last thing a plan does, once the rest of it holds: checks the files only the run's
+/// end writes (`--stats`, `--plot`), then binds `--metrics`.
+pub fn prepare_reports(
+    report: &ReportArgs,
+    command: &'static str,
+    input: &InputArgs,
+    plot: Option<&Path>,
+) -> Result<()> {
+    check_files_written_at_end(&report_plan(report), plot)?;
+    serve_metrics(report, command, input)
+}
+
+/// `--metrics ADDR`: the endpoint bound (a port in use is exit 4 before anything is opened),
+/// and serving the run's metrics from then on.
+fn serve_metrics(report: &ReportArgs, command: &'static str, input: &InputArgs) -> Result<()> {
     let Some(addr) = &report.metrics else {
         return Ok(());
     };
@@ -379,7 +391,7 @@ pub fn required_time(time: &TimeArgs, command: &str) -> Result<FieldPath> {
 }
 
 /// Checks, once the plan holds and before the run, the files only its end writes.
-pub fn check_files_written_at_end(report: &ReportPlan, plot: Option<&Path>) -> Result<()> {
+fn check_files_written_at_end(report: &ReportPlan, plot: Option<&Path>) -> Result<()> {
     if let Some(path) = &report.stats {
         files::check_written_at_end("--stats", path)?;
     }
@@ -403,7 +415,30 @@ pub struct KeepingArgs<'a> {
     pub report_at_end: bool,
 }
 
-impl KeepingArgs<'_> {
+impl<'a> KeepingArgs<'a> {
+    /// A command whose state, if kept, is kept in a checkpoint file (`consume`, `replay`).
+    pub fn file_only(command: &'a str, checkpoint: &'a CheckpointArgs) -> KeepingArgs<'a> {
+        KeepingArgs {
+            command,
+            checkpoint,
+            changelog: None,
+            report_at_end: false,
+        }
+    }
+
+    /// A command whose state a group keeps per partition, in its changelog.
+    pub fn partitioned(
+        command: &'a str,
+        checkpoint: &'a CheckpointArgs,
+        changelog: &'a ChangelogArgs,
+    ) -> KeepingArgs<'a> {
+        let changelog = Some(changelog);
+        KeepingArgs {
+            changelog,
+            ..KeepingArgs::file_only(command, checkpoint)
+        }
+    }
+
     /// The state kept by a run of `job` over `input` writing to `sink`, checked; a group
     /// member's input is told where its changelog is.
     pub fn plan(&self, input: &mut InputPlan, sink: &SinkSpec, job: &str) -> Result<Keeping> {

@@ -1,6 +1,7 @@
 //! `weir watermark-profile`: lateness and out-of-orderness distributions, and the watermark
 //! delay that would cover them.
 
+use std::ops::Range;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -10,8 +11,8 @@ use super::plan::{self, KeepingArgs};
 use crate::cli::ProfileArgs;
 use crate::core::lateness::Profile;
 use crate::core::partitioned::{PartitionStates, PartitionTask, Tasks};
-use crate::core::profile_task::{Task, TaskState, WindowRule};
-use crate::core::record::{Extractor, FieldList, Scalar};
+use crate::core::profile_task::{Task, TaskState};
+use crate::core::record::{Extractor, FieldList};
 use crate::core::saved;
 use crate::core::time::{now_millis, Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, MAX_PARTITIONS};
@@ -40,7 +41,6 @@ struct Profiling {
     per_partition: bool,
     reading: Reading,
     shown: Shown,
-    max_open_windows: usize,
 }
 
 /// What makes a checkpoint this job's.
@@ -58,15 +58,6 @@ fn job(args: &ProfileArgs, input: &InputPlan, fields: &FieldList, window: Option
     )
 }
 
-/// The window rule a profile predicts, with its flags as a user types them.
-fn window_rule(args: &ProfileArgs) -> Result<Option<(WindowRule, String)>> {
-    let sizes = (args.tumbling, args.hop, args.slide);
-    // clap: --offset and --allowed-lateness need one of them.
-    let shift = (args.offset, args.allowed_lateness);
-    let rule = plan::window_rule(sizes, args.session, shift, args.max_open_windows)?;
-    Ok(rule.map(|rule| (rule, rule.flags(&args.keys))))
-}
-
 /// Where a record's fields are, and how its times read: the event time is the first.
 struct Reading {
     extractor: Arc<Extractor>,
@@ -74,9 +65,8 @@ struct Reading {
     arrival_at: Option<usize>,
     by_at: Option<usize>,
     parts: PartitionFields,
-    /// The --key fields (with --session), `keys` of them from this index.
-    keys_at: usize,
-    keys: usize,
+    /// Where the --key fields (with --session) are.
+    keys: Range<usize>,
 }
 
 impl Profiling {
@@ -100,37 +90,32 @@ impl Profiling {
                 "--checkpoint needs --arrival FIELD: without it the arrival time is when weir reads a record, which a restart cannot repeat".into(),
             ));
         }
-        let window = window_rule(args)?;
-        let flags = window.as_ref().map(|w| w.1.clone());
+        let sizes = (args.tumbling, args.hop, args.slide);
+        // clap: --offset and --allowed-lateness need one of the window flags.
+        let shift = (args.offset, args.allowed_lateness);
+        let window = plan::window_rule(sizes, args.session, shift, args.max_open_windows)?;
+        // The rule predicted, with its flags as a user types them.
+        let flags = window.map(|rule| rule.flags(&args.keys));
         let job = job(args, &input, &fields, flags.as_deref());
         let keeping = KeepingArgs {
-            command: "watermark-profile",
-            checkpoint: &args.checkpoint,
-            changelog: Some(&args.changelog),
+            // Its one output, the report, is written at the end.
             report_at_end: true,
+            ..KeepingArgs::partitioned("watermark-profile", &args.checkpoint, &args.changelog)
         }
         .plan(&mut input, &output.spec, &job)?;
-        let report = plan::report_plan(&args.report);
-        plan::check_files_written_at_end(&report, args.plot.as_deref())?;
         let extractor = Arc::new(fields.extractor());
+        let profile = Profile::new(args.delay.clone(), args.target.clone(), args.bucket);
         let profiling = Profiling {
             output,
-            fresh: Task::new(Profile::new(
-                args.delay.clone(),
-                args.target.clone(),
-                args.bucket,
-            ))
-            .predicting(window.map(|w| w.0)),
+            fresh: Task::new(profile).predicting(window),
             per_partition: parts.per_partition,
-            max_open_windows: args.max_open_windows,
             reading: Reading {
                 extractor: extractor.clone(),
                 time_format: args.time.time_format.clone(),
                 arrival_at,
                 by_at,
                 parts: partition_fields,
-                keys_at,
-                keys: args.keys.len(),
+                keys: keys_at..keys_at + args.keys.len(),
             },
             shown: Shown {
                 by: args.by.clone(),
@@ -140,7 +125,8 @@ impl Profiling {
                 read_time: arrival_at.is_none(),
             },
         };
-        plan::serve_metrics(&args.report, "watermark-profile", &args.input)?;
+        let plot = args.plot.as_deref();
+        plan::prepare_reports(&args.report, "watermark-profile", &args.input, plot)?;
         Ok(RunPlan {
             command: profiling,
             input: Box::new(input),
@@ -158,22 +144,16 @@ impl Command for Profiling {
 
     fn open(self, restored: Option<&Restored>) -> Result<ProfileStep> {
         let sink = LineSink::open(&self.output)?;
-        let (first, partitions) = match saved_state::<StepState>(restored)? {
-            Some(saved) => (
-                Task::restored(self.fresh.clone(), saved.task).map_err(Error::Usage)?,
-                PartitionIds::from_values(saved.partitions),
-            ),
-            None => (self.fresh.clone(), PartitionIds::default()),
-        };
+        let saved = saved_state::<StepState>(restored)?;
+        let (task, partitions) = saved.map(|s| (s.task, s.partitions)).unzip();
         let fresh = self.fresh;
-        let tasks = Tasks::new(self.per_partition, first, move || fresh.clone());
+        let tasks = Tasks::resumed(self.per_partition, move || fresh.clone(), task);
         Ok(ProfileStep {
-            tasks,
+            tasks: tasks.map_err(Error::Usage)?,
             reading: self.reading,
-            partitions,
+            partitions: PartitionIds::from_values(partitions.unwrap_or_default()),
             read_time: 0,
             key: String::new(),
-            max_open_windows: self.max_open_windows,
             out: ReportOut {
                 sink,
                 shown: self.shown,
@@ -192,7 +172,6 @@ struct ProfileStep {
     out: ReportOut,
     /// Several --key fields' texts joined, reused from record to record.
     key: String,
-    max_open_windows: usize,
 }
 
 impl RecordStep for ProfileStep {
@@ -202,8 +181,8 @@ impl RecordStep for ProfileStep {
 
     fn gauges(&self, g: &mut StepGauges) {
         let names = self.partitions.values();
-        self.tasks
-            .each(|task| g.marks(&names, task.partition_marks()));
+        let marks = |task: &Task| g.marks(&names, task.partition_marks());
+        self.tasks.each(marks);
     }
 
     fn record(&mut self, line: &Line<'_>, _: &mut Counters) -> Result<Flow, Fault> {
@@ -222,36 +201,25 @@ impl RecordStep for ProfileStep {
         };
         // Past MAX_PARTITIONS values, the rest share the last one: a profile measures on.
         let partition = (r.parts.id(line, x, &mut self.partitions)).unwrap_or(MAX_PARTITIONS - 1);
-        let group = r.by_at.map(|i| match line.field(i).map(Scalar::from_raw) {
-            Some(Scalar::Str(s)) => s.into_owned(),
-            Some(_) => line.field(i).unwrap_or("null").to_string(),
-            None => "(missing)".to_string(),
-        });
+        let group = r.by_at.map(|i| line.label(i));
         if let Some(n) = r.parts.count(line) {
             self.tasks.active.expect(n);
         }
-        let key = line.key(r.keys_at, r.keys, x, &mut self.key)?;
+        let key = line.key(r.keys.start, r.keys.len(), x, &mut self.key)?;
         let key = key.unwrap_or(&self.key);
         let record = (self.tasks.active).record((group.as_deref(), key), event, arrival, partition);
         record.map_err(|TooManyWindows| {
+            let max = (self.tasks.active.window).map_or(0, |rule| rule.max_open_windows);
             line.fatal(format!(
-                "more than {} open sessions for one of the delays tried (--max-open-windows); raise it",
-                self.max_open_windows
+                "more than {max} open sessions for one of the delays tried (--max-open-windows); raise it"
             ))
         })?;
         Ok(Flow::Continue)
     }
 
-    fn idle(&mut self) -> Result<()> {
-        Ok(())
-    }
-
     fn assigned(&mut self, partitions: &[String]) {
-        if let Some(ids) = self
-            .reading
-            .parts
-            .assigned(partitions, &mut self.partitions)
-        {
+        let parts = &self.reading.parts;
+        if let Some(ids) = parts.assigned(partitions, &mut self.partitions) {
             self.tasks.active.assign(&ids);
         }
     }

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use super::plan::{self, KeepingArgs, PassThrough};
 use crate::cli::ReplayArgs;
+use crate::core::envelope::OwnedRecord;
 use crate::core::pace::{Due, Pace, Schedule, ScheduleState};
 use crate::core::record::Extractor;
 use crate::core::saved;
@@ -31,8 +32,7 @@ pub fn run(args: ReplayArgs, stop: &AtomicBool) -> Result<()> {
 struct Replay {
     /// `None` on --dry-run.
     sink: Option<SinkPlan>,
-    pace: Pace,
-    range: TimeRange,
+    schedule: Schedule,
     sending: Sending,
 }
 
@@ -52,26 +52,24 @@ impl Replay {
         // A broker source's records reach us as envelopes.
         let envelope = args.envelope || input.is_broker();
         check_envelope_flags(args, envelope)?;
-        let range = time_range(args, &input, envelope)?;
+        // On NDJSON input --from/--to are a time range, of the envelope timestamp or --time.
+        let timed = envelope || args.time.time.is_some();
+        let range = match input.is_broker() {
+            true => TimeRange::default(),
+            false => plan::ndjson_time_range(&args.input.broker, timed, " (or envelopes, -J)")?,
+        };
         let sink = replay_sink(args, envelope)?;
         // The time field (records that are not envelopes), then --where's fields.
         let time_path = (!envelope).then(|| args.time.time.clone()).flatten();
         let read = PassThrough::plan(time_path, &args.input, &args.time.time_format)?;
         let pace = Pace::of(args.rate, args.speed);
         let job = job(args, &input, envelope, &pace);
-        let keeping = KeepingArgs {
-            command: "replay",
-            checkpoint: &args.checkpoint,
-            changelog: None,
-            report_at_end: false,
-        }
-        .plan(&mut input, &sink.spec, &job)?;
-        plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
+        let keeping = KeepingArgs::file_only("replay", &args.checkpoint)
+            .plan(&mut input, &sink.spec, &job)?;
         let prepare = read.prepare(Prepare::Validate);
         let replay = Replay {
             sink: (!args.dry_run).then_some(sink),
-            pace,
-            range,
+            schedule: Schedule::new(range, pace),
             sending: Sending {
                 envelope,
                 keep_partition: args.keep_partition,
@@ -80,7 +78,7 @@ impl Replay {
                 limit: args.count,
             },
         };
-        plan::serve_metrics(&args.report, "replay", &args.input)?;
+        plan::prepare_reports(&args.report, "replay", &args.input, None)?;
         Ok(RunPlan {
             limit: args.count,
             command: replay,
@@ -112,15 +110,6 @@ fn check_envelope_flags(args: &ReplayArgs, envelope: bool) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// On NDJSON input --from/--to are a time range, of the envelope timestamp or --time.
-fn time_range(args: &ReplayArgs, input: &InputPlan, envelope: bool) -> Result<TimeRange> {
-    if input.is_broker() {
-        return Ok(TimeRange::default());
-    }
-    let timed = envelope || args.time.time.is_some();
-    plan::ndjson_time_range(&args.input.broker, timed, " (or envelopes, -J)")
 }
 
 /// Where records go: envelopes with their own keys, or lines keyed by `--key`.
@@ -162,20 +151,21 @@ impl Command for Replay {
     type Step = ReplayStep;
 
     fn open(self, restored: Option<&Restored>) -> Result<ReplayStep> {
-        let mut step = ReplayStep {
-            sink: LineSink::discard(),
-            schedule: Schedule::new(self.range, self.pace),
-            started: Instant::now(),
-            sending: self.sending,
+        let saved = saved_state::<ScheduleState>(restored)?;
+        let sink = match &self.sink {
+            Some(sink) => LineSink::open_resumed(sink, restored)?,
+            None => LineSink::discard(),
         };
-        if let Some(state) = saved_state::<ScheduleState>(restored)? {
-            step.schedule = Schedule::resume(self.pace, &state);
-            step.started = clock_from(state.elapsed);
-        }
-        if let Some(sink) = &self.sink {
-            step.sink = LineSink::open_resumed(sink, restored)?;
-        }
-        Ok(step)
+        Ok(ReplayStep {
+            sink,
+            schedule: match &saved {
+                Some(state) => self.schedule.resumed(state),
+                None => self.schedule,
+            },
+            // A resumed run's clock goes on from its checkpoint's.
+            started: clock_from(saved.map_or(0, |state| state.elapsed)),
+            sending: self.sending,
+        })
     }
 }
 
@@ -188,51 +178,16 @@ struct ReplayStep {
 }
 
 impl ReplayStep {
-    /// Why a record at time `t` is not sent now: out of the range (filtered), or not due yet
-    /// (the wait).
-    fn not_yet(&mut self, t: Option<Millis>, counters: &mut Counters) -> Option<Flow> {
-        match self.schedule.due(self.started.elapsed(), t) {
-            Due::Now => None,
-            Due::Wait(wait) => Some(Flow::Wait(wait)),
-            Due::Out => {
-                counters.filtered += 1;
-                Some(Flow::Continue)
-            }
-        }
-    }
-
-    /// Sends an envelope as the record it describes: its key, headers, timestamp, and with
-    /// --keep-partition its partition. `Ok(None)` when it is sent; else why not yet.
-    fn send_envelope(
-        &mut self,
-        line: &Line<'_>,
-        counters: &mut Counters,
-    ) -> Result<Option<Flow>, Fault> {
-        let record = line.envelope()?;
-        if let Some(not_yet) = self.not_yet(record.timestamp, counters) {
-            return Ok(Some(not_yet));
-        }
-        send_envelope(&mut self.sink, &record, self.sending.keep_partition)?;
-        Ok(None)
-    }
-
-    /// Writes a line as it is, at its time's pace. `Ok(None)` when it is written; else why
-    /// not yet.
-    fn send_line(
-        &mut self,
-        line: &Line<'_>,
-        counters: &mut Counters,
-    ) -> Result<Option<Flow>, Fault> {
+    /// The record's time (its envelope's timestamp, or `--time`), and with envelopes the
+    /// record the envelope describes.
+    fn read(&self, line: &Line<'_>) -> Result<(Option<Millis>, Option<OwnedRecord>), Fault> {
         let s = &self.sending;
-        let t = match &s.time {
-            Some(x) => Some(line.time(0, x, &s.time_format)?),
-            None => None,
-        };
-        if let Some(not_yet) = self.not_yet(t, counters) {
-            return Ok(Some(not_yet));
+        if s.envelope {
+            let record = line.envelope()?;
+            return Ok((record.timestamp, Some(record)));
         }
-        self.sink.write_record(line.bytes)?;
-        Ok(None)
+        let t = s.time.as_ref().map(|x| line.time(0, x, &s.time_format));
+        Ok((t.transpose()?, None))
     }
 }
 
@@ -242,12 +197,18 @@ impl RecordStep for ReplayStep {
     }
 
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
-        let not_yet = match self.sending.envelope {
-            true => self.send_envelope(line, counters)?,
-            false => self.send_line(line, counters)?,
-        };
-        if let Some(flow) = not_yet {
-            return Ok(flow);
+        let (t, envelope) = self.read(line)?;
+        match self.schedule.due(self.started.elapsed(), t) {
+            Due::Now => {}
+            Due::Wait(wait) => return Ok(Flow::Wait(wait)),
+            Due::Out => {
+                counters.filtered += 1;
+                return Ok(Flow::Continue);
+            }
+        }
+        match envelope {
+            Some(record) => send_envelope(&mut self.sink, &record, self.sending.keep_partition)?,
+            None => self.sink.write_record(line.bytes)?,
         }
         self.schedule.sent();
         counters.written += 1;

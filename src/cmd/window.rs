@@ -142,19 +142,13 @@ impl Windowing {
         };
         let job = job(args, &input, &fields, &config);
         let job = format!("{job}, --where {:?}", args.input.conditions);
-        let keeping = KeepingArgs {
-            command: "window",
-            checkpoint: &args.checkpoint,
-            changelog: Some(&args.changelog),
-            report_at_end: false,
-        }
-        .plan(&mut input, &sink.spec, &job)?;
+        let keeping = KeepingArgs::partitioned("window", &args.checkpoint, &args.changelog)
+            .plan(&mut input, &sink.spec, &job)?;
         if parts.per_partition && args.keys.is_empty() {
             return Err(Error::Usage(
                 "with -G each partition keeps the windows of its own keys: give --key FIELD, the field the topic is keyed by (a window without a key spans every partition)".into(),
             ));
         }
-        plan::check_files_written_at_end(&plan::report_plan(&args.report), None)?;
         let windowing = Windowing {
             sink,
             format: args.format,
@@ -167,7 +161,7 @@ impl Windowing {
             key_columns,
             fields,
         };
-        plan::serve_metrics(&args.report, "window", &args.input)?;
+        plan::prepare_reports(&args.report, "window", &args.input, None)?;
         Ok(RunPlan {
             prepare: Prepare::Extract(windowing.fields.extractor.clone()),
             command: windowing,
@@ -254,10 +248,8 @@ impl Command for Windowing {
         // A finished job's last checkpoint keeps no state.
         let saved: Option<StepState> = saved_state(restored)?;
         let sink = LineSink::open_resumed(&self.sink, restored)?;
-        let late = match &self.late_output {
-            Some(path) => Some(LineSink::open_file(path, "output file", restored)?),
-            None => None,
-        };
+        let late = self.late_output.as_deref();
+        let late = late.map(|path| LineSink::open_file(path, "output file", restored));
         let aggs_plain = self.config.aggs.iter().all(|a| is_plain_name(&a.name));
         // Percentile columns add only `_p99`-style suffixes to a plain name.
         let plain_names = self.key_columns.iter().all(|k| is_plain_name(k)) && aggs_plain;
@@ -270,7 +262,7 @@ impl Command for Windowing {
             marks: self.config.allowed_lateness > 0 || self.config.emit == EmitMode::Updates,
             partitions: PartitionIds::default(),
             table: TableWriter::new(sink, self.format, plain_names),
-            late,
+            late: late.transpose()?,
             rows: Vec::new(),
             key: String::new(),
             inputs: Vec::new(),

@@ -120,9 +120,10 @@ impl Schedule {
         Schedule { range, pacer }
     }
 
-    /// A schedule that goes on from a checkpoint's.
-    pub fn resume(pace: Pace, state: &ScheduleState) -> Schedule {
-        let pacer = Pacer::resume(pace, state.pace);
+    /// This schedule going on from a checkpoint's: in the range its first run resolved
+    /// (`-1h` stays the hour it first meant), from where its pace had got.
+    pub fn resumed(self, state: &ScheduleState) -> Schedule {
+        let pacer = Pacer::resume(self.pacer.pace, state.pace);
         Schedule {
             range: state.range,
             pacer,
@@ -239,7 +240,7 @@ mod tests {
         s.sent();
         let saved = s.state(at(700));
         assert_eq!(saved.elapsed, 700);
-        let mut resumed = Schedule::resume(Pace::Rate(2.0), &saved);
+        let mut resumed = Schedule::new(TimeRange::default(), Pace::Rate(2.0)).resumed(&saved);
         assert_eq!(resumed.due(at(700), Some(3_000)), Due::Wait(at(300)));
         assert_eq!(resumed.due(at(700), Some(6_000)), Due::Out);
     }

@@ -292,6 +292,20 @@ impl<T> Tasks<T> {
 }
 
 impl<T: PartitionTask> Tasks<T> {
+    /// As `new`, the run's first task going on from a checkpoint's `saved` state if there is
+    /// one.
+    pub fn resumed(
+        per_partition: bool,
+        fresh: impl Fn() -> T + 'static,
+        saved: Option<T::Saved>,
+    ) -> Result<Tasks<T>, String> {
+        let first = match saved {
+            Some(saved) => T::restored(fresh(), saved)?,
+            None => fresh(),
+        };
+        Ok(Tasks::new(per_partition, first, fresh))
+    }
+
     /// A group member's `partition` was read to its end (`-e`): its task has all its input,
     /// and `last` writes its last output (the windows it holds, the records it holds back)
     /// now, while the member still owns it, rather than at the run's end. What is saved for

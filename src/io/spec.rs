@@ -132,6 +132,14 @@ pub fn parse_kafka_cluster(arg: &str) -> Result<KafkaSpec, String> {
     }
 }
 
+/// Parses a Kinesis stream, `kinesis://STREAM` or its ARN (`lag`).
+pub fn parse_kinesis_stream(arg: &str) -> Result<KinesisSpec, String> {
+    match parse_url(arg, false)? {
+        Brokered::Kinesis(k) => Ok(k),
+        Brokered::Kafka(_) => Err(format!("'{arg}' is not a kinesis:// stream")),
+    }
+}
+
 fn parse_input(arg: &str) -> Input {
     if arg == "-" {
         Input::Stdin

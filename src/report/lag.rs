@@ -14,6 +14,7 @@ use crate::core::lag::{
     Thresholds, TimeLag,
 };
 use crate::core::time::{format_millis, human_duration, Millis};
+use crate::io::kafka::lag::Measured;
 use crate::io::kafka::{GroupDescription, Owner};
 use crate::runtime::watch::Findings;
 
@@ -42,6 +43,20 @@ pub struct LagReport {
     pub uncommitted: Vec<String>,
     /// --group-pattern, when it matched no group.
     pub unmatched_pattern: Option<String>,
+}
+
+impl LagReport {
+    /// A report of what one measuring found, at `at`.
+    pub fn of(measured: Measured, at: Millis, mode: LagTimeMode) -> LagReport {
+        LagReport {
+            at,
+            mode,
+            rows: measured.rows,
+            groups: measured.groups,
+            uncommitted: measured.uncommitted,
+            unmatched_pattern: measured.unmatched_pattern,
+        }
+    }
 }
 
 fn describe_breach(b: &Breach) -> String {

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use crate::core::envelope::{check_keyed, read_envelope, KeyedBy, OwnedRecord};
 use crate::core::record::{
-    as_utf8, time_of, validate_json_shaped, validate_line, Extractor, Fields, Position, RecordError,
+    as_utf8, time_of, validate_json_shaped, validate_line, Extractor, Fields, Position,
+    RecordError, Scalar,
 };
 use crate::core::scan::{Shape, Span};
 use crate::core::shuffle::input_position;
@@ -453,6 +454,18 @@ impl<'a> Line<'a> {
             joined.push_str(self.require(i, x)?);
         }
         Ok(None)
+    }
+
+    /// Field `i` as a label to group by (`--by`): a string's text, any other value's JSON,
+    /// `(missing)` when it is not there.
+    pub fn label(&self, i: usize) -> String {
+        match self.field(i) {
+            Some(raw) => match Scalar::from_raw(raw) {
+                Scalar::Str(s) => s.into_owned(),
+                _ => raw.to_string(),
+            },
+            None => "(missing)".to_string(),
+        }
     }
 
     /// The event time in field `i` of those `x` locates, read as `format` says: a missing

@@ -35,8 +35,11 @@ pub struct StepCheckpoint {
 pub trait RecordStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault>;
     /// Called whenever no input is ready, before waiting for more: flush output here so
-    /// records flow promptly through a live pipeline.
-    fn idle(&mut self) -> Result<()>;
+    /// records flow promptly through a live pipeline. Nothing, for a step that writes only
+    /// at its end.
+    fn idle(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// The schema the output's values are encoded with, for the summary.
     fn encoding(&self) -> Option<String> {
         None
