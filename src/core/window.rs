@@ -648,6 +648,8 @@ impl WindowOperator {
                 (a.1.cmp(&b.1)).then_with(|| keys.cmp_sorted(first_a, first_b))
             })
         };
+        // Room for every row at once: grown by doubling, the rows were copied over and over.
+        out.reserve(self.windows.len());
         for (key, start, mut entry) in self.windows.drain_sorted(&in_row_order) {
             if !entry.fired {
                 let states = std::mem::take(&mut entry.states);
