@@ -332,11 +332,23 @@ impl Spelling {
     }
 }
 
-/// Up to eight bytes as a big-endian number, zero-padded.
+/// Up to eight bytes as a big-endian number, zero-padded. Read as two loads that overlap, not
+/// copied: a copy of a length known only at run time is a call to `memcpy`, twice per record
+/// (3% of a window run's samples).
+#[inline]
 fn word(bytes: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    word[..bytes.len()].copy_from_slice(bytes);
-    u64::from_be_bytes(word)
+    let n = bytes.len();
+    debug_assert!(n <= 8);
+    let be32 = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as u64;
+    let be16 = |at: usize| u16::from_be_bytes(bytes[at..at + 2].try_into().unwrap()) as u64;
+    // Each part placed at its bytes' place in the word; where two overlap they agree.
+    match n {
+        8 => u64::from_be_bytes(bytes.try_into().unwrap()),
+        4..=7 => be32(0) << 32 | be32(n - 4) << (64 - 8 * n),
+        2..=3 => be16(0) << 48 | be16(n - 2) << (64 - 8 * n),
+        1 => (bytes[0] as u64) << 56,
+        _ => 0,
+    }
 }
 
 impl Keys {
@@ -1228,6 +1240,16 @@ pub(crate) mod tests {
 
     /// A key longer than its spelling (17 bytes: the two words leave byte 8 out) is told
     /// apart by its whole text; up to 16 bytes the spelling alone decides.
+    #[test]
+    fn a_word_is_its_bytes_big_endian_and_zero_padded() {
+        let text = b"abcdefgh";
+        for n in 0..=8 {
+            let mut padded = [0u8; 8];
+            padded[..n].copy_from_slice(&text[..n]);
+            assert_eq!(word(&text[..n]), u64::from_be_bytes(padded), "{n} bytes");
+        }
+    }
+
     #[test]
     fn keys_that_differ_where_the_spelling_does_not_look_are_two() {
         let mut keys = Keys::default();
