@@ -1238,8 +1238,6 @@ pub(crate) mod tests {
         assert_eq!(WindowKind::Session { gap: 30_000 }.flags(), "--session 30s");
     }
 
-    /// A key longer than its spelling (17 bytes: the two words leave byte 8 out) is told
-    /// apart by its whole text; up to 16 bytes the spelling alone decides.
     #[test]
     fn a_word_is_its_bytes_big_endian_and_zero_padded() {
         let text = b"abcdefgh";
@@ -1250,6 +1248,8 @@ pub(crate) mod tests {
         }
     }
 
+    /// A key longer than its spelling (17 bytes: the two words leave byte 8 out) is told
+    /// apart by its whole text; up to 16 bytes the spelling alone decides.
     #[test]
     fn keys_that_differ_where_the_spelling_does_not_look_are_two() {
         let mut keys = Keys::default();
