@@ -199,11 +199,10 @@ impl Command for Dedupe {
         // The arrival clock goes on from the checkpoint's.
         let started = now.map_or_else(Instant::now, clock_from);
         let sink = LineSink::open_resumed(&self.sink, restored)?;
-        let duplicates = self.duplicates.as_deref();
-        let duplicates = duplicates.map(|path| LineSink::open_file(path, "output file", restored));
+        let duplicates = LineSink::open_side(self.duplicates.as_deref(), restored)?;
         Ok(DedupeStep {
             sink,
-            duplicates: duplicates.transpose()?,
+            duplicates,
             tasks,
             reading: self.reading,
             id: String::new(),

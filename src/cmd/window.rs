@@ -248,8 +248,7 @@ impl Command for Windowing {
         // A finished job's last checkpoint keeps no state.
         let saved: Option<StepState> = saved_state(restored)?;
         let sink = LineSink::open_resumed(&self.sink, restored)?;
-        let late = self.late_output.as_deref();
-        let late = late.map(|path| LineSink::open_file(path, "output file", restored));
+        let late = LineSink::open_side(self.late_output.as_deref(), restored)?;
         let aggs_plain = self.config.aggs.iter().all(|a| is_plain_name(&a.name));
         // Percentile columns add only `_p99`-style suffixes to a plain name.
         let plain_names = self.key_columns.iter().all(|k| is_plain_name(k)) && aggs_plain;
@@ -262,7 +261,7 @@ impl Command for Windowing {
             marks: self.config.allowed_lateness > 0 || self.config.emit == EmitMode::Updates,
             partitions: PartitionIds::default(),
             table: TableWriter::new(sink, self.format, plain_names),
-            late: late.transpose()?,
+            late,
             rows: Vec::new(),
             key: String::new(),
             inputs: Vec::new(),

@@ -107,6 +107,13 @@ impl LineSink {
         })
     }
 
+    /// An output file of records set aside (`--late-output`, `--duplicates`), if one is asked
+    /// for: `open_file`'s.
+    pub fn open_side(path: Option<&Path>, restored: Option<&Restored>) -> Result<Option<LineSink>> {
+        let open = |path| LineSink::open_file(path, "output file", restored);
+        path.map(open).transpose()
+    }
+
     /// `close` for a sink whose buffer was flushed already (through `file_writer`).
     pub(super) fn closed(&self) -> Result<()> {
         match &self.out {
