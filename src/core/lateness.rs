@@ -268,19 +268,21 @@ impl Profile {
                 None => self.dropped_groups += 1,
             }
         }
-        let start = event - event.rem_euclid(self.bucket);
         let late = (delays > 0 && late.at(0, out_of_order)) as u64;
-        self.count_drift(start, late);
+        self.count_drift(event, late);
     }
 
-    fn count_drift(&mut self, start: Millis, late: u64) {
+    /// Counts a record at `event` in its drift bucket.
+    fn count_drift(&mut self, event: Millis, late: u64) {
         if let Some((recent, counts)) = &mut self.recent {
-            if *recent == start {
+            // Most records fall in the bucket of the record before: no division for those.
+            if (0..self.bucket).contains(&(event - *recent)) {
                 counts.count += 1;
                 counts.late += late;
                 return;
             }
         }
+        let start = event - event.rem_euclid(self.bucket);
         self.flush_recent();
         if self.drift.contains_key(&start) || self.drift.len() < MAX_BUCKETS {
             self.drift.entry(start).or_default();

@@ -219,6 +219,12 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
         HOUR_START.set((*head, seconds));
         seconds
     };
+    // The commonest shape, `MM:SS.mmmZ` after the hour, read as one word and two bytes.
+    let tail = b[14..].first_chunk::<10>().filter(|_| b.len() == 24);
+    if let Some(ms) = tail.and_then(minute_second_millis) {
+        let ms = hour_start * 1000 + ms;
+        return (MIN_MILLIS..=MAX_MILLIS).contains(&ms).then_some(ms);
+    }
     let (minute, second) = (two_digits(b[14], b[15])?, two_digits(b[17], b[18])?);
     if minute > 59 || second > 59 {
         return None;
@@ -228,19 +234,35 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
         let ms = seconds * 1000 + millis;
         (MIN_MILLIS..=MAX_MILLIS).contains(&ms).then_some(ms)
     };
-    // The commonest shape, `.mmmZ`, read directly.
-    if let [b'.', m1, m2, m3, b'Z'] = b[19..] {
-        let (m1, m2, m3) = (
-            m1.wrapping_sub(b'0'),
-            m2.wrapping_sub(b'0'),
-            m3.wrapping_sub(b'0'),
-        );
-        if m1 < 10 && m2 < 10 && m3 < 10 {
-            return instant(m1 as i64 * 100 + m2 as i64 * 10 + m3 as i64, 0);
-        }
-    }
     let (millis, offset_minutes) = fraction_and_offset(&b[19..])?;
     instant(millis, offset_minutes)
+}
+
+/// `MM:SS.mmmZ` as milliseconds into the hour, when it is exactly that (minutes and seconds
+/// at most 59). The first eight bytes are checked and read as one little-endian word: its six
+/// digits are checked together, then paired into two-digit numbers with one multiply.
+fn minute_second_millis(t: &[u8; 10]) -> Option<i64> {
+    const DIGITS: u64 = 0xffff_00ff_ff00_ffff; // bytes 0-1, 3-4, 6-7
+    const ZEROS: u64 = 0x3030_3030_3030_3030 & DIGITS;
+    const SEPARATORS: u64 = 0x0000_2e00_003a_0000; // ':' at byte 2, '.' at byte 5
+    let word = u64::from_le_bytes(*t.first_chunk::<8>().expect("eight of ten bytes"));
+    let high_nibbles = 0xf0f0_f0f0_f0f0_f0f0 & DIGITS;
+    // A digit byte is 0x30-0x39: its high nibble is 3, and stays 3 when 6 is added.
+    let digits_ok = word & high_nibbles == ZEROS
+        && word.wrapping_add(0x0606_0606_0606_0606 & DIGITS) & high_nibbles == ZEROS;
+    let (m3, z) = (t[8].wrapping_sub(b'0'), t[9]);
+    if !digits_ok || word & !DIGITS != SEPARATORS || m3 > 9 || z != b'Z' {
+        return None;
+    }
+    let d = (word - ZEROS) & DIGITS;
+    // Byte k of `d * 10 + (d >> 8)` is digit k times ten plus digit k + 1: at most 99, so
+    // no byte carries into the next.
+    let pairs = d * 10 + (d >> 8);
+    let (minute, second, centis) = (pairs & 0xff, (pairs >> 24) & 0xff, (pairs >> 48) & 0xff);
+    if minute > 59 || second > 59 {
+        return None;
+    }
+    Some(((minute * 60 + second) * 1000 + centis * 10 + m3 as u64) as i64)
 }
 
 /// A decimal number of ASCII digits (no sign), if `b` is all digits.
@@ -1327,6 +1349,24 @@ mod tests {
                 let chrono_ms = DateTime::parse_from_rfc3339(&text).map(|d| d.timestamp_millis());
                 prop_assert_eq!(Ok(ms), chrono_ms, "{}", text);
             }
+        }
+
+        /// The word-at-a-time reading of `MM:SS.mmmZ` against one byte at a time, on tails
+        /// made of digits, separators and the bytes just outside the digits' range.
+        #[test]
+        fn minute_second_millis_reads_as_bytes_do(minute in prop_oneof![0..100, 59..61], second in prop_oneof![0..100, 59..61], millis in 0..1000, changes in prop::collection::vec((0usize..10, prop::sample::select(b"0123456789:./;Zz\x00\xff".to_vec())), 0..3)) {
+            let mut tail = *format!("{minute:02}:{second:02}.{millis:03}Z").as_bytes().first_chunk::<10>().unwrap();
+            for (at, byte) in changes {
+                tail[at] = byte;
+            }
+            let digit = |c: u8| c.is_ascii_digit().then(|| (c - b'0') as i64);
+            let bytewise = (|| {
+                let [m1, m2, b':', s1, s2, b'.', f1, f2, f3, b'Z'] = tail else { return None };
+                let [m1, m2, s1, s2, f1, f2, f3] = [m1, m2, s1, s2, f1, f2, f3].map(digit);
+                let (minute, second, millis) = (m1? * 10 + m2?, s1? * 10 + s2?, f1? * 100 + f2? * 10 + f3?);
+                (minute < 60 && second < 60).then_some((minute * 60 + second) * 1000 + millis)
+            })();
+            prop_assert_eq!(minute_second_millis(&tail), bytewise);
         }
 
         #[test]
