@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use flate2::read::MultiGzDecoder;
 use indicatif::ProgressBar;
+use memmap2::Mmap;
 
+use super::mapped;
 use super::spec::Input;
 use crate::error::{Error, Result};
-use crate::runtime::{progress, Feed, LinePosition, Source, CHUNK_BYTES};
+use crate::runtime::{progress, ChunkData, Feed, LinePosition, Source, CHUNK_BYTES};
 
 /// NDJSON files and stdin, read one after the other.
 pub struct NdjsonSource {
@@ -92,6 +94,19 @@ impl NdjsonSource {
             }
             Input::File(path) => {
                 let file = File::open(path).map_err(cannot)?;
+                // A plain file is read in place; a compressed one, as a stream.
+                let plain = |m: &Mmap| !m.starts_with(&GZIP_MAGIC) && !m.starts_with(&ZSTD_MAGIC);
+                if let Some(map) = mapped::map(&file, &origin).filter(plain) {
+                    let past_mark = start.offset == 0 && map.starts_with(&BOM);
+                    let start = match past_mark {
+                        true => LinePosition {
+                            offset: BOM.len() as u64,
+                            ..start
+                        },
+                        false => start,
+                    };
+                    return mapped::read(origin, map, start, feed, self.progress.as_ref());
+                }
                 match &self.progress {
                     Some(pb) => Box::new(pb.wrap_read(file)),
                     None => Box::new(file),
@@ -344,7 +359,13 @@ impl Lines {
             self.buf.truncate(filled);
             self.buf.push(b'\n'); // a last line without its newline is still a line
             let end = self.at(self.consumed + filled as u64);
-            feed.lines(&self.origin, self.next_line, self.buf, filled as u64, end)?;
+            feed.lines(
+                &self.origin,
+                self.next_line,
+                ChunkData::Owned(self.buf),
+                filled as u64,
+                end,
+            )?;
         }
         Ok(())
     }
@@ -396,7 +417,13 @@ impl Lines {
         let bytes = buf.len() as u64;
         self.consumed += bytes;
         let at = self.at(self.consumed);
-        self.next_line += feed.lines(&self.origin, self.next_line, buf, bytes, at)?;
+        self.next_line += feed.lines(
+            &self.origin,
+            self.next_line,
+            ChunkData::Owned(buf),
+            bytes,
+            at,
+        )?;
         self.filled = tail;
         Ok(())
     }

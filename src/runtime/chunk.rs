@@ -27,7 +27,7 @@ pub struct Chunk {
     pub origin: Arc<str>,
     /// The number of the chunk's first record: its line number in a line source.
     pub first_line: u64,
-    pub data: Vec<u8>,
+    pub data: ChunkData,
     /// Bytes of input the chunk stands for, for the summary.
     pub input_bytes: u64,
     /// For a Kafka source: each record's (partition, offset).
@@ -40,6 +40,24 @@ pub struct Chunk {
     /// For a line source: where its input stands just past the chunk's last line.
     pub end: Option<LinePosition>,
     pub(crate) prepared: Prepared,
+}
+
+/// A chunk's bytes: a buffer of its own, or part of a file mapped into memory (read where
+/// the kernel keeps it, without a copy).
+pub enum ChunkData {
+    Owned(Vec<u8>),
+    Mapped(Arc<memmap2::Mmap>, std::ops::Range<usize>),
+}
+
+impl std::ops::Deref for ChunkData {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            ChunkData::Owned(data) => data,
+            ChunkData::Mapped(map, range) => &map[range.clone()],
+        }
+    }
 }
 
 /// Where a line source stands in its inputs: the input (counted from 0, in the order they

@@ -8,7 +8,9 @@ use std::thread;
 use std::time::Duration;
 
 use super::checkpoint::{Giving, PartitionState, ShardStart, ShardState};
-use super::chunk::{Chunk, LinePosition, Prepare, Prepared, Scratch, ShardPosition, CHUNK_BYTES};
+use super::chunk::{
+    Chunk, ChunkData, LinePosition, Prepare, Prepared, Scratch, ShardPosition, CHUNK_BYTES,
+};
 use crate::core::record::{Extractor, RecordError};
 use crate::core::shuffle::Marker;
 use crate::core::time::{Millis, TimeFormat};
@@ -405,7 +407,7 @@ impl Feed {
         &mut self,
         origin: &Arc<str>,
         first_line: u64,
-        data: Vec<u8>,
+        data: ChunkData,
         input_bytes: u64,
         end: LinePosition,
     ) -> Result<u64> {
@@ -462,7 +464,7 @@ impl Feed {
         self.send(Item::Records(Chunk {
             origin: origin.clone(),
             first_line: first_record,
-            data: framed.data,
+            data: ChunkData::Owned(framed.data),
             input_bytes: framed.input_bytes,
             positions,
             shard_positions,
@@ -674,7 +676,9 @@ impl Reader {
     /// positions were taken first, to be released once the output covers them).
     pub(crate) fn recycle(&self, chunk: Chunk) {
         // Not cleared: the reader reuses the initialised bytes as read space.
-        let _ = self.spare.try_send(chunk.data);
+        if let ChunkData::Owned(data) = chunk.data {
+            let _ = self.spare.try_send(data);
+        }
         let _ = self.spare_prepared.try_send(chunk.prepared);
     }
 }

@@ -598,3 +598,99 @@ fn a_full_disk_is_exit_4_naming_the_file() {
         }
     }
 }
+
+/// A plain file is read through a memory map and stdin as a stream: the same bytes give the
+/// same records, dead letters and summary either way. The input has a byte order mark, CRLF
+/// and blank lines, bad records, lines longer than a chunk (1 MiB) under and over
+/// `--max-line-bytes`, and a last line without its newline.
+#[test]
+fn a_mapped_file_reads_as_the_same_bytes_on_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = |n: usize| format!("{{\"t\":1,\"pad\":\"{}\"}}", "x".repeat(n));
+    let mut text = String::from("\u{feff}{\"t\":1}\r\n\n{\"t\":2}\nnot json\n");
+    text.push_str(&long(1_500_000)); // under the limit below, longer than a chunk
+    text.push('\n');
+    text.push_str(&long(2_500_000)); // over it
+    text.push('\n');
+    for i in 0..20_000 {
+        text.push_str(&format!("{{\"t\":{i},\"v\":\"{}\"}}\n", "y".repeat(i % 90)));
+    }
+    text.push_str("{\"t\":3}"); // no newline
+    let path = dir.path().join("in.ndjson");
+    std::fs::write(&path, &text).unwrap();
+    let run = |from_file: bool, dead: &str| {
+        let dead = dir.path().join(dead);
+        let mut cmd = weir();
+        cmd.args([
+            "consume",
+            "--on-error",
+            "skip",
+            "--max-line-bytes",
+            "2000000",
+        ])
+        .args(["--dead-letter", dead.to_str().unwrap()]);
+        let out = if from_file {
+            cmd.arg(&path).output().unwrap()
+        } else {
+            cmd.write_stdin(text.as_bytes()).output().unwrap()
+        };
+        assert!(out.status.success(), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let letters: Vec<serde_json::Value> = std::fs::read_to_string(&dead)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (out.stdout, letters, stderr)
+    };
+    let (file_out, file_dead, file_err) = run(true, "file.dead");
+    let (pipe_out, pipe_dead, pipe_err) = run(false, "pipe.dead");
+    assert_eq!(file_out.len(), pipe_out.len());
+    assert!(file_out == pipe_out, "the records differ");
+    // Positions name the file or stdin; the rest is the same.
+    let without_source = |letters: &[serde_json::Value]| -> String {
+        let text = serde_json::to_string(letters).unwrap();
+        text.replace(path.to_str().unwrap(), "SOURCE")
+            .replace("<stdin>", "SOURCE")
+    };
+    assert_eq!(without_source(&file_dead), without_source(&pipe_dead));
+    assert_eq!(file_dead.len(), 2, "{file_dead:?}"); // `not json` and the line over the limit
+    assert!(file_err.contains("written 20004"), "{file_err}");
+    assert!(pipe_err.contains("written 20004"), "{pipe_err}");
+}
+
+/// A file cut short while weir reads it through its map: exit 4 and a message naming it, not
+/// death by SIGBUS. The output is held up (a reader that sleeps) so that most of the file is
+/// still unread when it is cut.
+#[cfg(unix)]
+#[test]
+fn a_file_cut_short_while_it_is_read_is_exit_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.ndjson");
+    let line = format!("{{\"t\":1,\"pad\":\"{}\"}}\n", "x".repeat(200));
+    std::fs::write(&path, line.repeat(300_000)).unwrap(); // 65 MB
+    let child = super::weir_std()
+        .args(["consume", "-q"])
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Nobody reads the output yet: weir stops when the pipe and its chunks in flight are full.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("it was cut short while it was being read"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(path.to_str().unwrap()), "{stderr}");
+    assert!(out.stdout.len() < 65_000_000);
+}
