@@ -14,7 +14,7 @@ use indicatif::ProgressBar;
 use memmap2::{Advice, Mmap};
 
 use crate::error::{Error, Result};
-use crate::runtime::{ChunkData, Feed, LinePosition, CHUNK_BYTES};
+use crate::runtime::{ChunkData, Feed, LinePosition, MappedRange, CHUNK_BYTES};
 
 /// `file` mapped into memory, when it is a regular, non-empty file.
 pub fn map(file: &File, origin: &str) -> Option<Mmap> {
@@ -78,7 +78,7 @@ pub fn read(
                     next_line +=
                         feed.lines(&origin, next_line, data, (len - pos) as u64, at(len))?;
                 } else {
-                    let data = ChunkData::Mapped(map.clone(), pos..after);
+                    let data = ChunkData::Mapped(MappedRange::new(map.clone(), pos..after));
                     next_line +=
                         feed.lines(&origin, next_line, data, (after - pos) as u64, at(after))?;
                 }
@@ -87,7 +87,7 @@ pub fn read(
                 continue;
             }
         };
-        let data = ChunkData::Mapped(map.clone(), pos..end);
+        let data = ChunkData::Mapped(MappedRange::new(map.clone(), pos..end));
         next_line += feed.lines(&origin, next_line, data, (end - pos) as u64, at(end))?;
         progress.inspect(|pb| pb.inc((end - pos) as u64));
         pos = end;

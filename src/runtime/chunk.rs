@@ -46,7 +46,7 @@ pub struct Chunk {
 /// the kernel keeps it, without a copy).
 pub enum ChunkData {
     Owned(Vec<u8>),
-    Mapped(Arc<memmap2::Mmap>, std::ops::Range<usize>),
+    Mapped(MappedRange),
 }
 
 impl std::ops::Deref for ChunkData {
@@ -55,8 +55,37 @@ impl std::ops::Deref for ChunkData {
     fn deref(&self) -> &[u8] {
         match self {
             ChunkData::Owned(data) => data,
-            ChunkData::Mapped(map, range) => &map[range.clone()],
+            ChunkData::Mapped(m) => &m.map[m.range.clone()],
         }
+    }
+}
+
+/// A range of a mapped file. Its pages leave the process once the chunk is done with, so
+/// that a run's resident memory does not grow with the file it reads (the kernel keeps them
+/// cached; a page the next range shares is read in again if it is still needed).
+pub struct MappedRange {
+    map: Arc<memmap2::Mmap>,
+    range: std::ops::Range<usize>,
+}
+
+impl MappedRange {
+    pub fn new(map: Arc<memmap2::Mmap>, range: std::ops::Range<usize>) -> MappedRange {
+        MappedRange { map, range }
+    }
+}
+
+impl Drop for MappedRange {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        // SAFETY: the map is a read-only view of a file, so pages dropped from it read the
+        // file's bytes again when touched; no reference into this range outlives the chunk.
+        let _ = unsafe {
+            self.map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                self.range.start,
+                self.range.len(),
+            )
+        };
     }
 }
 

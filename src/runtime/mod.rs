@@ -29,7 +29,9 @@ pub use checkpoint::{
     saved_state, CheckpointInputs, CheckpointPlan, Checkpoints, Giving, PartitionState, Restored,
     ShardResume, ShardStart, ShardState,
 };
-pub use chunk::{Chunk, ChunkData, Line, LinePosition, Prepare, ShardPosition, CHUNK_BYTES};
+pub use chunk::{
+    Chunk, ChunkData, Line, LinePosition, MappedRange, Prepare, ShardPosition, CHUNK_BYTES,
+};
 pub use drive::{drive, drive_with, Drive};
 pub use partitions::PartitionFields;
 pub use policy::{ErrorPolicy, OnError, PolicyPlan};
