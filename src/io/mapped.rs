@@ -69,7 +69,8 @@ pub fn read(
                 if line_end - pos > max_line + 1 {
                     let prefix = map[pos..pos + 4096.min(line_end - pos)].to_vec();
                     let long = (line_end - pos) as u64;
-                    feed.too_long(&origin, next_line, long, prefix, at(after))?;
+                    let ended = line_end < len;
+                    feed.too_long(&origin, (next_line, long, ended), prefix, at(after))?;
                     next_line += 1;
                 } else if line_end == len {
                     let mut last = map[pos..len].to_vec();

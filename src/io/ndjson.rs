@@ -352,7 +352,8 @@ impl Lines {
     fn end(mut self, feed: &mut Feed) -> Result<()> {
         if let Some(long) = self.skipping.take() {
             let at = self.at(self.consumed);
-            return feed.too_long(&self.origin, long.line, long.len, long.prefix, at);
+            let line = (long.line, long.len, false);
+            return feed.too_long(&self.origin, line, long.prefix, at);
         }
         if self.filled > 0 {
             let filled = self.filled;
@@ -397,7 +398,8 @@ impl Lines {
         self.consumed += nl as u64 + 1;
         let long = self.skipping.take().expect("skipping");
         let at = self.at(self.consumed);
-        feed.too_long(&self.origin, long.line, long.len, long.prefix, at)?;
+        let line = (long.line, long.len, true);
+        feed.too_long(&self.origin, line, long.prefix, at)?;
         self.next_line += 1;
         self.buf.copy_within(nl + 1..self.filled, 0);
         self.filled -= nl + 1;
@@ -460,7 +462,17 @@ mod tests {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(content).unwrap();
         let source = NdjsonSource::new(vec![Input::File(file.path().to_path_buf())]);
-        let reader = Reader::spawn(Box::new(source), Prepare::Validate, max_line);
+        collect(Box::new(source), max_line)
+    }
+
+    /// The same, with `content` read as a stream (as from a pipe).
+    fn streamed_lines_of(content: &[u8], max_line: usize) -> (Vec<(u64, String)>, Counters) {
+        let reader = Box::new(io::Cursor::new(content.to_vec()));
+        collect(Box::new(StreamSource::new("x", reader)), max_line)
+    }
+
+    fn collect(source: Box<dyn Source>, max_line: usize) -> (Vec<(u64, String)>, Counters) {
+        let reader = Reader::spawn(source, Prepare::Validate, max_line);
         let mut counters = Counters::default();
         let mut policy = ErrorPolicy::new(OnError::Skip, None);
         let stop = AtomicBool::new(false);
@@ -477,6 +489,31 @@ mod tests {
         )
         .unwrap();
         (seen.0, counters)
+    }
+
+    proptest::proptest! {
+        /// A file read in place (mapped) and the same bytes read as a stream give the same
+        /// records, line numbers and counts: byte order marks, CRLF, blank, bad and
+        /// too-long lines, and a last line without its newline.
+        #[test]
+        fn a_mapped_file_reads_as_a_stream_does(
+            bom: bool,
+            lines in proptest::collection::vec(proptest::sample::select(vec![
+                "{\"a\":1}", "[1,2]", "nope", "", " ", "\r", "\"\u{e9}\"", "{\"long\":\"xxxxxxxxxxxxxxxxxxxx\"}",
+            ]), 0..12),
+            last_newline: bool,
+            max_line in 4usize..40,
+        ) {
+            let mut content = if bom { BOM.to_vec() } else { Vec::new() };
+            content.extend(lines.join("\n").into_bytes());
+            if last_newline && !lines.is_empty() {
+                content.push(b'\n');
+            }
+            let (mapped, m) = lines_of(&content, max_line);
+            let (streamed, s) = streamed_lines_of(&content, max_line);
+            proptest::prop_assert_eq!(mapped, streamed);
+            proptest::prop_assert_eq!((m.read, m.blank_lines, m.bad, m.bytes_read), (s.read, s.blank_lines, s.bad, s.bytes_read));
+        }
     }
 
     #[test]

@@ -212,13 +212,14 @@ impl<S: RecordStep> Driver<'_, S> {
                 origin,
                 line,
                 len,
+                bytes,
                 max,
                 prefix,
                 end,
             } => {
                 let d = &mut self.d;
                 d.counters.read += 1;
-                d.counters.bytes_read += len + 1;
+                d.counters.bytes_read += bytes;
                 let error = RecordError::LineTooLong { len, max };
                 let position = Position::Line {
                     source: origin,

@@ -46,6 +46,8 @@ pub(crate) enum Item {
         origin: Arc<str>,
         line: u64,
         len: u64,
+        /// The input bytes it took: `len`, and its newline if it had one.
+        bytes: u64,
         max: u64,
         prefix: Vec<u8>,
         /// Where the input stands past the line.
@@ -505,13 +507,13 @@ impl Feed {
         self.send(Item::Starts(starts))
     }
 
-    /// Reports line `line` of `origin`, `len` bytes long, which was too long to keep; the
-    /// input stands at `end` past it.
+    /// Reports line `line` of `origin`, `len` bytes long (and its newline, when `ended` by
+    /// one: the input's last line may have none), which was too long to keep; the input stands
+    /// at `end` past it.
     pub fn too_long(
         &self,
         origin: &Arc<str>,
-        line: u64,
-        len: u64,
+        (line, len, ended): (u64, u64, bool),
         prefix: Vec<u8>,
         end: LinePosition,
     ) -> Result<()> {
@@ -519,6 +521,7 @@ impl Feed {
             origin: origin.clone(),
             line,
             len,
+            bytes: len + ended as u64,
             max: self.max_line_bytes() as u64,
             prefix,
             end: LinePosition {
