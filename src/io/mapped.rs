@@ -58,6 +58,7 @@ pub fn read(
     let mut next_line = start.next_line;
     let max_line = feed.max_line_bytes();
     while pos < len {
+        feed.let_go();
         let limit = (pos + CHUNK_BYTES).min(len);
         let end = match memchr::memrchr(b'\n', &map[pos..limit]) {
             Some(nl) => pos + nl + 1,

@@ -228,7 +228,7 @@ impl<P: FramedPosition> Framing<P> {
 /// A source's side of the channel: buffers to fill, and the calls that hand chunks over.
 pub struct Feed {
     out: SyncSender<Item>,
-    spare: Receiver<Vec<u8>>,
+    spare: Receiver<ChunkData>,
     spare_prepared: Receiver<Prepared>,
     scratch: Scratch,
     prepare: Prepare,
@@ -386,19 +386,25 @@ impl Feed {
 
     /// An empty buffer to fill, reused from an earlier chunk when one is free.
     pub fn buffer(&self) -> Vec<u8> {
-        let mut buf = self
-            .spare
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(CHUNK_BYTES * 2));
+        let mut buf = self.read_space();
         buf.clear();
         buf
     }
 
     /// A buffer whose initialised bytes can be read into without zeroing them first.
     pub fn read_space(&self) -> Vec<u8> {
-        self.spare
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(CHUNK_BYTES * 2))
+        while let Ok(data) = self.spare.try_recv() {
+            if let ChunkData::Owned(buf) = data {
+                return buf;
+            }
+        }
+        Vec::with_capacity(CHUNK_BYTES * 2)
+    }
+
+    /// Lets go of the chunks the command is done with: a mapped file's ranges leave the
+    /// process here, on the reader's thread, rather than on the command's.
+    pub fn let_go(&self) {
+        while self.spare.try_recv().is_ok() {}
     }
 
     /// Hands over whole lines of `origin` (each ending in `\n`), the first of them line
@@ -572,7 +578,7 @@ impl Revoker {
 /// The command's side: the chunks, and the thread that makes them.
 pub struct Reader {
     pub(crate) items: Option<Receiver<Item>>,
-    spare: SyncSender<Vec<u8>>,
+    spare: SyncSender<ChunkData>,
     spare_prepared: SyncSender<Prepared>,
     handled: mpsc::Sender<Back>,
     /// A source that must be joined is told to stop and then joined, so that it can commit
@@ -678,10 +684,9 @@ impl Reader {
     /// Gives a chunk's buffers back for reuse, so the steady state allocates nothing (its
     /// positions were taken first, to be released once the output covers them).
     pub(crate) fn recycle(&self, chunk: Chunk) {
-        // Not cleared: the reader reuses the initialised bytes as read space.
-        if let ChunkData::Owned(data) = chunk.data {
-            let _ = self.spare.try_send(data);
-        }
+        // Not cleared: the reader reuses the initialised bytes as read space. A mapped
+        // range goes back too, for the reader to release its pages (`Feed::let_go`).
+        let _ = self.spare.try_send(chunk.data);
         let _ = self.spare_prepared.try_send(chunk.prepared);
     }
 }
