@@ -13,7 +13,7 @@ use smallvec::SmallVec;
 use super::plan::{self, KeepingArgs};
 use crate::cli::WindowArgs;
 use crate::core::aggregate::{
-    is_plain_name, parse_percentile, prepare, AggInput, AggKind, AggSpec,
+    is_plain_name, parse_percentile, prepare_read, AggInput, AggKind, AggSpec,
 };
 use crate::core::partitioned::{PartitionStates, Tasks};
 use crate::core::profile_task::WindowRule;
@@ -32,8 +32,8 @@ use crate::io::sink::{LineSink, RecordFields, SinkPlan, TableFormat, TableWriter
 use crate::io::spec::SinkSpec;
 use crate::runtime::metrics::StepGauges;
 use crate::runtime::{
-    clock_from, run_command, saved_state, time_read_ahead, Command, Counters, Flow, Line,
-    PartitionFields, Prepare, RecordStep, Restored, RunPlan, Selection, Sink, Stats,
+    clock_from, number_read_ahead, run_command, saved_state, time_read_ahead, Command, Counters,
+    Flow, Line, PartitionFields, Prepare, RecordStep, Restored, RunPlan, Selection, Sink, Stats,
     StepCheckpoint,
 };
 
@@ -88,8 +88,12 @@ impl Fields {
         let message_key_at =
             (parts.per_partition && !parts.shuffled).then(|| list.add_message_key());
         let selection = select(&mut list)?;
+        // The first number added up is read on the reader's thread, as the time is.
+        let number_at = aggs.iter().find(|a| a.kind.numeric());
+        let number_at = number_at.and_then(|a| a.field).map(|f| values_at + f);
+        let extractor = time_read_ahead(list.extractor(), Some(0), time_format);
         let fields = Fields {
-            extractor: Arc::new(time_read_ahead(list.extractor(), Some(0), time_format)),
+            extractor: Arc::new(number_read_ahead(extractor, number_at)),
             parts: partition_fields,
             keys_at,
             message_key_at,
@@ -530,12 +534,14 @@ impl WindowStep {
         let single_key = line.key(keys_at, key_columns.len(), x, key)?;
         for (spec, field_at) in ops.active.aggs().iter().zip(fields.agg_fields.iter()) {
             let value = field_at.and_then(|i| line.field(i));
-            let input = prepare(&spec.kind, value).map_err(|reason| RecordError::BadValue {
-                path: field_at
-                    .map(|i| x.paths()[i].to_string())
-                    .unwrap_or_default(),
-                reason,
-            })?;
+            let read = field_at.and_then(|i| line.decimal(i, x));
+            let input =
+                prepare_read(&spec.kind, value, read).map_err(|reason| RecordError::BadValue {
+                    path: field_at
+                        .map(|i| x.paths()[i].to_string())
+                        .unwrap_or_default(),
+                    reason,
+                })?;
             inputs.push(input);
         }
         Ok((ts, partition, single_key))

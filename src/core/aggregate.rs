@@ -179,8 +179,8 @@ fn record_saturating(h: &mut Histogram<u64>, value: u64) {
 /// `-123.45`-shaped literals (up to 18 characters after the sign) without rust_decimal's general parser, which
 /// costs several times more on the hot path; anything else returns `None`.
 #[inline]
-fn plain_decimal(text: &str) -> Option<Decimal> {
-    let (negative, digits) = match text.as_bytes() {
+pub fn plain_decimal(text: &[u8]) -> Option<Decimal> {
+    let (negative, digits) = match text {
         [b'-', rest @ ..] => (true, rest),
         rest => (false, rest),
     };
@@ -219,7 +219,7 @@ pub fn parse_decimal(scalar: &Scalar<'_>) -> Result<Decimal, String> {
         Scalar::Str(s) => s.as_ref(),
         other => return Err(format!("is {}, not a number", other.kind())),
     };
-    if let Some(d) = plain_decimal(text) {
+    if let Some(d) = plain_decimal(text.as_bytes()) {
         return Ok(d);
     }
     let parsed = if text.contains(['e', 'E']) {
@@ -246,7 +246,7 @@ pub enum AggInput<'a> {
 }
 
 impl AggKind {
-    fn numeric(&self) -> bool {
+    pub fn numeric(&self) -> bool {
         matches!(
             self,
             AggKind::Sum | AggKind::Min | AggKind::Max | AggKind::Avg | AggKind::Percentile(_)
@@ -265,7 +265,7 @@ pub fn prepare<'a>(kind: &AggKind, value: Option<&'a str>) -> Result<AggInput<'a
     }
     // Most values are plain JSON numbers, read here as `parse_decimal` would read them.
     if kind.numeric() {
-        if let Some(v) = plain_decimal(raw) {
+        if let Some(v) = plain_decimal(raw.as_bytes()) {
             return number_input(kind, v);
         }
     }
@@ -277,6 +277,19 @@ pub fn prepare<'a>(kind: &AggKind, value: Option<&'a str>) -> Result<AggInput<'a
         return Ok(AggInput::Json(raw));
     }
     number_input(kind, parse_decimal(&scalar)?)
+}
+
+/// `prepare` for a value whose plain decimal was read already (on the reader's thread).
+#[inline]
+pub fn prepare_read<'a>(
+    kind: &AggKind,
+    value: Option<&'a str>,
+    read: Option<Decimal>,
+) -> Result<AggInput<'a>, String> {
+    match read {
+        Some(v) if kind.numeric() => number_input(kind, v),
+        _ => prepare(kind, value),
+    }
 }
 
 #[inline]
@@ -999,7 +1012,7 @@ mod tests {
         /// what it does not handle.
         #[test]
         fn plain_decimal_never_overflows(text in "-?[0-9]{15,25}") {
-            if let Some(d) = plain_decimal(&text) {
+            if let Some(d) = plain_decimal(text.as_bytes()) {
                 prop_assert_eq!(d, Decimal::from_str(&text).unwrap());
             }
         }
@@ -1023,7 +1036,7 @@ mod tests {
 
         #[test]
         fn plain_decimals_agree_with_rust_decimal(text in "-?[0-9]{1,10}(\\.[0-9]{1,8})?|[-.0-9eE+]{1,12}") {
-            if let Some(d) = plain_decimal(&text) {
+            if let Some(d) = plain_decimal(text.as_bytes()) {
                 let theirs = Decimal::from_str(&text).unwrap();
                 prop_assert_eq!(d, theirs);
                 prop_assert_eq!(d.scale(), theirs.scale());

@@ -325,6 +325,8 @@ pub struct Extractor {
     internal: Vec<usize>,
     /// The field that is the event time, and how it reads: read as the line is checked.
     event_time: Option<(usize, TimeFormat)>,
+    /// The field read as a decimal number as the line is checked (a window's `--sum`).
+    number: Option<usize>,
 }
 
 /// Where each requested field's raw JSON lies in the line, in the order the paths were given.
@@ -347,7 +349,21 @@ impl Extractor {
             trie,
             internal: Vec::new(),
             event_time: None,
+            number: None,
         }
+    }
+
+    /// Field `i` is a number the command adds up: the reader thread reads it as a decimal as
+    /// it checks the line (`Line::number`), as it does the event time.
+    pub fn reading_number_at(mut self, i: usize) -> Extractor {
+        self.number = Some(i);
+        self
+    }
+
+    /// The index of the field read by `reading_number_at`.
+    #[inline]
+    pub fn number_at(&self) -> Option<usize> {
+        self.number
     }
 
     /// Field `i` is the event time, in `format`: the reader thread reads it as it checks the

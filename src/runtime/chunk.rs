@@ -7,6 +7,9 @@
 
 use std::sync::Arc;
 
+use rust_decimal::Decimal;
+
+use crate::core::aggregate::plain_decimal;
 use crate::core::envelope::{check_keyed, read_envelope, KeyedBy, OwnedRecord};
 use crate::core::record::{
     as_utf8, time_of, validate_json_shaped, validate_line, Extractor, Fields, Position,
@@ -186,6 +189,8 @@ pub(crate) struct Prepared {
     pub(crate) spans: Fields,
     /// Each line's event time, where the extractor reads one (`Extractor::event_time`).
     pub(crate) times: Vec<Millis>,
+    /// Each line's number, where the extractor reads one (`Extractor::number_at`).
+    pub(crate) numbers: Vec<Option<Decimal>>,
     pub(crate) errors: Vec<RecordError>,
     pub(crate) width: usize,
 }
@@ -271,12 +276,24 @@ impl Prepared {
         self.read_times(data, prepare);
     }
 
-    /// Reads each record's event time, when the command's extractor asks for it.
+    /// Reads each record's event time and number, when the command's extractor asks for them.
     fn read_times(&mut self, data: &[u8], prepare: &Prepare) {
         self.times.clear();
+        self.numbers.clear();
         let Prepare::Extract(x) = prepare else {
             return;
         };
+        if let Some(n) = x.number_at() {
+            for info in &self.lines {
+                let span = match info.status {
+                    Status::Record(at) => self.spans[at as usize + n],
+                    _ => None,
+                };
+                let line = &data[info.start as usize..info.end as usize];
+                let raw = span.and_then(|(start, end)| line.get(start as usize..end as usize));
+                self.numbers.push(raw.and_then(plain_decimal));
+            }
+        }
         if x.event_time_at().is_none() {
             return;
         }
@@ -418,6 +435,8 @@ pub struct Line<'a> {
     pub carried: Option<Millis>,
     /// The event time the reader thread read (`Millis::MIN`: none, or not asked for).
     event_time: Millis,
+    /// The plain decimal the reader thread read (`Extractor::number_at`), if any.
+    decimal: Option<Decimal>,
 }
 
 impl<'a> Line<'a> {
@@ -530,6 +549,13 @@ impl<'a> Line<'a> {
         time_of(self.require(i, x)?, &x.paths()[i], format)
     }
 
+    /// Field `i`'s value as a plain decimal, when the reader thread read it
+    /// (`Extractor::reading_number_at`); `None` leaves the field to the command.
+    #[inline(always)]
+    pub fn decimal(&self, i: usize, x: &Extractor) -> Option<Decimal> {
+        self.decimal.filter(|_| x.number_at() == Some(i))
+    }
+
     /// Behind a shuffle (`--repartition`): where the record stood in the input, as its
     /// envelope's `partition` and `offset` (at these fields) say.
     pub fn input_position(
@@ -620,6 +646,7 @@ impl Chunk {
             shard: self.shard_positions.get(i),
             carried: self.carried.get(i).copied().filter(|t| *t != Millis::MIN),
             event_time: p.times.get(i).copied().unwrap_or(Millis::MIN),
+            decimal: p.numbers.get(i).copied().flatten(),
         })
     }
 }
@@ -627,6 +654,7 @@ impl Chunk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::aggregate::{AggInput, AggKind};
     use proptest::prelude::*;
 
     /// A line of a stream that mostly repeats a few layouts, with the endings, values and
@@ -702,6 +730,62 @@ mod tests {
         let plain = Prepare::Extract(Arc::new(Extractor::new(vec!["t".parse().unwrap()])));
         prepared.fill(data.as_bytes(), &plain, 1000, &mut Scratch::default());
         assert!(prepared.times.is_empty());
+    }
+
+    /// The reader reads a plain decimal as the command would (`prepare` of a sum), and leaves
+    /// anything else to it: exponents, more than 18 digits, strings, null, a missing field, a
+    /// bad line.
+    #[test]
+    fn the_reader_reads_numbers_the_command_would() {
+        let values = [
+            "12.50",
+            "-3",
+            "0.001",
+            "1e3",
+            "\"7\"",
+            "null",
+            "0",
+            "-0.50",
+            "1234567890123456789012",
+        ];
+        let mut data = String::new();
+        for v in values {
+            data.push_str(&format!("{{\"v\":{v}}}\n"));
+        }
+        data.push_str("{\"k\":1}\nnot json\n");
+        let x = Extractor::new(vec!["v".parse().unwrap()]).reading_number_at(0);
+        let mut prepared = Prepared::default();
+        let prepare = Prepare::Extract(Arc::new(x));
+        prepared.fill(data.as_bytes(), &prepare, 1000, &mut Scratch::default());
+        let d = Decimal::new;
+        let read = [
+            Some(d(1250, 2)),
+            Some(d(-3, 0)),
+            Some(d(1, 3)),
+            None,
+            None,
+            None,
+            Some(d(0, 0)),
+            Some(d(-50, 2)),
+            None,
+            None,
+            None,
+        ];
+        assert_eq!(prepared.numbers, read);
+        for (v, number) in values.iter().zip(&prepared.numbers) {
+            let Some(number) = number else { continue };
+            let Ok(AggInput::Number(theirs)) =
+                crate::core::aggregate::prepare(&AggKind::Sum, Some(v))
+            else {
+                panic!("{v}: the command reads no number");
+            };
+            // The same value and scale: sums print as the command's would.
+            assert_eq!((number, number.scale()), (&theirs, theirs.scale()), "{v}");
+        }
+        // Without the request, no number is read.
+        let plain = Prepare::Extract(Arc::new(Extractor::new(vec!["v".parse().unwrap()])));
+        prepared.fill(data.as_bytes(), &plain, 1000, &mut Scratch::default());
+        assert!(prepared.numbers.is_empty());
     }
 
     proptest! {

@@ -35,7 +35,9 @@ pub use chunk::{
 pub use drive::{drive, drive_with, Drive};
 pub use partitions::PartitionFields;
 pub use policy::{ErrorPolicy, OnError, PolicyPlan};
-pub use reader::{time_read_ahead, Feed, Framing, Reader, Revoker, Source, Starts};
+pub use reader::{
+    number_read_ahead, time_read_ahead, Feed, Framing, Reader, Revoker, Source, Starts,
+};
 pub use run::{
     clock_from, limit_reached, run_command, run_stage, Command, Input, Keeping, RunPlan,
 };

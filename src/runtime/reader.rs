@@ -705,11 +705,24 @@ fn keep_latest(saved: &mut Vec<PartitionState>, states: Vec<PartitionState>) {
 /// when that thread has a core of its own (more than one CPU is ours): there the command's
 /// thread, which sets the wall time, is spared the work; on one core it would only cost more.
 pub fn time_read_ahead(x: Extractor, i: Option<usize>, format: &TimeFormat) -> Extractor {
-    let own_core = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    match i.filter(|_| own_core) {
+    match i.filter(|_| own_core()) {
         Some(i) => x.reading_time_at(i, format),
         None => x,
     }
+}
+
+/// The extractor `x` with field `i` (if any) read as a plain decimal on the reader's thread,
+/// when that thread has a core of its own (as `time_read_ahead`).
+pub fn number_read_ahead(x: Extractor, i: Option<usize>) -> Extractor {
+    match i.filter(|_| own_core()) {
+        Some(i) => x.reading_number_at(i),
+        None => x,
+    }
+}
+
+/// Whether the reader's thread has a core of its own: more than one CPU is ours.
+fn own_core() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
 }
 
 #[cfg(test)]
