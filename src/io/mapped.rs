@@ -31,9 +31,9 @@ pub fn map(file: &File, origin: &str) -> Option<Mmap> {
 }
 
 /// Hands over the lines of a mapped file from `start` (past a byte order mark, which the
-/// caller skips), as a stream's are handed over: in
-/// chunks of whole lines (each a range of the map), a line longer than the limit reported
-/// and skipped, and a last line without its newline given one.
+/// caller skips) as a stream's are handed over: in chunks of whole lines, each a range of the
+/// map; a line longer than the limit reported and skipped; a last line without its newline
+/// given one.
 pub fn read(
     origin: Arc<str>,
     map: Mmap,
@@ -41,7 +41,6 @@ pub fn read(
     feed: &mut Feed,
     progress: Option<&ProgressBar>,
 ) -> Result<()> {
-    let map = Arc::new(map);
     let len = map.len();
     if start.offset > len as u64 {
         return Err(Error::Usage(format!(
@@ -49,52 +48,76 @@ pub fn read(
             start.offset
         )));
     }
-    let mut pos = start.offset as usize;
-    let at = |offset: usize| LinePosition {
+    let mut lines = MappedLines {
+        origin,
+        map: Arc::new(map),
         input: start.input,
-        offset: offset as u64,
-        next_line: 0,
+        next_line: start.next_line,
     };
-    let mut next_line = start.next_line;
-    let max_line = feed.max_line_bytes();
+    let mut pos = start.offset as usize;
     while pos < len {
         feed.let_go();
         let limit = (pos + CHUNK_BYTES).min(len);
-        let end = match memchr::memrchr(b'\n', &map[pos..limit]) {
-            Some(nl) => pos + nl + 1,
-            None => {
-                // A line longer than a chunk, or the last line, without its newline.
-                let line_end = memchr::memchr(b'\n', &map[limit..]).map_or(len, |nl| limit + nl);
-                let after = (line_end + 1).min(len);
-                // One byte more than the limit may be the `\r` of a `\r\n`, as for a stream.
-                if line_end - pos > max_line + 1 {
-                    let prefix = map[pos..pos + 4096.min(line_end - pos)].to_vec();
-                    let long = (line_end - pos) as u64;
-                    let ended = line_end < len;
-                    feed.too_long(&origin, (next_line, long, ended), prefix, at(after))?;
-                    next_line += 1;
-                } else if line_end == len {
-                    let mut last = map[pos..len].to_vec();
-                    last.push(b'\n');
-                    let data = ChunkData::Owned(last);
-                    next_line +=
-                        feed.lines(&origin, next_line, data, (len - pos) as u64, at(len))?;
-                } else {
-                    let data = ChunkData::Mapped(MappedRange::new(map.clone(), pos..after));
-                    next_line +=
-                        feed.lines(&origin, next_line, data, (after - pos) as u64, at(after))?;
-                }
-                progress.inspect(|pb| pb.inc((after - pos) as u64));
-                pos = after;
-                continue;
-            }
+        let end = match memchr::memrchr(b'\n', &lines.map[pos..limit]) {
+            Some(nl) => lines.hand_over(pos, pos + nl + 1, feed)?,
+            None => lines.beyond_chunk(pos, limit, feed)?,
         };
-        let data = ChunkData::Mapped(MappedRange::new(map.clone(), pos..end));
-        next_line += feed.lines(&origin, next_line, data, (end - pos) as u64, at(end))?;
         progress.inspect(|pb| pb.inc((end - pos) as u64));
         pos = end;
     }
     Ok(())
+}
+
+/// A mapped file being handed over, and the number of its next line.
+struct MappedLines {
+    origin: Arc<str>,
+    map: Arc<Mmap>,
+    input: u32,
+    next_line: u64,
+}
+
+impl MappedLines {
+    /// Hands over the whole lines in `pos..end` as one chunk; returns `end`.
+    fn hand_over(&mut self, pos: usize, end: usize, feed: &mut Feed) -> Result<usize> {
+        let data = ChunkData::Mapped(MappedRange::new(self.map.clone(), pos..end));
+        let at = self.at(end);
+        self.next_line += feed.lines(&self.origin, self.next_line, data, (end - pos) as u64, at)?;
+        Ok(end)
+    }
+
+    /// The line at `pos` has no newline before `limit`: it is longer than a chunk, or the
+    /// file's last line without its newline. Hands it over (or reports it too long) and
+    /// returns where the next line starts.
+    fn beyond_chunk(&mut self, pos: usize, limit: usize, feed: &mut Feed) -> Result<usize> {
+        let len = self.map.len();
+        let line_end = memchr::memchr(b'\n', &self.map[limit..]).map_or(len, |nl| limit + nl);
+        let after = (line_end + 1).min(len);
+        // One byte more than the limit may be the `\r` of a `\r\n`, as for a stream.
+        if line_end - pos > feed.max_line_bytes() + 1 {
+            let prefix = self.map[pos..pos + 4096.min(line_end - pos)].to_vec();
+            let line = (self.next_line, (line_end - pos) as u64, line_end < len);
+            feed.too_long(&self.origin, line, prefix, self.at(after))?;
+            self.next_line += 1;
+            return Ok(after);
+        }
+        if line_end < len {
+            return self.hand_over(pos, after, feed);
+        }
+        let mut last = self.map[pos..len].to_vec();
+        last.push(b'\n');
+        let (data, at) = (ChunkData::Owned(last), self.at(len));
+        self.next_line += feed.lines(&self.origin, self.next_line, data, (len - pos) as u64, at)?;
+        Ok(len)
+    }
+
+    /// Where the input stands at byte `offset` (the line number is the feed's to fill in).
+    fn at(&self, offset: usize) -> LinePosition {
+        LinePosition {
+            input: self.input,
+            offset: offset as u64,
+            next_line: 0,
+        }
+    }
 }
 
 /// What the SIGBUS handler writes: the message naming the file mapped last.
