@@ -630,7 +630,10 @@ impl Chunk {
         let _ = i;
     }
 
-    /// Line `i` of the chunk, if it is a record.
+    /// Line `i` of the chunk, if it is a record. Inlined: built in its caller's frame, the
+    /// line is not copied from one stack slot to another, a copy whose wide loads waited on
+    /// the narrower stores that had just written it (3% of a one-core profile run).
+    #[inline(always)]
     pub(crate) fn record_line(&self, i: usize) -> Option<Line<'_>> {
         let p = &self.prepared;
         let info = p.lines.get(i)?;
