@@ -7,7 +7,7 @@
 //! input that cannot be read, instead of dying of the signal.
 
 use std::fs::File;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 
 use indicatif::ProgressBar;
@@ -120,8 +120,9 @@ impl MappedLines {
     }
 }
 
-/// What the SIGBUS handler writes: the message naming the file mapped last.
-static MESSAGE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+/// What the SIGBUS handler writes: the message naming the file mapped last, in a fixed
+/// buffer (a handler may not allocate), cut at its length.
+static MESSAGE: [AtomicU8; 1024] = [const { AtomicU8::new(0) }; 1024];
 static MESSAGE_LEN: AtomicUsize = AtomicUsize::new(0);
 
 /// Makes a fault on a mapped file that was cut short end the run with exit 4 and a message
@@ -130,10 +131,11 @@ fn guard_truncation(origin: &str) {
     let text = format!(
         "weir: cannot read {origin}: it was cut short while it was being read (or an input before it was)\n"
     );
-    // Leaked: the handler may read it at any moment. One short message per input file.
-    let text: &'static mut [u8] = Box::leak(text.into_bytes().into_boxed_slice());
+    let text = &text.as_bytes()[..text.len().min(MESSAGE.len())];
     MESSAGE_LEN.store(0, Ordering::SeqCst);
-    MESSAGE.store(text.as_mut_ptr(), Ordering::SeqCst);
+    for (slot, &byte) in MESSAGE.iter().zip(text) {
+        slot.store(byte, Ordering::Relaxed);
+    }
     MESSAGE_LEN.store(text.len(), Ordering::SeqCst);
     static INSTALL: Once = Once::new();
     INSTALL.call_once(install_handler);
@@ -142,15 +144,14 @@ fn guard_truncation(origin: &str) {
 #[cfg(unix)]
 fn install_handler() {
     extern "C" fn on_sigbus(_: libc::c_int) {
-        let (text, len) = (
-            MESSAGE.load(Ordering::SeqCst),
-            MESSAGE_LEN.load(Ordering::SeqCst),
-        );
-        // SAFETY: write(2) and _exit(2) are async-signal-safe; `text` is leaked and `len` long.
+        let mut text = [0u8; 1024];
+        let len = MESSAGE_LEN.load(Ordering::SeqCst);
+        for (byte, slot) in text.iter_mut().zip(&MESSAGE[..len]) {
+            *byte = slot.load(Ordering::Relaxed);
+        }
+        // SAFETY: write(2) and _exit(2) are async-signal-safe; `text` holds `len` bytes.
         unsafe {
-            if !text.is_null() {
-                libc::write(2, text.cast(), len);
-            }
+            libc::write(2, text.as_ptr().cast(), len);
             libc::_exit(4);
         }
     }
