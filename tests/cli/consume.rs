@@ -669,15 +669,23 @@ fn a_file_cut_short_while_it_is_read_is_exit_4() {
     let path = dir.path().join("in.ndjson");
     let line = format!("{{\"t\":1,\"pad\":\"{}\"}}\n", "x".repeat(200));
     std::fs::write(&path, line.repeat(300_000)).unwrap(); // 65 MB
-    let child = super::weir_std()
+    let mut child = super::weir_std()
         .args(["consume", "-q"])
         .arg(&path)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Nobody reads the output yet: weir stops when the pipe and its chunks in flight are full.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Its first output says the file is mapped and being read; then nobody reads for a
+    // while, and weir stops when the pipe and its chunks in flight are full.
+    let mut first = [0u8; 1];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
     std::fs::OpenOptions::new()
         .write(true)
         .open(&path)
