@@ -354,7 +354,7 @@ impl Extractor {
     }
 
     /// Field `i` is a number the command adds up: the reader thread reads it as a decimal as
-    /// it checks the line (`Line::number`), as it does the event time.
+    /// it checks the line (`Line::decimal`), as it does the event time.
     pub fn reading_number_at(mut self, i: usize) -> Extractor {
         self.number = Some(i);
         self

@@ -13,7 +13,7 @@ use std::sync::{Arc, Once};
 use indicatif::ProgressBar;
 use memmap2::{Advice, Mmap};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::runtime::{ChunkData, Feed, LinePosition, MappedRange, CHUNK_BYTES};
 
 /// `file` mapped into memory, when it is a regular, non-empty file.
@@ -43,10 +43,7 @@ pub fn read(
 ) -> Result<()> {
     let len = map.len();
     if start.offset > len as u64 {
-        return Err(Error::Usage(format!(
-            "{origin} is shorter ({len} bytes) than the checkpoint says it was read ({}): it is not the input the checkpoint was taken on; start afresh with --reset",
-            start.offset
-        )));
+        return Err(start.past_the_end(&origin, len as u64));
     }
     let mut lines = MappedLines {
         origin,

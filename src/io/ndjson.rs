@@ -97,14 +97,10 @@ impl NdjsonSource {
                 // A plain file is read in place; a compressed one, as a stream.
                 let plain = |m: &Mmap| !m.starts_with(&GZIP_MAGIC) && !m.starts_with(&ZSTD_MAGIC);
                 if let Some(map) = mapped::map(&file, &origin).filter(plain) {
-                    let past_mark = start.offset == 0 && map.starts_with(&BOM);
-                    let start = match past_mark {
-                        true => LinePosition {
-                            offset: BOM.len() as u64,
-                            ..start
-                        },
-                        false => start,
-                    };
+                    let mut start = start;
+                    if start.offset == 0 && map.starts_with(&BOM) {
+                        start.offset = BOM.len() as u64;
+                    }
                     return mapped::read(origin, map, start, feed, self.progress.as_ref());
                 }
                 match &self.progress {
@@ -204,10 +200,7 @@ fn read_stream(
     let skipped = io::copy(&mut (&mut source).take(start.offset), &mut io::sink())
         .map_err(|e| read_error(&origin, e, start.next_line))?;
     if skipped < start.offset {
-        return Err(Error::Usage(format!(
-            "{origin} is shorter ({skipped} bytes) than the checkpoint says it was read ({}): it is not the input the checkpoint was taken on; start afresh with --reset",
-            start.offset
-        )));
+        return Err(start.past_the_end(&origin, skipped));
     }
     let mut consumed = start.offset;
     if start.offset == 0 {

@@ -103,6 +103,15 @@ pub struct LinePosition {
 }
 
 impl LinePosition {
+    /// The error of a checkpoint whose position lies past the end of its input `origin`, which
+    /// has `len` bytes: the input is not the one the checkpoint was taken on.
+    pub fn past_the_end(&self, origin: &str, len: u64) -> Error {
+        Error::Usage(format!(
+            "{origin} is shorter ({len} bytes) than the checkpoint says it was read ({}): it is not the input the checkpoint was taken on; start afresh with --reset",
+            self.offset
+        ))
+    }
+
     /// The start of input `input`: its first byte, line 1.
     pub fn start(input: u32) -> LinePosition {
         LinePosition {
@@ -273,39 +282,40 @@ impl Prepared {
             });
             start = newline + 1;
         }
-        self.read_times(data, prepare);
+        self.read_ahead(data, prepare);
     }
 
-    /// Reads each record's event time and number, when the command's extractor asks for them.
-    fn read_times(&mut self, data: &[u8], prepare: &Prepare) {
+    /// Reads each record's event time and number, when the command's extractor asks for
+    /// them, in one pass over the lines.
+    fn read_ahead(&mut self, data: &[u8], prepare: &Prepare) {
         self.times.clear();
         self.numbers.clear();
         let Prepare::Extract(x) = prepare else {
             return;
         };
-        if let Some(n) = x.number_at() {
-            for info in &self.lines {
-                let span = match info.status {
-                    Status::Record(at) => self.spans[at as usize + n],
-                    _ => None,
-                };
-                let line = &data[info.start as usize..info.end as usize];
-                let raw = span.and_then(|(start, end)| line.get(start as usize..end as usize));
-                self.numbers.push(raw.and_then(plain_decimal));
-            }
-        }
-        if x.event_time_at().is_none() {
+        let (time, number) = (x.event_time_at().is_some(), x.number_at());
+        if !time && number.is_none() {
             return;
         }
         for info in &self.lines {
-            self.times.push(match info.status {
-                Status::Record(at) => {
-                    let line = &data[info.start as usize..info.end as usize];
-                    let at = at as usize;
-                    x.event_time(line, &self.spans[at..at + self.width])
+            let Status::Record(at) = info.status else {
+                if time {
+                    self.times.push(Millis::MIN);
                 }
-                _ => Millis::MIN,
-            });
+                if number.is_some() {
+                    self.numbers.push(None);
+                }
+                continue;
+            };
+            let line = &data[info.start as usize..info.end as usize];
+            let spans = &self.spans[at as usize..at as usize + self.width];
+            if time {
+                self.times.push(x.event_time(line, spans));
+            }
+            if let Some(n) = number {
+                let raw = spans[n].and_then(|(start, end)| line.get(start as usize..end as usize));
+                self.numbers.push(raw.and_then(plain_decimal));
+            }
         }
     }
 
@@ -330,7 +340,7 @@ impl Prepared {
             self.lines.push(LineInfo { start, end, status });
             start = end;
         }
-        self.read_times(data, prepare);
+        self.read_ahead(data, prepare);
     }
 
     /// Marks record `i` bad for `error`, whatever its check found.
