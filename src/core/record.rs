@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::de::{Deserializer, Visitor};
 
-use super::scan::{scan, special_offset, PathTrie, Scanned, Shape, Span};
+use super::scan::{scan, special_offset, PathTrie, Scanned, Shape, Span, NO_PATHS};
 use super::time::{fast_rfc3339, parse_time_number, parse_time_str, Millis, TimeError, TimeFormat};
 
 /// Where a record came from, for error messages and dead letters.
@@ -197,7 +197,7 @@ pub fn validate_json_shaped<'a>(
     line: &'a [u8],
     shape: Option<&mut Shape>,
 ) -> Result<&'a str, RecordError> {
-    match scan(line, &PathTrie::default(), &mut [], shape) {
+    match scan(line, &NO_PATHS, &mut [], shape) {
         Ok(scanned) => checked_utf8(line, scanned),
         Err(e) => {
             // Bad UTF-8 is reported before bad JSON.
@@ -212,7 +212,7 @@ pub fn validate_json_shaped<'a>(
 /// when no layout fits, the line does not end in a newline, or it is not UTF-8: the caller
 /// then splits the line off and checks it in full, which reports any error.
 pub fn validate_line(data: &[u8], shape: &mut Shape) -> Option<usize> {
-    known_line(data, shape.scan_line(data, &PathTrie::default(), &mut []))
+    known_line(data, shape.scan_line(data, &NO_PATHS, &mut []))
 }
 
 /// The newline after a line that a layout matched, once the line is known to be UTF-8.

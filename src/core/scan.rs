@@ -43,6 +43,15 @@ pub struct PathTrie {
     pub below: Vec<usize>,
 }
 
+/// A trie of no paths, for a scan that only validates: one for the whole run, where building
+/// and dropping an empty one for each line showed in the profile of `consume`.
+pub static NO_PATHS: PathTrie = PathTrie {
+    children: Vec::new(),
+    lengths: 0,
+    leaves: Vec::new(),
+    below: Vec::new(),
+};
+
 impl PathTrie {
     pub fn insert(&mut self, segments: &[String], index: usize) {
         let mut node = self;
