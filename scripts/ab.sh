@@ -4,11 +4,11 @@
 # same file, and the minimum and median wall time of each are reported per command.
 #
 # Usage: scripts/ab.sh WEIR_A WEIR_B [ROUNDS] [EVENTS]     (defaults: 8 rounds, 5000000 events)
-#        WHAT="window dedupe" scripts/ab.sh ...            (a subset of: consume window dedupe profile)
+#        WHAT="window dedupe" scripts/ab.sh ...            (a subset of: consume window dedupe profile replay)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=$1 B=$2 ROUNDS=${3:-8} EVENTS=${4:-5000000}
-WHAT=${WHAT:-consume window dedupe profile}
+WHAT=${WHAT:-consume window dedupe profile replay}
 DATA=bench-data
 mkdir -p "$DATA"
 FILE="$DATA/events-$EVENTS.ndjson"
@@ -23,6 +23,7 @@ args() { # the command line of each benchmark, as scripts/bench.sh runs it
     window) echo "window -q $FILE --time occurred_at --key merchant_id --tumbling 1m --delay 10m --count --sum amount" ;;
     dedupe) echo "dedupe -q $FILE --id event_id --time occurred_at --horizon 1h" ;;
     profile) echo "watermark-profile -q $FILE --time occurred_at --arrival arrived_at --format json" ;;
+    replay) echo "replay -q $FILE --time occurred_at" ;;
   esac
 }
 

@@ -130,6 +130,11 @@ impl Schedule {
         }
     }
 
+    /// Whether records wait for their time: only then does `due` need the clock.
+    pub fn paced(&self) -> bool {
+        self.pacer.pace != Pace::Unlimited
+    }
+
     /// What to do with a record of time `t`, `elapsed` after the start. Waits under a
     /// millisecond are left to add up: due times are absolute, so nothing drifts.
     pub fn due(&mut self, elapsed: Duration, t: Option<Millis>) -> Due {
@@ -228,6 +233,11 @@ mod tests {
             to: Some(5_000),
         };
         let mut s = Schedule::new(range, Pace::Rate(2.0));
+        assert!(s.paced());
+        assert!(
+            !Schedule::new(range, Pace::Unlimited).paced(),
+            "needs no clock"
+        );
         let at = Duration::from_millis;
         assert_eq!(s.due(at(0), Some(999)), Due::Out);
         assert_eq!(s.due(at(0), Some(5_000)), Due::Out, "the end is not in it");
