@@ -4,7 +4,7 @@
 # same file, and the minimum and median wall time of each are reported per command.
 #
 # Usage: scripts/ab.sh WEIR_A WEIR_B [ROUNDS] [EVENTS]     (defaults: 8 rounds, 5000000 events)
-#        WHAT="window dedupe" scripts/ab.sh ...            (a subset of: consume window dedupe profile replay)
+#        WHAT="window dedupe" scripts/ab.sh ...            (a subset of: consume window dedupe profile replay, or session)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=$1 B=$2 ROUNDS=${3:-8} EVENTS=${4:-5000000}
@@ -24,6 +24,7 @@ args() { # the command line of each benchmark, as scripts/bench.sh runs it
     dedupe) echo "dedupe -q $FILE --id event_id --time occurred_at --horizon 1h" ;;
     profile) echo "watermark-profile -q $FILE --time occurred_at --arrival arrived_at --format json" ;;
     replay) echo "replay -q $FILE --time occurred_at" ;;
+    session) echo "window -q $FILE --time occurred_at --key merchant_id --session 30s --delay 10m --count" ;;
   esac
 }
 

@@ -11,7 +11,7 @@
 //! which records are late depends on each partition's contents alone, not on the order in
 //! which partitions are read. Rows of one watermark step come out in (window_end, key) order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{btree_map, BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
@@ -848,6 +848,11 @@ impl WindowOperator {
             }
             return false;
         }
+        if hi == lo + 1 && start >= starts[lo] {
+            let joined = starts[lo];
+            self.join_session(key, joined, end, (ts, inputs), out);
+            return true;
+        }
         let absorbed: Vec<Millis> = starts.drain(lo..hi.max(lo)).collect();
         // Hold the key for the merged session before releasing the absorbed ones, so its
         // count never touches zero in between.
@@ -859,6 +864,56 @@ impl WindowOperator {
         let row_out = self.withdraw(key, &merged, out);
         self.place_session(key, merged, row_out, out);
         true
+    }
+
+    /// A record that joins the one session of `key` starting at `start` without moving its
+    /// start: `add_to_session`'s absorb and place for a single session (the common case, as
+    /// most records of a key follow its last one), done in place. The states are merged into
+    /// fresh ones as `absorb` merges them, so that the result cannot depend on which way a
+    /// record went; the session is rescheduled only when its end moves or it had fired.
+    fn join_session(
+        &mut self,
+        key: KeyId,
+        start: Millis,
+        end: Millis,
+        (ts, inputs): (Millis, &[AggInput<'_>]),
+        out: &mut Vec<Row>,
+    ) {
+        let aggs = &self.cfg.aggs;
+        let entry = self.windows.get_mut(key, start).expect("session in state");
+        let mut states: States = aggs.iter().map(|a| AggState::new(&a.kind)).collect();
+        let old = std::mem::take(&mut entry.states);
+        for ((mine, spec), theirs) in states.iter_mut().zip(aggs).zip(old) {
+            mine.merge(&spec.kind, theirs);
+        }
+        for ((state, spec), input) in states.iter_mut().zip(aggs).zip(inputs) {
+            state.update(&spec.kind, input, ts);
+        }
+        entry.states = states;
+        let (old_end, was_fired) = (entry.end, entry.fired);
+        entry.end = old_end.max(end);
+        entry.fired = false;
+        let new_end = entry.end;
+        if new_end != old_end || was_fired {
+            if !was_fired {
+                self.pending.remove(old_end, start, key);
+            }
+            self.pending.insert(new_end, start, key);
+        }
+        if new_end != old_end {
+            if let Some(at) = self.cfg.drop_at(old_end) {
+                self.expiry.remove(at, start, key);
+            }
+            if let Some(at) = self.cfg.drop_at(new_end) {
+                self.expiry.insert(at, start, key);
+            }
+        }
+        if self.cfg.emit == EmitMode::Updates {
+            let text = &self.keys.texts[key as usize];
+            out.push(row(text, start, entry, summaries(&entry.states, aggs)));
+            entry.emitted = true;
+            entry.row_out = true;
+        }
     }
 
     /// Drops the sessions of `key` touching `span` that a read of the record's partition
@@ -1099,10 +1154,12 @@ struct SavedWindow {
 }
 
 /// Windows grouped by a time (when they fire, or when they may be dropped): one B-tree entry
-/// per distinct time, so a new (key, window) pair costs a push, not a tree insert.
+/// per distinct time, so a new (key, window) pair costs a push, not a tree insert. A time's
+/// first two windows are kept in the tree's node itself: sessions, which end at times of
+/// their own, then cost no allocation and no pointer to follow.
 #[derive(Debug, Default)]
 struct Schedule {
-    by_time: BTreeMap<Millis, Vec<(Millis, KeyId)>>,
+    by_time: BTreeMap<Millis, SmallVec<[(Millis, KeyId); 2]>>,
     /// The first key of `by_time`: most records find nothing due, and this answers that
     /// without walking the tree.
     earliest: Option<Millis>,
@@ -1115,11 +1172,16 @@ impl Schedule {
     }
 
     fn remove(&mut self, time: Millis, start: Millis, key: KeyId) {
-        if let Some(at_time) = self.by_time.get_mut(&time) {
-            if let Some(i) = at_time.iter().position(|e| *e == (start, key)) {
-                at_time.swap_remove(i);
-                if at_time.is_empty() {
-                    self.by_time.remove(&time);
+        // One search of the tree, and another only when the earliest time empties.
+        let btree_map::Entry::Occupied(mut at_time) = self.by_time.entry(time) else {
+            return;
+        };
+        let windows = at_time.get_mut();
+        if let Some(i) = windows.iter().position(|e| *e == (start, key)) {
+            windows.swap_remove(i);
+            if windows.is_empty() {
+                at_time.remove();
+                if self.earliest == Some(time) {
                     self.earliest = self.by_time.keys().next().copied();
                 }
             }
