@@ -472,8 +472,10 @@ pub struct WindowOperator {
     due: Vec<(Millis, Millis, KeyId)>,
     /// Scratch for `fire`: due windows as (end, the key's `first` word, key, start).
     ordered: Vec<(Millis, u64, KeyId, Millis)>,
-    /// Session starts per key, sorted (sessions of a key never overlap or touch).
-    sessions: FxHashMap<KeyId, Vec<Millis>>,
+    /// Sessions per key as (start, end), sorted (sessions of a key never overlap or touch):
+    /// each end is its window's, kept here too so that finding a record's session reads no
+    /// window.
+    sessions: FxHashMap<KeyId, Vec<(Millis, Millis)>>,
     /// The tumbling window of the last record, `[start, end)` (empty before the first).
     last_tumble: (Millis, Millis),
     peaks: Peaks,
@@ -720,7 +722,7 @@ impl WindowOperator {
                 op.expiry.insert(at, w.start, key);
             }
             if let WindowKind::Session { .. } = op.cfg.kind {
-                op.sessions.entry(key).or_default().push(w.start);
+                op.sessions.entry(key).or_default().push((w.start, w.end));
             }
             let entry = Entry {
                 end: w.end,
@@ -829,31 +831,32 @@ impl WindowOperator {
         let starts = self.sessions.entry(key).or_default();
         // Sessions of a key are disjoint and sorted, so their ends are sorted too: the ones
         // that overlap or touch [start, end] are a contiguous run.
-        let windows = &self.windows;
-        let lo = starts.partition_point(|s| windows.at(key, *s).end < start);
-        let hi = starts.partition_point(|s| *s <= end);
+        let lo = starts.partition_point(|(_, e)| *e < start);
+        let hi = starts.partition_point(|(s, _)| *s <= end);
         // The session it would join has closed for this record's partition: the record is
         // late, whatever it would add. (Its ends are sorted as its starts: the first ends
         // first.) A closed session stays in state as long as a record can touch it.
         let joins_closed = starts
             .get(lo)
-            .is_some_and(|s| lo < hi && w >= windows.at(key, *s).end.saturating_add(lateness));
+            .is_some_and(|(_, e)| lo < hi && w >= e.saturating_add(lateness));
         // A record late on its own may join an open session, but not move its start earlier:
         // the gap before that session may have held a session of the key already dropped
         // (known for one gap past its lateness only), which the record would have joined.
-        let extends_left = lo < hi && start < starts[lo];
+        let extends_left = lo < hi && start < starts[lo].0;
         if joins_closed || (late_alone && (lo >= hi || extends_left)) {
             if starts.is_empty() {
                 self.sessions.remove(&key);
             }
             return false;
         }
-        if hi == lo + 1 && start >= starts[lo] {
-            let joined = starts[lo];
-            self.join_session(key, joined, end, (ts, inputs), out);
+        if hi == lo + 1 && start >= starts[lo].0 {
+            let joined = &mut starts[lo];
+            joined.1 = joined.1.max(end);
+            let (start, end) = *joined;
+            self.join_session(key, start, end, (ts, inputs), out);
             return true;
         }
-        let absorbed: Vec<Millis> = starts.drain(lo..hi.max(lo)).collect();
+        let absorbed: Vec<Millis> = starts.drain(lo..hi.max(lo)).map(|(s, _)| s).collect();
         // Hold the key for the merged session before releasing the absorbed ones, so its
         // count never touches zero in between.
         self.keys.retain(key);
@@ -930,14 +933,13 @@ impl WindowOperator {
         let Some(starts) = self.sessions.get(&key) else {
             return;
         };
-        let (windows, cfg) = (&self.windows, &self.cfg);
-        let end_of = |s: &Millis| windows.at(key, *s).end;
-        let lo = starts.partition_point(|s| end_of(s) < span.0);
+        let cfg = &self.cfg;
+        let lo = starts.partition_point(|(_, e)| *e < span.0);
         // Ends are sorted as starts are: the gone ones come first.
         let gone: SmallVec<[Millis; 2]> = starts[lo..]
             .iter()
-            .take_while(|s| **s <= span.1 && cfg.drop_at(end_of(s)).is_some_and(|at| w >= at))
-            .copied()
+            .take_while(|(s, e)| *s <= span.1 && cfg.drop_at(*e).is_some_and(|at| w >= at))
+            .map(|(s, _)| *s)
             .collect();
         for start in gone {
             let mut entry = self.windows.remove(key, start).expect("session in state");
@@ -1010,8 +1012,8 @@ impl WindowOperator {
     fn place_session(&mut self, key: KeyId, merged: Merged, row_out: bool, out: &mut Vec<Row>) {
         let (start, end) = (merged.start, merged.end);
         let starts = self.sessions.get_mut(&key).expect("created above");
-        let at = starts.partition_point(|s| *s < start);
-        starts.insert(at, start);
+        let at = starts.partition_point(|(s, _)| *s < start);
+        starts.insert(at, (start, end));
         self.pending.insert(end, start, key);
         if let Some(at) = self.cfg.drop_at(end) {
             self.expiry.insert(at, start, key);
@@ -1124,7 +1126,7 @@ impl WindowOperator {
     fn forget_window(&mut self, key: KeyId, start: Millis) {
         if let WindowKind::Session { .. } = self.cfg.kind {
             let starts = self.sessions.get_mut(&key).expect("session key");
-            starts.retain(|s| *s != start);
+            starts.retain(|(s, _)| *s != start);
             if starts.is_empty() {
                 self.sessions.remove(&key);
             }
@@ -1669,7 +1671,7 @@ pub(crate) mod tests {
         // At W = 22, one gap past its end, [10, 17) is forgotten: nothing can join it.
         let (outcome, _) = feed(&mut op, "k", 22);
         assert_eq!(outcome, Outcome::Accepted);
-        assert_eq!(op.sessions[&op.keys.id("k")], vec![20]);
+        assert_eq!(op.sessions[&op.keys.id("k")], vec![(20, 27)]);
         let mut rows = vec![];
         op.finish(&mut rows);
         assert_eq!(summary(&rows), vec![("k".into(), 20, 27, 2, false)]);
