@@ -507,12 +507,7 @@ impl WindowOperator {
             end: 0,
             update: false,
             retract: false,
-            states: self
-                .cfg
-                .aggs
-                .iter()
-                .map(|a| AggState::new(&a.kind))
-                .collect(),
+            states: fresh_states(&self.cfg.aggs),
         }
     }
 
@@ -770,7 +765,7 @@ impl WindowOperator {
             accepted = true;
             let (entry, made) = windows.get_or_insert_with(key, start, || Entry {
                 end,
-                states: cfg.aggs.iter().map(|a| AggState::new(&a.kind)).collect(),
+                states: fresh_states(&cfg.aggs),
                 ..Entry::default()
             });
             if made {
@@ -780,9 +775,7 @@ impl WindowOperator {
                     expiry.insert(at, start, key);
                 }
             }
-            for ((state, spec), input) in entry.states.iter_mut().zip(&cfg.aggs).zip(inputs) {
-                state.update(&spec.kind, input, ts);
-            }
+            update_states(&mut entry.states, &cfg.aggs, inputs, ts);
             if entry.fired {
                 // A fired window within the allowed lateness changed: it fires again.
                 entry.fired = false;
@@ -861,17 +854,15 @@ impl WindowOperator {
         // count never touches zero in between.
         self.keys.retain(key);
         let mut merged = self.absorb(key, (start, end), absorbed);
-        for ((state, spec), input) in merged.states.iter_mut().zip(&self.cfg.aggs).zip(inputs) {
-            state.update(&spec.kind, input, ts);
-        }
+        update_states(&mut merged.states, &self.cfg.aggs, inputs, ts);
         let row_out = self.withdraw(key, &merged, out);
         self.place_session(key, merged, row_out, out);
         true
     }
 
     /// A record that joins the one session of `key` starting at `start` without moving its
-    /// start: `add_to_session`'s absorb and place for a single session (the common case, as
-    /// most records of a key follow its last one), done in place. The states are merged into
+    /// start, which now ends at `end`: `add_to_session`'s absorb and place for a single
+    /// session (the common case, as most records of a key follow its last one), done in place. The states are merged into
     /// fresh ones as `absorb` merges them, so that the result cannot depend on which way a
     /// record went; the session is rescheduled only when its end moves or it had fired.
     fn join_session(
@@ -884,19 +875,14 @@ impl WindowOperator {
     ) {
         let aggs = &self.cfg.aggs;
         let entry = self.windows.get_mut(key, start).expect("session in state");
-        let mut states: States = aggs.iter().map(|a| AggState::new(&a.kind)).collect();
-        let old = std::mem::take(&mut entry.states);
-        for ((mine, spec), theirs) in states.iter_mut().zip(aggs).zip(old) {
-            mine.merge(&spec.kind, theirs);
-        }
-        for ((state, spec), input) in states.iter_mut().zip(aggs).zip(inputs) {
-            state.update(&spec.kind, input, ts);
-        }
+        let mut states = fresh_states(aggs);
+        merge_states(&mut states, aggs, std::mem::take(&mut entry.states));
+        update_states(&mut states, aggs, inputs, ts);
         entry.states = states;
-        let (old_end, was_fired) = (entry.end, entry.fired);
-        entry.end = old_end.max(end);
+        let (old_end, was_fired, new_end) = (entry.end, entry.fired, end);
+        debug_assert!(new_end >= old_end, "a session's end never moves back");
+        entry.end = new_end;
         entry.fired = false;
-        let new_end = entry.end;
         if new_end != old_end || was_fired {
             if !was_fired {
                 self.pending.remove(old_end, start, key);
@@ -963,7 +949,7 @@ impl WindowOperator {
         let mut merged = Merged {
             start: span.0,
             end: span.1,
-            states: aggs.iter().map(|a| AggState::new(&a.kind)).collect(),
+            states: fresh_states(aggs),
             emitted: false,
             withdrawn: Vec::new(),
         };
@@ -980,10 +966,7 @@ impl WindowOperator {
             if old.row_out {
                 merged.withdrawn.push((s, old.end));
             }
-            let states = merged.states.iter_mut().zip(aggs);
-            for ((mine, spec), theirs) in states.zip(old.states) {
-                mine.merge(&spec.kind, theirs);
-            }
+            merge_states(&mut merged.states, aggs, old.states);
         }
         merged
     }
@@ -1214,6 +1197,27 @@ impl Schedule {
     #[cfg(test)]
     fn is_empty(&self) -> bool {
         self.by_time.is_empty()
+    }
+}
+
+/// A new window's states, one per aggregate, holding nothing yet.
+fn fresh_states(aggs: &[AggSpec]) -> States {
+    aggs.iter().map(|a| AggState::new(&a.kind)).collect()
+}
+
+/// Adds a record's `inputs` at time `ts` to a window's states. Inlined: it is on every
+/// record's path.
+#[inline(always)]
+fn update_states(states: &mut States, aggs: &[AggSpec], inputs: &[AggInput<'_>], ts: Millis) {
+    for ((state, spec), input) in states.iter_mut().zip(aggs).zip(inputs) {
+        state.update(&spec.kind, input, ts);
+    }
+}
+
+/// Merges another window's states (`theirs`) into `states`.
+fn merge_states(states: &mut States, aggs: &[AggSpec], theirs: States) {
+    for ((mine, spec), theirs) in states.iter_mut().zip(aggs).zip(theirs) {
+        mine.merge(&spec.kind, theirs);
     }
 }
 
