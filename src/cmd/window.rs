@@ -533,6 +533,12 @@ impl WindowStep {
         // One key field is used in place; several are joined in `key`.
         let single_key = line.key(keys_at, key_columns.len(), x, key)?;
         for (spec, field_at) in ops.active.aggs().iter().zip(fields.agg_fields.iter()) {
+            // A count reads no field. (Through `prepare`, its input went by a stack slot whose
+            // narrow store the wider load after it waited on: 3% of a one-core run.)
+            if spec.kind == AggKind::Count {
+                inputs.push(AggInput::Missing);
+                continue;
+            }
             let value = field_at.and_then(|i| line.field(i));
             let read = field_at.and_then(|i| line.decimal(i, x));
             let input =

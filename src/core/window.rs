@@ -284,8 +284,10 @@ struct Entry {
 /// Interned keys with reference counts, so keys of closed windows are forgotten.
 #[derive(Debug, Default)]
 struct Keys {
-    /// The live keys' ids, by their `Spelling::hash`.
-    ids: HashTable<KeyId>,
+    /// The live keys' ids with their spellings, by `Spelling::hash`: a lookup compares the
+    /// spelling in the table's own entry, where reading `spellings[id]` was one more cache
+    /// miss per record.
+    ids: HashTable<(Spelling, KeyId)>,
     texts: Vec<Rc<str>>,
     /// Each id's text in brief, beside the others: a lookup compares these, not the texts
     /// (which cost a cache miss each), and keys are ordered by their first eight bytes first.
@@ -355,12 +357,11 @@ impl Keys {
     fn id(&mut self, text: &str) -> KeyId {
         let spelling = Spelling::of(text);
         let hash = spelling.hash(text);
-        let (texts, spellings) = (&self.texts, &self.spellings);
-        let same = |&id: &KeyId| {
-            let i = id as usize;
-            spellings[i] == spelling && (spelling.is_whole() || *texts[i] == *text)
+        let texts = &self.texts;
+        let same = |&(s, id): &(Spelling, KeyId)| {
+            s == spelling && (spelling.is_whole() || *texts[id as usize] == *text)
         };
-        if let Some(&id) = self.ids.find(hash, same) {
+        if let Some(&(_, id)) = self.ids.find(hash, same) {
             return id;
         }
         let text: Rc<str> = text.into();
@@ -378,9 +379,9 @@ impl Keys {
                 (self.texts.len() - 1) as KeyId
             }
         };
-        let (texts, spellings) = (&self.texts, &self.spellings);
-        let rehash = |&id: &KeyId| spellings[id as usize].hash(&texts[id as usize]);
-        self.ids.insert_unique(hash, id, rehash);
+        let texts = &self.texts;
+        let rehash = |&(s, id): &(Spelling, KeyId)| s.hash(&texts[id as usize]);
+        self.ids.insert_unique(hash, (spelling, id), rehash);
         id
     }
 
@@ -430,7 +431,7 @@ impl Keys {
         let text = std::mem::take(&mut self.texts[id as usize]);
         self.text_bytes -= text.len();
         let hash = self.spellings[id as usize].hash(&text);
-        if let Ok(entry) = self.ids.find_entry(hash, |&i| i == id) {
+        if let Ok(entry) = self.ids.find_entry(hash, |&(_, i)| i == id) {
             entry.remove();
         }
         self.free.push(id);
@@ -445,7 +446,7 @@ impl Keys {
     fn bytes(&self) -> usize {
         use std::mem::size_of;
         let texts = self.text_bytes + self.ids.len() * 2 * size_of::<usize>();
-        let map = self.ids.capacity() * (size_of::<KeyId>() + 1);
+        let map = self.ids.capacity() * (size_of::<(Spelling, KeyId)>() + 1);
         let per_id = size_of::<Rc<str>>() + size_of::<Spelling>() + size_of::<u32>();
         texts + map + self.texts.capacity() * per_id + self.free.capacity() * size_of::<KeyId>()
     }
