@@ -287,15 +287,50 @@ struct Keys {
     /// The live keys' ids with their spellings, by `Spelling::hash`: a lookup compares the
     /// spelling in the table's own entry, where reading `spellings[id]` was one more cache
     /// miss per record.
-    ids: HashTable<(Spelling, KeyId)>,
+    ids: HashTable<Interned>,
     texts: Vec<Rc<str>>,
-    /// Each id's text in brief, beside the others: a lookup compares these, not the texts
-    /// (which cost a cache miss each), and keys are ordered by their first eight bytes first.
+    /// Each id's text in brief, beside the others: keys are ordered by their first eight
+    /// bytes first, without reading their texts (a cache miss each).
     spellings: Vec<Spelling>,
     refs: Vec<u32>,
     free: Vec<KeyId>,
     /// The bytes of the live keys' texts.
     text_bytes: usize,
+}
+
+/// A key's entry in `Keys::ids`: its spelling and id in 24 bytes (a `Spelling` and an id
+/// side by side would take 32).
+#[derive(Clone, Copy, Debug)]
+struct Interned {
+    first: u64,
+    last: u64,
+    len: u32,
+    id: KeyId,
+}
+
+impl Interned {
+    fn new(s: Spelling, id: KeyId) -> Interned {
+        Interned {
+            first: s.first,
+            last: s.last,
+            // A longer key (never a line's field) compares as not whole, by its text.
+            len: u32::try_from(s.len).unwrap_or(u32::MAX),
+            id,
+        }
+    }
+
+    fn spells(&self, s: &Spelling) -> bool {
+        let len = self.len as usize == s.len || self.len == u32::MAX;
+        self.first == s.first && self.last == s.last && len
+    }
+
+    fn spelling(&self) -> Spelling {
+        Spelling {
+            len: self.len as usize,
+            first: self.first,
+            last: self.last,
+        }
+    }
 }
 
 /// A key's length and its first and last eight bytes (big-endian, zero-padded), which spell a
@@ -358,10 +393,10 @@ impl Keys {
         let spelling = Spelling::of(text);
         let hash = spelling.hash(text);
         let texts = &self.texts;
-        let same = |&(s, id): &(Spelling, KeyId)| {
-            s == spelling && (spelling.is_whole() || *texts[id as usize] == *text)
+        let same = |e: &Interned| {
+            e.spells(&spelling) && (spelling.is_whole() || *texts[e.id as usize] == *text)
         };
-        if let Some(&(_, id)) = self.ids.find(hash, same) {
+        if let Some(&Interned { id, .. }) = self.ids.find(hash, same) {
             return id;
         }
         let text: Rc<str> = text.into();
@@ -380,8 +415,9 @@ impl Keys {
             }
         };
         let texts = &self.texts;
-        let rehash = |&(s, id): &(Spelling, KeyId)| s.hash(&texts[id as usize]);
-        self.ids.insert_unique(hash, (spelling, id), rehash);
+        let rehash = |e: &Interned| e.spelling().hash(&texts[e.id as usize]);
+        self.ids
+            .insert_unique(hash, Interned::new(spelling, id), rehash);
         id
     }
 
@@ -431,7 +467,7 @@ impl Keys {
         let text = std::mem::take(&mut self.texts[id as usize]);
         self.text_bytes -= text.len();
         let hash = self.spellings[id as usize].hash(&text);
-        if let Ok(entry) = self.ids.find_entry(hash, |&(_, i)| i == id) {
+        if let Ok(entry) = self.ids.find_entry(hash, |e| e.id == id) {
             entry.remove();
         }
         self.free.push(id);
@@ -446,7 +482,7 @@ impl Keys {
     fn bytes(&self) -> usize {
         use std::mem::size_of;
         let texts = self.text_bytes + self.ids.len() * 2 * size_of::<usize>();
-        let map = self.ids.capacity() * (size_of::<(Spelling, KeyId)>() + 1);
+        let map = self.ids.capacity() * (size_of::<Interned>() + 1);
         let per_id = size_of::<Rc<str>>() + size_of::<Spelling>() + size_of::<u32>();
         texts + map + self.texts.capacity() * per_id + self.free.capacity() * size_of::<KeyId>()
     }
