@@ -3,7 +3,7 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::plan::{self, KeepingArgs, PassThrough};
 use crate::cli::ReplayArgs;
@@ -198,12 +198,8 @@ impl RecordStep for ReplayStep {
 
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         let (t, envelope) = self.read(line)?;
-        // The clock is read only for a pace: unpaced, reading it was 14% of a replay's time.
-        let elapsed = match self.schedule.paced() {
-            true => self.started.elapsed(),
-            false => Duration::ZERO,
-        };
-        match self.schedule.due(elapsed, t) {
+        let started = self.started;
+        match self.schedule.due(|| started.elapsed(), t) {
             Due::Now => {}
             Due::Wait(wait) => return Ok(Flow::Wait(wait)),
             Due::Out => {

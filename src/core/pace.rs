@@ -64,7 +64,12 @@ impl Pacer {
     /// timestamp is `time`, if it has one); asked again for the same record, the same due
     /// time. A record without a timestamp at `--speed` goes at once.
     pub fn wait_before(&mut self, elapsed: Duration, time: Option<Millis>) -> Duration {
-        let due = match self.pace {
+        self.due_at(time).saturating_sub(elapsed)
+    }
+
+    /// When, after the start, the next record is due: zero (at once) when unpaced.
+    fn due_at(&mut self, time: Option<Millis>) -> Duration {
+        match self.pace {
             Pace::Unlimited => Duration::ZERO,
             Pace::Rate(per_second) => seconds(self.progress.sent as f64 / per_second),
             Pace::Speed(factor) => match time {
@@ -75,8 +80,7 @@ impl Pacer {
                     seconds(gap_ms / 1000.0 / factor)
                 }
             },
-        };
-        due.saturating_sub(elapsed)
+        }
     }
 
     /// The record `wait_before` was asked about has been sent.
@@ -130,18 +134,19 @@ impl Schedule {
         }
     }
 
-    /// Whether records wait for their time: only then does `due` need the clock.
-    pub fn paced(&self) -> bool {
-        self.pacer.pace != Pace::Unlimited
-    }
-
-    /// What to do with a record of time `t`, `elapsed` after the start. Waits under a
-    /// millisecond are left to add up: due times are absolute, so nothing drifts.
-    pub fn due(&mut self, elapsed: Duration, t: Option<Millis>) -> Due {
+    /// What to do with a record of time `t`, `elapsed()` after the start. Waits under a
+    /// millisecond are left to add up: due times are absolute, so nothing drifts. The clock
+    /// is read only for a record due after the start: unpaced, reading it for every record
+    /// was 14% of a replay's time.
+    pub fn due(&mut self, elapsed: impl FnOnce() -> Duration, t: Option<Millis>) -> Due {
         if !self.range.admits(t) {
             return Due::Out;
         }
-        match self.pacer.wait_before(elapsed, t) {
+        let due_at = self.pacer.due_at(t);
+        if due_at.is_zero() {
+            return Due::Now;
+        }
+        match due_at.saturating_sub(elapsed()) {
             wait if wait >= Duration::from_millis(1) => Due::Wait(wait),
             _ => Due::Now,
         }
@@ -233,26 +238,28 @@ mod tests {
             to: Some(5_000),
         };
         let mut s = Schedule::new(range, Pace::Rate(2.0));
-        assert!(s.paced());
-        assert!(
-            !Schedule::new(range, Pace::Unlimited).paced(),
-            "needs no clock"
-        );
+        let unpaced =
+            Schedule::new(range, Pace::Unlimited).due(|| panic!("read the clock"), Some(1_000));
+        assert_eq!(unpaced, Due::Now, "needs no clock");
         let at = Duration::from_millis;
-        assert_eq!(s.due(at(0), Some(999)), Due::Out);
-        assert_eq!(s.due(at(0), Some(5_000)), Due::Out, "the end is not in it");
-        assert_eq!(s.due(at(0), Some(1_000)), Due::Now);
+        assert_eq!(s.due(|| at(0), Some(999)), Due::Out);
+        assert_eq!(
+            s.due(|| at(0), Some(5_000)),
+            Due::Out,
+            "the end is not in it"
+        );
+        assert_eq!(s.due(|| at(0), Some(1_000)), Due::Now);
         s.sent();
         // The second of two a second is due at 500 ms.
-        assert_eq!(s.due(at(200), Some(2_000)), Due::Wait(at(300)));
+        assert_eq!(s.due(|| at(200), Some(2_000)), Due::Wait(at(300)));
         let nearly = Duration::from_micros(499_500);
-        assert_eq!(s.due(nearly, Some(2_000)), Due::Now, "under 1 ms: now");
+        assert_eq!(s.due(|| nearly, Some(2_000)), Due::Now, "under 1 ms: now");
         s.sent();
         let saved = s.state(at(700));
         assert_eq!(saved.elapsed, 700);
         let mut resumed = Schedule::new(TimeRange::default(), Pace::Rate(2.0)).resumed(&saved);
-        assert_eq!(resumed.due(at(700), Some(3_000)), Due::Wait(at(300)));
-        assert_eq!(resumed.due(at(700), Some(6_000)), Due::Out);
+        assert_eq!(resumed.due(|| at(700), Some(3_000)), Due::Wait(at(300)));
+        assert_eq!(resumed.due(|| at(700), Some(6_000)), Due::Out);
     }
 
     #[test]
