@@ -899,9 +899,10 @@ impl WindowOperator {
 
     /// A record that joins the one session of `key` starting at `start` without moving its
     /// start, which now ends at `end`: `add_to_session`'s absorb and place for a single
-    /// session (the common case, as most records of a key follow its last one), done in place. The states are merged into
-    /// fresh ones as `absorb` merges them, so that the result cannot depend on which way a
-    /// record went; the session is rescheduled only when its end moves or it had fired.
+    /// session (the common case, as most records of a key follow its last one), done in
+    /// place. The states are merged into fresh ones as `absorb` merges them, so that the
+    /// result cannot depend on which way a record went; the session is rescheduled only when
+    /// its end moves or it had fired.
     fn join_session(
         &mut self,
         key: KeyId,
@@ -916,21 +917,21 @@ impl WindowOperator {
         merge_states(&mut states, aggs, std::mem::take(&mut entry.states));
         update_states(&mut states, aggs, inputs, ts);
         entry.states = states;
-        let (old_end, was_fired, new_end) = (entry.end, entry.fired, end);
-        debug_assert!(new_end >= old_end, "a session's end never moves back");
-        entry.end = new_end;
+        let (old_end, was_fired) = (entry.end, entry.fired);
+        debug_assert!(end >= old_end, "a session's end never moves back");
+        entry.end = end;
         entry.fired = false;
-        if new_end != old_end || was_fired {
+        if end != old_end || was_fired {
             if !was_fired {
                 self.pending.remove(old_end, start, key);
             }
-            self.pending.insert(new_end, start, key);
+            self.pending.insert(end, start, key);
         }
-        if new_end != old_end {
+        if end != old_end {
             if let Some(at) = self.cfg.drop_at(old_end) {
                 self.expiry.remove(at, start, key);
             }
-            if let Some(at) = self.cfg.drop_at(new_end) {
+            if let Some(at) = self.cfg.drop_at(end) {
                 self.expiry.insert(at, start, key);
             }
         }
