@@ -3,6 +3,7 @@
 # The machine is shared and noisy: read the ratios, not the absolute times.
 #
 # Usage: scripts/bench.sh [EVENTS]        (default 1000000)
+#        WEIR=target/pgo/weir scripts/bench.sh    (another build: scripts/pgo.sh's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,8 +28,10 @@ python3 -c "import duckdb" 2>/dev/null || pip install -q duckdb
 # The generator is an example, built with the dev-dependencies' features; weir itself is built
 # alone, as `cargo install` builds it, so the binary measured is the one users run.
 cargo build --release --locked --example gen_events >&2
-cargo build --release --locked --bin weir >&2
-WEIR=target/release/weir
+if [ -z "${WEIR:-}" ]; then
+  cargo build --release --locked --bin weir >&2
+  WEIR=target/release/weir
+fi
 
 # data N: a generated file of N events (seeded, so every run measures the same bytes).
 data() {
