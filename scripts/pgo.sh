@@ -27,7 +27,9 @@ rm -rf "$RAW"
 mkdir -p "$RAW"
 
 # `--target` keeps RUSTFLAGS off build scripts and proc macros: only weir and the crates in
-# it are instrumented, then optimised.
+# it are instrumented, then optimised. Both builds must share every profile setting: the
+# profile is keyed by symbol names, which cargo derives from those settings too (a final build
+# with `strip = "none"` or `--profile profiling` used the profile and gained nothing).
 build() { # build RUSTFLAGS DIR
   RUSTFLAGS="$1" cargo build --release --locked --bin weir --target "$HOST" --target-dir "$2" >&2
 }
