@@ -205,8 +205,13 @@ impl RecordStep for ProfileStep {
         if let Some(n) = r.parts.count(line) {
             self.tasks.active.expect(n);
         }
-        let key = line.key(r.keys.start, r.keys.len(), x, &mut self.key)?;
-        let key = key.unwrap_or(&self.key);
+        // A key only for sessions (`--session --key`): none to read otherwise.
+        let key = match r.keys.len() {
+            0 => "",
+            n => line
+                .key(r.keys.start, n, x, &mut self.key)?
+                .unwrap_or(&self.key),
+        };
         let record = (self.tasks.active).record((group.as_deref(), key), event, arrival, partition);
         record.map_err(|TooManyWindows| {
             let max = (self.tasks.active.window).map_or(0, |rule| rule.max_open_windows);
