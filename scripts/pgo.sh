@@ -21,7 +21,8 @@ PROFDATA="$(rustc --print sysroot)/lib/rustlib/$HOST/bin/llvm-profdata"
 if [ ! -x "$PROFDATA" ]; then
   rustup component add llvm-tools >&2
 fi
-OUT="$(pwd)/${CARGO_TARGET_DIR:-target}/pgo"
+TARGET_DIR=$(realpath -m "${CARGO_TARGET_DIR:-target}")
+OUT="$TARGET_DIR/pgo"
 RAW="$OUT/profiles"
 rm -rf "$RAW"
 mkdir -p "$RAW"
@@ -37,7 +38,7 @@ build() { # build RUSTFLAGS DIR
 build "-Cprofile-generate=$RAW" "$OUT/gen"
 cargo build --release --locked --example gen_events >&2
 EVENTS="$OUT/events.ndjson"
-[ -s "$EVENTS" ] || target/release/examples/gen_events --events 300000 --seed 7 > "$EVENTS"
+[ -s "$EVENTS" ] || "$TARGET_DIR/release/examples/gen_events" --events 300000 --seed 7 > "$EVENTS"
 
 # The training runs: each command's common jobs, NDJSON in and out, one thread and two.
 W="$OUT/gen/$HOST/release/weir"
