@@ -60,11 +60,20 @@ impl Pacer {
         self.progress
     }
 
-    /// How long to wait, `elapsed` after the start, before sending the next record (whose
+    /// How long to wait, `elapsed()` after the start, before sending the next record (whose
     /// timestamp is `time`, if it has one); asked again for the same record, the same due
-    /// time. A record without a timestamp at `--speed` goes at once.
-    pub fn wait_before(&mut self, elapsed: Duration, time: Option<Millis>) -> Duration {
-        self.due_at(time).saturating_sub(elapsed)
+    /// time. A record without a timestamp at `--speed` goes at once. The clock is read only
+    /// for a record due after the start: unpaced, reading it for every record was 14% of a
+    /// replay's time.
+    pub fn wait_before(
+        &mut self,
+        elapsed: impl FnOnce() -> Duration,
+        time: Option<Millis>,
+    ) -> Duration {
+        match self.due_at(time) {
+            Duration::ZERO => Duration::ZERO,
+            due => due.saturating_sub(elapsed()),
+        }
     }
 
     /// When, after the start, the next record is due: zero (at once) when unpaced.
@@ -134,19 +143,14 @@ impl Schedule {
         }
     }
 
-    /// What to do with a record of time `t`, `elapsed()` after the start. Waits under a
-    /// millisecond are left to add up: due times are absolute, so nothing drifts. The clock
-    /// is read only for a record due after the start: unpaced, reading it for every record
-    /// was 14% of a replay's time.
+    /// What to do with a record of time `t`, `elapsed()` after the start (read only when the
+    /// record is due after the start). Waits under a millisecond are left to add up: due
+    /// times are absolute, so nothing drifts.
     pub fn due(&mut self, elapsed: impl FnOnce() -> Duration, t: Option<Millis>) -> Due {
         if !self.range.admits(t) {
             return Due::Out;
         }
-        let due_at = self.pacer.due_at(t);
-        if due_at.is_zero() {
-            return Due::Now;
-        }
-        match due_at.saturating_sub(elapsed()) {
+        match self.pacer.wait_before(elapsed, t) {
             wait if wait >= Duration::from_millis(1) => Due::Wait(wait),
             _ => Due::Now,
         }
@@ -298,9 +302,9 @@ mod tests {
             let mut by_rate = Pacer::new(Pace::Rate(rate));
             let mut by_speed = Pacer::new(Pace::Speed(speed));
             for t in times {
-                by_rate.wait_before(Duration::ZERO, None);
+                by_rate.wait_before(|| Duration::ZERO, None);
                 by_rate.sent();
-                by_speed.wait_before(Duration::ZERO, Some(t));
+                by_speed.wait_before(|| Duration::ZERO, Some(t));
                 by_speed.sent();
             }
         }
@@ -311,7 +315,7 @@ mod tests {
         let mut p = Pacer::new(Pace::Speed(10.0));
         let at = Duration::ZERO;
         let mut send = |elapsed, t| {
-            let wait = p.wait_before(elapsed, Some(t));
+            let wait = p.wait_before(|| elapsed, Some(t));
             p.sent();
             wait
         };
@@ -330,16 +334,16 @@ mod tests {
         let mut p = Pacer::new(Pace::Rate(10.0));
         p.sent();
         assert_eq!(
-            p.wait_before(Duration::ZERO, None),
+            p.wait_before(|| Duration::ZERO, None),
             Duration::from_millis(100)
         );
         assert_eq!(
-            p.wait_before(Duration::from_millis(60), None),
+            p.wait_before(|| Duration::from_millis(60), None),
             Duration::from_millis(40)
         );
         p.sent();
         assert_eq!(
-            p.wait_before(Duration::ZERO, None),
+            p.wait_before(|| Duration::ZERO, None),
             Duration::from_millis(200)
         );
     }
@@ -351,7 +355,7 @@ mod tests {
             let mut p = Pacer::new(Pace::Rate(rate));
             let mut clock = Duration::ZERO;
             for _ in 0..n {
-                clock += p.wait_before(clock, None);
+                clock += p.wait_before(|| clock, None);
                 p.sent();
                 // Every sleep overshoots a little.
                 clock += Duration::from_micros(late_us);
@@ -380,7 +384,7 @@ mod tests {
             let cut = cut.min(times.len());
             let run = |p: &mut Pacer, clock: &mut Duration, times: &[Millis]| -> Vec<Duration> {
                 times.iter().map(|&t| {
-                    let wait = p.wait_before(*clock, Some(t));
+                    let wait = p.wait_before(|| *clock, Some(t));
                     *clock += wait + Duration::from_micros(300);
                     p.sent();
                     wait
