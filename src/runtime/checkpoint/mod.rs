@@ -455,15 +455,34 @@ impl Checkpoints {
     }
 
     /// For a group member: which records at these positions it must skip, as they belong to
-    /// a partition it does not own (revoked while they were in flight) or come before its
-    /// restored state; `None` when it skips none (the usual case).
+    /// a partition it does not own (revoked while they were in flight) or its state covers
+    /// them already; `None` when it skips none (the usual case).
+    ///
+    /// A state covers every offset before its partition's next one, restored or handled, so
+    /// a record there is a repeat, whatever delivered it again: one was counted twice in a
+    /// profile (a member kept partition 1 while a cooperative rebalance gave it two more).
     pub(crate) fn skipped(&self, positions: &[(i32, i64)]) -> Option<Vec<bool>> {
         let group = self.group.as_ref()?;
-        let skip = |&(p, o): &(i32, i64)| group.floors.get(&p).is_none_or(|&floor| o < floor);
-        if !positions.iter().any(skip) {
-            return None;
+        // Each partition's first offset not yet covered (`None`: not owned), as this chunk
+        // goes on: a record repeated within the chunk is skipped too.
+        let mut next: Vec<(i32, Option<i64>)> = Vec::new();
+        let mut skipped: Option<Vec<bool>> = None;
+        for (i, &(p, offset)) in positions.iter().enumerate() {
+            let at = match next.iter().position(|&(q, _)| q == p) {
+                Some(at) => at,
+                None => {
+                    let handled = self.offsets.get(&p).copied().unwrap_or(i64::MIN);
+                    let floor = group.floors.get(&p).map(|&floor| floor.max(handled));
+                    next.push((p, floor));
+                    next.len() - 1
+                }
+            };
+            match &mut next[at].1 {
+                Some(uncovered) if offset >= *uncovered => *uncovered = offset + 1,
+                _ => skipped.get_or_insert_with(|| vec![false; positions.len()])[i] = true,
+            }
         }
-        Some(positions.iter().map(skip).collect())
+        skipped
     }
 
     /// The group takes `partitions` away: each one's state (with the output durable) is
@@ -1121,6 +1140,23 @@ mod tests {
         assert_eq!(c.offsets.get(&2), None, "an unowned partition was passed");
         assert_eq!(c.offsets.get(&1), Some(&11));
         assert_eq!(c.offsets.get(&0), Some(&4));
+    }
+
+    #[test]
+    fn a_group_member_skips_a_record_its_state_has_handled_already() {
+        let mut c = group();
+        let mut step = Numbers::default();
+        c.own(&[0, 1], &[], &mut step).unwrap();
+        c.passed_records(&[(0, 4), (0, 5), (1, 7)]);
+        // Delivered again (the client went back in partition 0), and twice within a chunk.
+        assert_eq!(
+            c.skipped(&[(0, 5), (1, 8), (0, 6), (0, 6), (1, 8), (0, 7)]),
+            Some(vec![true, false, false, true, true, false])
+        );
+        assert_eq!(c.skipped(&[(0, 6), (1, 8)]), None, "nothing handled since");
+        // A partition with no record handled yet, restored or not, skips none of its own.
+        c.own(&[0, 1, 2], &[], &mut step).unwrap();
+        assert_eq!(c.skipped(&[(2, 0), (2, 1)]), None);
     }
 
     #[test]
