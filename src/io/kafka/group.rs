@@ -262,17 +262,17 @@ pub fn save(
 /// command drops the revoked ones' (saved in the callback) and restores the new ones' (read
 /// from the changelog in the callback), before any of their records. `owned` are those it
 /// keeps state for; `polled_early` the first offset of each partition whose records were
-/// polled before it was restored, and held back.
+/// polled before it was restored, and held back. Returns the partitions new to the member.
 pub fn restore(
     consumer: &BaseConsumer<Member>,
     feed: &mut Feed,
     owned: &mut Vec<i32>,
     now: &[i32],
     polled_early: &mut HashMap<i32, i64>,
-) -> Result<()> {
+) -> Result<Vec<i32>> {
     let mut group = consumer.context().group();
     let Some(g) = group.as_mut() else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     if let Some(e) = g.failure.take() {
         return Err(e);
@@ -319,7 +319,8 @@ pub fn restore(
         }
     }
     *owned = now.to_vec();
-    feed.restored(now.to_vec(), states)
+    feed.restored(now.to_vec(), states)?;
+    Ok(new)
 }
 
 /// The offset a saved state commits: its own, except that a partition of a bounded read saved

@@ -754,8 +754,9 @@ impl KafkaSource {
     }
 
     /// The group changed what this member owns (`now`): see `group::restore`. A partition
-    /// whose records were held back is read again from before them, so an end seen since is
-    /// not its end yet.
+    /// new to the member is read from its restored state (again, after a loss): an end seen
+    /// before is not its end now, and is reached, and reported, again. A member that counted
+    /// a lost partition still ended would finish without the records its state lost.
     fn restore(
         &mut self,
         feed: &mut Feed,
@@ -763,10 +764,10 @@ impl KafkaSource {
         now: &[i32],
         polled_early: &mut HashMap<i32, i64>,
     ) -> Result<()> {
-        let held_back: Vec<i32> = polled_early.keys().copied().collect();
-        group::restore(&self.consumer, feed, owned, now, polled_early)?;
-        for p in held_back.iter().filter(|p| owned.contains(p)) {
+        let new = group::restore(&self.consumer, feed, owned, now, polled_early)?;
+        for p in &new {
             self.ended.remove(p);
+            self.reported_ended.remove(p);
         }
         Ok(())
     }
