@@ -262,14 +262,15 @@ pub fn save(
 /// command drops the revoked ones' (saved in the callback) and restores the new ones' (read
 /// from the changelog in the callback), before any of their records. `owned` are those it
 /// keeps state for; `polled_early` the first offset of each partition whose records were
-/// polled before it was restored, and held back. Returns the partitions new to the member.
+/// polled before it was restored, and held back. Returns the partitions new to the member,
+/// each with the next offset of the state it was given (`None`: none, it starts afresh).
 pub fn restore(
     consumer: &BaseConsumer<Member>,
     feed: &mut Feed,
     owned: &mut Vec<i32>,
     now: &[i32],
     polled_early: &mut HashMap<i32, i64>,
-) -> Result<Vec<i32>> {
+) -> Result<Vec<(i32, Option<i64>)>> {
     let mut group = consumer.context().group();
     let Some(g) = group.as_mut() else {
         return Ok(Vec::new());
@@ -319,8 +320,15 @@ pub fn restore(
         }
     }
     *owned = now.to_vec();
+    let from = |p: i32| {
+        states
+            .iter()
+            .find(|s| s.partition == p)
+            .map(|s| s.next_offset)
+    };
+    let given = new.iter().map(|&p| (p, from(p))).collect();
     feed.restored(now.to_vec(), states)?;
-    Ok(new)
+    Ok(given)
 }
 
 /// The offset a saved state commits: its own, except that a partition of a bounded read saved

@@ -754,9 +754,10 @@ impl KafkaSource {
     }
 
     /// The group changed what this member owns (`now`): see `group::restore`. A partition
-    /// new to the member is read from its restored state (again, after a loss): an end seen
-    /// before is not its end now, and is reached, and reported, again. A member that counted
-    /// a lost partition still ended would finish without the records its state lost.
+    /// new to the member whose state stops short of its end (or that has none: given back
+    /// after a loss, its state went without a save) is read again from there, so an end the
+    /// member saw before is not its end now: it is reached, and reported, again. Counted
+    /// ended, the member would finish without the records its state lost.
     fn restore(
         &mut self,
         feed: &mut Feed,
@@ -764,10 +765,18 @@ impl KafkaSource {
         now: &[i32],
         polled_early: &mut HashMap<i32, i64>,
     ) -> Result<()> {
-        let new = group::restore(&self.consumer, feed, owned, now, polled_early)?;
-        for p in &new {
-            self.ended.remove(p);
-            self.reported_ended.remove(p);
+        let held_back: Vec<i32> = polled_early.keys().copied().collect();
+        let given = group::restore(&self.consumer, feed, owned, now, polled_early)?;
+        for (p, from) in given {
+            let at_end = (from.zip(self.ends.get(&p))).is_some_and(|(f, &end)| f >= end);
+            if !at_end {
+                self.reported_ended.remove(&p);
+            }
+            // Records held back are read again from before them: an end seen since is not
+            // the partition's end yet.
+            if !at_end || held_back.contains(&p) {
+                self.ended.remove(&p);
+            }
         }
         Ok(())
     }
