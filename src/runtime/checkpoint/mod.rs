@@ -122,9 +122,9 @@ pub enum Giving {
 /// The partitions (or shards) a group member owns, each a task with state of its own.
 #[derive(Debug, Default)]
 struct Owned {
-    /// Each owned partition's first offset not covered by its restored state: a record
-    /// before it is skipped (the group's committed offset may lag behind the state).
-    floors: BTreeMap<i32, i64>,
+    /// The partitions (or a Kinesis member's shard tasks) owned: where each one's state
+    /// stands is its next offset in `Checkpoints::offsets`, restored or handled.
+    owned: BTreeSet<i32>,
     /// Partitions with records handled since their last save.
     moved: BTreeSet<i32>,
     /// Owned partitions whose end the step has handled.
@@ -422,34 +422,28 @@ impl Checkpoints {
             return Ok(Vec::new());
         };
         let lost: Vec<i32> = group
-            .floors
-            .keys()
+            .owned
+            .iter()
             .copied()
             .filter(|p| !owned.contains(p))
             .collect();
         for p in &lost {
-            group.floors.remove(p);
+            group.owned.remove(p);
             group.moved.remove(p);
             group.ended.remove(p);
             self.offsets.remove(p);
             revoke(step, *p);
         }
         for &p in owned {
-            if group.floors.contains_key(&p) {
+            if !group.owned.insert(p) {
                 continue;
             }
-            let saved = states.iter().find(|s| s.partition == p);
-            let floor = match saved {
-                Some(s) => {
-                    states_of(step)?
-                        .restore(p, &s.state)
-                        .map_err(Error::Usage)?;
-                    self.offsets.insert(p, s.next_offset);
-                    s.next_offset
-                }
-                None => i64::MIN,
-            };
-            group.floors.insert(p, floor);
+            if let Some(s) = states.iter().find(|s| s.partition == p) {
+                states_of(step)?
+                    .restore(p, &s.state)
+                    .map_err(Error::Usage)?;
+                self.offsets.insert(p, s.next_offset);
+            }
         }
         Ok(lost)
     }
@@ -471,9 +465,8 @@ impl Checkpoints {
             let at = match next.iter().position(|&(q, _)| q == p) {
                 Some(at) => at,
                 None => {
-                    let handled = self.offsets.get(&p).copied().unwrap_or(i64::MIN);
-                    let floor = group.floors.get(&p).map(|&floor| floor.max(handled));
-                    next.push((p, floor));
+                    let covered = self.offsets.get(&p).copied().unwrap_or(i64::MIN);
+                    next.push((p, group.owned.contains(&p).then_some(covered)));
                     next.len() - 1
                 }
             };
@@ -503,7 +496,7 @@ impl Checkpoints {
         policy.durable()?;
         let mut states = Vec::new();
         for &p in partitions {
-            if group.floors.remove(&p).is_none() {
+            if !group.owned.remove(&p) {
                 continue;
             }
             group.moved.remove(&p);
@@ -552,7 +545,7 @@ impl Checkpoints {
         let Some(group) = &mut self.group else {
             return Ok(());
         };
-        group.floors.insert(task, i64::MIN);
+        group.owned.insert(task);
         group.shards.insert(task, shard.clone());
         self.shards.remove(shard.as_ref());
         let states = states_of(step)?;
@@ -593,7 +586,7 @@ impl Checkpoints {
         let Some(shard) = group.shards.remove(&task) else {
             return Ok(None);
         };
-        group.floors.remove(&task);
+        group.owned.remove(&task);
         group.moved.remove(&task);
         let resume = self.shards.remove(shard.as_ref());
         let saved = match giving {
@@ -693,7 +686,7 @@ impl Checkpoints {
     /// it finished.
     pub(crate) fn partition_ended(&mut self, partition: i32) {
         if let Some(group) = &mut self.group {
-            if group.floors.contains_key(&partition) {
+            if group.owned.contains(&partition) {
                 group.ended.insert(partition);
             }
         }
@@ -704,7 +697,7 @@ impl Checkpoints {
     /// includes it.
     pub(crate) fn touched(&mut self, partition: i32) {
         if let Some(group) = &mut self.group {
-            if group.floors.contains_key(&partition) {
+            if group.owned.contains(&partition) {
                 group.moved.insert(partition);
                 self.moved = true;
             }
@@ -715,13 +708,13 @@ impl Checkpoints {
     pub(crate) fn passed_records(&mut self, positions: &[(i32, i64)]) {
         for &(partition, offset) in positions {
             if let Some(group) = &mut self.group {
-                // A group member passes only the records of partitions it owns.
-                match group.floors.get(&partition) {
-                    Some(&floor) if offset >= floor => {
-                        group.moved.insert(partition);
-                    }
-                    _ => continue,
+                // A group member passes only the records of partitions it owns, and none
+                // its state covers already.
+                let covered = self.offsets.get(&partition).is_some_and(|&n| offset < n);
+                if !group.owned.contains(&partition) || covered {
+                    continue;
                 }
+                group.moved.insert(partition);
             }
             let next = self.offsets.entry(partition).or_insert(offset);
             if *next <= offset {
@@ -765,7 +758,7 @@ impl Checkpoints {
             seen.push(&p.shard);
             if let Some(group) = &mut self.group {
                 // A member passes only the records of shards it owns.
-                if !group.floors.contains_key(&p.task) {
+                if !group.owned.contains(&p.task) {
                     continue;
                 }
                 group.moved.insert(p.task);
