@@ -38,6 +38,7 @@ Exit codes:
   3 bad input data (with --on-error fail)
   4 a source or sink is unreachable or refused us
   5 nothing to check (lag: a --group without commits, a --group-pattern matching none)
+  101 an internal error (a bug in weir: please report it)
   130 interrupted (SIGINT/SIGTERM); output so far is flushed";
 
 #[derive(Debug, Parser)]

@@ -13,6 +13,8 @@ pub mod exit {
     pub const BAD_INPUT: u8 = 3;
     pub const UNREACHABLE: u8 = 4;
     pub const NOTHING_TO_CHECK: u8 = 5;
+    /// A bug: as a panic exits.
+    pub const INTERNAL: u8 = 101;
     pub const INTERRUPTED: u8 = 130;
 }
 
@@ -39,6 +41,9 @@ pub enum Error {
     /// The reader of stdout went away (`weir ... | head`): a quiet success.
     #[error("broken pipe")]
     BrokenPipe,
+    /// A bug stopped a thread of the run (its panic message was printed before).
+    #[error("internal error: {0} (a bug in weir: please report it)")]
+    Internal(String),
 }
 
 impl Error {
@@ -51,6 +56,7 @@ impl Error {
             Error::NothingToCheck(_) => exit::NOTHING_TO_CHECK,
             Error::Interrupted => exit::INTERRUPTED,
             Error::BrokenPipe => exit::OK,
+            Error::Internal(_) => exit::INTERNAL,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The reader thread: a `Source` runs there and hands its records over in chunks, checked as
 //! the command's `Prepare` says, through a bounded channel that gives backpressure.
 
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
@@ -623,9 +624,16 @@ impl Reader {
         let handle = thread::Builder::new()
             .name("weir-read".into())
             .spawn(move || {
-                if let Err(e) = source.read(&mut feed) {
-                    let _ = feed.out.send(Item::Failed(e));
-                }
+                // The end of this thread closes the channel, which the driver takes for the
+                // end of the input: a panic is sent as a failure, so that no run ends as if
+                // it had read everything.
+                let read = panic::catch_unwind(AssertUnwindSafe(|| source.read(&mut feed)));
+                let failure = match read {
+                    Ok(Ok(())) => return,
+                    Ok(Err(e)) => e,
+                    Err(_) => Error::Internal("the input's reader stopped".into()),
+                };
+                let _ = feed.out.send(Item::Failed(failure));
             })
             .expect("spawn reader thread");
         Reader {
@@ -736,6 +744,25 @@ mod tests {
             state: vec![next_offset as u8],
             ended: false,
         }
+    }
+
+    struct Panicking;
+
+    impl Source for Panicking {
+        fn read(self: Box<Self>, _: &mut Feed) -> Result<()> {
+            panic!("a bug in a source");
+        }
+    }
+
+    #[test]
+    fn a_reader_that_panics_fails_the_run_rather_than_ending_its_input() {
+        let reader = Reader::spawn(Box::new(Panicking), Prepare::AsIs, 1024);
+        let items = reader.items.as_ref().expect("items");
+        let first = items.recv().expect("an item before the channel closes");
+        assert!(
+            matches!(first, Item::Failed(Error::Internal(_))),
+            "the driver would take the closed channel for the input's end"
+        );
     }
 
     #[test]

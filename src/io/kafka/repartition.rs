@@ -15,6 +15,7 @@
 //! input partition is read and committed to its end (its records delivered), and the reader
 //! then reads the internal topic to the ends it has at that moment, as every member must.
 
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread;
@@ -146,13 +147,19 @@ impl Source for ShuffledSource {
         let writing = thread::Builder::new()
             .name("weir-shuffle".into())
             .spawn(move || {
-                let written = run_stage(
-                    Box::new(writer),
-                    prepare,
-                    max_line_bytes,
-                    &mut step,
-                    &stopped,
-                );
+                let stage = || {
+                    run_stage(
+                        Box::new(writer),
+                        prepare,
+                        max_line_bytes,
+                        &mut step,
+                        &stopped,
+                    )
+                };
+                // A panic ends the upstream too, as a failure: the reader would wait for it.
+                let written = panic::catch_unwind(AssertUnwindSafe(stage)).unwrap_or_else(|_| {
+                    Err(Error::Internal("the shuffle's writer stopped".into()))
+                });
                 ended.end(written.map(|_: Counters| ()));
             })
             .map_err(|e| Error::Unreachable(format!("cannot start the shuffle's writer: {e}")))?;
