@@ -208,15 +208,16 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
     // Times in a stream share their date and hour: the seconds at the start of the hour are
     // kept per thread for the last `YYYY-MM-DDTHH` seen (checked when it was stored), which
     // skips the calendar math.
+    let key = hour_key(head);
     let (cached, seconds) = HOUR_START.get();
-    let hour_start = if cached == *head {
+    let hour_start = if cached == key {
         seconds
     } else {
         if head[4] != b'-' || head[7] != b'-' || !matches!(head[10], b'T' | b't' | b' ') {
             return None;
         }
         let seconds = hour_start_seconds(head, digits)?;
-        HOUR_START.set((*head, seconds));
+        HOUR_START.set((key, seconds));
         seconds
     };
     // The commonest shape, `MM:SS.mmmZ` after the hour, read as one word and two bytes.
@@ -236,6 +237,14 @@ pub fn fast_rfc3339(b: &[u8]) -> Option<Millis> {
     };
     let (millis, offset_minutes) = fraction_and_offset(&b[19..])?;
     instant(millis, offset_minutes)
+}
+
+/// `YYYY-MM-DDTHH` as two overlapping words (bytes 0-7 and 5-12): compared in two steps where
+/// the thirteen bytes took a dozen instructions.
+#[inline(always)]
+fn hour_key(head: &[u8; 13]) -> [u64; 2] {
+    let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().expect("8 bytes"));
+    [word(0), word(5)]
 }
 
 /// `MM:SS.mmmZ` as milliseconds into the hour, when it is exactly that (minutes and seconds
@@ -318,9 +327,9 @@ thread_local! {
     /// The last two instants `write_millis` wrote, newer first (Millis::MIN: none yet, and
     /// outside the range written this way).
     static WRITTEN: Cell<[(Millis, [u8; 24]); 2]> = const { Cell::new([(Millis::MIN, [0; 24]); 2]) };
-    /// The last `YYYY-MM-DDTHH` prefix fast_rfc3339 read, and its seconds (before the offset).
-    /// At first, a prefix no text has (0xff is never in UTF-8).
-    static HOUR_START: Cell<([u8; 13], i64)> = const { Cell::new(([0xff; 13], 0)) };
+    /// The last `YYYY-MM-DDTHH` prefix fast_rfc3339 read (as `hour_key`), and its seconds
+    /// (before the offset). At first, a prefix no text has (0xff is never in UTF-8).
+    static HOUR_START: Cell<([u64; 2], i64)> = const { Cell::new(([u64::MAX; 2], 0)) };
 }
 
 /// Seconds from the epoch to the start of the hour `YYYY-MM-DDTHH` (local to its offset),
