@@ -2,6 +2,7 @@
 //! reports (a bad record goes to the error policy; anything else ends the run).
 
 use std::io;
+use std::panic::{self, AssertUnwindSafe};
 
 use crate::core::record::RecordError;
 
@@ -68,6 +69,14 @@ impl Error {
             Error::Unreachable(format!("cannot write to {what}: {e}"))
         }
     }
+}
+
+/// Runs `work`, all a thread does, with a panic (a bug; its message is printed already) made
+/// `Error::Internal` naming `what` stopped: whoever waits on a thread that just ended would
+/// take it for work done.
+pub fn panic_as_error<T>(what: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    panic::catch_unwind(AssertUnwindSafe(work))
+        .unwrap_or_else(|_| Err(Error::Internal(format!("{what} stopped"))))
 }
 
 impl From<io::Error> for Error {

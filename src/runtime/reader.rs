@@ -1,7 +1,6 @@
 //! The reader thread: a `Source` runs there and hands its records over in chunks, checked as
 //! the command's `Prepare` says, through a bounded channel that gives backpressure.
 
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
@@ -15,7 +14,7 @@ use super::chunk::{
 use crate::core::record::{Extractor, RecordError};
 use crate::core::shuffle::Marker;
 use crate::core::time::{Millis, TimeFormat};
-use crate::error::{Error, Result};
+use crate::error::{panic_as_error, Error, Result};
 
 /// Chunks in flight between the threads; bounds memory and gives backpressure.
 const CHUNKS_IN_FLIGHT: usize = 4;
@@ -627,13 +626,10 @@ impl Reader {
                 // The end of this thread closes the channel, which the driver takes for the
                 // end of the input: a panic is sent as a failure, so that no run ends as if
                 // it had read everything.
-                let read = panic::catch_unwind(AssertUnwindSafe(|| source.read(&mut feed)));
-                let failure = match read {
-                    Ok(Ok(())) => return,
-                    Ok(Err(e)) => e,
-                    Err(_) => Error::Internal("the input's reader stopped".into()),
-                };
-                let _ = feed.out.send(Item::Failed(failure));
+                let read = panic_as_error("the input's reader", || source.read(&mut feed));
+                if let Err(e) = read {
+                    let _ = feed.out.send(Item::Failed(e));
+                }
             })
             .expect("spawn reader thread");
         Reader {

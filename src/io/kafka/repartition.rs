@@ -15,7 +15,6 @@
 //! input partition is read and committed to its end (its records delivered), and the reader
 //! then reads the internal topic to the ends it has at that moment, as every member must.
 
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread;
@@ -32,7 +31,7 @@ use crate::core::envelope::{write_state_key, Render};
 use crate::core::record::{Extractor, FieldList, FieldPath};
 use crate::core::shuffle::{write_forwarded, InputMarks, MARKER_HEADER};
 use crate::core::time::{LogPosition, TimeFormat};
-use crate::error::{Error, Fault, Result};
+use crate::error::{panic_as_error, Error, Fault, Result};
 use crate::io::spec::KafkaSpec;
 use crate::runtime::{
     run_stage, Counters, Feed, Flow, Line, Outgoing, Prepare, RecordStep, Source,
@@ -157,9 +156,7 @@ impl Source for ShuffledSource {
                     )
                 };
                 // A panic ends the upstream too, as a failure: the reader would wait for it.
-                let written = panic::catch_unwind(AssertUnwindSafe(stage)).unwrap_or_else(|_| {
-                    Err(Error::Internal("the shuffle's writer stopped".into()))
-                });
+                let written = panic_as_error("the shuffle's writer", stage);
                 ended.end(written.map(|_: Counters| ()));
             })
             .map_err(|e| Error::Unreachable(format!("cannot start the shuffle's writer: {e}")))?;
