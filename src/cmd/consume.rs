@@ -12,8 +12,8 @@ use crate::core::time::{TimeFormat, TimeRange};
 use crate::error::{Error, Fault, Result};
 use crate::io::sink::{LineSink, RecordFields, SinkPlan};
 use crate::runtime::{
-    limit_reached, run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep,
-    Restored, RunPlan, Sink, Stats, StepCheckpoint,
+    run_command, saved_state, Command, Counters, Flow, Line, Prepare, RecordStep, Restored,
+    RunPlan, Sink, Stats, StepCheckpoint,
 };
 
 pub fn run(args: ConsumeArgs, stop: &AtomicBool) -> Result<()> {
@@ -175,11 +175,7 @@ impl RecordStep for ConsumeStep {
         if self.unbuffered {
             self.sink.flush()?;
         }
-        Ok(if limit_reached(self.limit, counters) {
-            Flow::Stop
-        } else {
-            Flow::Continue
-        })
+        Ok(Flow::until_limit(self.limit, counters))
     }
 
     fn encoding(&self) -> Option<String> {

@@ -208,9 +208,7 @@ impl RecordStep for ProfileStep {
         // A key only for sessions (`--session --key`): none to read otherwise.
         let key = match r.keys.len() {
             0 => "",
-            n => line
-                .key(r.keys.start, n, x, &mut self.key)?
-                .unwrap_or(&self.key),
+            n => (line.key(r.keys.start, n, x, &mut self.key)?).unwrap_or(&self.key),
         };
         let record = (self.tasks.active).record((group.as_deref(), key), event, arrival, partition);
         record.map_err(|TooManyWindows| {

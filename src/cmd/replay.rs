@@ -17,8 +17,8 @@ use crate::io::input::InputPlan;
 use crate::io::sink::{LineSink, RecordFields, SinkPlan};
 use crate::io::spec::SinkSpec;
 use crate::runtime::{
-    clock_from, limit_reached, run_command, saved_state, send_envelope, Command, Counters, Flow,
-    Line, Prepare, RecordStep, Restored, RunPlan, Sink, Stats, StepCheckpoint,
+    clock_from, run_command, saved_state, send_envelope, Command, Counters, Flow, Line, Prepare,
+    RecordStep, Restored, RunPlan, Sink, Stats, StepCheckpoint,
 };
 
 pub fn run(args: ReplayArgs, stop: &AtomicBool) -> Result<()> {
@@ -66,14 +66,13 @@ impl Replay {
         let job = job(args, &input, envelope, &pace);
         let keeping = KeepingArgs::file_only("replay", &args.checkpoint)
             .plan(&mut input, &sink.spec, &job)?;
-        let prepare = read.prepare(Prepare::Validate);
         let replay = Replay {
             sink: (!args.dry_run).then_some(sink),
             schedule: Schedule::new(range, pace),
             sending: Sending {
                 envelope,
                 keep_partition: args.keep_partition,
-                time: read.time,
+                time: read.time.clone(),
                 time_format: args.time.time_format.clone(),
                 limit: args.count,
             },
@@ -83,7 +82,7 @@ impl Replay {
             limit: args.count,
             command: replay,
             input: Box::new(input),
-            prepare,
+            prepare: read.prepare(Prepare::Validate),
             keeping,
             job,
             select: read.select,
@@ -198,8 +197,7 @@ impl RecordStep for ReplayStep {
 
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         let (t, envelope) = self.read(line)?;
-        let started = self.started;
-        match self.schedule.due(|| started.elapsed(), t) {
+        match self.schedule.due(|| self.started.elapsed(), t) {
             Due::Now => {}
             Due::Wait(wait) => return Ok(Flow::Wait(wait)),
             Due::Out => {
@@ -213,11 +211,7 @@ impl RecordStep for ReplayStep {
         }
         self.schedule.sent();
         counters.written += 1;
-        Ok(if limit_reached(self.sending.limit, counters) {
-            Flow::Stop
-        } else {
-            Flow::Continue
-        })
+        Ok(Flow::until_limit(self.sending.limit, counters))
     }
 
     fn checkpoint(&mut self, _with_state: bool) -> Result<StepCheckpoint> {

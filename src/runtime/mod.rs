@@ -38,9 +38,7 @@ pub use policy::{ErrorPolicy, OnError, PolicyPlan};
 pub use reader::{
     number_read_ahead, time_read_ahead, Feed, Framing, Reader, Revoker, Source, Starts,
 };
-pub use run::{
-    clock_from, limit_reached, run_command, run_stage, Command, Input, Keeping, RunPlan,
-};
+pub use run::{clock_from, run_command, run_stage, Command, Input, Keeping, RunPlan};
 pub use select::Selection;
 pub use sink::{send_envelope, Outgoing, Sink, SinkLength};
 pub use step::{Flow, RecordStep, StepCheckpoint};

@@ -24,7 +24,7 @@ use super::drive::{drive_with, Drive};
 use super::policy::{ErrorPolicy, OnError};
 use super::reader::{Reader, Source};
 use super::select::Selection;
-use super::step::RecordStep;
+use super::step::{limit_reached, RecordStep};
 use super::summary::{finish, Counters, ReportPlan, Stats};
 use crate::core::record::suggest_path;
 use crate::core::time::Millis;
@@ -197,12 +197,6 @@ pub fn run_stage(
     let result = ending.end(read);
     let closed = step.close(&mut counters);
     result.and(closed).map(|()| counters)
-}
-
-/// Whether a run limited to `limit` records written (`-n`) has written them all: the step
-/// stops there, and a restored run that had starts none.
-pub fn limit_reached(limit: Option<u64>, counters: &Counters) -> bool {
-    limit.is_some_and(|n| counters.written >= n)
 }
 
 /// The end of a read, wherever it ended.

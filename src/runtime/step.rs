@@ -22,6 +22,22 @@ pub enum Flow {
     Wait(Duration),
 }
 
+/// Whether a run limited to `limit` records written (`-n`) has written them all: the step
+/// stops there, and a restored run that had starts none.
+pub fn limit_reached(limit: Option<u64>, counters: &Counters) -> bool {
+    limit.is_some_and(|n| counters.written >= n)
+}
+
+impl Flow {
+    /// After a record written: stop once a run limited to `limit` records (`-n`) has them all.
+    pub fn until_limit(limit: Option<u64>, counters: &Counters) -> Flow {
+        match limit_reached(limit, counters) {
+            true => Flow::Stop,
+            false => Flow::Continue,
+        }
+    }
+}
+
 /// What a step hands over for a checkpoint, its output made durable first.
 #[derive(Debug, Default)]
 pub struct StepCheckpoint {

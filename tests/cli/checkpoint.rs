@@ -64,10 +64,13 @@ pub(super) fn checkpointed_offset(checkpoint: &Path) -> u64 {
 fn killed_twenty_times(args: &[String], checkpoint: &Path, seed: u64) -> Vec<u8> {
     // Stdout to a file: a report bigger than a pipe would block a child nobody reads.
     let stdout = checkpoint.with_extension("stdout");
+    // At most 5 ms on after the checkpoint moved: twenty runs of up to 15 ms each could read
+    // the whole input (100 MB) on a fast, calm machine, and the last kills would find the
+    // run finished.
     let drill = KillDrill {
         kills: 20,
         seed,
-        max_extra: Duration::from_millis(15),
+        max_extra: Duration::from_millis(5),
         deadline: Duration::from_secs(240),
     };
     drill.run(
