@@ -470,16 +470,15 @@ impl WindowStep {
     }
 
     fn write_rows(&mut self) -> Result<()> {
-        let aggs = self.ops.active.aggs();
-        for row in self.rows.drain(..) {
-            let columns = RowColumns {
-                row: &row,
-                key_columns: &self.key_columns,
-                aggs,
-            };
-            self.table.write_row(&columns, self.marks)?;
-            self.written += 1;
-        }
+        let (key_columns, aggs) = (&self.key_columns[..], self.ops.active.aggs());
+        let columns = |row| RowColumns {
+            row,
+            key_columns,
+            aggs,
+        };
+        self.table.write_rows(&self.rows, columns, self.marks)?;
+        self.written += self.rows.len() as u64;
+        self.rows.clear();
         Ok(())
     }
 

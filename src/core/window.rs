@@ -13,7 +13,7 @@
 
 use std::collections::{btree_map, BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use hashbrown::HashTable;
 use rustc_hash::{FxHashMap, FxHasher};
@@ -140,8 +140,9 @@ pub type States = smallvec::SmallVec<[AggState; 2]>;
 #[derive(Clone, Debug)]
 pub struct Row {
     /// The key fields' JSON texts joined by `KEY_SEPARATOR`, shared with the operator's
-    /// interned key (a row costs no copy of it).
-    pub key: Rc<str>,
+    /// interned key (a row costs no copy of it). `Arc`: a large batch of rows is formatted
+    /// on two threads.
+    pub key: Arc<str>,
     pub start: Millis,
     pub end: Millis,
     /// This row replaces an earlier row for the same key and window.
@@ -288,7 +289,7 @@ struct Keys {
     /// spelling in the table's own entry, where reading `spellings[id]` was one more cache
     /// miss per record.
     ids: HashTable<Interned>,
-    texts: Vec<Rc<str>>,
+    texts: Vec<Arc<str>>,
     /// Each id's text in brief, beside the others: keys are ordered by their first eight
     /// bytes first, without reading their texts (a cache miss each).
     spellings: Vec<Spelling>,
@@ -399,7 +400,7 @@ impl Keys {
         if let Some(&Interned { id, .. }) = self.ids.find(hash, same) {
             return id;
         }
-        let text: Rc<str> = text.into();
+        let text: Arc<str> = text.into();
         self.text_bytes += text.len();
         let id = match self.free.pop() {
             Some(id) => {
@@ -483,7 +484,7 @@ impl Keys {
         use std::mem::size_of;
         let texts = self.text_bytes + self.ids.len() * 2 * size_of::<usize>();
         let map = self.ids.capacity() * (size_of::<Interned>() + 1);
-        let per_id = size_of::<Rc<str>>() + size_of::<Spelling>() + size_of::<u32>();
+        let per_id = size_of::<Arc<str>>() + size_of::<Spelling>() + size_of::<u32>();
         texts + map + self.texts.capacity() * per_id + self.free.capacity() * size_of::<KeyId>()
     }
 }
@@ -539,7 +540,7 @@ impl WindowOperator {
     pub fn empty_row(&self, keys: usize) -> Row {
         let key: String = vec![""; keys].join(&KEY_SEPARATOR.to_string());
         Row {
-            key: Rc::from(key),
+            key: Arc::from(key),
             start: 0,
             end: 0,
             update: false,
@@ -1270,7 +1271,7 @@ fn summaries(states: &States, aggs: &[AggSpec]) -> States {
 }
 
 /// The row for a window, with its states summarised (the window stays) or moved out of it.
-fn row(key: &Rc<str>, start: Millis, entry: &Entry, states: States) -> Row {
+fn row(key: &Arc<str>, start: Millis, entry: &Entry, states: States) -> Row {
     Row {
         key: key.clone(),
         start,
