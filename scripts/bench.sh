@@ -358,24 +358,24 @@ data 3000000
 echo
 echo "# large state: $LINES events, $((BYTES / 1000000)) MB, every window open until the end"
 LARGE=(--time occurred_at --key merchant_id --tumbling 1m --delay 1h --count --sum amount)
-run "weir window, 1h delay" 5 "$WEIR" window -q "$FILE" "${LARGE[@]}"
-run "weir window, 1h delay (one core)" 5 taskset -c 0 "$WEIR" window -q "$FILE" "${LARGE[@]}"
-run "duckdb window" 5 python3 scripts/peers/duckdb_window.py "$FILE"
-run "weir dedupe, 1h" 5 "$WEIR" dedupe -q "$FILE" --id event_id --time occurred_at --horizon 1h
-run "weir dedupe, 1h (one core)" 5 taskset -c 0 "$WEIR" dedupe -q "$FILE" --id event_id --time occurred_at --horizon 1h
-run "duckdb dedupe" 5 python3 scripts/peers/duckdb_dedupe.py "$FILE"
-run "weir profile" 5 "$WEIR" watermark-profile -q "$FILE" --time occurred_at --arrival arrived_at --format json
-run "weir profile (one core)" 5 taskset -c 0 "$WEIR" watermark-profile -q "$FILE" --time occurred_at --arrival arrived_at --format json
-run "duckdb profile" 5 python3 scripts/peers/duckdb_profile.py "$FILE"
-for pair in "window, 1h delay:window" "dedupe, 1h:dedupe" "profile:profile"; do
-  echo "  info  weir ${pair%%:*} vs duckdb, best of 5 each: $(ratio "weir ${pair%%:*}" "duckdb ${pair##*:}")x"
-done
 WEIR_WINDOW=("$WEIR" window -q "$FILE" "${LARGE[@]}")
 DUCK_WINDOW=(python3 scripts/peers/duckdb_window.py "$FILE")
 WEIR_DEDUPE=("$WEIR" dedupe -q "$FILE" --id event_id --time occurred_at --horizon 1h)
 DUCK_DEDUPE=(python3 scripts/peers/duckdb_dedupe.py "$FILE")
 WEIR_PROFILE=("$WEIR" watermark-profile -q "$FILE" --time occurred_at --arrival arrived_at --format json)
 DUCK_PROFILE=(python3 scripts/peers/duckdb_profile.py "$FILE")
+run "weir window, 1h delay" 5 "${WEIR_WINDOW[@]}"
+run "weir window, 1h delay (one core)" 5 taskset -c 0 "${WEIR_WINDOW[@]}"
+run "duckdb window" 5 "${DUCK_WINDOW[@]}"
+run "weir dedupe, 1h" 5 "${WEIR_DEDUPE[@]}"
+run "weir dedupe, 1h (one core)" 5 taskset -c 0 "${WEIR_DEDUPE[@]}"
+run "duckdb dedupe" 5 "${DUCK_DEDUPE[@]}"
+run "weir profile" 5 "${WEIR_PROFILE[@]}"
+run "weir profile (one core)" 5 taskset -c 0 "${WEIR_PROFILE[@]}"
+run "duckdb profile" 5 "${DUCK_PROFILE[@]}"
+for pair in "window, 1h delay:window" "dedupe, 1h:dedupe" "profile:profile"; do
+  echo "  info  weir ${pair%%:*} vs duckdb, best of 5 each: $(ratio "weir ${pair%%:*}" "duckdb ${pair##*:}")x"
+done
 check "weir window, 1h delay vs duckdb, paired (x)" "$(paired 7 WEIR_WINDOW DUCK_WINDOW)" ">=" 2
 check "weir dedupe, 1h vs duckdb, paired (x)" "$(paired 7 WEIR_DEDUPE DUCK_DEDUPE)" ">=" 3
 check "weir profile vs duckdb, paired (x)" "$(paired 7 WEIR_PROFILE DUCK_PROFILE)" ">=" 3

@@ -634,8 +634,8 @@ impl Chunk {
             let line = self.data.as_ptr().wrapping_add(info.start as usize);
             // From the cache line the line starts in to the one it ends in.
             let first = line.wrapping_sub(line as usize % 64);
-            let lines = (info.end - info.start) as usize + line as usize % 64;
-            for k in 0..(lines / 64 + 1).min(4) {
+            let spanned = (info.end - info.start) as usize + line as usize % 64;
+            for k in 0..(spanned / 64 + 1).min(4) {
                 // `wrapping_add`: these cache lines hold bytes of `data`.
                 let at = first.wrapping_add(64 * k);
                 // SAFETY: a prefetch reads nothing and cannot fault.

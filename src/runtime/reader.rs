@@ -724,8 +724,9 @@ pub fn number_read_ahead(x: Extractor, i: Option<usize>) -> Extractor {
     }
 }
 
-/// Whether the reader's thread has a core of its own: more than one CPU is ours.
-fn own_core() -> bool {
+/// Whether a second thread has a core of its own (the reader's, or a helper's): more than one
+/// CPU is ours.
+pub fn own_core() -> bool {
     std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
 }
 

@@ -5,16 +5,12 @@ use std::io::{self, Write};
 use super::line::LineSink;
 use crate::core::aggregate::{write_decimal, Cell, Columns, JsonColumns, ToColumns};
 use crate::error::{Error, Result};
+use crate::runtime::own_core;
 use crate::runtime::sink::{Sink, SinkLength};
 
 /// Rows in a batch from which `TableWriter::write_rows` formats on two threads: below it, the
 /// helper thread's start costs more than it saves.
 const PARALLEL_ROWS: usize = 20_000;
-
-/// Whether more than one CPU is ours.
-fn two_cpus() -> bool {
-    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
-}
 
 /// `rows` as NDJSON objects, one after another, and where each ends.
 fn ndjson_lines<'r, T, C: ToColumns>(
@@ -25,15 +21,17 @@ fn ndjson_lines<'r, T, C: ToColumns>(
     let mut text = Vec::with_capacity(rows.len() * 128);
     let mut ends = Vec::with_capacity(rows.len());
     for row in rows {
-        text.push(b'{');
-        columns(row).fill(&mut JsonColumns {
-            out: &mut text,
-            plain_names,
-        });
-        text.push(b'}');
+        push_ndjson(&mut text, &columns(row), plain_names);
         ends.push(text.len());
     }
     (text, ends)
+}
+
+/// Appends `row` to `out` as one JSON object, straight to bytes: no map per row.
+fn push_ndjson(out: &mut Vec<u8>, row: &impl ToColumns, plain_names: bool) {
+    out.push(b'{');
+    row.fill(&mut JsonColumns { out, plain_names });
+    out.push(b'}');
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -108,20 +106,13 @@ impl TableWriter {
     /// retractions: CSV columns come from the first row, so every CSV row then carries both.
     pub fn write_row(&mut self, row: &impl ToColumns, marks: bool) -> Result<()> {
         match self {
-            // NDJSON rows are written straight to bytes: no map per row.
             TableWriter::Ndjson {
                 sink,
                 scratch,
                 plain_names,
             } => {
                 scratch.clear();
-                scratch.push(b'{');
-                let plain_names = *plain_names;
-                row.fill(&mut JsonColumns {
-                    out: scratch,
-                    plain_names,
-                });
-                scratch.push(b'}');
+                push_ndjson(scratch, row, *plain_names);
                 sink.write_line(scratch)
             }
             TableWriter::Table(aligned) => aligned.hold(row, marks),
@@ -147,7 +138,7 @@ impl TableWriter {
         columns: impl Fn(&'r T) -> C + Sync,
         marks: bool,
     ) -> Result<()> {
-        let two_threads = rows.len() >= PARALLEL_ROWS && two_cpus();
+        let two_threads = rows.len() >= PARALLEL_ROWS && own_core();
         let split = two_threads.then_some(rows.len() / 2);
         self.write_rows_split(rows, columns, marks, split)
     }
