@@ -23,7 +23,7 @@ use crate::core::shuffle::Marker;
 use crate::core::time::{Millis, TimeFormat};
 use crate::core::watermark::{PartitionIds, Watermarks};
 use crate::core::window::{
-    check_column_names, EmitMode, Outcome, Row, RowColumns, TooManyWindows, WindowConfig,
+    check_column_names, EmitMode, Key, Outcome, Row, RowColumns, TooManyWindows, WindowConfig,
     WindowOperator, WindowState,
 };
 use crate::error::{Error, Fault, Result};
@@ -32,9 +32,9 @@ use crate::io::sink::{LineSink, RecordFields, SinkPlan, TableFormat, TableWriter
 use crate::io::spec::SinkSpec;
 use crate::runtime::metrics::StepGauges;
 use crate::runtime::{
-    clock_from, number_read_ahead, run_command, saved_state, time_read_ahead, Command, Counters,
-    Flow, Line, PartitionFields, Prepare, RecordStep, Restored, RunPlan, Selection, Sink, Stats,
-    StepCheckpoint,
+    clock_from, key_read_ahead, number_read_ahead, run_command, saved_state, time_read_ahead,
+    Command, Counters, Flow, Line, PartitionFields, Prepare, RecordStep, Restored, RunPlan,
+    Selection, Sink, Stats, StepCheckpoint,
 };
 
 pub fn run(args: WindowArgs, matches: &ArgMatches, stop: &AtomicBool) -> Result<()> {
@@ -92,8 +92,11 @@ impl Fields {
         let number_at = aggs.iter().find(|a| a.kind.numeric());
         let number_at = number_at.and_then(|a| a.field).map(|f| values_at + f);
         let extractor = time_read_ahead(list.extractor(), Some(0), time_format);
+        let extractor = number_read_ahead(extractor, number_at);
+        // One key field is coded on the reader's thread too.
+        let extractor = key_read_ahead(extractor, (keys.len() == 1).then_some(keys_at));
         let fields = Fields {
-            extractor: Arc::new(number_read_ahead(extractor, number_at)),
+            extractor: Arc::new(extractor),
             parts: partition_fields,
             keys_at,
             message_key_at,
@@ -578,7 +581,13 @@ impl RecordStep for WindowStep {
             self.ops.active.expect(n, self.now);
         }
         let outcome = parsed.map(|(ts, partition, single_key)| {
-            let key = single_key.unwrap_or(&self.key);
+            let key = match single_key {
+                Some(text) => Key {
+                    text,
+                    code: line.key_code(),
+                },
+                None => Key::from(&self.key),
+            };
             let ops = &mut self.ops.active;
             let outcome = ops.process(key, ts, partition, &inputs, self.now, &mut self.rows);
             (partition, outcome)

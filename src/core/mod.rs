@@ -10,6 +10,7 @@ pub mod envelope;
 pub mod filter;
 pub mod framing;
 pub mod id_table;
+pub mod key_code;
 pub mod kpl;
 pub mod lag;
 pub mod lateness;

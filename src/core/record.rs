@@ -327,6 +327,8 @@ pub struct Extractor {
     event_time: Option<(usize, TimeFormat)>,
     /// The field read as a decimal number as the line is checked (a window's `--sum`).
     number: Option<usize>,
+    /// The field the reader thread gives a key code (`reading_key_at`).
+    key: Option<usize>,
 }
 
 /// Where each requested field's raw JSON lies in the line, in the order the paths were given.
@@ -350,7 +352,21 @@ impl Extractor {
             internal: Vec::new(),
             event_time: None,
             number: None,
+            key: None,
         }
+    }
+
+    /// Field `i` is the key the command keeps state by: the reader thread gives its text a
+    /// dense code (`core::key_code`, `Line::key_code`).
+    pub fn reading_key_at(mut self, i: usize) -> Extractor {
+        self.key = Some(i);
+        self
+    }
+
+    /// The index of the field coded by `reading_key_at`.
+    #[inline]
+    pub fn key_at(&self) -> Option<usize> {
+        self.key
     }
 
     /// Field `i` is a number the command adds up: the reader thread reads it as a decimal as

@@ -12,16 +12,16 @@
 //! which partitions are read. Rows of one watermark step come out in (window_end, key) order.
 
 use std::collections::{btree_map, BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use hashbrown::HashTable;
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
 use super::aggregate::{AggInput, AggSpec, AggState, Cell, Columns, ToColumns};
 use super::envelope::state_key_text;
+use super::key_code::{KeyCode, Spelling};
 use super::partitioned::{Parent, PartitionTask};
 use super::shuffle::Marker;
 use super::time::{human_duration, Millis};
@@ -297,6 +297,35 @@ struct Keys {
     free: Vec<KeyId>,
     /// The bytes of the live keys' texts.
     text_bytes: usize,
+    /// By the reader's code for a key's text (`core::key_code`): the live key's id, or
+    /// `NO_KEY`; a record with a code finds its key here, without hashing its text.
+    by_code: Vec<KeyId>,
+    /// Per id: its place in `by_code`, or `NO_CODE`.
+    code_of: Vec<u32>,
+    /// The coder whose codes `by_code` holds.
+    coder: Option<u32>,
+}
+
+const NO_KEY: KeyId = KeyId::MAX;
+const NO_CODE: u32 = u32::MAX;
+
+/// A record's key: its text, and the code the reader gave the text, if any.
+#[derive(Clone, Copy, Debug)]
+pub struct Key<'a> {
+    pub text: &'a str,
+    pub code: Option<KeyCode>,
+}
+
+impl<'a> From<&'a str> for Key<'a> {
+    fn from(text: &'a str) -> Key<'a> {
+        Key { text, code: None }
+    }
+}
+
+impl<'a> From<&'a String> for Key<'a> {
+    fn from(text: &'a String) -> Key<'a> {
+        Key::from(text.as_str())
+    }
 }
 
 /// A key's entry in `Keys::ids`: its spelling and id in 24 bytes (a `Spelling` and an id
@@ -334,62 +363,40 @@ impl Interned {
     }
 }
 
-/// A key's length and its first and last eight bytes (big-endian, zero-padded), which spell a
-/// key of up to 16 bytes in full.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Spelling {
-    len: usize,
-    first: u64,
-    last: u64,
-}
-
-impl Spelling {
-    fn of(text: &str) -> Spelling {
-        let bytes = text.as_bytes();
-        let n = bytes.len();
-        Spelling {
-            len: n,
-            first: word(&bytes[..n.min(8)]),
-            last: word(&bytes[n.saturating_sub(8)..]),
-        }
-    }
-
-    /// Whether this spells its text in full (two keys with equal spellings are equal).
-    fn is_whole(&self) -> bool {
-        self.len <= 16
-    }
-
-    fn hash(&self, text: &str) -> u64 {
-        let mut h = FxHasher::default();
-        if self.is_whole() {
-            (self.first, self.last, self.len).hash(&mut h);
-        } else {
-            text.hash(&mut h);
-        }
-        h.finish()
-    }
-}
-
-/// Up to eight bytes as a big-endian number, zero-padded. Read as two loads that overlap, not
-/// copied: a copy of a length known only at run time is a call to `memcpy`, twice per record
-/// (3% of a window run's samples).
-#[inline]
-fn word(bytes: &[u8]) -> u64 {
-    let n = bytes.len();
-    debug_assert!(n <= 8);
-    let be32 = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as u64;
-    let be16 = |at: usize| u16::from_be_bytes(bytes[at..at + 2].try_into().unwrap()) as u64;
-    // Each part placed at its bytes' place in the word; where two overlap they agree.
-    match n {
-        8 => u64::from_be_bytes(bytes.try_into().unwrap()),
-        4..=7 => be32(0) << 32 | be32(n - 4) << (64 - 8 * n),
-        2..=3 => be16(0) << 48 | be16(n - 2) << (64 - 8 * n),
-        1 => (bytes[0] as u64) << 56,
-        _ => 0,
-    }
-}
-
 impl Keys {
+    /// The id of `key`, found by its code where it has one.
+    #[inline]
+    fn id_of(&mut self, key: Key<'_>) -> KeyId {
+        let Some(code) = key.code.filter(|c| self.coder == Some(c.coder)) else {
+            return self.id_coding(key);
+        };
+        match self.by_code.get(code.code as usize) {
+            Some(&id) if id != NO_KEY => id,
+            _ => self.id_coding(key),
+        }
+    }
+
+    /// The id of `key` found by its text; its code (if any) finds it from now on.
+    fn id_coding(&mut self, key: Key<'_>) -> KeyId {
+        let id = self.id(key.text);
+        let Some(code) = key.code else {
+            return id;
+        };
+        if self.coder != Some(code.coder) {
+            // Another reader's codes: those of the last one mean nothing now.
+            self.coder = Some(code.coder);
+            self.by_code.clear();
+            self.code_of.fill(NO_CODE);
+        }
+        let at = code.code as usize;
+        if self.by_code.len() <= at {
+            self.by_code.resize(at + 1, NO_KEY);
+        }
+        self.by_code[at] = id;
+        self.code_of[id as usize] = code.code;
+        id
+    }
+
     fn id(&mut self, text: &str) -> KeyId {
         let spelling = Spelling::of(text);
         let hash = spelling.hash(text);
@@ -412,6 +419,7 @@ impl Keys {
                 self.texts.push(text);
                 self.spellings.push(spelling);
                 self.refs.push(0);
+                self.code_of.push(NO_CODE);
                 (self.texts.len() - 1) as KeyId
             }
         };
@@ -471,6 +479,10 @@ impl Keys {
         if let Ok(entry) = self.ids.find_entry(hash, |e| e.id == id) {
             entry.remove();
         }
+        let code = std::mem::replace(&mut self.code_of[id as usize], NO_CODE);
+        if code != NO_CODE {
+            self.by_code[code as usize] = NO_KEY;
+        }
         self.free.push(id);
     }
 
@@ -485,7 +497,12 @@ impl Keys {
         let texts = self.text_bytes + self.ids.len() * 2 * size_of::<usize>();
         let map = self.ids.capacity() * (size_of::<Interned>() + 1);
         let per_id = size_of::<Arc<str>>() + size_of::<Spelling>() + size_of::<u32>();
-        texts + map + self.texts.capacity() * per_id + self.free.capacity() * size_of::<KeyId>()
+        let codes = (self.by_code.capacity() + self.code_of.capacity()) * size_of::<u32>();
+        texts
+            + map
+            + self.texts.capacity() * per_id
+            + self.free.capacity() * size_of::<KeyId>()
+            + codes
     }
 }
 
@@ -587,9 +604,9 @@ impl WindowOperator {
 
     /// Processes one record: its key text, event time, partition and prepared aggregate
     /// inputs. Result rows are appended to `out`.
-    pub fn process(
+    pub fn process<'k>(
         &mut self,
-        key: &str,
+        key: impl Into<Key<'k>>,
         ts: Millis,
         partition: usize,
         inputs: &[AggInput<'_>],
@@ -599,7 +616,7 @@ impl WindowOperator {
         // Judged by its own partition's watermark: the same verdict whatever the order in
         // which partitions are read. Windows still fire by the combined one.
         let w = self.watermarks.judging(partition);
-        let key_id = self.keys.id(key);
+        let key_id = self.keys.id_of(key.into());
         let accepted = match self.cfg.kind {
             WindowKind::Session { gap } => self.add_to_session(key_id, ts, gap, w, inputs, out),
             _ => self.add_to_windows(key_id, ts, w, inputs, out),
@@ -1326,6 +1343,7 @@ impl PartitionTask for WindowOperator {
 pub(crate) mod tests {
     use super::*;
     use crate::core::aggregate::{prepare, AggKind, JsonColumns};
+    use crate::core::key_code::{word, KeyCoder};
     use crate::core::saved;
     use proptest::prelude::*;
 
@@ -1377,14 +1395,21 @@ pub(crate) mod tests {
         /// texts that share their first 8 or 16 bytes, differ only after them or only in
         /// trailing zero bytes (which a zero-padded spelling must still tell apart), or have a
         /// multi-byte character across byte 8.
+        /// Keys found by the codes of a reader (`core::key_code`), of a later reader, or by
+        /// their texts alone get the same ids.
         #[test]
-        fn keys_intern_texts_exactly(ops in prop::collection::vec(("(ab|é|x|\\x00){0,10}", any::<bool>(), any::<bool>()), 1..80)) {
+        fn keys_intern_texts_exactly(ops in prop::collection::vec(("(ab|é|x|\\x00){0,10}", any::<bool>(), any::<bool>(), 0u8..8), 1..80)) {
             let mut keys = Keys::default();
+            let mut coder = KeyCoder::default();
             let mut model: std::collections::HashMap<String, (KeyId, u32)> = Default::default();
-            for (text, release, long) in ops {
+            for (text, release, long, how) in ops {
                 let head = if long { "0123456789abcdef" } else { "0123456" };
                 let text = format!("{head}{text}");
-                let id = keys.id(&text);
+                if how == 0 {
+                    coder = KeyCoder::default();
+                }
+                let code = (how > 1).then(|| coder.code(text.as_bytes())).flatten();
+                let id = keys.id_of(Key { text: &text, code });
                 match model.get(&text) {
                     Some(&(known, _)) => prop_assert_eq!(id, known, "{}", text),
                     None => prop_assert!(model.values().all(|&(other, _)| other != id), "{}", text),

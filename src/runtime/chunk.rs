@@ -11,6 +11,7 @@ use rust_decimal::Decimal;
 
 use crate::core::aggregate::plain_decimal;
 use crate::core::envelope::{check_keyed, read_envelope, KeyedBy, OwnedRecord};
+use crate::core::key_code::{KeyCode, KeyCoder};
 use crate::core::record::{
     as_utf8, time_of, validate_json_shaped, validate_line, Extractor, Fields, Position,
     RecordError, Scalar,
@@ -200,6 +201,8 @@ pub(crate) struct Prepared {
     pub(crate) times: Vec<Millis>,
     /// Each line's number, where the extractor reads one (`Extractor::number_at`).
     pub(crate) numbers: Vec<Option<Decimal>>,
+    /// Each line's key code, where the extractor asks for one (`Extractor::key_at`).
+    pub(crate) codes: Vec<Option<KeyCode>>,
     pub(crate) errors: Vec<RecordError>,
     pub(crate) width: usize,
 }
@@ -224,6 +227,8 @@ pub(crate) enum Status {
 pub(crate) struct Scratch {
     /// The layout of the last line, which most lines repeat.
     pub(crate) shape: Shape,
+    /// The codes of the run's key texts (`Extractor::reading_key_at`).
+    pub(crate) coder: KeyCoder,
 }
 
 impl Prepared {
@@ -282,19 +287,20 @@ impl Prepared {
             });
             start = newline + 1;
         }
-        self.read_ahead(data, prepare);
+        self.read_ahead(data, prepare, &mut scratch.coder);
     }
 
-    /// Reads each record's event time and number, when the command's extractor asks for
-    /// them, in one pass over the lines.
-    fn read_ahead(&mut self, data: &[u8], prepare: &Prepare) {
+    /// Reads each record's event time, number and key code, when the command's extractor
+    /// asks for them, in one pass over the lines.
+    fn read_ahead(&mut self, data: &[u8], prepare: &Prepare, coder: &mut KeyCoder) {
         self.times.clear();
         self.numbers.clear();
+        self.codes.clear();
         let Prepare::Extract(x) = prepare else {
             return;
         };
-        let (time, number) = (x.event_time_at().is_some(), x.number_at());
-        if !time && number.is_none() {
+        let (time, number, key) = (x.event_time_at().is_some(), x.number_at(), x.key_at());
+        if !time && number.is_none() && key.is_none() {
             return;
         }
         for info in &self.lines {
@@ -304,6 +310,9 @@ impl Prepared {
                 }
                 if number.is_some() {
                     self.numbers.push(None);
+                }
+                if key.is_some() {
+                    self.codes.push(None);
                 }
                 continue;
             };
@@ -315,6 +324,10 @@ impl Prepared {
             if let Some(n) = number {
                 let raw = spans[n].and_then(|(start, end)| line.get(start as usize..end as usize));
                 self.numbers.push(raw.and_then(plain_decimal));
+            }
+            if let Some(k) = key {
+                let raw = spans[k].and_then(|(start, end)| line.get(start as usize..end as usize));
+                self.codes.push(raw.and_then(|text| coder.code(text)));
             }
         }
     }
@@ -340,7 +353,7 @@ impl Prepared {
             self.lines.push(LineInfo { start, end, status });
             start = end;
         }
-        self.read_ahead(data, prepare);
+        self.read_ahead(data, prepare, &mut scratch.coder);
     }
 
     /// Marks record `i` bad for `error`, whatever its check found.
@@ -449,6 +462,8 @@ pub struct Line<'a> {
     /// reference: a pointer is one register, where the decimal's 16 bytes and its tag were
     /// copied through a stack slot on every line (a wide load that waited on narrow stores).
     decimal: Option<&'a Decimal>,
+    /// The code the reader thread gave the key's text (`Extractor::reading_key_at`).
+    key_code: Option<KeyCode>,
 }
 
 impl<'a> Line<'a> {
@@ -561,6 +576,13 @@ impl<'a> Line<'a> {
         time_of(self.require(i, x)?, &x.paths()[i], format)
     }
 
+    /// The code of the key's text, when the reader thread gave one
+    /// (`Extractor::reading_key_at`).
+    #[inline(always)]
+    pub fn key_code(&self) -> Option<KeyCode> {
+        self.key_code
+    }
+
     /// Field `i`'s value as a plain decimal, when the reader thread read it
     /// (`Extractor::reading_number_at`); `None` leaves the field to the command.
     #[inline(always)]
@@ -666,6 +688,7 @@ impl Chunk {
             carried: self.carried.get(i).copied().filter(|t| *t != Millis::MIN),
             event_time: p.times.get(i).copied().unwrap_or(Millis::MIN),
             decimal: p.numbers.get(i).and_then(Option::as_ref),
+            key_code: p.codes.get(i).copied().flatten(),
         })
     }
 }

@@ -36,7 +36,8 @@ pub use drive::{drive, drive_with, Drive};
 pub use partitions::PartitionFields;
 pub use policy::{ErrorPolicy, OnError, PolicyPlan};
 pub use reader::{
-    number_read_ahead, own_core, time_read_ahead, Feed, Framing, Reader, Revoker, Source, Starts,
+    key_read_ahead, number_read_ahead, own_core, time_read_ahead, Feed, Framing, Reader, Revoker,
+    Source, Starts,
 };
 pub use run::{clock_from, run_command, run_stage, Command, Input, Keeping, RunPlan};
 pub use select::Selection;
