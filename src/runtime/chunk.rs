@@ -200,9 +200,9 @@ pub(crate) struct Prepared {
     /// Each line's event time, where the extractor reads one (`Extractor::event_time`).
     pub(crate) times: Vec<Millis>,
     /// Each line's number, where the extractor reads one (`Extractor::number_at`).
-    pub(crate) numbers: Vec<Option<Decimal>>,
-    /// Each line's key code, where the extractor asks for one (`Extractor::key_at`).
-    pub(crate) codes: Vec<Option<KeyCode>>,
+    /// What else the reader read of each line, where the extractor asks for its number
+    /// (`Extractor::number_at`) or key code (`Extractor::key_at`).
+    pub(crate) ahead: Vec<ReadAhead>,
     pub(crate) errors: Vec<RecordError>,
     pub(crate) width: usize,
 }
@@ -220,6 +220,15 @@ pub(crate) enum Status {
     Record(u32),
     /// A bad record; its error is at this index of `Prepared::errors`.
     Bad(u32),
+}
+
+/// What the reader thread read of a line for the command, besides its event time: the
+/// line's number (`Extractor::number_at`) and its key's code (`Extractor::key_at`), each if
+/// asked for and found.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct ReadAhead {
+    pub(crate) decimal: Option<Decimal>,
+    pub(crate) key_code: Option<KeyCode>,
 }
 
 /// The reader thread's working state for checking lines.
@@ -294,8 +303,7 @@ impl Prepared {
     /// asks for them, in one pass over the lines.
     fn read_ahead(&mut self, data: &[u8], prepare: &Prepare, coder: &mut KeyCoder) {
         self.times.clear();
-        self.numbers.clear();
-        self.codes.clear();
+        self.ahead.clear();
         let Prepare::Extract(x) = prepare else {
             return;
         };
@@ -308,11 +316,8 @@ impl Prepared {
                 if time {
                     self.times.push(Millis::MIN);
                 }
-                if number.is_some() {
-                    self.numbers.push(None);
-                }
-                if key.is_some() {
-                    self.codes.push(None);
+                if number.is_some() || key.is_some() {
+                    self.ahead.push(ReadAhead::default());
                 }
                 continue;
             };
@@ -321,14 +326,14 @@ impl Prepared {
             if time {
                 self.times.push(x.event_time(line, spans));
             }
-            if let Some(n) = number {
-                let raw = spans[n].and_then(|(start, end)| line.get(start as usize..end as usize));
-                self.numbers.push(raw.and_then(plain_decimal));
+            if number.is_none() && key.is_none() {
+                continue;
             }
-            if let Some(k) = key {
-                let raw = spans[k].and_then(|(start, end)| line.get(start as usize..end as usize));
-                self.codes.push(raw.and_then(|text| coder.code(text)));
-            }
+            let raw = |i: usize| spans[i].and_then(|(s, e)| line.get(s as usize..e as usize));
+            self.ahead.push(ReadAhead {
+                decimal: number.and_then(raw).and_then(plain_decimal),
+                key_code: key.and_then(raw).and_then(|text| coder.code(text)),
+            });
         }
     }
 
@@ -458,12 +463,10 @@ pub struct Line<'a> {
     pub carried: Option<Millis>,
     /// The event time the reader thread read (`Millis::MIN`: none, or not asked for).
     event_time: Millis,
-    /// The plain decimal the reader thread read (`Extractor::number_at`), if any. By
-    /// reference: a pointer is one register, where the decimal's 16 bytes and its tag were
+    /// What the reader thread read of the line besides its time (`ReadAhead`), if anything.
+    /// By reference: a pointer is one register, where the decimal's 16 bytes and its tag were
     /// copied through a stack slot on every line (a wide load that waited on narrow stores).
-    decimal: Option<&'a Decimal>,
-    /// The code the reader thread gave the key's text (`Extractor::reading_key_at`).
-    key_code: Option<KeyCode>,
+    ahead: Option<&'a ReadAhead>,
 }
 
 impl<'a> Line<'a> {
@@ -580,14 +583,15 @@ impl<'a> Line<'a> {
     /// (`Extractor::reading_key_at`).
     #[inline(always)]
     pub fn key_code(&self) -> Option<KeyCode> {
-        self.key_code
+        self.ahead.and_then(|a| a.key_code)
     }
 
     /// Field `i`'s value as a plain decimal, when the reader thread read it
     /// (`Extractor::reading_number_at`); `None` leaves the field to the command.
     #[inline(always)]
     pub fn decimal(&self, i: usize, x: &Extractor) -> Option<Decimal> {
-        self.decimal.filter(|_| x.number_at() == Some(i)).copied()
+        let decimal = self.ahead.and_then(|a| a.decimal.as_ref());
+        decimal.filter(|_| x.number_at() == Some(i)).copied()
     }
 
     /// Behind a shuffle (`--repartition`): where the record stood in the input, as its
@@ -687,8 +691,7 @@ impl Chunk {
             shard: self.shard_positions.get(i),
             carried: self.carried.get(i).copied().filter(|t| *t != Millis::MIN),
             event_time: p.times.get(i).copied().unwrap_or(Millis::MIN),
-            decimal: p.numbers.get(i).and_then(Option::as_ref),
-            key_code: p.codes.get(i).copied().flatten(),
+            ahead: p.ahead.get(i),
         })
     }
 }
@@ -813,8 +816,9 @@ mod tests {
             None,
             None,
         ];
-        assert_eq!(prepared.numbers, read);
-        for (v, number) in values.iter().zip(&prepared.numbers) {
+        let numbers: Vec<_> = prepared.ahead.iter().map(|a| a.decimal).collect();
+        assert_eq!(numbers, read);
+        for (v, number) in values.iter().zip(&numbers) {
             let Some(number) = number else { continue };
             let Ok(AggInput::Number(theirs)) =
                 crate::core::aggregate::prepare(&AggKind::Sum, Some(v))
@@ -827,7 +831,7 @@ mod tests {
         // Without the request, no number is read.
         let plain = Prepare::Extract(Arc::new(Extractor::new(vec!["v".parse().unwrap()])));
         prepared.fill(data.as_bytes(), &plain, 1000, &mut Scratch::default());
-        assert!(prepared.numbers.is_empty());
+        assert!(prepared.ahead.is_empty());
     }
 
     proptest! {
