@@ -6,10 +6,9 @@
 //! A code only stands for a text within its coder (one per reader), so it carries the
 //! coder's number; whoever keeps codes starts afresh when that number changes.
 
+use std::collections::hash_map::Entry;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
-
-use std::collections::hash_map::Entry;
 
 use rustc_hash::{FxHashMap, FxHasher};
 

@@ -367,10 +367,8 @@ impl Keys {
     /// The id of `key`, found by its code where it has one.
     #[inline]
     fn id_of(&mut self, key: Key<'_>) -> KeyId {
-        let Some(code) = key.code.filter(|c| self.coder == Some(c.coder)) else {
-            return self.id_coding(key);
-        };
-        match self.by_code.get(code.code as usize) {
+        let code = key.code.filter(|c| self.coder == Some(c.coder));
+        match code.and_then(|c| self.by_code.get(c.code as usize)) {
             Some(&id) if id != NO_KEY => id,
             _ => self.id_coding(key),
         }
@@ -1394,8 +1392,7 @@ pub(crate) mod tests {
         /// Interning gives one id per distinct text and forgets a text when released, for
         /// texts that share their first 8 or 16 bytes, differ only after them or only in
         /// trailing zero bytes (which a zero-padded spelling must still tell apart), or have a
-        /// multi-byte character across byte 8.
-        /// Keys found by the codes of a reader (`core::key_code`), of a later reader, or by
+        /// multi-byte character across byte 8. Keys found by the codes of a reader (`core::key_code`), of a later reader, or by
         /// their texts alone get the same ids.
         #[test]
         fn keys_intern_texts_exactly(ops in prop::collection::vec(("(ab|é|x|\\x00){0,10}", any::<bool>(), any::<bool>(), 0u8..8), 1..80)) {

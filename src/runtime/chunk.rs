@@ -199,7 +199,6 @@ pub(crate) struct Prepared {
     pub(crate) spans: Fields,
     /// Each line's event time, where the extractor reads one (`Extractor::event_time`).
     pub(crate) times: Vec<Millis>,
-    /// Each line's number, where the extractor reads one (`Extractor::number_at`).
     /// What else the reader read of each line, where the extractor asks for its number
     /// (`Extractor::number_at`) or key code (`Extractor::key_at`).
     pub(crate) ahead: Vec<ReadAhead>,
@@ -308,7 +307,8 @@ impl Prepared {
             return;
         };
         let (time, number, key) = (x.event_time_at().is_some(), x.number_at(), x.key_at());
-        if !time && number.is_none() && key.is_none() {
+        let ahead = number.is_some() || key.is_some();
+        if !time && !ahead {
             return;
         }
         for info in &self.lines {
@@ -316,7 +316,7 @@ impl Prepared {
                 if time {
                     self.times.push(Millis::MIN);
                 }
-                if number.is_some() || key.is_some() {
+                if ahead {
                     self.ahead.push(ReadAhead::default());
                 }
                 continue;
@@ -326,7 +326,7 @@ impl Prepared {
             if time {
                 self.times.push(x.event_time(line, spans));
             }
-            if number.is_none() && key.is_none() {
+            if !ahead {
                 continue;
             }
             let raw = |i: usize| spans[i].and_then(|(s, e)| line.get(s as usize..e as usize));

@@ -38,10 +38,7 @@ pub trait Source: Send + 'static {
     }
 }
 
-/// What the driver receives from the reader thread. Unboxed, though a chunk is far larger
-/// than the other items: one goes by per MiB of input, and its few hundred bytes are
-/// moved, never copied per record.
-#[allow(clippy::large_enum_variant)]
+/// What the driver receives from the reader thread.
 pub(crate) enum Item {
     Records(Chunk),
     /// A line longer than the limit `max`, dropped by the reader to keep memory bounded.
@@ -712,26 +709,30 @@ fn keep_latest(saved: &mut Vec<PartitionState>, states: Vec<PartitionState>) {
 /// when that thread has a core of its own (more than one CPU is ours): there the command's
 /// thread, which sets the wall time, is spared the work; on one core it would only cost more.
 pub fn time_read_ahead(x: Extractor, i: Option<usize>, format: &TimeFormat) -> Extractor {
-    match i.filter(|_| own_core()) {
-        Some(i) => x.reading_time_at(i, format),
-        None => x,
-    }
+    on_own_core(x, i, |x, i| x.reading_time_at(i, format))
 }
 
 /// The extractor `x` with field `i` (if any) read as a plain decimal on the reader's thread,
 /// when that thread has a core of its own (as `time_read_ahead`).
 pub fn number_read_ahead(x: Extractor, i: Option<usize>) -> Extractor {
-    match i.filter(|_| own_core()) {
-        Some(i) => x.reading_number_at(i),
-        None => x,
-    }
+    on_own_core(x, i, Extractor::reading_number_at)
 }
 
 /// The extractor `x` with field `i` (if any), the key, coded on the reader's thread when that
 /// thread has a core of its own (as `time_read_ahead`).
 pub fn key_read_ahead(x: Extractor, i: Option<usize>) -> Extractor {
+    on_own_core(x, i, Extractor::reading_key_at)
+}
+
+/// `x` asked by `read` to read field `i` on the reader's thread, when there is a field and
+/// that thread has a core of its own.
+fn on_own_core(
+    x: Extractor,
+    i: Option<usize>,
+    read: impl FnOnce(Extractor, usize) -> Extractor,
+) -> Extractor {
     match i.filter(|_| own_core()) {
-        Some(i) => x.reading_key_at(i),
+        Some(i) => read(x, i),
         None => x,
     }
 }
