@@ -139,8 +139,7 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 
 /// Whether the bytes of `a` and `b` that `mask` selects (bit k for byte k) are the same.
 #[inline(always)]
-fn same_under_mask(a: &[u8], b: &[u8; 16], mask: u32) -> bool {
-    let a: &[u8; 16] = a.try_into().expect("16 bytes");
+fn same_under_mask(a: &[u8; 16], b: &[u8; 16], mask: u32) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
@@ -441,7 +440,8 @@ impl Layout {
         let mut line_end = usize::MAX;
         for member in &self.members {
             let lead_len = member.lead_len as usize;
-            let same = match data.get(i..i + 16) {
+            // Sliced from `i` first: no test of `i + 16` for overflow.
+            let same = match data.get(i..).and_then(<[u8]>::first_chunk) {
                 Some(window) if member.short_mask != 0 => {
                     same_under_mask(window, &member.short_lead, member.short_mask)
                 }
