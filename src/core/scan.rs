@@ -484,7 +484,6 @@ impl Layout {
 /// A member's value at `at` that a requested path starts at but does not end at (or whose key
 /// came before, so that what an earlier duplicate captured is forgotten): scanned by the
 /// general scanner, which captures below it. Where the value ends.
-#[cold]
 #[inline(never)]
 fn nested_member(
     data: &[u8],
