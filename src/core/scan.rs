@@ -1012,6 +1012,16 @@ mod tests {
             prop_assert_eq!(same_bytes(&a, &b), a == b);
             prop_assert!(same_bytes(&a, &a.clone()));
         }
+
+        /// Texts of one length that differ in one byte, wherever it is, are told apart.
+        #[test]
+        fn same_bytes_sees_any_one_byte_changed(a in prop::collection::vec(any::<u8>(), 1..40), at in any::<prop::sample::Index>()) {
+            let mut b = a.clone();
+            let at = at.index(a.len());
+            b[at] ^= 0x20;
+            prop_assert!(!same_bytes(&a, &b));
+            prop_assert!(same_bytes(&a[..at], &b[..at]));
+        }
     }
 
     #[test]
