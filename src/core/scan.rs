@@ -482,8 +482,8 @@ impl Layout {
 }
 
 /// A member's value at `at` that a requested path starts at but does not end at (or whose key
-/// came before, so that what an earlier duplicate captured is forgotten): scanned by the
-/// general scanner, which captures below it. Where the value ends.
+/// came before): `general_value` with the member's node in the trie, found here, out of the
+/// layout scan's loop, which then keeps one value fewer alive.
 #[inline(never)]
 fn nested_member(
     data: &[u8],
@@ -494,20 +494,14 @@ fn nested_member(
     seen: (&mut u64, &mut usize),
 ) -> Option<usize> {
     let child = trie.children.get(child as usize).map(|(_, n)| n);
-    if let Some(c) = child {
-        c.forget_below(out);
-    }
-    let end = general_value(data, at, child, out, seen)?;
-    if let Some(c) = child {
-        c.capture((at as u32, end as u32), out);
-    }
-    Some(end)
+    general_value(data, at, child, out, seen)
 }
 
-/// The value at `at` scanned by the general scanner (as `Scanner::member_value` would, inside
-/// the top-level object), for values other than plain strings and numbers. Where it ends.
-/// `seen` holds the above-ASCII flag and where the line ends (`usize::MAX` until a first
-/// general value finds it).
+/// The member value at `at` scanned by the general scanner, inside the top-level object as the
+/// full scan would be (`Scanner::member_value`, with the member's node in the trie): for
+/// values other than plain strings and numbers, and members a nested path starts at. Where it
+/// ends. `seen` holds the above-ASCII flag and where the line ends (`usize::MAX` until a
+/// first general value finds it).
 #[inline(never)]
 fn general_value(
     data: &[u8],
@@ -522,7 +516,7 @@ fn general_value(
     let mut s = Scanner::new(&data[..*line_end], None);
     s.depth = 1;
     s.i = at;
-    s.value(child, out).ok()?;
+    s.member_value(child, out).ok()?;
     *high |= s.high;
     Some(s.i)
 }
@@ -1064,7 +1058,6 @@ mod tests {
         let mut trie = PathTrie::default();
         trie.insert(&["b".into(), "c".into()], 0);
         trie.insert(&["d".into()], 1);
-        // A scan with no slot is one with no paths.
         let learn = br#"{"a":"x","b":{"c":1},"d":2,"e":true}"#;
         let lines: [&[u8]; 4] = [
             "{\"a\":\"\u{e9}\",\"b\":{\"c\":1},\"d\":2,\"e\":true}".as_bytes(),
@@ -1072,6 +1065,7 @@ mod tests {
             "{\"a\":\"x\",\"b\":{\"c\":1},\"d\":\"\u{e9}\",\"e\":true}".as_bytes(),
             br#"{"a":"x","b":{"c":1},"d":2,"e":true}"#,
         ];
+        // A scan with no slot is one with no paths.
         let none = PathTrie::default();
         for (trie, paths) in [(&none, 0), (&trie, 2)] {
             let mut shape = Shape::default();

@@ -1392,8 +1392,8 @@ pub(crate) mod tests {
         /// Interning gives one id per distinct text and forgets a text when released, for
         /// texts that share their first 8 or 16 bytes, differ only after them or only in
         /// trailing zero bytes (which a zero-padded spelling must still tell apart), or have a
-        /// multi-byte character across byte 8. Keys found by the codes of a reader (`core::key_code`), of a later reader, or by
-        /// their texts alone get the same ids.
+        /// multi-byte character across byte 8. Keys found by the codes of a reader
+        /// (`core::key_code`), of a later reader, or by their texts alone get the same ids.
         #[test]
         fn keys_intern_texts_exactly(ops in prop::collection::vec(("(ab|é|x|\\x00){0,10}", any::<bool>(), any::<bool>(), 0u8..8), 1..80)) {
             let mut keys = Keys::default();
