@@ -333,7 +333,7 @@ impl Shape {
                 self.misses = 0;
                 return Some(found);
             }
-            out.fill(None);
+            forget_captures(out);
         }
         None
     }
@@ -351,6 +351,14 @@ impl Shape {
             self.layouts.pop();
         }
     }
+}
+
+/// Empties what a layout that did not fit captured: out of line, as a miss is rare and the
+/// fill's setup, inlined, was computed for every line.
+#[cold]
+#[inline(never)]
+fn forget_captures(out: &mut [Option<Span>]) {
+    out.fill(None);
 }
 
 impl Layout {
