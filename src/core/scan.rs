@@ -1055,10 +1055,25 @@ mod tests {
     }
 
     proptest! {
+        /// After runs long enough for several 16-byte steps, with bytes above ASCII or not:
+        /// the offset of the byte that ends the run, and the run's bytes above ASCII noticed.
+        #[test]
+        fn find_special_sees_past_a_long_run(run in prop::collection::vec(prop::sample::select(b"ab \x7f\x80\xc3\xff".to_vec()), 0..80), stop in prop::sample::select(b"\"\\\x01\x1f".to_vec()), after in prop::collection::vec(any::<u8>(), 0..20)) {
+            let text = [run.clone(), vec![stop], after].concat();
+            let (at, high) = find_special(&text);
+            prop_assert_eq!(at, run.len());
+            if !run.is_ascii() {
+                prop_assert!(high != 0);
+            }
+            if text.is_ascii() {
+                prop_assert_eq!(high, 0);
+            }
+        }
+
         /// Across the SSE2 blocks, the words and the last bytes: the offset is the first
         /// special byte's, and a byte above ASCII before it is always noticed.
         #[test]
-        fn find_special_is_the_first_special_byte(text in prop::collection::vec(prop::sample::select(b"ab\"\\\x01\x1f\x20\x7f\x80\xc3\xff".to_vec()), 0..50)) {
+        fn find_special_is_the_first_special_byte(text in prop::collection::vec(prop::sample::select(b"ab\"\\\x01\x1f\x20\x7f\x80\xc3\xff".to_vec()), 0..80)) {
             let (at, high) = find_special(&text);
             let first = text.iter().position(|c| matches!(c, b'"' | b'\\' | 0..=0x1f)).unwrap_or(text.len());
             prop_assert_eq!(at, first);
