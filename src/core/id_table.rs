@@ -156,6 +156,12 @@ impl<K, V> IdTable<K, V> {
     fn take(&mut self, slot: usize) -> (K, V) {
         debug_assert!(self.tags[slot] >= 0x80);
         self.vacate(slot);
+        self.read_vacated(slot)
+    }
+
+    /// Moves out the entry of `slot`, whose tag was full until the caller changed it.
+    fn read_vacated(&mut self, slot: usize) -> (K, V) {
+        debug_assert!(self.tags[slot] < 0x80);
         // SAFETY: the slot was full, so its entry is initialised; now that its tag says it is
         // not, nothing else reads or drops the entry.
         unsafe { self.slots[slot].assume_init_read() }
@@ -320,7 +326,11 @@ impl<K: Eq, V> IdTable<K, V> {
     /// Takes every entry out, keeping the room.
     pub fn drain(&mut self) -> Vec<(K, V)> {
         let mut entries = Vec::with_capacity(self.len);
-        self.each_full_slot(|table, slot| entries.push(table.take(slot)));
+        // Every tag is emptied: no slot needs `vacate`'s choice between empty and deleted.
+        self.each_full_slot(|table, slot| {
+            table.set_tag(slot, EMPTY);
+            entries.push(table.read_vacated(slot));
+        });
         self.tags.fill(EMPTY);
         self.len = 0;
         self.used = 0;
