@@ -43,6 +43,13 @@ data() {
   FILE=$f; BYTES=$(stat -c %s "$f"); LINES=$(wc -l < "$f")
 }
 
+# warm: reads the input file once more just before a timed run. This virtual machine's host
+# takes back page cache even with gigabytes free (about 15 MB of the 3M-event file in 20 idle
+# seconds), so a run after a pause reads part of its file from disk: one-core profile runs
+# took 0.70-2.35 s after 20 idle seconds against 0.51-0.72 s right after a read, in the same
+# minutes. Timing weir, not the disk, needs the file in cache at the start of every run.
+warm() { if [ -n "${FILE:-}" ]; then cat "$FILE" > /dev/null; fi; }
+
 # run NAME REPEATS COMMAND...: best wall time of REPEATS runs, with the peak RSS and the CPU
 # time (user + system) of that run.
 declare -A SECS RSS CPU BEST
@@ -53,6 +60,7 @@ run() {
   rss_file=$(mktemp)
   for _ in $(seq "$repeats"); do
     local start end secs rss cpu
+    warm
     start=$(date +%s.%N)
     /usr/bin/time -f "%M %U %S" -o "$rss_file" "$@" > /dev/null 2>/dev/null
     end=$(date +%s.%N)
@@ -75,12 +83,11 @@ ratio() { awk -v a="${SECS[$1]}" -v b="${SECS[$2]}" 'BEGIN{ a = (a < 0.005 ? 0.0
 paired() {
   local rounds=$1
   local -n first=$2 second=$3
-  local t0 t1 t2
+  local t0 t1 t2 t3
   for _ in $(seq "$rounds"); do
-    t0=$(date +%s.%N); "${first[@]}" > /dev/null 2>&1
-    t1=$(date +%s.%N); "${second[@]}" > /dev/null 2>&1
-    t2=$(date +%s.%N)
-    awk -v x="$t0" -v y="$t1" -v z="$t2" 'BEGIN{ printf "%.4f\n", (z - y) / (y - x) }'
+    warm; t0=$(date +%s.%N); "${first[@]}" > /dev/null 2>&1; t1=$(date +%s.%N)
+    warm; t2=$(date +%s.%N); "${second[@]}" > /dev/null 2>&1; t3=$(date +%s.%N)
+    awk -v w="$t0" -v x="$t1" -v y="$t2" -v z="$t3" 'BEGIN{ printf "%.4f\n", (z - y) / (x - w) }'
   done | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 
