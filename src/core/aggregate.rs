@@ -581,7 +581,13 @@ pub fn write_decimal(d: &Decimal, out: &mut Vec<u8>) {
         out.push(b'-');
     }
     let mut digits = itoa::Buffer::new();
-    let digits = digits.format(d.mantissa().unsigned_abs()).as_bytes();
+    let mantissa = d.mantissa().unsigned_abs();
+    // Most mantissas fit 64 bits, whose digits come without 128-bit divisions.
+    let digits = match u64::try_from(mantissa) {
+        Ok(small) => digits.format(small),
+        Err(_) => digits.format(mantissa),
+    }
+    .as_bytes();
     let scale = d.scale() as usize;
     if scale == 0 {
         out.extend_from_slice(digits);
