@@ -44,11 +44,17 @@ fuzz_target!(|input: &[u8]| {
     let config = CONFIGS[head as usize % CONFIGS.len()];
     let dir = std::env::temp_dir().join(format!("weir-fuzz-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("input.ndjson");
-    std::fs::write(&file, data).unwrap();
+    // A file of its own for every input, removed after the run (removing does not cut a file
+    // short): a run that stops early leaves its reader thread to notice, and that thread
+    // may still read its map while the next input is written. Rewriting one file in place
+    // cut it short under that thread, whose read then faulted (SIGBUS, exit 4).
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("input-{run}.ndjson"));
+    std::fs::write(&path, data).unwrap();
     let mut args = vec!["weir"];
     args.extend_from_slice(config);
-    let file = file.to_str().unwrap();
+    let file = path.to_str().unwrap();
     args.extend([file, "-q", "-o", "/dev/null"]);
     if head & 0x80 != 0 {
         args.extend(["--on-error", "skip"]);
@@ -59,4 +65,5 @@ fuzz_target!(|input: &[u8]| {
     let cli = weir::cli::Cli::from_arg_matches(&matches).unwrap();
     let sub = matches.subcommand().map(|(_, m)| m.clone()).unwrap_or_default();
     let _ = weir::cmd::run(cli.command, &sub);
+    let _ = std::fs::remove_file(&path);
 });

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use weir::core::envelope::{read_envelope, write_envelope, Message, TimestampType};
+use weir::core::envelope::{read_envelope, write_envelope, Decoded, Message, TimestampType};
 
 fuzz_target!(|input: &str| {
     let Ok(record) = read_envelope(input) else {
@@ -17,11 +17,14 @@ fuzz_target!(|input: &str| {
     let message = Message {
         topic: "t",
         partition: record.partition.unwrap_or(0),
+        // Written when known: a reader of the envelope takes it as it takes any other member.
+        partitions: record.partition.map_or(0, |p| p.unsigned_abs() + 1),
         offset: 0,
         timestamp: record.timestamp.map(|t| (t, TimestampType::Create)),
         key: record.key.as_deref(),
         value: record.value.as_deref(),
         headers,
+        decoded: Decoded::default(),
     };
     let mut out = Vec::new();
     write_envelope(&mut out, &message);
