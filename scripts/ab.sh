@@ -45,8 +45,6 @@ once() { # once BINARY ARGS...: wall seconds of one pinned run, its file read ju
 
 stats() { sort -n | awk '{ v[NR] = $1 } END { printf "min %.3f s  median %.3f s", v[1], (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
-cat "$FILE" > /dev/null # warm the page cache
-
 counts() { # counts BINARY ARGS...: "instructions L1-misses L2-misses" of one run under cachegrind
   local log=/tmp/ab.cachegrind
   taskset -c 0 valgrind --tool=cachegrind --cache-sim=yes --D1=65536,8,64 --LL=1048576,8,64 \
