@@ -7,6 +7,7 @@
 //! out-of-orderness. Distributions are hdrhistograms (3 significant digits), so memory does
 //! not grow with the input; the late counts for the delays asked for are exact counters.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
@@ -27,11 +28,11 @@ pub const QUANTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
 pub struct Distribution {
     count: u64,
     /// Lateness in ms, its non-negative part; negative lateness (clock skew) is counted apart.
-    lateness: Histogram<u64>,
+    lateness: Recorder,
     negative: u64,
     min_lateness: Millis,
     max_lateness: Millis,
-    out_of_order: Histogram<u64>,
+    out_of_order: Recorder,
     /// The exact largest out-of-orderness (the histogram knows it to 3 digits only).
     max_out_of_order: Millis,
     /// Records with out-of-orderness above each requested delay.
@@ -42,11 +43,11 @@ impl Distribution {
     fn new(delays: usize) -> Distribution {
         Distribution {
             count: 0,
-            lateness: Histogram::new(3).expect("3 significant digits"),
+            lateness: Recorder::default(),
             negative: 0,
             min_lateness: Millis::MAX,
             max_lateness: Millis::MIN,
-            out_of_order: Histogram::new(3).expect("3 significant digits"),
+            out_of_order: Recorder::default(),
             max_out_of_order: 0,
             late_for: vec![0; delays],
         }
@@ -61,8 +62,8 @@ impl Distribution {
         if lateness < 0 {
             self.negative += 1;
         }
-        record(&mut self.lateness, lateness.max(0));
-        record(&mut self.out_of_order, out_of_order.max(0));
+        self.lateness.record(lateness.max(0));
+        self.out_of_order.record(out_of_order.max(0));
         self.max_out_of_order = self.max_out_of_order.max(out_of_order);
         // The verdicts' kind is matched once, not once per delay.
         match late {
@@ -126,11 +127,11 @@ impl Distribution {
     fn state(&self) -> DistributionState {
         DistributionState {
             count: self.count,
-            lateness: encode_histogram(&self.lateness),
+            lateness: encode_histogram(&self.lateness.folded()),
             negative: self.negative,
             min_lateness: self.min_lateness,
             max_lateness: self.max_lateness,
-            out_of_order: encode_histogram(&self.out_of_order),
+            out_of_order: encode_histogram(&self.out_of_order.folded()),
             max_out_of_order: self.max_out_of_order,
             late_for: self.late_for.clone(),
         }
@@ -142,11 +143,11 @@ impl Distribution {
         }
         Ok(Distribution {
             count: s.count,
-            lateness: decode_histogram(&s.lateness)?,
+            lateness: Recorder::from(decode_histogram(&s.lateness)?),
             negative: s.negative,
             min_lateness: s.min_lateness,
             max_lateness: s.max_lateness,
-            out_of_order: decode_histogram(&s.out_of_order)?,
+            out_of_order: Recorder::from(decode_histogram(&s.out_of_order)?),
             max_out_of_order: s.max_out_of_order,
             late_for: s.late_for,
         })
@@ -157,11 +158,14 @@ impl Distribution {
     /// Adds `other`'s counts (made with the same delays) into this one.
     fn merge(&mut self, other: &Distribution) {
         self.count += other.count;
-        add(&mut self.lateness, &other.lateness);
+        add(&mut self.lateness.histogram, &other.lateness.folded());
         self.negative += other.negative;
         self.min_lateness = self.min_lateness.min(other.min_lateness);
         self.max_lateness = self.max_lateness.max(other.max_lateness);
-        add(&mut self.out_of_order, &other.out_of_order);
+        add(
+            &mut self.out_of_order.histogram,
+            &other.out_of_order.folded(),
+        );
         self.max_out_of_order = self.max_out_of_order.max(other.max_out_of_order);
         for (mine, theirs) in self.late_for.iter_mut().zip(&other.late_for) {
             *mine += theirs;
@@ -178,10 +182,63 @@ fn add(h: &mut Histogram<u64>, other: &Histogram<u64>) {
     }
 }
 
-fn record(h: &mut Histogram<u64>, value: Millis) {
-    let v = value as u64;
-    if h.record(v).is_err() {
-        h.saturating_record(v);
+/// Values under this are counted by `Recorder` in an array of their own first: a histogram of
+/// 3 significant digits gives each of them a count of its own anyway (its first 2,048).
+const EXACT: usize = 2048;
+
+/// An hdrhistogram of 3 significant digits, fed a value at a time, whose values under `EXACT`
+/// are counted in a plain array and added in when it is read (`folded`): most lateness and
+/// out-of-orderness is under two seconds, and an array's increment is a few instructions where
+/// the histogram's record (an index from the value's magnitude, bounds, extremes and total)
+/// took about sixty, twice per record. The histogram read is the same as if every value had
+/// been recorded into it directly.
+#[derive(Clone, Debug)]
+struct Recorder {
+    histogram: Histogram<u64>,
+    exact: Box<[u64]>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder::from(Histogram::new(3).expect("3 significant digits"))
+    }
+}
+
+impl From<Histogram<u64>> for Recorder {
+    fn from(histogram: Histogram<u64>) -> Self {
+        Recorder {
+            histogram,
+            exact: vec![0; EXACT].into_boxed_slice(),
+        }
+    }
+}
+
+impl Recorder {
+    /// Counts `value`, which is not negative.
+    #[inline]
+    fn record(&mut self, value: Millis) {
+        match self.exact.get_mut(value as usize) {
+            Some(n) => *n += 1,
+            None => {
+                let v = value as u64;
+                if self.histogram.record(v).is_err() {
+                    self.histogram.saturating_record(v);
+                }
+            }
+        }
+    }
+
+    /// The histogram of every value counted.
+    fn folded(&self) -> Cow<'_, Histogram<u64>> {
+        if self.exact.iter().all(|n| *n == 0) {
+            return Cow::Borrowed(&self.histogram);
+        }
+        let mut h = self.histogram.clone();
+        for (value, n) in self.exact.iter().enumerate().filter(|(_, n)| **n > 0) {
+            // Within the histogram's range: it starts out tracking 2,048 values.
+            h.record_n(value as u64, *n).expect("a value under 2,048");
+        }
+        Cow::Owned(h)
     }
 }
 
@@ -453,14 +510,15 @@ impl Profile {
     /// with delays tried, the smallest of them that does.
     fn recommended(&self, d: &Distribution) -> Vec<Recommendation> {
         let tried = self.delays.len() > self.shown;
+        let out_of_order = d.out_of_order.folded();
         let recommend = |t: f64| {
             if tried {
                 return smallest_meeting(&self.delays, &d.late_for, d.count, t);
             }
-            let delay_ms = if d.out_of_order.is_empty() {
+            let delay_ms = if out_of_order.is_empty() {
                 0
             } else {
-                (percentile_upper_bound(&d.out_of_order, t) as Millis).min(d.max_out_of_order)
+                (percentile_upper_bound(&out_of_order, t) as Millis).min(d.max_out_of_order)
             };
             Recommendation {
                 target: t,
@@ -487,17 +545,18 @@ impl Profile {
                 })
                 .collect()
         };
+        let lateness = d.lateness.folded();
         Summary {
             count: d.count,
             lateness_min_ms: (d.count > 0).then_some(d.min_lateness),
             lateness_max_ms: (d.count > 0).then_some(d.max_lateness),
-            lateness: quantiles(&d.lateness, d.min_lateness.max(0), d.max_lateness.max(0)),
+            lateness: quantiles(&lateness, d.min_lateness.max(0), d.max_lateness.max(0)),
             negative_lateness_share: if d.count > 0 {
                 d.negative as f64 / d.count as f64
             } else {
                 0.0
             },
-            out_of_order: quantiles(&d.out_of_order, 0, d.max_out_of_order),
+            out_of_order: quantiles(&d.out_of_order.folded(), 0, d.max_out_of_order),
             recommended: self.recommended(d),
             late_for_delay: self.delays[..self.shown]
                 .iter()
@@ -512,7 +571,7 @@ impl Profile {
                     },
                 })
                 .collect(),
-            lateness_histogram: log_buckets(&d.lateness),
+            lateness_histogram: log_buckets(&lateness),
         }
     }
 }
@@ -678,6 +737,21 @@ mod tests {
     }
 
     proptest! {
+        /// A recorder's histogram is the one every value recorded straight into an
+        /// hdrhistogram gives, values under 2,048 and above, read any number of times.
+        #[test]
+        fn a_recorder_reads_as_the_histogram_itself(values in prop::collection::vec(prop_oneof![0i64..2_100, 0i64..100_000_000], 0..300)) {
+            let mut recorder = Recorder::default();
+            let mut direct = Histogram::<u64>::new(3).expect("3 digits");
+            for &v in &values {
+                recorder.record(v);
+                direct.record(v as u64).expect("auto-resizing");
+            }
+            prop_assert_eq!(&*recorder.folded(), &direct);
+            prop_assert_eq!(encode_histogram(&recorder.folded()), encode_histogram(&direct));
+            prop_assert_eq!(recorder.folded().max(), direct.max());
+        }
+
         /// The drift series counts every record in its bucket, however the records jump
         /// between buckets.
         #[test]
