@@ -556,6 +556,10 @@ impl WindowStep {
     }
 }
 
+/// Rows fired at the end of the input that are written together: enough for the table
+/// writer to format them on two threads (`PARALLEL_ROWS`), few enough to stay in the cache.
+const END_BATCH: usize = 32_768;
+
 impl RecordStep for WindowStep {
     fn record(&mut self, line: &Line<'_>, counters: &mut Counters) -> Result<Flow, Fault> {
         self.ops.activate(line.task());
@@ -705,9 +709,25 @@ impl RecordStep for WindowStep {
     fn finish(&mut self, ended: Result<()>, _: &mut Counters) -> Result<()> {
         // A stop leaves the open windows unfired: they are incomplete.
         ended?;
-        // A bounded input ended: the watermark goes to +infinity and every window fires.
-        self.each_op(|op, rows| op.finish(rows));
-        self.write_rows()?;
+        // A bounded input ended: the watermark goes to +infinity and every window fires, a
+        // batch of rows at a time, one operator after the other (the order of the rows).
+        let mut current = 0;
+        loop {
+            let (mut at, mut more) = (0, false);
+            self.each_op(|op, rows| {
+                if at == current {
+                    more = !op.finish_some(rows, END_BATCH);
+                }
+                at += 1;
+            });
+            self.write_rows()?;
+            if !more {
+                current += 1;
+            }
+            if current >= at {
+                break;
+            }
+        }
         // A CSV of no rows still has its header.
         if !self.header_due {
             return Ok(());

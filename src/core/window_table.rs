@@ -132,10 +132,7 @@ impl<E: Default> WindowTable<E> {
     /// puts their (key, start, place) in. Removing windows one by one probes the table for
     /// each; at the end of a large run, with the table far larger than the cache, reading it
     /// through once is much cheaper.
-    pub fn drain_sorted(
-        &mut self,
-        sort: &dyn Fn(&mut [Place]),
-    ) -> impl Iterator<Item = (KeyId, Millis, E)> {
+    pub fn drain_sorted(&mut self, sort: &dyn Fn(&mut [Place])) -> Drained<E> {
         let slots = self.slots.drain();
         let mut places: Vec<_> = slots
             .map(|((key, start), slot)| (key, start, slot))
@@ -143,11 +140,10 @@ impl<E: Default> WindowTable<E> {
         sort(&mut places);
         self.latest.clear();
         self.free.clear();
-        let mut entries = std::mem::take(&mut self.entries);
-        let take = move |(key, start, slot): (KeyId, Millis, u32)| {
-            (key, start, std::mem::take(&mut entries[slot as usize]))
-        };
-        places.into_iter().map(take)
+        Drained {
+            places: places.into_iter(),
+            entries: std::mem::take(&mut self.entries),
+        }
     }
 
     /// Every window, in no particular order.
@@ -155,6 +151,29 @@ impl<E: Default> WindowTable<E> {
         (self.slots.iter()).map(|(&(key, start), &slot)| (key, start, &self.entries[slot as usize]))
     }
 }
+
+/// The windows `drain_sorted` took out of the table, handed over in its order: a value of its
+/// own, so that its owner can take them a batch at a time.
+#[derive(Debug)]
+pub struct Drained<E> {
+    places: std::vec::IntoIter<Place>,
+    entries: Vec<E>,
+}
+
+impl<E: Default> Iterator for Drained<E> {
+    type Item = (KeyId, Millis, E);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (key, start, slot) = self.places.next()?;
+        Some((key, start, std::mem::take(&mut self.entries[slot as usize])))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.places.size_hint()
+    }
+}
+
+impl<E: Default> ExactSizeIterator for Drained<E> {}
 
 #[cfg(test)]
 mod tests {
