@@ -40,14 +40,16 @@ pub struct Distribution {
 }
 
 impl Distribution {
-    fn new(delays: usize) -> Distribution {
+    /// A distribution late counts are kept for `delays` delays in; `exact`: with `Recorder`'s
+    /// array (the overall one, not a group's).
+    fn new(delays: usize, exact: bool) -> Distribution {
         Distribution {
             count: 0,
-            lateness: Recorder::default(),
+            lateness: Recorder::new(exact),
             negative: 0,
             min_lateness: Millis::MAX,
             max_lateness: Millis::MIN,
-            out_of_order: Recorder::default(),
+            out_of_order: Recorder::new(exact),
             max_out_of_order: 0,
             late_for: vec![0; delays],
         }
@@ -137,17 +139,17 @@ impl Distribution {
         }
     }
 
-    fn restore(s: DistributionState, delays: usize) -> Result<Distribution, String> {
+    fn restore(s: DistributionState, delays: usize, exact: bool) -> Result<Distribution, String> {
         if s.late_for.len() != delays {
             return Err("the checkpoint counts other --delay values".into());
         }
         Ok(Distribution {
             count: s.count,
-            lateness: Recorder::from(decode_histogram(&s.lateness)?),
+            lateness: Recorder::of(decode_histogram(&s.lateness)?, exact),
             negative: s.negative,
             min_lateness: s.min_lateness,
             max_lateness: s.max_lateness,
-            out_of_order: Recorder::from(decode_histogram(&s.out_of_order)?),
+            out_of_order: Recorder::of(decode_histogram(&s.out_of_order)?, exact),
             max_out_of_order: s.max_out_of_order,
             late_for: s.late_for,
         })
@@ -191,29 +193,28 @@ const EXACT: usize = 2048;
 /// out-of-orderness is under two seconds, and an array's increment is a few instructions where
 /// the histogram's record (an index from the value's magnitude, bounds, extremes and total)
 /// took about sixty, twice per record. The histogram read is the same as if every value had
-/// been recorded into it directly.
+/// been recorded into it directly. Only the overall distribution has the array (16 KiB): a
+/// profile `--by` a field keeps up to `MAX_GROUPS` more, whose memory it would double.
 #[derive(Clone, Debug)]
 struct Recorder {
     histogram: Histogram<u64>,
+    /// Counts by value under `EXACT`, or empty: every value goes to the histogram.
     exact: Box<[u64]>,
 }
 
-impl Default for Recorder {
-    fn default() -> Self {
-        Recorder::from(Histogram::new(3).expect("3 significant digits"))
+impl Recorder {
+    fn new(exact: bool) -> Recorder {
+        Recorder::of(Histogram::new(3).expect("3 significant digits"), exact)
     }
-}
 
-impl From<Histogram<u64>> for Recorder {
-    fn from(histogram: Histogram<u64>) -> Self {
+    fn of(histogram: Histogram<u64>, exact: bool) -> Recorder {
+        let len = if exact { EXACT } else { 0 };
         Recorder {
             histogram,
-            exact: vec![0; EXACT].into_boxed_slice(),
+            exact: vec![0; len].into_boxed_slice(),
         }
     }
-}
 
-impl Recorder {
     /// Counts `value`, which is not negative.
     #[inline]
     fn record(&mut self, value: Millis) {
@@ -285,7 +286,7 @@ impl Profile {
     /// `targets` as shares in percent, `bucket` the drift bucket size.
     pub fn new(delays: Vec<Millis>, targets: Vec<f64>, bucket: Millis) -> Profile {
         Profile {
-            overall: Distribution::new(delays.len()),
+            overall: Distribution::new(delays.len(), true),
             shown: delays.len(),
             delays,
             targets,
@@ -333,7 +334,7 @@ impl Profile {
             match self.groups.get_mut(g) {
                 Some(d) => d.record(lateness, out_of_order, late),
                 None if room => {
-                    let mut d = Distribution::new(delays);
+                    let mut d = Distribution::new(delays, false);
                     d.record(lateness, out_of_order, late);
                     self.groups.insert(g.to_string(), d);
                 }
@@ -430,11 +431,11 @@ impl Profile {
     /// Takes back what `state` gave, into a profile made with the same flags.
     pub fn restore(&mut self, state: ProfileState) -> Result<(), String> {
         let delays = self.delays.len();
-        self.overall = Distribution::restore(state.overall, delays)?;
+        self.overall = Distribution::restore(state.overall, delays, true)?;
         self.groups = state
             .groups
             .into_iter()
-            .map(|(g, d)| Ok((g, Distribution::restore(d, delays)?)))
+            .map(|(g, d)| Ok((g, Distribution::restore(d, delays, false)?)))
             .collect::<Result<_, String>>()?;
         self.dropped_groups = state.dropped_groups;
         self.drift = state
@@ -496,7 +497,7 @@ impl Profile {
     /// are the smallest of these delays that meet each target.
     pub fn trying(mut self, delays: &[Millis]) -> Profile {
         self.delays.extend_from_slice(delays);
-        self.overall = Distribution::new(self.delays.len());
+        self.overall = Distribution::new(self.delays.len(), true);
         self
     }
 
@@ -737,11 +738,12 @@ mod tests {
     }
 
     proptest! {
-        /// A recorder's histogram is the one every value recorded straight into an
-        /// hdrhistogram gives, values under 2,048 and above, read any number of times.
+        /// A recorder's histogram, with its array or without, is the one every value
+        /// recorded straight into an hdrhistogram gives, values under 2,048 and above, read
+        /// any number of times.
         #[test]
-        fn a_recorder_reads_as_the_histogram_itself(values in prop::collection::vec(prop_oneof![0i64..2_100, 0i64..100_000_000], 0..300)) {
-            let mut recorder = Recorder::default();
+        fn a_recorder_reads_as_the_histogram_itself(values in prop::collection::vec(prop_oneof![0i64..2_100, 0i64..100_000_000], 0..300), exact in any::<bool>()) {
+            let mut recorder = Recorder::new(exact);
             let mut direct = Histogram::<u64>::new(3).expect("3 digits");
             for &v in &values {
                 recorder.record(v);
