@@ -508,10 +508,9 @@ impl Profile {
 
     /// For each target, the smallest delay keeping that share of `d`'s records on time: the
     /// top of the measure's quantile bucket (a delay rounded down could leave more late), or,
-    /// with delays tried, the smallest of them that does.
-    fn recommended(&self, d: &Distribution) -> Vec<Recommendation> {
+    /// with delays tried, the smallest of them that does. `out_of_order` is `d`'s, folded.
+    fn recommended(&self, d: &Distribution, out_of_order: &Histogram<u64>) -> Vec<Recommendation> {
         let tried = self.delays.len() > self.shown;
-        let out_of_order = d.out_of_order.folded();
         let recommend = |t: f64| {
             if tried {
                 return smallest_meeting(&self.delays, &d.late_for, d.count, t);
@@ -519,7 +518,7 @@ impl Profile {
             let delay_ms = if out_of_order.is_empty() {
                 0
             } else {
-                (percentile_upper_bound(&out_of_order, t) as Millis).min(d.max_out_of_order)
+                (percentile_upper_bound(out_of_order, t) as Millis).min(d.max_out_of_order)
             };
             Recommendation {
                 target: t,
@@ -546,7 +545,8 @@ impl Profile {
                 })
                 .collect()
         };
-        let lateness = d.lateness.folded();
+        // Folded once each: with values in the array, a fold is a copy of the histogram.
+        let (lateness, out_of_order) = (d.lateness.folded(), d.out_of_order.folded());
         Summary {
             count: d.count,
             lateness_min_ms: (d.count > 0).then_some(d.min_lateness),
@@ -557,8 +557,8 @@ impl Profile {
             } else {
                 0.0
             },
-            out_of_order: quantiles(&d.out_of_order.folded(), 0, d.max_out_of_order),
-            recommended: self.recommended(d),
+            out_of_order: quantiles(&out_of_order, 0, d.max_out_of_order),
+            recommended: self.recommended(d, &out_of_order),
             late_for_delay: self.delays[..self.shown]
                 .iter()
                 .zip(&d.late_for)
