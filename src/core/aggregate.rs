@@ -163,7 +163,7 @@ impl Quantiles {
                     })
                     .collect()
             }
-            Quantiles::Many(h) => ps.iter().map(|p| Some(percentile_of(h, *p))).collect(),
+            Quantiles::Many(h) => percentiles_of(h, ps).into_iter().map(Some).collect(),
             Quantiles::Picked(answers) => answers.clone(),
         }
     }
@@ -615,6 +615,40 @@ pub fn percentile_upper_bound(h: &Histogram<u64>, p: f64) -> u64 {
     h.highest_equivalent(nearest_rank_value(h, p))
 }
 
+/// `percentile_of` for each of `ps` (in any order), from one walk of the histogram's counts
+/// rather than one walk each.
+pub fn percentiles_of(h: &Histogram<u64>, ps: &[f64]) -> Vec<u64> {
+    let values = nearest_rank_values(h, ps);
+    values.into_iter().map(|v| h.median_equivalent(v)).collect()
+}
+
+/// `percentile_upper_bound` for each of `ps`, from one walk of the counts.
+pub fn percentile_upper_bounds(h: &Histogram<u64>, ps: &[f64]) -> Vec<u64> {
+    let values = nearest_rank_values(h, ps);
+    values
+        .into_iter()
+        .map(|v| h.highest_equivalent(v))
+        .collect()
+}
+
+/// `nearest_rank_value` for each of `ps`: the ranks are put in order, so that hdrhistogram can
+/// answer them all in one walk. An empty histogram answers 0.
+fn nearest_rank_values(h: &Histogram<u64>, ps: &[f64]) -> Vec<u64> {
+    let n = h.len();
+    if n == 0 {
+        return vec![0; ps.len()];
+    }
+    let ranks: Vec<u64> = ps.iter().map(|p| nearest_rank(*p, n)).collect();
+    let mut order: Vec<usize> = (0..ps.len()).collect();
+    order.sort_unstable_by_key(|&i| ranks[i]);
+    let quantiles = order.iter().map(|&i| (ranks[i] as f64 - 0.5) / n as f64);
+    let mut values = vec![0; ps.len()];
+    for (&i, v) in order.iter().zip(h.value_at_quantiles(quantiles)) {
+        values[i] = v;
+    }
+    values
+}
+
 /// A value in the bucket of the nearest-rank percentile.
 fn nearest_rank_value(h: &Histogram<u64>, p: f64) -> u64 {
     let n = h.len();
@@ -1011,6 +1045,23 @@ mod tests {
     #[test]
     fn states_stay_small() {
         assert!(std::mem::size_of::<AggState>() <= 32);
+    }
+
+    proptest! {
+        /// Percentiles asked together, in any order and with repeats, are each what asking
+        /// for it alone gives.
+        #[test]
+        fn percentiles_in_one_walk_are_each_asked_alone(
+            values in prop::collection::vec(prop_oneof![0u64..3_000, 0u64..100_000_000], 1..500),
+            ps in prop::collection::vec(prop_oneof![0.0f64..=100.0, Just(100.0), Just(50.0), Just(99.9)], 0..12),
+        ) {
+            let mut h = Histogram::<u64>::new(3).expect("3 digits");
+            values.iter().for_each(|&v| h.record(v).expect("auto-resizing"));
+            let alone: Vec<u64> = ps.iter().map(|p| percentile_of(&h, *p)).collect();
+            prop_assert_eq!(percentiles_of(&h, &ps), alone);
+            let alone: Vec<u64> = ps.iter().map(|p| percentile_upper_bound(&h, *p)).collect();
+            prop_assert_eq!(percentile_upper_bounds(&h, &ps), alone);
+        }
     }
 
     proptest! {

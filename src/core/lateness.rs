@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{percentile_of, percentile_upper_bound};
+use super::aggregate::{percentile_upper_bounds, percentiles_of};
 use super::saved::{decode_histogram, encode_histogram};
 use super::time::{format_millis, Millis};
 
@@ -40,16 +40,16 @@ pub struct Distribution {
 }
 
 impl Distribution {
-    /// A distribution late counts are kept for `delays` delays in; `exact`: with `Recorder`'s
-    /// array (the overall one, not a group's).
-    fn new(delays: usize, exact: bool) -> Distribution {
+    /// A distribution late counts are kept for `delays` delays in: the `overall` one, or a
+    /// group's (see `Recorder`).
+    fn new(delays: usize, overall: bool) -> Distribution {
         Distribution {
             count: 0,
-            lateness: Recorder::new(exact),
+            lateness: Recorder::new(overall),
             negative: 0,
             min_lateness: Millis::MAX,
             max_lateness: Millis::MIN,
-            out_of_order: Recorder::new(exact),
+            out_of_order: Recorder::new(overall),
             max_out_of_order: 0,
             late_for: vec![0; delays],
         }
@@ -139,17 +139,17 @@ impl Distribution {
         }
     }
 
-    fn restore(s: DistributionState, delays: usize, exact: bool) -> Result<Distribution, String> {
+    fn restore(s: DistributionState, delays: usize, overall: bool) -> Result<Distribution, String> {
         if s.late_for.len() != delays {
             return Err("the checkpoint counts other --delay values".into());
         }
         Ok(Distribution {
             count: s.count,
-            lateness: Recorder::of(decode_histogram(&s.lateness)?, exact),
+            lateness: Recorder::of(decode_histogram(&s.lateness)?, overall),
             negative: s.negative,
             min_lateness: s.min_lateness,
             max_lateness: s.max_lateness,
-            out_of_order: Recorder::of(decode_histogram(&s.out_of_order)?, exact),
+            out_of_order: Recorder::of(decode_histogram(&s.out_of_order)?, overall),
             max_out_of_order: s.max_out_of_order,
             late_for: s.late_for,
         })
@@ -160,14 +160,11 @@ impl Distribution {
     /// Adds `other`'s counts (made with the same delays) into this one.
     fn merge(&mut self, other: &Distribution) {
         self.count += other.count;
-        add(&mut self.lateness.histogram, &other.lateness.folded());
+        self.lateness.add(&other.lateness);
         self.negative += other.negative;
         self.min_lateness = self.min_lateness.min(other.min_lateness);
         self.max_lateness = self.max_lateness.max(other.max_lateness);
-        add(
-            &mut self.out_of_order.histogram,
-            &other.out_of_order.folded(),
-        );
+        self.out_of_order.add(&other.out_of_order);
         self.max_out_of_order = self.max_out_of_order.max(other.max_out_of_order);
         for (mine, theirs) in self.late_for.iter_mut().zip(&other.late_for) {
             *mine += theirs;
@@ -175,43 +172,90 @@ impl Distribution {
     }
 }
 
-/// Adds `other` into `h`; a histogram made with `Histogram::new` grows to take it.
+/// Adds `other`'s counts into `h` bucket by bucket, so that `h` ends as if it had recorded
+/// them itself (`Histogram::add` grows a histogram to another top than recording does, which
+/// a checkpoint's encoding would show).
 fn add(h: &mut Histogram<u64>, other: &Histogram<u64>) {
-    if h.add(other).is_err() {
-        for v in other.iter_recorded() {
-            let _ = h.record_n(v.value_iterated_to(), v.count_at_value());
-        }
+    for v in other.iter_recorded() {
+        record_into(h, v.value_iterated_to(), v.count_at_value());
     }
 }
 
-/// Values under this are counted by `Recorder` in an array of their own first: a histogram of
+/// Values under this are counted by a `Recorder` in an array of their own first: a histogram of
 /// 3 significant digits gives each of them a count of its own anyway (its first 2,048).
 const EXACT: usize = 2048;
 
-/// An hdrhistogram of 3 significant digits, fed a value at a time, whose values under `EXACT`
-/// are counted in a plain array and added in when it is read (`folded`): most lateness and
+/// Values a group's `Recorder` keeps as they come before it counts them as the overall one
+/// does: that takes a histogram of 3 significant digits, at least 16 KiB (2,048 counts) and
+/// about 100 KiB for lateness of hours, and the array, 16 KiB more, where most groups of a
+/// profile `--by` a field (up to `MAX_GROUPS`) have far fewer records (on the benchmark file,
+/// 9,744 of its 10,000 merchants have 1,024 or fewer).
+const FEW: usize = 1024;
+
+/// An hdrhistogram of 3 significant digits, fed a value at a time, which whoever reads it
+/// (`folded`) gets as if every value had been recorded into it directly.
+///
+/// Values under `EXACT` are counted in a plain array and added in when read: most lateness and
 /// out-of-orderness is under two seconds, and an array's increment is a few instructions where
 /// the histogram's record (an index from the value's magnitude, bounds, extremes and total)
-/// took about sixty, twice per record. The histogram read is the same as if every value had
-/// been recorded into it directly. Only the overall distribution has the array (16 KiB): a
-/// profile `--by` a field keeps up to `MAX_GROUPS` more, whose memory it would double.
+/// took about sixty, twice per record. A group's recorder keeps its first `FEW` values as they
+/// are instead, with no array and no histogram.
 #[derive(Clone, Debug)]
 struct Recorder {
-    histogram: Histogram<u64>,
-    /// Counts by value under `EXACT`, or empty: every value goes to the histogram.
+    /// Counts by value under `EXACT`; empty while the values are `Few`.
     exact: Box<[u64]>,
+    rest: Rest,
+}
+
+#[derive(Clone, Debug)]
+enum Rest {
+    /// A group's values, while it has counted at most `FEW`.
+    Few(Vec<u64>),
+    /// The values not counted in the array.
+    Histogram(Histogram<u64>),
+}
+
+/// Records `value` `n` times into `h`, growing it as needed (clamped where it cannot grow).
+fn record_into(h: &mut Histogram<u64>, value: u64, n: u64) {
+    if h.record_n(value, n).is_err() {
+        h.saturating_record_n(value, n);
+    }
 }
 
 impl Recorder {
-    fn new(exact: bool) -> Recorder {
-        Recorder::of(Histogram::new(3).expect("3 significant digits"), exact)
+    /// The overall distribution's recorder (`overall`), or a group's.
+    fn new(overall: bool) -> Recorder {
+        if overall {
+            Recorder::split(Histogram::new(3).expect("3 significant digits"))
+        } else {
+            Recorder {
+                exact: Box::default(),
+                rest: Rest::Few(Vec::new()),
+            }
+        }
     }
 
-    fn of(histogram: Histogram<u64>, exact: bool) -> Recorder {
-        let len = if exact { EXACT } else { 0 };
+    /// A recorder with the array, and `histogram` for the rest.
+    fn split(histogram: Histogram<u64>) -> Recorder {
         Recorder {
-            histogram,
-            exact: vec![0; len].into_boxed_slice(),
+            exact: vec![0; EXACT].into_boxed_slice(),
+            rest: Rest::Histogram(histogram),
+        }
+    }
+
+    /// A recorder that reads as `histogram` (a checkpoint's). A group's with few values keeps
+    /// them as values again: each bucket's highest equivalent value, which the histogram
+    /// counts in the same bucket, so what is read is the same.
+    fn of(histogram: Histogram<u64>, overall: bool) -> Recorder {
+        if overall || histogram.len() > FEW as u64 {
+            return Recorder::split(histogram);
+        }
+        let values = histogram
+            .iter_recorded()
+            .flat_map(|v| std::iter::repeat_n(v.value_iterated_to(), v.count_at_value() as usize));
+        Recorder {
+            exact: Box::default(),
+            rest: Rest::Few(values.collect()),
         }
     }
 
@@ -220,21 +264,57 @@ impl Recorder {
     fn record(&mut self, value: Millis) {
         match self.exact.get_mut(value as usize) {
             Some(n) => *n += 1,
-            None => {
-                let v = value as u64;
-                if self.histogram.record(v).is_err() {
-                    self.histogram.saturating_record(v);
-                }
+            None => self.record_rest(value as u64),
+        }
+    }
+
+    /// Counts a value the array does not.
+    fn record_rest(&mut self, value: u64) {
+        match &mut self.rest {
+            Rest::Histogram(h) => record_into(h, value, 1),
+            Rest::Few(values) if values.len() < FEW => values.push(value),
+            Rest::Few(_) => {
+                self.spill();
+                self.record(value as Millis);
             }
+        }
+    }
+
+    /// A group's values, counted in the array and a histogram from now on.
+    fn spill(&mut self) {
+        if let Rest::Few(values) = &mut self.rest {
+            let values = std::mem::take(values);
+            *self = Recorder::new(true);
+            values.iter().for_each(|&v| self.record(v as Millis));
+        }
+    }
+
+    /// Adds what `other` counted, as if this recorder had counted those values too.
+    fn add(&mut self, other: &Recorder) {
+        if let Rest::Few(values) = &other.rest {
+            values.iter().for_each(|&v| self.record(v as Millis));
+            return;
+        }
+        self.spill();
+        if let Rest::Histogram(h) = &mut self.rest {
+            add(h, &other.folded());
         }
     }
 
     /// The histogram of every value counted.
     fn folded(&self) -> Cow<'_, Histogram<u64>> {
+        let histogram = match &self.rest {
+            Rest::Histogram(h) => h,
+            Rest::Few(values) => {
+                let mut h = Histogram::new(3).expect("3 significant digits");
+                values.iter().for_each(|&v| record_into(&mut h, v, 1));
+                return Cow::Owned(h);
+            }
+        };
         if self.exact.iter().all(|n| *n == 0) {
-            return Cow::Borrowed(&self.histogram);
+            return Cow::Borrowed(histogram);
         }
-        let mut h = self.histogram.clone();
+        let mut h = histogram.clone();
         for (value, n) in self.exact.iter().enumerate().filter(|(_, n)| **n > 0) {
             // Within the histogram's range: it starts out tracking 2,048 values.
             h.record_n(value as u64, *n).expect("a value under 2,048");
@@ -268,7 +348,9 @@ pub struct Profile {
     targets: Vec<f64>,
     bucket: Millis,
     overall: Distribution,
-    groups: BTreeMap<String, Distribution>,
+    /// By group, in no order (a record finds its group by hash; an ordered map's search by
+    /// text was a fifth of a profile `--by` a field of 10,000 values); what reads them sorts.
+    groups: rustc_hash::FxHashMap<Box<str>, Distribution>,
     dropped_groups: u64,
     /// By bucket start, in no order: a record whose bucket is not the last one's finds its
     /// own by hash (an ordered map's search was 2% of a profile's instructions); what reads
@@ -291,7 +373,7 @@ impl Profile {
             delays,
             targets,
             bucket: bucket.max(1),
-            groups: BTreeMap::new(),
+            groups: Default::default(),
             dropped_groups: 0,
             drift: DriftMap::default(),
             recent: None,
@@ -336,7 +418,7 @@ impl Profile {
                 None if room => {
                     let mut d = Distribution::new(delays, false);
                     d.record(lateness, out_of_order, late);
-                    self.groups.insert(g.to_string(), d);
+                    self.groups.insert(g.into(), d);
                 }
                 None => self.dropped_groups += 1,
             }
@@ -385,12 +467,12 @@ impl Profile {
     /// buckets past the caps are counted as dropped.
     pub fn merge(&mut self, other: &Profile) {
         self.overall.merge(&other.overall);
-        for (g, d) in &other.groups {
+        for (g, d) in other.sorted_groups() {
             let room = self.groups.len() < MAX_GROUPS;
             match self.groups.get_mut(g) {
                 Some(mine) => mine.merge(d),
                 None if room => {
-                    self.groups.insert(g.clone(), d.clone());
+                    self.groups.insert(g.into(), d.clone());
                 }
                 None => self.dropped_groups += d.count,
             }
@@ -409,14 +491,19 @@ impl Profile {
         self.dropped_buckets += other.dropped_buckets;
     }
 
+    /// The groups in the order of their texts.
+    fn sorted_groups(&self) -> Vec<(&str, &Distribution)> {
+        let mut groups: Vec<_> = (self.groups.iter()).map(|(g, d)| (&**g, d)).collect();
+        groups.sort_unstable_by_key(|(g, _)| *g);
+        groups
+    }
+
     /// Everything the profile has counted, for a checkpoint.
     pub fn state(&self) -> ProfileState {
         ProfileState {
             overall: self.overall.state(),
-            groups: self
-                .groups
-                .iter()
-                .map(|(g, d)| (g.clone(), d.state()))
+            groups: (self.sorted_groups().into_iter())
+                .map(|(g, d)| (g.to_string(), d.state()))
                 .collect(),
             dropped_groups: self.dropped_groups,
             drift: self
@@ -435,7 +522,7 @@ impl Profile {
         self.groups = state
             .groups
             .into_iter()
-            .map(|(g, d)| Ok((g, Distribution::restore(d, delays, false)?)))
+            .map(|(g, d)| Ok((g.into(), Distribution::restore(d, delays, false)?)))
             .collect::<Result<_, String>>()?;
         self.dropped_groups = state.dropped_groups;
         self.drift = state
@@ -481,7 +568,7 @@ impl Profile {
             groups: self
                 .groups
                 .iter()
-                .map(|(g, d)| (g.clone(), summary(d)))
+                .map(|(g, d)| (g.to_string(), summary(d)))
                 .collect(),
             dropped_groups: self.dropped_groups,
             drift_delay_ms: self.delays.first().copied(),
@@ -510,37 +597,33 @@ impl Profile {
     /// top of the measure's quantile bucket (a delay rounded down could leave more late), or,
     /// with delays tried, the smallest of them that does. `out_of_order` is `d`'s, folded.
     fn recommended(&self, d: &Distribution, out_of_order: &Histogram<u64>) -> Vec<Recommendation> {
-        let tried = self.delays.len() > self.shown;
-        let recommend = |t: f64| {
-            if tried {
-                return smallest_meeting(&self.delays, &d.late_for, d.count, t);
-            }
-            let delay_ms = if out_of_order.is_empty() {
-                0
-            } else {
-                (percentile_upper_bound(out_of_order, t) as Millis).min(d.max_out_of_order)
-            };
-            Recommendation {
-                target: t,
-                delay_ms,
+        if self.delays.len() > self.shown {
+            let meeting = |t: &f64| smallest_meeting(&self.delays, &d.late_for, d.count, *t);
+            return self.targets.iter().map(meeting).collect();
+        }
+        let tops = percentile_upper_bounds(out_of_order, &self.targets);
+        (self.targets.iter().zip(tops))
+            .map(|(t, top)| Recommendation {
+                target: *t,
+                // An empty histogram's top is 0.
+                delay_ms: (top as Millis).min(d.max_out_of_order),
                 above_tried: false,
-            }
-        };
-        self.targets.iter().map(|t| recommend(*t)).collect()
+            })
+            .collect()
     }
 
     fn summary(&self, d: &Distribution) -> Summary {
         // A histogram bucket's middle can lie outside what was seen (a p50 below the
         // minimum): every quantile is held to the exact extremes.
         let quantiles = |h: &Histogram<u64>, low: Millis, high: Millis| -> Vec<Quantile> {
-            QUANTILES
-                .iter()
-                .map(|q| Quantile {
+            let values = percentiles_of(h, &QUANTILES);
+            (QUANTILES.iter().zip(values))
+                .map(|(q, v)| Quantile {
                     q: *q,
                     ms: if h.is_empty() {
                         0
                     } else {
-                        (percentile_of(h, *q) as Millis).clamp(low, high)
+                        (v as Millis).clamp(low, high)
                     },
                 })
                 .collect()
@@ -738,20 +821,38 @@ mod tests {
     }
 
     proptest! {
-        /// A recorder's histogram, with its array or without, is the one every value
-        /// recorded straight into an hdrhistogram gives, values under 2,048 and above, read
-        /// any number of times.
+        /// A recorder's histogram, the overall one's (with its array) or a group's (values,
+        /// then a histogram past `FEW`), is the one every value recorded straight into an
+        /// hdrhistogram gives, values under 2,048 and above, read any number of times; so is
+        /// one that added another's values, and one taken back from its histogram.
         #[test]
-        fn a_recorder_reads_as_the_histogram_itself(values in prop::collection::vec(prop_oneof![0i64..2_100, 0i64..100_000_000], 0..300), exact in any::<bool>()) {
-            let mut recorder = Recorder::new(exact);
-            let mut direct = Histogram::<u64>::new(3).expect("3 digits");
-            for &v in &values {
-                recorder.record(v);
-                direct.record(v as u64).expect("auto-resizing");
-            }
-            prop_assert_eq!(&*recorder.folded(), &direct);
-            prop_assert_eq!(encode_histogram(&recorder.folded()), encode_histogram(&direct));
-            prop_assert_eq!(recorder.folded().max(), direct.max());
+        fn a_recorder_reads_as_the_histogram_itself(
+            values in prop::collection::vec(prop_oneof![0i64..2_100, 0i64..100_000_000], 0..2_500),
+            split in any::<prop::sample::Index>(),
+            overall in any::<bool>(),
+            other_overall in any::<bool>(),
+        ) {
+            let direct = |values: &[i64]| {
+                let mut h = Histogram::<u64>::new(3).expect("3 digits");
+                values.iter().for_each(|&v| h.record(v as u64).expect("auto-resizing"));
+                h
+            };
+            let same = |r: &Recorder, h: &Histogram<u64>| -> Result<(), TestCaseError> {
+                prop_assert_eq!(&*r.folded(), h);
+                prop_assert_eq!(encode_histogram(&r.folded()), encode_histogram(h));
+                prop_assert_eq!(r.folded().max(), h.max());
+                Ok(())
+            };
+            let mut recorder = Recorder::new(overall);
+            values.iter().for_each(|&v| recorder.record(v));
+            same(&recorder, &direct(&values))?;
+            same(&Recorder::of(recorder.folded().into_owned(), overall), &direct(&values))?;
+            let (mine, theirs) = values.split_at(split.index(values.len() + 1));
+            let (mut a, mut b) = (Recorder::new(overall), Recorder::new(other_overall));
+            mine.iter().for_each(|&v| a.record(v));
+            theirs.iter().for_each(|&v| b.record(v));
+            a.add(&b);
+            same(&a, &direct(&values))?;
         }
 
         /// The drift series counts every record in its bucket, however the records jump
@@ -772,11 +873,11 @@ mod tests {
         }
 
         /// A profile saved at any record and restored goes on to the report one profile
-        /// would have given.
+        /// would have given (groups on both sides of `FEW` records).
         #[test]
         fn a_restored_profile_reports_as_one_that_never_stopped(
-            records in prop::collection::vec((0i64..50_000, -500i64..5_000, 0i64..3_000, 0u8..4), 1..200),
-            cut in 0usize..200,
+            records in prop::collection::vec((0i64..50_000, -500i64..5_000, 0i64..3_000, 0u8..3), 1..3_000),
+            cut in 0usize..3_000,
         ) {
             let feed = |p: &mut Profile, rs: &[(i64, i64, i64, u8)]| {
                 for &(event, lateness, ooo, g) in rs {
@@ -798,11 +899,12 @@ mod tests {
             prop_assert_eq!(after.report(3), whole.report(3));
         }
 
-        /// Profiles of the records of each partition, merged, report as one profile of all
-        /// the records (out-of-orderness being each partition's own).
+        /// Profiles of the records of each partition, merged, report and save as one profile
+        /// of all the records (out-of-orderness being each partition's own; groups on both
+        /// sides of `FEW` records).
         #[test]
         fn merged_partition_profiles_report_as_one_profile(
-            records in prop::collection::vec((0i64..50_000, -500i64..5_000, 0i64..3_000, 0u8..4, 0u8..3), 1..200),
+            records in prop::collection::vec((0i64..50_000, -500i64..5_000, 0i64..3_000, 0u8..3, 0u8..3), 1..4_000),
         ) {
             let new = || Profile::new(vec![100, 1000], vec![50.0, 99.0], 1000);
             let mut whole = new();
@@ -817,6 +919,7 @@ mod tests {
                 merged.merge(p);
             }
             prop_assert_eq!(merged.report(3), whole.report(3));
+            prop_assert_eq!(merged.state(), whole.state());
         }
     }
 
