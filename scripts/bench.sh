@@ -380,7 +380,10 @@ run "duckdb dedupe" 5 "${DUCK_DEDUPE[@]}"
 run "weir profile" 5 "${WEIR_PROFILE[@]}"
 run "weir profile (one core)" 5 taskset -c 0 "${WEIR_PROFILE[@]}"
 run "duckdb profile" 5 "${DUCK_PROFILE[@]}"
-for pair in "window, 1h delay:window" "dedupe, 1h:dedupe" "profile:profile"; do
+# By merchant: 10,000 groups, each with its own distribution.
+run "weir profile --by" 5 "${WEIR_PROFILE[@]}" --by merchant_id
+run "duckdb profile by" 5 "${DUCK_PROFILE[@]}" merchant_id
+for pair in "window, 1h delay:window" "dedupe, 1h:dedupe" "profile:profile" "profile --by:profile by"; do
   echo "  info  weir ${pair%%:*} vs duckdb, best of 5 each: $(ratio "weir ${pair%%:*}" "duckdb ${pair##*:}")x"
 done
 check "weir window, 1h delay vs duckdb, paired (x)" "$(paired 7 WEIR_WINDOW DUCK_WINDOW)" ">=" 2
