@@ -657,7 +657,7 @@ fn nearest_rank_value(h: &Histogram<u64>, p: f64) -> u64 {
 }
 
 /// `ceil(p/100 * n)` within 1..=n, computed exactly.
-fn nearest_rank(p: f64, n: u64) -> u64 {
+pub(super) fn nearest_rank(p: f64, n: u64) -> u64 {
     let exact = Decimal::from_f64_retain(p)
         .unwrap_or(Decimal::ONE_HUNDRED)
         .round_dp(6)

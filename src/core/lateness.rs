@@ -9,11 +9,12 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{percentile_upper_bounds, percentiles_of};
+use super::aggregate::{nearest_rank, percentile_upper_bounds, percentiles_of};
 use super::saved::{decode_histogram, encode_histogram};
 use super::time::{format_millis, Millis};
 
@@ -301,6 +302,18 @@ impl Recorder {
         }
     }
 
+    /// What a report reads: a group's few values in order, or the histogram.
+    fn measured(&self) -> Measured<'_> {
+        match &self.rest {
+            Rest::Few(values) => {
+                let mut sorted = values.clone();
+                sorted.sort_unstable();
+                Measured::Sorted(sorted)
+            }
+            Rest::Histogram(_) => Measured::Histogram(self.folded()),
+        }
+    }
+
     /// The histogram of every value counted.
     fn folded(&self) -> Cow<'_, Histogram<u64>> {
         let histogram = match &self.rest {
@@ -321,6 +334,78 @@ impl Recorder {
         }
         Cow::Owned(h)
     }
+}
+
+/// What a report reads of a `Recorder`: its histogram, or a group's few values in order, whose
+/// answers are the histogram's (each value's bucket found by a histogram's own arithmetic)
+/// without making a histogram, of up to 128 KiB, for each of up to 10,000 groups.
+enum Measured<'a> {
+    Histogram(Cow<'a, Histogram<u64>>),
+    Sorted(Vec<u64>),
+}
+
+/// A histogram of the recorders' precision, for its bucket arithmetic only.
+fn buckets() -> &'static Histogram<u64> {
+    static BUCKETS: OnceLock<Histogram<u64>> = OnceLock::new();
+    BUCKETS.get_or_init(|| Histogram::new(3).expect("3 significant digits"))
+}
+
+impl Measured<'_> {
+    fn is_empty(&self) -> bool {
+        match self {
+            Measured::Histogram(h) => h.is_empty(),
+            Measured::Sorted(values) => values.is_empty(),
+        }
+    }
+
+    /// The top of the largest value's bucket (`Histogram::max`).
+    fn max(&self) -> u64 {
+        match self {
+            Measured::Histogram(h) => h.max(),
+            Measured::Sorted(values) => values
+                .last()
+                .map_or(0, |&v| buckets().highest_equivalent(v)),
+        }
+    }
+
+    /// `percentile_of` each of `ps`; 0 when empty.
+    fn percentiles(&self, ps: &[f64]) -> Vec<u64> {
+        match self {
+            Measured::Histogram(h) => percentiles_of(h, ps),
+            Measured::Sorted(values) => ranked(values, ps, |v| buckets().median_equivalent(v)),
+        }
+    }
+
+    /// `percentile_upper_bound` of each of `ps`; 0 when empty.
+    fn upper_bounds(&self, ps: &[f64]) -> Vec<u64> {
+        match self {
+            Measured::Histogram(h) => percentile_upper_bounds(h, ps),
+            Measured::Sorted(values) => ranked(values, ps, |v| buckets().highest_equivalent(v)),
+        }
+    }
+
+    /// `Histogram::count_between`: the values whose buckets lie from `low`'s to `high`'s.
+    fn count_between(&self, low: u64, high: u64) -> u64 {
+        match self {
+            Measured::Histogram(h) => h.count_between(low, high),
+            Measured::Sorted(values) => {
+                let bucket = |v: u64| buckets().lowest_equivalent(v);
+                let (low, high) = (bucket(low), bucket(high));
+                let below = values.partition_point(|v| bucket(*v) < low);
+                (values.partition_point(|v| bucket(*v) <= high) - below) as u64
+            }
+        }
+    }
+}
+
+/// For each of `ps`, `answer` of the value at its nearest rank among `sorted` (0 when empty):
+/// the histogram's walk stops in that value's bucket.
+fn ranked(sorted: &[u64], ps: &[f64], answer: impl Fn(u64) -> u64) -> Vec<u64> {
+    let n = sorted.len() as u64;
+    let at = |p: &f64| sorted[nearest_rank(*p, n) as usize - 1];
+    ps.iter()
+        .map(|p| if n == 0 { 0 } else { answer(at(p)) })
+        .collect()
 }
 
 type DriftMap = rustc_hash::FxHashMap<Millis, DriftBucket>;
@@ -596,12 +681,12 @@ impl Profile {
     /// For each target, the smallest delay keeping that share of `d`'s records on time: the
     /// top of the measure's quantile bucket (a delay rounded down could leave more late), or,
     /// with delays tried, the smallest of them that does. `out_of_order` is `d`'s, folded.
-    fn recommended(&self, d: &Distribution, out_of_order: &Histogram<u64>) -> Vec<Recommendation> {
+    fn recommended(&self, d: &Distribution, out_of_order: &Measured) -> Vec<Recommendation> {
         if self.delays.len() > self.shown {
             let meeting = |t: &f64| smallest_meeting(&self.delays, &d.late_for, d.count, *t);
             return self.targets.iter().map(meeting).collect();
         }
-        let tops = percentile_upper_bounds(out_of_order, &self.targets);
+        let tops = out_of_order.upper_bounds(&self.targets);
         (self.targets.iter().zip(tops))
             .map(|(t, top)| Recommendation {
                 target: *t,
@@ -615,8 +700,8 @@ impl Profile {
     fn summary(&self, d: &Distribution) -> Summary {
         // A histogram bucket's middle can lie outside what was seen (a p50 below the
         // minimum): every quantile is held to the exact extremes.
-        let quantiles = |h: &Histogram<u64>, low: Millis, high: Millis| -> Vec<Quantile> {
-            let values = percentiles_of(h, &QUANTILES);
+        let quantiles = |h: &Measured, low: Millis, high: Millis| -> Vec<Quantile> {
+            let values = h.percentiles(&QUANTILES);
             (QUANTILES.iter().zip(values))
                 .map(|(q, v)| Quantile {
                     q: *q,
@@ -629,7 +714,7 @@ impl Profile {
                 .collect()
         };
         // Folded once each: with values in the array, a fold is a copy of the histogram.
-        let (lateness, out_of_order) = (d.lateness.folded(), d.out_of_order.folded());
+        let (lateness, out_of_order) = (d.lateness.measured(), d.out_of_order.measured());
         Summary {
             count: d.count,
             lateness_min_ms: (d.count > 0).then_some(d.min_lateness),
@@ -677,7 +762,7 @@ fn smallest_meeting(delays: &[Millis], late: &[u64], count: u64, target: f64) ->
 
 /// Counts in log-scale buckets `[2^k, 2^(k+1))` ms (the first is `[0, 1)`), for the ASCII
 /// histogram and the plot.
-fn log_buckets(h: &Histogram<u64>) -> Vec<LogBucket> {
+fn log_buckets(h: &Measured) -> Vec<LogBucket> {
     let mut out = Vec::new();
     if h.is_empty() {
         return out;
@@ -870,6 +955,21 @@ mod tests {
             let got: Vec<(u64, u64)> = p.report(0).drift.iter().map(|r| (r.count, r.late)).collect();
             let want: Vec<(u64, u64)> = expected.into_values().collect();
             prop_assert_eq!(got, want);
+        }
+
+        /// A group's report, read from its values in order while it has few, is the one its
+        /// histogram gives: the overall distribution's, of the same records.
+        #[test]
+        fn a_group_of_few_reports_as_its_histogram(
+            records in prop::collection::vec((-500i64..100_000_000, prop_oneof![0i64..3_000, 0i64..100_000_000]), 1..1_024),
+            targets in prop::collection::vec(prop_oneof![0.0f64..=100.0, Just(99.9), Just(100.0)], 1..4),
+        ) {
+            let mut p = Profile::new(vec![100, 5_000], targets, 1000);
+            for &(lateness, ooo) in &records {
+                p.record(Some("g"), 0, lateness, ooo);
+            }
+            let r = p.report(0);
+            prop_assert_eq!(&r.groups["g"], &r.overall);
         }
 
         /// A profile saved at any record and restored goes on to the report one profile
