@@ -713,7 +713,8 @@ impl Profile {
                 })
                 .collect()
         };
-        // Folded once each: with values in the array, a fold is a copy of the histogram.
+        // Read once each: a fold of values in the array is a copy of the histogram, and a
+        // group's few values are sorted.
         let (lateness, out_of_order) = (d.lateness.measured(), d.out_of_order.measured());
         Summary {
             count: d.count,
