@@ -156,12 +156,7 @@ impl Quantiles {
             Quantiles::Few(values) => {
                 let mut sorted = values.clone();
                 sorted.sort_unstable();
-                ps.iter()
-                    .map(|p| {
-                        let n = sorted.len() as u64;
-                        (n > 0).then(|| sorted[nearest_rank(*p, n) as usize - 1])
-                    })
-                    .collect()
+                ps.iter().map(|p| at_nearest_rank(&sorted, *p)).collect()
             }
             Quantiles::Many(h) => percentiles_of(h, ps).into_iter().map(Some).collect(),
             Quantiles::Picked(answers) => answers.clone(),
@@ -656,8 +651,14 @@ fn nearest_rank_value(h: &Histogram<u64>, p: f64) -> u64 {
     h.value_at_quantile((rank as f64 - 0.5) / n as f64)
 }
 
+/// The value at the nearest rank of percentile `p` among `sorted` (ascending); none when empty.
+pub fn at_nearest_rank(sorted: &[u64], p: f64) -> Option<u64> {
+    let n = sorted.len() as u64;
+    (n > 0).then(|| sorted[nearest_rank(p, n) as usize - 1])
+}
+
 /// `ceil(p/100 * n)` within 1..=n, computed exactly.
-pub(super) fn nearest_rank(p: f64, n: u64) -> u64 {
+fn nearest_rank(p: f64, n: u64) -> u64 {
     let exact = Decimal::from_f64_retain(p)
         .unwrap_or(Decimal::ONE_HUNDRED)
         .round_dp(6)

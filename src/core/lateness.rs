@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{nearest_rank, percentile_upper_bounds, percentiles_of};
+use super::aggregate::{at_nearest_rank, percentile_upper_bounds, percentiles_of};
 use super::saved::{decode_histogram, encode_histogram};
 use super::time::{format_millis, Millis};
 
@@ -401,11 +401,8 @@ impl Measured<'_> {
 /// For each of `ps`, `answer` of the value at its nearest rank among `sorted` (0 when empty):
 /// the histogram's walk stops in that value's bucket.
 fn ranked(sorted: &[u64], ps: &[f64], answer: impl Fn(u64) -> u64) -> Vec<u64> {
-    let n = sorted.len() as u64;
-    let at = |p: &f64| sorted[nearest_rank(*p, n) as usize - 1];
-    ps.iter()
-        .map(|p| if n == 0 { 0 } else { answer(at(p)) })
-        .collect()
+    let at = |p: &f64| at_nearest_rank(sorted, *p).map_or(0, &answer);
+    ps.iter().map(at).collect()
 }
 
 type DriftMap = rustc_hash::FxHashMap<Millis, DriftBucket>;
@@ -680,7 +677,7 @@ impl Profile {
 
     /// For each target, the smallest delay keeping that share of `d`'s records on time: the
     /// top of the measure's quantile bucket (a delay rounded down could leave more late), or,
-    /// with delays tried, the smallest of them that does. `out_of_order` is `d`'s, folded.
+    /// with delays tried, the smallest of them that does. `out_of_order` is `d`'s, as read.
     fn recommended(&self, d: &Distribution, out_of_order: &Measured) -> Vec<Recommendation> {
         if self.delays.len() > self.shown {
             let meeting = |t: &f64| smallest_meeting(&self.delays, &d.late_for, d.count, *t);
