@@ -598,26 +598,30 @@ pub fn write_decimal(d: &Decimal, out: &mut Vec<u8>) {
     }
 }
 
-/// The nearest-rank percentile (rank `ceil(p/100 * n)`, as SQL's `percentile_disc`), reported
-/// as the middle of its histogram bucket. The rank is computed exactly: hdrhistogram's own
-/// float product would turn 0.999 * 1000 into rank 1000.
-pub fn percentile_of(h: &Histogram<u64>, p: f64) -> u64 {
+/// One nearest-rank percentile, a walk of the counts for each: the oracle the tests hold
+/// `percentiles_of` to.
+#[cfg(test)]
+fn percentile_of(h: &Histogram<u64>, p: f64) -> u64 {
     h.median_equivalent(nearest_rank_value(h, p))
 }
 
-/// The top of the bucket holding the nearest-rank percentile: never below the exact value.
-pub fn percentile_upper_bound(h: &Histogram<u64>, p: f64) -> u64 {
+/// One percentile's bucket top: the tests' oracle for `percentile_upper_bounds`.
+#[cfg(test)]
+fn percentile_upper_bound(h: &Histogram<u64>, p: f64) -> u64 {
     h.highest_equivalent(nearest_rank_value(h, p))
 }
 
-/// `percentile_of` for each of `ps` (in any order), from one walk of the histogram's counts
-/// rather than one walk each.
+/// The nearest-rank percentiles `ps` (rank `ceil(p/100 * n)`, as SQL's `percentile_disc`,
+/// computed exactly: hdrhistogram's own float product would turn 0.999 * 1000 into rank 1000),
+/// each reported as the middle of its histogram bucket; `ps` in any order, answered from one
+/// walk of the counts.
 pub fn percentiles_of(h: &Histogram<u64>, ps: &[f64]) -> Vec<u64> {
     let values = nearest_rank_values(h, ps);
     values.into_iter().map(|v| h.median_equivalent(v)).collect()
 }
 
-/// `percentile_upper_bound` for each of `ps`, from one walk of the counts.
+/// The top of the bucket holding each nearest-rank percentile of `ps`, never below the exact
+/// value; from one walk of the counts.
 pub fn percentile_upper_bounds(h: &Histogram<u64>, ps: &[f64]) -> Vec<u64> {
     let values = nearest_rank_values(h, ps);
     values
@@ -626,8 +630,8 @@ pub fn percentile_upper_bounds(h: &Histogram<u64>, ps: &[f64]) -> Vec<u64> {
         .collect()
 }
 
-/// `nearest_rank_value` for each of `ps`: the ranks are put in order, so that hdrhistogram can
-/// answer them all in one walk. An empty histogram answers 0.
+/// A value in the bucket of each nearest-rank percentile of `ps`: the ranks are put in order,
+/// so that hdrhistogram can answer them all in one walk. An empty histogram answers 0.
 fn nearest_rank_values(h: &Histogram<u64>, ps: &[f64]) -> Vec<u64> {
     let n = h.len();
     if n == 0 {
@@ -645,6 +649,7 @@ fn nearest_rank_values(h: &Histogram<u64>, ps: &[f64]) -> Vec<u64> {
 }
 
 /// A value in the bucket of the nearest-rank percentile.
+#[cfg(test)]
 fn nearest_rank_value(h: &Histogram<u64>, p: f64) -> u64 {
     let n = h.len();
     let rank = nearest_rank(p, n);

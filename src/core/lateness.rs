@@ -368,7 +368,7 @@ impl Measured<'_> {
         }
     }
 
-    /// `percentile_of` each of `ps`; 0 when empty.
+    /// `percentiles_of` for `ps`; 0s when empty.
     fn percentiles(&self, ps: &[f64]) -> Vec<u64> {
         match self {
             Measured::Histogram(h) => percentiles_of(h, ps),
@@ -376,7 +376,7 @@ impl Measured<'_> {
         }
     }
 
-    /// `percentile_upper_bound` of each of `ps`; 0 when empty.
+    /// `percentile_upper_bounds` for `ps`; 0s when empty.
     fn upper_bounds(&self, ps: &[f64]) -> Vec<u64> {
         match self {
             Measured::Histogram(h) => percentile_upper_bounds(h, ps),
