@@ -10,7 +10,7 @@ use smallvec::SmallVec;
 use super::plan::{self, KeepingArgs};
 use crate::cli::{DedupeArgs, HorizonBy};
 use crate::core::dedupe::Verdict;
-use crate::core::dedupe_task::{Held, Task, TaskSpec, TaskState};
+use crate::core::dedupe_task::{AheadHashes, Held, Task, TaskSpec, TaskState};
 use crate::core::partitioned::{PartitionStates, PartitionTask, Tasks};
 use crate::core::record::{Extractor, FieldList, RecordError};
 use crate::core::saved;
@@ -209,6 +209,7 @@ impl Command for Dedupe {
             started,
             now: 0,
             released: Vec::new(),
+            hashes: AheadHashes::default(),
         })
     }
 }
@@ -233,6 +234,8 @@ struct DedupeStep {
     now: Millis,
     /// Held records released by the last check (`--keep last`).
     released: Vec<(Millis, Held)>,
+    /// The ids' hashes from their prefetch, for their check.
+    hashes: AheadHashes,
 }
 
 impl DedupeStep {
@@ -360,7 +363,8 @@ impl RecordStep for DedupeStep {
         let observe = self.reading.time_at.map(|_| (partition, self.now));
         let task = &mut self.tasks.active;
         if !task.ids.holding() {
-            if task.check(id, t, clock, observe) == Verdict::Duplicate {
+            let hash = self.hashes.take(id);
+            if task.check((id, hash), t, clock, observe) == Verdict::Duplicate {
                 self.drop_duplicate(line.bytes, counters)?;
             } else {
                 self.sink.write_record(line.bytes)?;
@@ -379,6 +383,7 @@ impl RecordStep for DedupeStep {
 
     fn batch(&mut self) {
         self.now = self.clock();
+        self.hashes.clear();
     }
 
     fn ahead<'l>(&mut self, next: impl FnOnce() -> Option<Line<'l>>) {
@@ -388,7 +393,8 @@ impl RecordStep for DedupeStep {
             return;
         }
         if let Some(id) = next().and_then(|line| line.field(0)) {
-            self.tasks.active.ids.prefetch(id);
+            let hash = self.hashes.push(id);
+            self.tasks.active.ids.prefetch(&hash);
         }
     }
 

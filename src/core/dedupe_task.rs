@@ -85,15 +85,16 @@ impl Task {
     /// Judges a record (keep-first) of `id` at time `t` against `clock`; the watermark then
     /// observes it, when the horizon is in event time (`observe`: its partition and the
     /// processing time).
+    /// `hash` is the id's `hash_id` when the caller has it already (see `AheadHashes`).
     #[inline]
     pub fn check(
         &mut self,
-        id: &str,
+        (id, hash): (&str, Option<IdHash>),
         t: Millis,
         clock: Clocks,
         observe: Option<(usize, Millis)>,
     ) -> Verdict {
-        let verdict = self.ids.check(id, t, clock);
+        let verdict = self.ids.check_hashed(id, hash, t, clock);
         if let Some((partition, now)) = observe {
             self.watermarks.observe(partition, t, now);
         }
@@ -287,25 +288,83 @@ pub struct Held {
     pub bytes: Box<[u8]>,
 }
 
+/// The hashes of the ids a step has looked ahead at (to prefetch their places), in input
+/// order, so that each id's text is hashed once: `take` gives a record's id its hash back.
+/// Ids are told apart by where their text lies, so the hashes are for one chunk of input
+/// (`clear` before the next): its lines stay where they are until it is done.
+#[derive(Default)]
+pub struct AheadHashes {
+    ring: [(usize, usize, IdHash); AHEAD_HASHES],
+    pushed: usize,
+    taken: usize,
+}
+
+/// Hashes kept: more than a step looks ahead.
+const AHEAD_HASHES: usize = 32;
+
+impl AheadHashes {
+    pub fn clear(&mut self) {
+        (self.pushed, self.taken) = (0, 0);
+    }
+
+    /// Hashes `id` and keeps its hash for `take`; the oldest is let go when all are kept.
+    #[inline]
+    pub fn push(&mut self, id: &str) -> IdHash {
+        let hash = hash_id(id.as_bytes());
+        self.taken = self
+            .taken
+            .max((self.pushed + 1).saturating_sub(AHEAD_HASHES));
+        self.ring[self.pushed % AHEAD_HASHES] = (id.as_ptr() as usize, id.len(), hash);
+        self.pushed += 1;
+        hash
+    }
+
+    /// The hash `push` kept for this very text (the same place in the chunk), letting go of
+    /// those before it (records that were not checked); `None` when it has none.
+    #[inline]
+    pub fn take(&mut self, id: &str) -> Option<IdHash> {
+        while self.taken < self.pushed {
+            let (at, len, hash) = self.ring[self.taken % AHEAD_HASHES];
+            self.taken += 1;
+            if (at, len) == (id.as_ptr() as usize, id.len()) {
+                return Some(hash);
+            }
+        }
+        None
+    }
+}
+
 impl Ids {
     /// Judges a record (keep-first). Only a verdict comes back: the hot path keeps it in a
     /// register, where a wider result would be stored and reloaded across the watermark call,
     /// and that reload waits behind the table's cache-missing stores.
     #[inline]
     pub fn check(&mut self, id: &str, t: Millis, clock: impl Into<Clocks>) -> Verdict {
+        self.check_hashed(id, None, t, clock)
+    }
+
+    /// `check`, with the id's `hash_id` when the caller has it already.
+    #[inline]
+    pub fn check_hashed(
+        &mut self,
+        id: &str,
+        hash: Option<IdHash>,
+        t: Millis,
+        clock: impl Into<Clocks>,
+    ) -> Verdict {
         let clock = clock.into();
         match self {
-            Ids::Hashed(d) => d.check(&hash_id(id.as_bytes()), t, clock),
+            Ids::Hashed(d) => d.check(&hash.unwrap_or_else(|| hash_id(id.as_bytes())), t, clock),
             Ids::Exact(d) => d.check(&id.into(), t, clock),
             Ids::HashedLast(_) | Ids::ExactLast(_) => unreachable!("keep-last uses check_held"),
         }
     }
 
-    /// Brings the place of `id` in the map into cache, for a check soon after.
+    /// Brings the place of the id whose `hash_id` is `hash` into cache, for a check soon after.
     #[inline]
-    pub fn prefetch(&self, id: &str) {
+    pub fn prefetch(&self, hash: &IdHash) {
         // Hashed and exact ids are both placed by the hash of their text.
-        let hash = hash_id(id.as_bytes()).hash128();
+        let hash = hash.hash128();
         match self {
             Ids::Hashed(d) => d.prefetch(hash),
             Ids::Exact(d) => d.prefetch(hash),
@@ -416,6 +475,49 @@ impl Ids {
 mod tests {
     use super::*;
     use crate::core::saved;
+
+    /// A record's id gets back the hash its look-ahead made, found by where its text lies:
+    /// not a neighbour's, whatever was skipped, and nothing for a text never looked at or
+    /// looked at too long ago.
+    #[test]
+    fn ahead_hashes_give_each_id_its_own_hash() {
+        let line = "\"a\" \"b\" \"a\" \"c\"";
+        let ids: Vec<&str> = line.split(' ').collect();
+        let mut ahead = AheadHashes::default();
+        let push_all = |ahead: &mut AheadHashes| {
+            ahead.clear();
+            for id in &ids {
+                assert_eq!(ahead.push(id), hash_id(id.as_bytes()));
+            }
+        };
+        push_all(&mut ahead);
+        assert_eq!(
+            ahead.take(&String::from("\"a\"")),
+            None,
+            "an equal text elsewhere"
+        );
+        push_all(&mut ahead);
+        // The second id is skipped (a record not checked); the third, the same text as the
+        // first, is told apart by its place.
+        assert_eq!(ahead.take(ids[0]), Some(hash_id(b"\"a\"")));
+        assert_eq!(ahead.take(ids[2]), Some(hash_id(b"\"a\"")));
+        assert_eq!(ahead.take(ids[3]), Some(hash_id(b"\"c\"")));
+        assert_eq!(
+            ahead.take(ids[1]),
+            None,
+            "let go once a later one was taken"
+        );
+        // Past the ring's size, the oldest are let go.
+        let many: Vec<String> = (0..AHEAD_HASHES + 3).map(|i| format!("{i}")).collect();
+        for (asked, kept) in [(2, false), (3, true)] {
+            ahead.clear();
+            many.iter().for_each(|id| _ = ahead.push(id));
+            let hash = hash_id(many[asked].as_bytes());
+            assert_eq!(ahead.take(&many[asked]), kept.then_some(hash));
+        }
+        let last = &many[AHEAD_HASHES + 2];
+        assert_eq!(ahead.take(last), Some(hash_id(last.as_bytes())));
+    }
 
     fn spec(keep: Keep, exact_ids: bool) -> TaskSpec {
         TaskSpec {
@@ -608,7 +710,7 @@ mod tests {
             if task.ids.holding() {
                 task.seq = seq(p, i) as Millis;
                 task.hold(&id(p, k), (t, clocks), b"", Some((w, 0)), &mut released);
-            } else if task.check(&id(p, k), t, clocks, Some((w, 0))) != Verdict::Duplicate {
+            } else if task.check((&id(p, k), None), t, clocks, Some((w, 0))) != Verdict::Duplicate {
                 out.insert((p, i));
             }
         }
