@@ -278,7 +278,7 @@ impl<K: Eq, V> IdTable<K, V> {
     }
 
     /// Inserts `key`, which must not be in the table.
-    pub fn insert_new(&mut self, key: K, hash: u64, value: V, rehash: fn(&K) -> u64) {
+    pub fn insert_new(&mut self, key: K, hash: u64, value: V, rehash: impl Fn(&K) -> u64) {
         if (self.used + 1) * 8 > self.capacity() * 7 {
             self.grow(rehash);
         }
@@ -362,7 +362,7 @@ impl<K: Eq, V> IdTable<K, V> {
     /// same size) and moves every entry to its place in the new arrays. The old entries are
     /// read in slot order, which is their hashes' order, so the new places are written
     /// nearly in order too.
-    fn grow(&mut self, rehash: fn(&K) -> u64) {
+    fn grow(&mut self, rehash: impl Fn(&K) -> u64) {
         let slots = if self.slots.is_empty() {
             GROUP
         } else if self.len * 16 <= self.capacity() * 7 {
@@ -374,7 +374,7 @@ impl<K: Eq, V> IdTable<K, V> {
     }
 
     /// Makes room for `more` entries at once (a restore), so that no insert grows the table.
-    pub fn reserve(&mut self, more: usize, rehash: fn(&K) -> u64) {
+    pub fn reserve(&mut self, more: usize, rehash: impl Fn(&K) -> u64) {
         let need = ((self.len + more) * 8).div_ceil(7) + 1;
         if need > self.capacity() * 7 / 8 || self.slots.is_empty() {
             let slots = need.next_power_of_two().max(GROUP);
@@ -385,7 +385,7 @@ impl<K: Eq, V> IdTable<K, V> {
     }
 
     /// Moves the entries into a table of `slots` slots (a power of two, at least `GROUP`).
-    fn resize(&mut self, slots: usize, rehash: fn(&K) -> u64) {
+    fn resize(&mut self, slots: usize, rehash: impl Fn(&K) -> u64) {
         let old_tags = mem::replace(&mut self.tags, vec![EMPTY; slots + GROUP]);
         let old_slots = mem::replace(&mut self.slots, Box::new_uninit_slice(slots));
         self.len = 0;
