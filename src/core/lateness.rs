@@ -186,6 +186,30 @@ fn add(h: &mut Histogram<u64>, other: &Histogram<u64>) {
 /// 3 significant digits gives each of them a count of its own anyway (its first 2,048).
 const EXACT: usize = 2048;
 
+/// The overall distributions' `Recorder`s count values from `EXACT` up to `EXACT << WIDE`
+/// (about 70 minutes) in a second array by their histogram bucket (`wide_slot`), as the
+/// histogram would, without its record's work: a bucket `k` of a 3-digit histogram (values
+/// `2^(10+k)` up to `2^(11+k)`) holds 1,024 counts, each for `2^k` values.
+const WIDE: u32 = 11;
+
+/// The slot of `value` (`EXACT` and up) among the `WIDE` buckets' counts, or `None` past them.
+#[inline]
+fn wide_slot(value: u64) -> Option<usize> {
+    if value < EXACT as u64 {
+        return None;
+    }
+    let bucket = 63 - value.leading_zeros() - 10;
+    let sub = (value >> bucket) as usize - EXACT / 2;
+    (bucket <= WIDE).then(|| (bucket as usize - 1) * (EXACT / 2) + sub)
+}
+
+/// The lowest value of slot `slot` of the wide counts: one the histogram counts in the same
+/// bucket as every value `wide_slot` puts there.
+fn wide_value(slot: usize) -> u64 {
+    let (bucket, sub) = (slot / (EXACT / 2) + 1, slot % (EXACT / 2) + EXACT / 2);
+    (sub as u64) << bucket
+}
+
 /// Values a group's `Recorder` keeps as they come before it counts them as the overall one
 /// does: that takes a histogram of 3 significant digits, at least 16 KiB (2,048 counts) and
 /// about 100 KiB for lateness of hours, and the array, 16 KiB more, where most groups of a
@@ -205,6 +229,8 @@ const FEW: usize = 1024;
 struct Recorder {
     /// Counts by value under `EXACT`; empty while the values are `Few`.
     exact: Box<[u64]>,
+    /// Counts by `wide_slot`: the overall distributions' only, empty for a group's.
+    wide: Box<[u64]>,
     rest: Rest,
 }
 
@@ -227,19 +253,27 @@ impl Recorder {
     /// The overall distribution's recorder (`overall`), or a group's.
     fn new(overall: bool) -> Recorder {
         if overall {
-            Recorder::split(Histogram::new(3).expect("3 significant digits"))
+            Recorder::split(Histogram::new(3).expect("3 significant digits"), true)
         } else {
             Recorder {
                 exact: Box::default(),
+                wide: Box::default(),
                 rest: Rest::Few(Vec::new()),
             }
         }
     }
 
-    /// A recorder with the array, and `histogram` for the rest.
-    fn split(histogram: Histogram<u64>) -> Recorder {
+    /// A recorder with the array (and the wide counts, for an overall one), and `histogram`
+    /// for the rest.
+    fn split(histogram: Histogram<u64>, overall: bool) -> Recorder {
+        let wide = if overall {
+            WIDE as usize * EXACT / 2
+        } else {
+            0
+        };
         Recorder {
             exact: vec![0; EXACT].into_boxed_slice(),
+            wide: vec![0; wide].into_boxed_slice(),
             rest: Rest::Histogram(histogram),
         }
     }
@@ -249,13 +283,14 @@ impl Recorder {
     /// counts in the same bucket, so what is read is the same.
     fn of(histogram: Histogram<u64>, overall: bool) -> Recorder {
         if overall || histogram.len() > FEW as u64 {
-            return Recorder::split(histogram);
+            return Recorder::split(histogram, overall);
         }
         let values = histogram
             .iter_recorded()
             .flat_map(|v| std::iter::repeat_n(v.value_iterated_to(), v.count_at_value() as usize));
         Recorder {
             exact: Box::default(),
+            wide: Box::default(),
             rest: Rest::Few(values.collect()),
         }
     }
@@ -271,6 +306,12 @@ impl Recorder {
 
     /// Counts a value the array does not.
     fn record_rest(&mut self, value: u64) {
+        if !self.wide.is_empty() {
+            if let Some(n) = wide_slot(value).and_then(|slot| self.wide.get_mut(slot)) {
+                *n += 1;
+                return;
+            }
+        }
         match &mut self.rest {
             Rest::Histogram(h) => record_into(h, value, 1),
             Rest::Few(values) if values.len() < FEW => values.push(value),
@@ -285,7 +326,7 @@ impl Recorder {
     fn spill(&mut self) {
         if let Rest::Few(values) = &mut self.rest {
             let values = std::mem::take(values);
-            *self = Recorder::new(true);
+            *self = Recorder::split(Histogram::new(3).expect("3 significant digits"), false);
             values.iter().for_each(|&v| self.record(v as Millis));
         }
     }
@@ -324,13 +365,16 @@ impl Recorder {
                 return Cow::Owned(h);
             }
         };
-        if self.exact.iter().all(|n| *n == 0) {
+        if self.exact.iter().chain(self.wide.iter()).all(|n| *n == 0) {
             return Cow::Borrowed(histogram);
         }
         let mut h = histogram.clone();
         for (value, n) in self.exact.iter().enumerate().filter(|(_, n)| **n > 0) {
             // Within the histogram's range: it starts out tracking 2,048 values.
             h.record_n(value as u64, *n).expect("a value under 2,048");
+        }
+        for (slot, n) in self.wide.iter().enumerate().filter(|(_, n)| **n > 0) {
+            record_into(&mut h, wide_value(slot), *n);
         }
         Cow::Owned(h)
     }
@@ -901,6 +945,28 @@ mod tests {
             r.drift[0].late, 1,
             "the drift follows the first delay asked for"
         );
+    }
+
+    /// A wide slot's value is the lowest of the histogram bucket of every value put in that
+    /// slot, and each bucket has a slot of its own.
+    #[test]
+    fn wide_slots_are_the_histograms_buckets() {
+        let h = Histogram::<u64>::new(3).expect("3 digits");
+        let top = (EXACT as u64) << WIDE;
+        let mut last = None;
+        for value in (0..EXACT as u64 + 10).chain((EXACT as u64..top + 3000).step_by(7)) {
+            let Some(slot) = wide_slot(value) else {
+                assert!(value < EXACT as u64 || value >= top, "{value}");
+                continue;
+            };
+            assert!(slot < WIDE as usize * EXACT / 2);
+            assert_eq!(wide_value(slot), h.lowest_equivalent(value), "{value}");
+            let bucket = h.lowest_equivalent(value);
+            if let Some((s, b)) = last {
+                assert_eq!(s == slot, b == bucket, "{value}");
+            }
+            last = Some((slot, bucket));
+        }
     }
 
     proptest! {
