@@ -223,8 +223,9 @@ const FEW: usize = 1024;
 /// Values under `EXACT` are counted in a plain array and added in when read: most lateness and
 /// out-of-orderness is under two seconds, and an array's increment is a few instructions where
 /// the histogram's record (an index from the value's magnitude, bounds, extremes and total)
-/// took about sixty, twice per record. A group's recorder keeps its first `FEW` values as they
-/// are instead, with no array and no histogram.
+/// took about sixty, twice per record; the overall distributions count the values above, up
+/// to `EXACT << WIDE`, by bucket in a second array. A group's recorder keeps its first `FEW`
+/// values as they are instead, with no array and no histogram.
 #[derive(Clone, Debug)]
 struct Recorder {
     /// Counts by value under `EXACT`; empty while the values are `Few`.
