@@ -335,15 +335,16 @@ impl AheadHashes {
 }
 
 impl Ids {
-    /// Judges a record (keep-first). Only a verdict comes back: the hot path keeps it in a
-    /// register, where a wider result would be stored and reloaded across the watermark call,
-    /// and that reload waits behind the table's cache-missing stores.
-    #[inline]
+    /// `check_hashed` without a hash at hand.
+    #[cfg(test)]
     pub fn check(&mut self, id: &str, t: Millis, clock: impl Into<Clocks>) -> Verdict {
         self.check_hashed(id, None, t, clock)
     }
 
-    /// `check`, with the id's `hash_id` when the caller has it already.
+    /// Judges a record (keep-first), with the id's `hash_id` when the caller has it already.
+    /// Only a verdict comes back: the hot path keeps it in a register, where a wider result
+    /// would be stored and reloaded across the watermark call, and that reload waits behind
+    /// the table's cache-missing stores.
     #[inline]
     pub fn check_hashed(
         &mut self,
