@@ -45,7 +45,15 @@ pub struct DedupeCounts {
 pub trait IdKey: Eq + Clone + Default {
     /// The id as a checkpoint keeps it.
     type Saved: Serialize + DeserializeOwned;
-    fn hash128(&self) -> u128;
+    /// The id as a record gives it, looked up without making a key of it (an exact id's
+    /// text is copied only when it is remembered).
+    type Text: ?Sized + PartialEq;
+    fn text(&self) -> &Self::Text;
+    fn own(text: &Self::Text) -> Self;
+    fn hash_text(text: &Self::Text) -> u128;
+    fn hash128(&self) -> u128 {
+        Self::hash_text(self.text())
+    }
     fn save(&self) -> Self::Saved;
     fn load(saved: Self::Saved) -> Self;
 }
@@ -67,9 +75,18 @@ pub type IdHash = [u64; 2];
 impl IdKey for IdHash {
     /// Sixteen bytes, as they are: postcard would write a random word in ten.
     type Saved = [u8; 16];
+    type Text = IdHash;
 
-    fn hash128(&self) -> u128 {
-        (self[0] as u128) << 64 | self[1] as u128
+    fn text(&self) -> &IdHash {
+        self
+    }
+
+    fn own(text: &IdHash) -> IdHash {
+        *text
+    }
+
+    fn hash_text(text: &IdHash) -> u128 {
+        (text[0] as u128) << 64 | text[1] as u128
     }
 
     fn save(&self) -> [u8; 16] {
@@ -84,9 +101,18 @@ impl IdKey for IdHash {
 
 impl IdKey for Box<str> {
     type Saved = Box<str>;
+    type Text = str;
 
-    fn hash128(&self) -> u128 {
-        hash_id(self.as_bytes()).hash128()
+    fn text(&self) -> &str {
+        self
+    }
+
+    fn own(text: &str) -> Box<str> {
+        text.into()
+    }
+
+    fn hash_text(text: &str) -> u128 {
+        hash_id(text.as_bytes()).hash128()
     }
 
     fn save(&self) -> Box<str> {
@@ -156,8 +182,20 @@ impl<K: IdKey> Deduper<K> {
     }
 
     /// Judges a record with id `id` at time `t`, the clocks standing at `clock`.
-    pub fn check(&mut self, id: &K, t: Millis, clock: impl Into<Clocks>) -> Verdict {
-        self.judge(id, t, clock.into(), ()).0
+    pub fn check(&mut self, id: &K::Text, t: Millis, clock: impl Into<Clocks>) -> Verdict {
+        self.check_hashed(id, K::hash_text(id), t, clock)
+    }
+
+    /// `check` with the id's `hash_text` already made (for its prefetch).
+    #[inline]
+    pub fn check_hashed(
+        &mut self,
+        id: &K::Text,
+        hash128: u128,
+        t: Millis,
+        clock: impl Into<Clocks>,
+    ) -> Verdict {
+        self.judge(id, hash128, t, clock.into(), ()).0
     }
 }
 
@@ -187,12 +225,12 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
     /// `take_released`.
     pub fn check_held(
         &mut self,
-        id: &K,
+        id: &K::Text,
         t: Millis,
         clock: impl Into<Clocks>,
         record: H,
     ) -> (Verdict, Option<H>) {
-        self.judge(id, t, clock.into(), record)
+        self.judge(id, K::hash_text(id), t, clock.into(), record)
     }
 
     /// The held records of groups that ended since the last call, with the times their
@@ -312,10 +350,15 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         )
     }
 
-    fn judge(&mut self, id: &K, t: Millis, clocks: Clocks, record: H) -> (Verdict, Option<H>) {
+    fn judge(
+        &mut self,
+        id: &K::Text,
+        hash128: u128,
+        t: Millis,
+        clocks: Clocks,
+        record: H,
+    ) -> (Verdict, Option<H>) {
         let clock = clocks.judge;
-        // Hashed once: for an exact id, it is a hash of the text.
-        let hash128 = id.hash128();
         let (at, hash) = place(hash128);
         let horizon = self.horizon;
         let expired = |since: Millis| horizon.is_some_and(|h| clock >= since.saturating_add(h));
@@ -325,7 +368,7 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         // horizon) ends its group at once.
         let mut ended_at_once = None;
         let shard = &mut self.shards[at];
-        match shard.find(id, hash) {
+        match shard.find(hash, |key| key.text() == id) {
             Some(slot) => {
                 let entry = shard.value_mut(slot);
                 if !expired(entry.0) {
@@ -348,13 +391,13 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
                 }
             }
             None if !already_past && self.len < self.max_keys => {
-                shard.insert_new(id.clone(), hash, (t, record), table_hash);
+                shard.insert_new(K::own(id), hash, (t, record), table_hash);
                 self.len += 1;
                 self.oldest = self.oldest.min(t);
             }
             None if !already_past => {
                 self.make_room(clocks.forget);
-                self.shards[at].insert_new(id.clone(), hash, (t, record), table_hash);
+                self.shards[at].insert_new(K::own(id), hash, (t, record), table_hash);
                 self.len += 1;
                 self.oldest = self.oldest.min(t);
             }
@@ -593,7 +636,7 @@ mod tests {
 
     #[test]
     fn memory_follows_the_horizon() {
-        let mut d = Deduper::new(Some(100), usize::MAX);
+        let mut d: Deduper<IdHash> = Deduper::new(Some(100), usize::MAX);
         for i in 0..100_000u64 {
             d.check(&hash_id(&i.to_le_bytes()), i as Millis, i as Millis);
             assert!(d.remembered() <= 100 + 25 + 1, "{}", d.remembered());
@@ -603,7 +646,7 @@ mod tests {
 
     #[test]
     fn max_keys_evicts_oldest_and_flags_their_repeats() {
-        let mut d = Deduper::new(None, 1000);
+        let mut d: Deduper<IdHash> = Deduper::new(None, 1000);
         let h = |i: u64| hash_id(&i.to_le_bytes());
         for i in 0..2000u64 {
             assert_eq!(d.check(&h(i), i as Millis, 0), Verdict::First);
@@ -619,9 +662,9 @@ mod tests {
     #[test]
     fn exact_ids() {
         let mut d: Deduper<Box<str>> = Deduper::new(None, 10);
-        assert_eq!(d.check(&"a".into(), 0, 0), Verdict::First);
-        assert_eq!(d.check(&"a".into(), 0, 0), Verdict::Duplicate);
-        assert_eq!(d.check(&"b".into(), 0, 0), Verdict::First);
+        assert_eq!(d.check("a", 0, 0), Verdict::First);
+        assert_eq!(d.check("a", 0, 0), Verdict::Duplicate);
+        assert_eq!(d.check("b", 0, 0), Verdict::First);
     }
 
     proptest! {
@@ -647,7 +690,7 @@ mod tests {
                 let mut released = Vec::new();
                 for (i, (id, t, clock)) in records.iter().enumerate() {
                     let seq = first_seq + i as u64;
-                    let (verdict, replaced) = d.check_held(&make(*id), *t, *clock, seq);
+                    let (verdict, replaced) = d.check_held(make(*id).text(), *t, *clock, seq);
                     d.take_released(&mut released);
                     released.sort_unstable();
                     out.push(format!("{seq}: {verdict:?} {replaced:?} {released:?}"));

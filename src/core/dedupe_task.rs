@@ -356,7 +356,11 @@ impl Ids {
         let clock = clock.into();
         match self {
             Ids::Hashed(d) => d.check(&hash.unwrap_or_else(|| hash_id(id.as_bytes())), t, clock),
-            Ids::Exact(d) => d.check(&id.into(), t, clock),
+            // Placed by the same hash of the text, and copied only when remembered.
+            Ids::Exact(d) => {
+                let hash = hash.unwrap_or_else(|| hash_id(id.as_bytes()));
+                d.check_hashed(id, hash.hash128(), t, clock)
+            }
             Ids::HashedLast(_) | Ids::ExactLast(_) => unreachable!("keep-last uses check_held"),
         }
     }
@@ -385,7 +389,7 @@ impl Ids {
         let clock = clock.into();
         match self {
             Ids::HashedLast(d) => d.check_held(&hash_id(id.as_bytes()), t, clock, record).1,
-            Ids::ExactLast(d) => d.check_held(&id.into(), t, clock, record).1,
+            Ids::ExactLast(d) => d.check_held(id, t, clock, record).1,
             Ids::Hashed(_) | Ids::Exact(_) => unreachable!("keep-first uses check"),
         }
     }
