@@ -394,7 +394,7 @@ impl RecordStep for DedupeStep {
         }
         if let Some(id) = next().and_then(|line| line.field(0)) {
             let hash = self.hashes.push(id);
-            self.tasks.active.ids.prefetch(&hash);
+            self.tasks.active.ids.prefetch(hash);
         }
     }
 

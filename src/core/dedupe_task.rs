@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::dedupe::{hash_id, Clocks, DedupeCounts, Deduper, DeduperState, IdHash, IdKey, Verdict};
+use super::dedupe::{
+    halves, hash_id, hash_id128, Clocks, DedupeCounts, Deduper, DeduperState, IdHash, Verdict,
+};
 use super::partitioned::{Parent, PartitionTask};
 use super::time::Millis;
 use super::watermark::{PartitionIds, Watermarks};
@@ -85,11 +87,11 @@ impl Task {
     /// Judges a record (keep-first) of `id` at time `t` against `clock`; the watermark then
     /// observes it, when the horizon is in event time (`observe`: its partition and the
     /// processing time).
-    /// `hash` is the id's `hash_id` when the caller has it already (see `AheadHashes`).
+    /// `hash` is the id's `hash_id128` when the caller has it already (see `AheadHashes`).
     #[inline]
     pub fn check(
         &mut self,
-        (id, hash): (&str, Option<IdHash>),
+        (id, hash): (&str, Option<u128>),
         t: Millis,
         clock: Clocks,
         observe: Option<(usize, Millis)>,
@@ -294,7 +296,7 @@ pub struct Held {
 /// (`clear` before the next): its lines stay where they are until it is done.
 #[derive(Default)]
 pub struct AheadHashes {
-    ring: [(usize, usize, IdHash); AHEAD_HASHES],
+    ring: [(usize, usize, u128); AHEAD_HASHES],
     pushed: usize,
     taken: usize,
 }
@@ -309,8 +311,8 @@ impl AheadHashes {
 
     /// Hashes `id` and keeps its hash for `take`; the oldest is let go when all are kept.
     #[inline]
-    pub fn push(&mut self, id: &str) -> IdHash {
-        let hash = hash_id(id.as_bytes());
+    pub fn push(&mut self, id: &str) -> u128 {
+        let hash = hash_id128(id.as_bytes());
         self.taken = self
             .taken
             .max((self.pushed + 1).saturating_sub(AHEAD_HASHES));
@@ -322,7 +324,7 @@ impl AheadHashes {
     /// The hash `push` kept for this very text (the same place in the chunk), letting go of
     /// those before it (records that were not checked); `None` when it has none.
     #[inline]
-    pub fn take(&mut self, id: &str) -> Option<IdHash> {
+    pub fn take(&mut self, id: &str) -> Option<u128> {
         while self.taken < self.pushed {
             let (at, len, hash) = self.ring[self.taken % AHEAD_HASHES];
             self.taken += 1;
@@ -341,7 +343,7 @@ impl Ids {
         self.check_hashed(id, None, t, clock)
     }
 
-    /// Judges a record (keep-first), with the id's `hash_id` when the caller has it already.
+    /// Judges a record (keep-first), with the id's `hash_id128` when the caller has it already.
     /// Only a verdict comes back: the hot path keeps it in a register, where a wider result
     /// would be stored and reloaded across the watermark call, and that reload waits behind
     /// the table's cache-missing stores.
@@ -349,27 +351,24 @@ impl Ids {
     pub fn check_hashed(
         &mut self,
         id: &str,
-        hash: Option<IdHash>,
+        hash: Option<u128>,
         t: Millis,
         clock: impl Into<Clocks>,
     ) -> Verdict {
         let clock = clock.into();
+        let hash = hash.unwrap_or_else(|| hash_id128(id.as_bytes()));
         match self {
-            Ids::Hashed(d) => d.check(&hash.unwrap_or_else(|| hash_id(id.as_bytes())), t, clock),
+            Ids::Hashed(d) => d.check_hashed(&halves(hash), hash, t, clock),
             // Placed by the same hash of the text, and copied only when remembered.
-            Ids::Exact(d) => {
-                let hash = hash.unwrap_or_else(|| hash_id(id.as_bytes()));
-                d.check_hashed(id, hash.hash128(), t, clock)
-            }
+            Ids::Exact(d) => d.check_hashed(id, hash, t, clock),
             Ids::HashedLast(_) | Ids::ExactLast(_) => unreachable!("keep-last uses check_held"),
         }
     }
 
-    /// Brings the place of the id whose `hash_id` is `hash` into cache, for a check soon after.
+    /// Brings the place of the id whose `hash_id128` is `hash` into cache, for a check soon
+    /// after. Hashed and exact ids are both placed by the hash of their text.
     #[inline]
-    pub fn prefetch(&self, hash: &IdHash) {
-        // Hashed and exact ids are both placed by the hash of their text.
-        let hash = hash.hash128();
+    pub fn prefetch(&self, hash: u128) {
         match self {
             Ids::Hashed(d) => d.prefetch(hash),
             Ids::Exact(d) => d.prefetch(hash),
@@ -492,7 +491,7 @@ mod tests {
         let push_all = |ahead: &mut AheadHashes| {
             ahead.clear();
             for id in &ids {
-                assert_eq!(ahead.push(id), hash_id(id.as_bytes()));
+                assert_eq!(ahead.push(id), hash_id128(id.as_bytes()));
             }
         };
         push_all(&mut ahead);
@@ -504,9 +503,9 @@ mod tests {
         push_all(&mut ahead);
         // The second id is skipped (a record not checked); the third, the same text as the
         // first, is told apart by its place.
-        assert_eq!(ahead.take(ids[0]), Some(hash_id(b"\"a\"")));
-        assert_eq!(ahead.take(ids[2]), Some(hash_id(b"\"a\"")));
-        assert_eq!(ahead.take(ids[3]), Some(hash_id(b"\"c\"")));
+        assert_eq!(ahead.take(ids[0]), Some(hash_id128(b"\"a\"")));
+        assert_eq!(ahead.take(ids[2]), Some(hash_id128(b"\"a\"")));
+        assert_eq!(ahead.take(ids[3]), Some(hash_id128(b"\"c\"")));
         assert_eq!(
             ahead.take(ids[1]),
             None,
@@ -517,11 +516,11 @@ mod tests {
         for (asked, kept) in [(2, false), (3, true)] {
             ahead.clear();
             many.iter().for_each(|id| _ = ahead.push(id));
-            let hash = hash_id(many[asked].as_bytes());
+            let hash = hash_id128(many[asked].as_bytes());
             assert_eq!(ahead.take(&many[asked]), kept.then_some(hash));
         }
         let last = &many[AHEAD_HASHES + 2];
-        assert_eq!(ahead.take(last), Some(hash_id(last.as_bytes())));
+        assert_eq!(ahead.take(last), Some(hash_id128(last.as_bytes())));
     }
 
     fn spec(keep: Keep, exact_ids: bool) -> TaskSpec {
