@@ -112,7 +112,7 @@ impl IdKey for Box<str> {
     }
 
     fn hash_text(text: &str) -> u128 {
-        hash_id(text.as_bytes()).hash128()
+        hash_id128(text.as_bytes())
     }
 
     fn save(&self) -> Box<str> {
