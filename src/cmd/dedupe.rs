@@ -374,6 +374,7 @@ impl RecordStep for DedupeStep {
         }
         // --keep last: a repeat takes the place of the record held so far, which is dropped.
         let released = &mut self.released;
+        let id = (id, self.hashes.take(id));
         if let Some(earlier) = task.hold(id, (t, clock), line.bytes, observe, released) {
             self.drop_duplicate(&earlier.bytes, counters)?;
         }

@@ -243,7 +243,19 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         clock: impl Into<Clocks>,
         record: H,
     ) -> (Verdict, Option<H>) {
-        self.judge(id, K::hash_text(id), t, clock.into(), record)
+        self.check_held_hashed(id, K::hash_text(id), t, clock, record)
+    }
+
+    /// `check_held` with the id's `hash_text` already made (for its prefetch).
+    pub fn check_held_hashed(
+        &mut self,
+        id: &K::Text,
+        hash128: u128,
+        t: Millis,
+        clock: impl Into<Clocks>,
+        record: H,
+    ) -> (Verdict, Option<H>) {
+        self.judge(id, hash128, t, clock.into(), record)
     }
 
     /// The held records of groups that ended since the last call, with the times their

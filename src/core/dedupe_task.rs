@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::dedupe::{
-    halves, hash_id, hash_id128, Clocks, DedupeCounts, Deduper, DeduperState, IdHash, Verdict,
+    halves, hash_id128, Clocks, DedupeCounts, Deduper, DeduperState, IdHash, Verdict,
 };
 use super::partitioned::{Parent, PartitionTask};
 use super::time::Millis;
@@ -103,11 +103,12 @@ impl Task {
         verdict
     }
 
-    /// Holds a record (`--keep last`) as `check` judges one, and returns the record it
-    /// replaces, a duplicate now; the held records whose groups ended go to `released`.
+    /// Holds a record (`--keep last`) as `check` judges one (`hash` as there), and returns
+    /// the record it replaces, a duplicate now; the held records whose groups ended go to
+    /// `released`.
     pub fn hold(
         &mut self,
-        id: &str,
+        (id, hash): (&str, Option<u128>),
         (t, clock): (Millis, Clocks),
         bytes: &[u8],
         observe: Option<(usize, Millis)>,
@@ -117,7 +118,7 @@ impl Task {
             seq: self.seq as u64,
             bytes: bytes.into(),
         };
-        let replaced = self.ids.check_held(id, t, clock, held);
+        let replaced = self.ids.check_held_hashed(id, hash, t, clock, held);
         if let Some((partition, now)) = observe {
             self.watermarks.observe(partition, t, now);
         }
@@ -377,7 +378,8 @@ impl Ids {
         }
     }
 
-    /// Judges a record for `--keep last`: holds it, and returns the record it replaces.
+    /// `check_held_hashed` without a hash at hand.
+    #[cfg(test)]
     pub fn check_held(
         &mut self,
         id: &str,
@@ -385,10 +387,24 @@ impl Ids {
         clock: impl Into<Clocks>,
         record: Held,
     ) -> Option<Held> {
+        self.check_held_hashed(id, None, t, clock, record)
+    }
+
+    /// Judges a record for `--keep last`, with the id's `hash_id128` when the caller has it
+    /// already: holds it, and returns the record it replaces.
+    pub fn check_held_hashed(
+        &mut self,
+        id: &str,
+        hash: Option<u128>,
+        t: Millis,
+        clock: impl Into<Clocks>,
+        record: Held,
+    ) -> Option<Held> {
         let clock = clock.into();
+        let hash = hash.unwrap_or_else(|| hash_id128(id.as_bytes()));
         match self {
-            Ids::HashedLast(d) => d.check_held(&hash_id(id.as_bytes()), t, clock, record).1,
-            Ids::ExactLast(d) => d.check_held(id, t, clock, record).1,
+            Ids::HashedLast(d) => d.check_held_hashed(&halves(hash), hash, t, clock, record).1,
+            Ids::ExactLast(d) => d.check_held_hashed(id, hash, t, clock, record).1,
             Ids::Hashed(_) | Ids::Exact(_) => unreachable!("keep-first uses check"),
         }
     }
@@ -713,7 +729,13 @@ mod tests {
             let clocks = task.event_clocks(w);
             if task.ids.holding() {
                 task.seq = seq(p, i) as Millis;
-                task.hold(&id(p, k), (t, clocks), b"", Some((w, 0)), &mut released);
+                task.hold(
+                    (&id(p, k), None),
+                    (t, clocks),
+                    b"",
+                    Some((w, 0)),
+                    &mut released,
+                );
             } else if task.check((&id(p, k), None), t, clocks, Some((w, 0))) != Verdict::Duplicate {
                 out.insert((p, i));
             }
