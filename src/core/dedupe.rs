@@ -233,9 +233,8 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         }
     }
 
-    /// Judges a record and holds `record` as its id's latest. For a repeat, returns the
-    /// record it replaces (a dropped duplicate). Records of groups that ended are then in
-    /// `take_released`.
+    /// `check_held_hashed` without a hash at hand.
+    #[cfg(test)]
     pub fn check_held(
         &mut self,
         id: &K::Text,
@@ -246,7 +245,9 @@ impl<K: IdKey, H: Default> Deduper<K, H> {
         self.check_held_hashed(id, K::hash_text(id), t, clock, record)
     }
 
-    /// `check_held` with the id's `hash_text` already made (for its prefetch).
+    /// Judges a record, with its id's `hash_text` (made for its prefetch), and holds
+    /// `record` as its id's latest. For a repeat, returns the record it replaces (a dropped
+    /// duplicate). Records of groups that ended are then in `take_released`.
     pub fn check_held_hashed(
         &mut self,
         id: &K::Text,
